@@ -1,0 +1,53 @@
+// ocrtrain: the command-line entry point. Each subcommand lives in app/ as cmd_<name>.
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/backend.h"
+
+#ifndef OCR_VERSION
+#define OCR_VERSION "0.0.0"
+#endif
+
+static void print_usage(FILE *out) {
+    fprintf(out,
+            "ocrtrain %s: text-recognition training with automatic mixed precision\n"
+            "\n"
+            "usage: ocrtrain <command> [options]\n"
+            "\n"
+            "commands:\n"
+            "  info     -c CFG [--json]                      model summary: params, FLOPs, layer table\n"
+            "  synth    --style receipt|document|zh --count N --seed S --out DIR\n"
+            "  data     -c CFG [--json]                      scan + benchmark the datasets through the loader\n"
+            "  pack     -c CFG --out FILE                    decoded, height-normalized images in one mmap file\n"
+            "  train    -c CFG [-o Key.path=value ...]\n"
+            "  eval     -c CFG --weights W [--json]\n"
+            "  predict  -c CFG --weights W [--batch N] [--min-width PX] IMAGE...\n"
+            "  compare  -c CFG --out DIR                     FP32 run vs AMP run, report, exit 3 on regression\n"
+            "  capacity -c CFG [--memory SIZE] [--json]      largest batch per precision\n"
+            "  import   --onnx FILE --out W.safetensors      PaddleOCR PP-OCRv4 rec weights\n"
+            "\n"
+            "options:\n"
+            "  -h, --help      this text\n"
+            "  --version       version and compiled backends\n"
+            "\n"
+            "exit codes: 0 success, 1 runtime error, 2 usage or config error, 3 accuracy regression\n",
+            OCR_VERSION);
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        print_usage(stderr);
+        return 2;
+    }
+    const char *cmd = argv[1];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "help") == 0) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (strcmp(cmd, "--version") == 0 || strcmp(cmd, "version") == 0) {
+        printf("ocrtrain %s (backends: %s)\n", OCR_VERSION, ocr_build_backends());
+        return 0;
+    }
+    fprintf(stderr, "ocrtrain: unknown command '%s' (see ocrtrain --help)\n", cmd);
+    return 2;
+}

@@ -1,0 +1,67 @@
+// Configuration: JSON files with PaddleOCR's section names (Global, Architecture, Loss,
+// Optimizer, Train, Eval), typed lookup by dotted path, and `-o Key.path=value` overrides.
+//
+// Lookups take a default for optional keys. A key that is present with the wrong type is an
+// error that names the key, the expected type, what was found and the file, so nothing
+// starts on a half-understood config.
+#ifndef OCR_CORE_CONFIG_H
+#define OCR_CORE_CONFIG_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+
+struct cJSON;
+typedef struct OcrConfig OcrConfig;
+
+ocr_status_t ocr_config_load(OcrConfig **out, const char *path);
+// `name` is used in messages in place of a file name.
+ocr_status_t ocr_config_parse(OcrConfig **out, const char *json_text, const char *name);
+void ocr_config_free(OcrConfig *cfg);
+// File name (or the name given to parse) for messages.
+const char *ocr_config_source(const OcrConfig *cfg);
+
+// Applies "Key.path=value". The value is parsed as JSON when it is a number, true/false,
+// null, a list [..], an object {..} or a quoted string; anything else is taken as a plain
+// string (so Global.device=cpu works). Missing intermediate objects are created. A path
+// through a non-object (e.g. "Global.epoch_num.x") is an error naming the key.
+ocr_status_t ocr_config_apply_override(OcrConfig *cfg, const char *assignment);
+// Sets a value from JSON text at a dotted path (same rules as above).
+ocr_status_t ocr_config_set(OcrConfig *cfg, const char *path, const char *value_text);
+
+int ocr_config_has(const OcrConfig *cfg, const char *path);
+// The raw node (NULL when absent); for walking lists of objects such as transforms.
+const struct cJSON *ocr_config_node(const OcrConfig *cfg, const char *path);
+struct cJSON *ocr_config_root(OcrConfig *cfg);
+
+// Typed getters: *out = default when the key is absent; error when present with another type.
+// Integers must be whole numbers within range; doubles accept integers.
+ocr_status_t ocr_config_get_int(const OcrConfig *cfg, const char *path, int64_t def, int64_t *out);
+ocr_status_t ocr_config_get_double(const OcrConfig *cfg, const char *path, double def, double *out);
+ocr_status_t ocr_config_get_bool(const OcrConfig *cfg, const char *path, int def, int *out);
+// The returned string is owned by the config (or is `def`).
+ocr_status_t ocr_config_get_string(const OcrConfig *cfg, const char *path, const char *def, const char **out);
+// Lists of numbers: fills up to max entries, *count = number present (error when more than max).
+// Absent: *count = 0 and out untouched. A single number is accepted as a list of one.
+ocr_status_t ocr_config_get_int_list(const OcrConfig *cfg, const char *path, int64_t *out, int max, int *count);
+ocr_status_t ocr_config_get_double_list(const OcrConfig *cfg, const char *path, double *out, int max, int *count);
+
+// Required variants: absent is an error naming the key and the file.
+ocr_status_t ocr_config_require_int(const OcrConfig *cfg, const char *path, int64_t *out);
+ocr_status_t ocr_config_require_double(const OcrConfig *cfg, const char *path, double *out);
+ocr_status_t ocr_config_require_string(const OcrConfig *cfg, const char *path, const char **out);
+
+// Range check helper: error "Key.path must be in [lo, hi], got v (file)".
+ocr_status_t ocr_config_check_range(const OcrConfig *cfg, const char *path, double value, double lo, double hi);
+
+// Validates that every key under `section_path` (an object) is one of `known` (NULL-terminated);
+// an unknown key is an error that suggests the nearest known key by edit distance.
+ocr_status_t ocr_config_check_keys(const OcrConfig *cfg, const char *section_path, const char *const *known);
+
+// Serialises the whole config (after overrides) as formatted JSON; caller frees with free().
+char *ocr_config_to_json(const OcrConfig *cfg);
+
+// Levenshtein distance between two byte strings (used for "did you mean" suggestions).
+int ocr_edit_distance(const char *a, const char *b);
+
+#endif

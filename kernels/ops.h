@@ -1,0 +1,227 @@
+// The op library: one forward and one backward function per op.
+//
+// Conventions (read these before adding an op):
+// - Outputs first, then inputs, then parameters. Shapes are in the comment above each pair.
+// - Images are NHWC; sequences (B, T, C); a "row" op works on the last dimension.
+// - Any float tensor may be f32, f16 or bf16, independently of the others. Low-precision
+//   values are computed in fp32 and rounded (nearest even) into the output's dtype, exactly
+//   as a GPU stores them; GEMMs and convolutions always accumulate in fp32.
+// - Accumulation rule: gradients of weights (dweight, dbias, dgamma, ...) ACCUMULATE
+//   (+=), so a parameter used twice just works and the trainer zeroes them once per step.
+//   Gradients of activations (dinp) are ASSIGNED (=). Any gradient output may be NULL when
+//   the caller does not need it.
+// - Ops dispatch on the tensors' device. Shape/dtype mismatches are programming errors and
+//   abort with a message (OCR_ASSERT); ops do not return a status.
+// - CPU: OpenMP across cores with static partitions, so results are deterministic for a
+//   fixed thread count. Scratch comes from the workspace (core/memory.h).
+#ifndef OCR_KERNELS_OPS_H
+#define OCR_KERNELS_OPS_H
+
+#include <stdint.h>
+
+#include "core/tensor.h"
+
+// ---- GEMM, linear, batched matmul --------------------------------------------------
+// c (M, N) = alpha · op(a) · op(b) + beta · c, op(x) = x or xᵀ; a is (M, K) or (K, M), b is
+// (K, N) or (N, K). beta = 0 ignores c's previous contents (NaN included).
+void gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha, float beta);
+
+// out (..., OUT) = inp (..., IN) · weight (IN, OUT) + bias (OUT). Weight is stored (IN, OUT)
+// as in Paddle. bias may be NULL.
+void linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias);
+// dinp (..., IN) = dout · weightᵀ; dweight (IN, OUT) += inpᵀ · dout; dbias (OUT) += Σ dout.
+void linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                     const OcrTensor *inp, const OcrTensor *weight);
+
+// out (B, M, N) = alpha · op(a) · op(b) per batch entry; a (B, M, K) or (B, K, M); b (B, K, N) or (B, N, K).
+void matmul_batched_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
+                            float alpha);
+// da, db assigned (activation gradients).
+void matmul_batched_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
+                             const OcrTensor *b, int trans_a, int trans_b, float alpha);
+
+// ---- convolution --------------------------------------------------------------------
+typedef struct {
+    int stride_h, stride_w;
+    int pad_h, pad_w;  // zero padding on both sides
+    int groups;        // 1 = dense; == in channels == out channels: depthwise
+} Conv2dParams;
+
+// Output spatial size: (H + 2·pad_h − KH) / stride_h + 1 (floor).
+int conv2d_out_size(int in_size, int kernel, int stride, int pad);
+
+// out (N, Ho, Wo, OC) = conv(inp (N, H, W, C), weight (OC, KH, KW, C / groups)) + bias (OC).
+// Weight layout is "KRSC" (cuDNN's NHWC filter layout). bias may be NULL. General
+// convolutions use im2col + GEMM; depthwise (groups == C == OC) runs direct loops.
+void conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
+                    Conv2dParams p);
+// dinp assigned; dweight, dbias accumulated.
+void conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                     const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p);
+
+// ---- normalisation -------------------------------------------------------------------
+// Batch norm over N·H·W per channel of inp (N, H, W, C). Training: batch mean and biased
+// variance normalise; running = momentum · running + (1 − momentum) · batch (Paddle's
+// convention, momentum 0.9); the running variance takes the biased batch variance, as
+// Paddle's kernel does (PyTorch would take the unbiased one). Inference: running statistics normalise and nothing
+// updates. save_mean / save_rstd (C, f32) receive what was used (running ones in inference)
+// for the backward. gamma, beta, running_* are f32 (C).
+void batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
+                         OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                         float momentum, float eps, int training);
+// training = 1: gradient through the batch statistics; 0: through fixed statistics.
+void batchnorm2d_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                          const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
+                          const OcrTensor *save_rstd, int training);
+
+// Layer norm over the last dimension C of inp (..., C); mean, rstd (rows) f32; gamma, beta (C) f32.
+void layernorm_forward(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
+                       const OcrTensor *gamma, const OcrTensor *beta, float eps);
+void layernorm_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                        const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *mean, const OcrTensor *rstd);
+
+// ---- activations ----------------------------------------------------------------------
+typedef enum {
+    OCR_ACT_NONE = 0,
+    OCR_ACT_RELU,
+    OCR_ACT_HARDSWISH,    // x · clip(x + 3, 0, 6) / 6
+    OCR_ACT_HARDSIGMOID,  // clip(x · 0.1666667 + 0.5, 0, 1)  (Paddle's slope constant)
+    OCR_ACT_SWISH,        // x · sigmoid(x)
+    OCR_ACT_GELU,         // exact: x · Φ(x) with erf
+    OCR_ACT_COUNT
+} ocr_activation_t;
+const char *ocr_activation_name(ocr_activation_t act);
+int ocr_activation_from_name(const char *name, ocr_activation_t *out);
+
+// out = act(inp), any shape; out may alias inp.
+void activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act);
+// dinp = dout · act'(inp); dinp may alias dout.
+void activation_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act);
+
+// ---- pooling ---------------------------------------------------------------------------
+typedef struct {
+    int kernel_h, kernel_w;
+    int stride_h, stride_w;
+    int pad_h, pad_w;  // average pools exclude padding from the divisor (Paddle exclusive=True)
+} Pool2dParams;
+
+// out (N, Ho, Wo, C) from inp (N, H, W, C).
+void avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);
+void avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p);
+void maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);
+// Gradient goes to the first maximum of each window (recomputed from inp).
+void maxpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p);
+// Adaptive average: output size from out's shape; bin i covers [floor(i·H/Ho), ceil((i+1)·H/Ho)).
+// Global average pooling is the Ho = Wo = 1 case.
+void adaptive_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp);
+void adaptive_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout);
+
+// ---- elementwise and layout ------------------------------------------------------------
+// SE gating: out (N, H, W, C) = inp (N, H, W, C) · scale (N, 1, 1, C).
+void channel_scale_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale);
+// dinp, dscale assigned.
+void channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
+                            const OcrTensor *scale);
+
+// out = a + b (same shapes); out may alias a or b.
+void add_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b);
+// da = dout, db = dout (assigned; either may be NULL).
+void add_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout);
+// dst += src (same shape): residual paths and gradient accumulation across branches.
+void accumulate(OcrTensor *dst, const OcrTensor *src);
+// out = alpha · inp (any dtypes, same shape); out may alias inp.
+void scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha);
+// Sets every element to zero (any dtype, any device).
+void zero_tensor(OcrTensor *t);
+
+// Concatenation along the last (channel) dimension: out (..., ΣC_i) from inputs (..., C_i).
+void concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count);
+// Splits dout back into the dinputs (assigned; NULL entries skipped).
+void concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *dout);
+
+// out = inp with dimensions permuted: out.shape[i] = inp.shape[perm[i]] (up to 4 dims).
+// Reshapes between NHWC maps and (B, T, C) sequences are free (ocr_tensor_reshape); this op
+// is for real transposes.
+void permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm);
+void permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm);
+
+// ---- softmax, attention ----------------------------------------------------------------
+// Over the last dimension; out may alias inp.
+void softmax_forward(OcrTensor *out, const OcrTensor *inp);
+// dinp = out · (dout − Σ dout·out).
+void softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
+void log_softmax_forward(OcrTensor *out, const OcrTensor *inp);
+// dinp = dout − exp(out) · Σ dout.
+void log_softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
+
+// Dropout configuration shared by the dropout ops and the attention op. The keep mask of
+// element i is uniform(seed, stream, offset + i) >= p, regenerated in the backward.
+typedef enum {
+    OCR_DROPOUT_UPSCALE_IN_TRAIN = 0,  // train: x·mask/(1−p); infer: x
+    OCR_DROPOUT_DOWNSCALE_IN_INFER,    // train: x·mask;       infer: x·(1−p)
+} ocr_dropout_mode_t;
+typedef struct {
+    float p;  // drop probability; 0 disables
+    ocr_dropout_mode_t mode;
+    int training;
+    uint64_t seed, stream, offset;
+} DropoutParams;
+
+// Multi-head self-attention core. qkv (B, T, 3·C) is the output of Linear(C, 3C), laid out
+// [q | k | v] along the last axis, each as (heads, head_dim). For each batch and head:
+// S = scale · q·kᵀ + mask; P = softmax(S); P' = dropout(P); o = P'·v. out (B, T, C) holds
+// the heads concatenated. probs (B, heads, T, T) receives P (pre-dropout) for the backward.
+// mask (T, T) f32 is additive (0 or −inf) and may be NULL. Softmax runs in fp32.
+void attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
+                       int num_heads, float scale, DropoutParams dropout);
+// dqkv (B, T, 3·C) assigned.
+void attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
+                        int num_heads, float scale, DropoutParams dropout);
+
+// ---- dropout, drop path -----------------------------------------------------------------
+void dropout_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
+void dropout_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
+// Drop path (stochastic depth): per sample (first dimension) keep with 1 − p and scale by
+// 1/(1 − p) in training; identity in inference. Sample n's keep draw is index offset + n.
+void droppath_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
+void droppath_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
+
+// ---- casts and AMP support --------------------------------------------------------------
+// Converts between f32, f16 and bf16 (same shape). The backward of a cast is a cast back.
+void cast_forward(OcrTensor *out, const OcrTensor *inp);
+void cast_backward(OcrTensor *dinp, const OcrTensor *dout);
+
+// One fused pass over a list of gradient tensors: multiplies each by inv_scale in place
+// and finds non-finite values. Per tensor (arrays may be NULL): amax[i] = max |g| after
+// unscaling over the finite values, nonfinite[i] = 1 when tensor i held inf/NaN.
+// Returns 1 when any value was inf or NaN.
+int unscale_and_check(OcrTensor *const *grads, int count, float inv_scale, float *amax, int *nonfinite);
+
+typedef struct {
+    float lr;            // already multiplied by the parameter's lr multiplier
+    float beta1, beta2;
+    float eps;
+    float weight_decay;  // this parameter's decay coefficient
+    int decoupled;       // 0: L2 added to the gradient (Adam + L2, Paddle's regularizer); 1: AdamW
+    int64_t step;        // 1-based step for bias correction
+    float grad_scale;    // gradients are multiplied by this first (1 = already unscaled)
+    // O2 with bf16 working weights: round master -> param stochastically with this seed
+    // (stream = tensor index); 0 = round to nearest even.
+    uint64_t stochastic_round_seed;
+    uint64_t stochastic_round_stream;
+} AdamParams;
+
+// Adam/AdamW on one tensor. With master (f32) non-NULL (AMP O2) the update is applied to
+// master and param (f16/bf16) receives the rounded result; otherwise param (f32) is
+// updated in place. m, v are f32. grad may be any float dtype.
+// m̂ = m/(1−β1^t), v̂ = v/(1−β2^t), w −= lr · m̂ / (√v̂ + ε)  (equivalent to Paddle's form).
+void adam_update(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v, const OcrTensor *grad,
+                 AdamParams p);
+
+// sqrt(Σ over all tensors of Σ g²), accumulated in double.
+double grad_global_norm(OcrTensor *const *grads, int count);
+// When the global norm exceeds max_norm, scales every gradient by max_norm / (norm + 1e-6).
+// Returns the norm before clipping.
+double clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm);
+
+#endif
