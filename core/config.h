@@ -35,7 +35,10 @@ const struct cJSON *ocr_config_node(const OcrConfig *cfg, const char *path);
 struct cJSON *ocr_config_root(OcrConfig *cfg);
 
 // Typed getters: *out = default when the key is absent; error when present with another type.
-// Integers must be whole numbers within range; doubles accept integers.
+// Integers must be whole numbers within range; doubles accept integers. A JSON null counts as
+// absent (PaddleOCR configs write `checkpoints: null` for "not set"). A path that runs through
+// a present non-object ("Optimizer.lr.learning_rate" when Optimizer.lr is a number) is an error.
+// Paths index lists with numbers: "Train.dataset.transforms.0.DecodeImage.img_mode".
 ocr_status_t ocr_config_get_int(const OcrConfig *cfg, const char *path, int64_t def, int64_t *out);
 ocr_status_t ocr_config_get_double(const OcrConfig *cfg, const char *path, double def, double *out);
 ocr_status_t ocr_config_get_bool(const OcrConfig *cfg, const char *path, int def, int *out);
@@ -51,7 +54,7 @@ ocr_status_t ocr_config_require_int(const OcrConfig *cfg, const char *path, int6
 ocr_status_t ocr_config_require_double(const OcrConfig *cfg, const char *path, double *out);
 ocr_status_t ocr_config_require_string(const OcrConfig *cfg, const char *path, const char **out);
 
-// Range check helper: error "Key.path must be in [lo, hi], got v (file)".
+// Range check helper: error "file: Key.path must be in [lo, hi], got v".
 ocr_status_t ocr_config_check_range(const OcrConfig *cfg, const char *path, double value, double lo, double hi);
 
 // Validates that every key under `section_path` (an object) is one of `known` (NULL-terminated);
