@@ -235,6 +235,33 @@ START_TEST(test_write_rejects_bad_input) {
 }
 END_TEST
 
+START_TEST(test_header_padding) {
+    // Names of every length mod 8: the header is always padded (with spaces) so the data
+    // section starts on an 8-byte boundary, and the padding does not disturb reading.
+    float w = 1.5f;
+    char name[16] = "";
+    char path[2048];
+    in_tmp(path, sizeof path, "pad.safetensors");
+    for (int len = 1; len <= 8; len++) {
+        strcat(name, "n");
+        OcrNamedTensor t = {name, OCR_F32, 1, {1}, &w};
+        ck_assert_int_eq(ocr_safetensors_write(path, &t, 1, NULL, 0), OCR_OK);
+        char *raw;
+        size_t size;
+        ck_assert_int_eq(ocr_read_file(path, &raw, &size), OCR_OK);
+        uint64_t hlen = 0;
+        for (int i = 0; i < 8; i++) hlen |= (uint64_t)(unsigned char)raw[i] << (8 * i);
+        ck_assert_uint_eq(hlen % 8, 0);
+        ck_assert_uint_eq(size, 8 + hlen + 4);
+        ck_assert_int_eq(raw[8 + hlen - 1] == ' ' || raw[8 + hlen - 1] == '}', 1);
+        free(raw);
+        OcrSafetensors *st = open_ok(path);
+        ck_assert(*(const float *)ocr_safetensors_find(st, name)->data == 1.5f);
+        ocr_safetensors_close(st);
+    }
+}
+END_TEST
+
 // ---- corruption ---------------------------------------------------------------------
 
 typedef struct {
@@ -443,6 +470,7 @@ static Suite *safetensors_suite(void) {
     tcase_add_test(tc, test_round_trip_many_tensors);
     tcase_add_test(tc, test_metadata_round_trip);
     tcase_add_test(tc, test_write_rejects_bad_input);
+    tcase_add_test(tc, test_header_padding);
     tcase_add_loop_test(tc, test_corrupt_header, 0, (int)(sizeof bad_headers / sizeof bad_headers[0]));
     tcase_add_test(tc, test_short_files);
     tcase_add_test(tc, test_bad_header_length);
