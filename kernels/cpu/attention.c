@@ -1,0 +1,229 @@
+// Multi-head self-attention core (CPU): per (batch, head) two SGEMMs around an fp32 softmax.
+//
+// q, k and v are read in place from qkv (B, T, 3C) with leading dimension 3C, so nothing is
+// copied out per head. OpenMP runs over (batch, head) (see ATTN_BLAS_THREADED_MACS); each
+// thread owns its T×T fp32 buffers.
+// The dropout draw of probs element (b, h, i, j) has index offset + ((b·H + h)·T + i)·T + j.
+#include <cblas.h>
+#include <math.h>
+#include <omp.h>
+
+#include "core/rng.h"
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/ops.h"
+
+// OpenBLAS (pthreads build) threads an sgemm of about this many multiply-adds or more. Such
+// GEMMs run one (batch, head) at a time with BLAS's own threads; smaller ones run one per
+// OpenMP thread, so the two thread pools never nest.
+#define ATTN_BLAS_THREADED_MACS 262144
+// Below this much total work a parallel region costs more than it saves.
+#define ATTN_PAR_MIN_MACS 32768
+
+typedef struct {
+    int64_t B, T, C, H, D;
+} AttnShape;
+
+static int attn_parallel_over_heads(const AttnShape *s) {
+    int64_t per_head = s->T * s->T * s->D;
+    return per_head < ATTN_BLAS_THREADED_MACS && s->B * s->H * per_head >= ATTN_PAR_MIN_MACS;
+}
+
+static AttnShape attn_shape(const OcrTensor *qkv, int num_heads) {
+    OCR_ASSERT(qkv->ndim == 3, "attention: qkv must be (B, T, 3C)");
+    AttnShape s = {qkv->shape[0], qkv->shape[1], qkv->shape[2] / 3, num_heads, 0};
+    OCR_ASSERT(s.C * 3 == qkv->shape[2] && num_heads > 0 && s.C % num_heads == 0,
+               "attention: qkv last dim %lld is not 3·heads·head_dim (heads %d)", (long long)qkv->shape[2], num_heads);
+    s.D = s.C / s.H;
+    return s;
+}
+
+// Factor applied to P (and dP') per element: keep/(1 − p), keep, or a constant in inference.
+// mult[k] for the T·T entries of one (b, h) block starting at draw index `first`; returns 0
+// when the factor is 1 everywhere (nothing to apply).
+static int dropout_factors(float *mult, int64_t n, uint64_t first, const DropoutParams *d) {
+    int upscale = d->mode == OCR_DROPOUT_UPSCALE_IN_TRAIN;
+    if (!d->training || d->p <= 0.0f) {
+        if (upscale || d->p <= 0.0f) return 0;
+        for (int64_t k = 0; k < n; k++) mult[k] = 1.0f - d->p;  // downscale in inference
+        return 1;
+    }
+    float keep_scale = d->p >= 1.0f ? 0.0f : (upscale ? 1.0f / (1.0f - d->p) : 1.0f);
+    uint32_t blk[4];
+    uint64_t cached = UINT64_MAX;
+    uint32_t key[2] = {(uint32_t)d->seed, (uint32_t)(d->seed >> 32)};
+    for (int64_t k = 0; k < n; k++) {
+        uint64_t idx = d->offset + first + (uint64_t)k;
+        if ((idx >> 2) != cached) {
+            cached = idx >> 2;
+            uint32_t ctr[4] = {(uint32_t)cached, (uint32_t)(cached >> 32), (uint32_t)d->stream,
+                               (uint32_t)(d->stream >> 32)};
+            ocr_philox4x32_10(ctr, key, blk);
+        }
+        mult[k] = ocr_rng_u32_to_uniform(blk[idx & 3]) >= d->p ? keep_scale : 0.0f;
+    }
+    return 1;
+}
+
+// n values of t starting at element `first`, to/from fp32 (t of any float dtype).
+static void slice_store(OcrTensor *t, int64_t first, const float *src, int64_t n) {
+    switch (t->dtype) {
+        case OCR_F32:
+            for (int64_t k = 0; k < n; k++) ((float *)t->data)[first + k] = src[k];
+            break;
+        case OCR_F16: ocr_f32_to_f16_array((ocr_f16_t *)t->data + first, src, (size_t)n); break;
+        default: ocr_f32_to_bf16_array((ocr_bf16_t *)t->data + first, src, (size_t)n); break;
+    }
+}
+
+static void slice_load(float *dst, const OcrTensor *t, int64_t first, int64_t n) {
+    switch (t->dtype) {
+        case OCR_F32:
+            for (int64_t k = 0; k < n; k++) dst[k] = ((const float *)t->data)[first + k];
+            break;
+        case OCR_F16: ocr_f16_to_f32_array(dst, (const ocr_f16_t *)t->data + first, (size_t)n); break;
+        default: ocr_bf16_to_f32_array(dst, (const ocr_bf16_t *)t->data + first, (size_t)n); break;
+    }
+}
+
+// out (B, T, C), probs (B, H, T, T) (may be NULL when no backward follows), qkv (B, T, 3C),
+// mask (T, T) f32 or NULL.
+void attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
+                       int num_heads, float scale, DropoutParams dropout) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(qkv);
+    AttnShape s = attn_shape(qkv, num_heads);
+    const int64_t B = s.B, T = s.T, C = s.C, H = s.H, D = s.D, TT = s.T * s.T;
+    OCR_ASSERT(ocr_tensor_numel(out) == B * T * C && ocr_tensor_dim(out, -1) == C, "attention: out must be (B, T, C)");
+    if (probs) {
+        CPU_ASSERT_FLOAT(probs);
+        OCR_ASSERT(ocr_tensor_numel(probs) == B * H * TT, "attention: probs must be (B, heads, T, T)");
+    }
+    const float *mk = NULL;
+    if (mask) {
+        OCR_ASSERT(mask->dtype == OCR_F32 && mask->device.type == OCR_DEVICE_CPU && ocr_tensor_numel(mask) == TT,
+                   "attention: mask must be an f32 (T, T) CPU tensor");
+        mk = mask->data;
+    }
+    if (B * T == 0) return;
+    CpuScratch sc = {0};
+    const float *x = cpu_f32_in(&sc, qkv);
+    float *y = cpu_f32_out(&sc, out, 0);
+    int nthreads = omp_get_max_threads();
+    float *bufs = cpu_scratch_floats(&sc, (size_t)nthreads * 2 * (size_t)TT);
+
+#pragma omp parallel if (attn_parallel_over_heads(&s))
+    {
+        float *P = bufs + (size_t)omp_get_thread_num() * 2 * (size_t)TT;
+        float *Pd = P + TT;
+#pragma omp for schedule(static)
+        for (int64_t bh = 0; bh < B * H; bh++) {
+            int64_t b = bh / H, h = bh % H;
+            const float *q = x + b * T * 3 * C + h * D;
+            const float *k = q + C;
+            const float *v = q + 2 * C;
+            // S = scale · q kᵀ (T × T)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)T, (int)D, scale, q, (int)(3 * C), k,
+                        (int)(3 * C), 0.0f, P, (int)T);
+            for (int64_t i = 0; i < T; i++) {
+                float *row = P + i * T;
+                if (mk)
+                    for (int64_t j = 0; j < T; j++) row[j] += mk[i * T + j];
+                float mx = -INFINITY;
+                for (int64_t j = 0; j < T; j++) mx = fmaxf(mx, row[j]);
+                if (mx == -INFINITY) {  // fully masked row: attends to nothing
+                    for (int64_t j = 0; j < T; j++) row[j] = 0.0f;
+                    continue;
+                }
+                float sum = 0.0f;
+                for (int64_t j = 0; j < T; j++) {
+                    row[j] = expf(row[j] - mx);
+                    sum += row[j];
+                }
+                float inv = 1.0f / sum;
+                for (int64_t j = 0; j < T; j++) row[j] *= inv;
+            }
+            if (probs) slice_store(probs, bh * TT, P, TT);
+            const float *Pv = P;
+            if (dropout_factors(Pd, TT, (uint64_t)(bh * TT), &dropout)) {
+                for (int64_t e = 0; e < TT; e++) Pd[e] *= P[e];
+                Pv = Pd;
+            }
+            // o = P' v (T × D), written into its head's columns of out
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)T, 1.0f, Pv, (int)T, v,
+                        (int)(3 * C), 0.0f, y + b * T * C + h * D, (int)C);
+        }
+    }
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&sc);
+}
+
+// dqkv (B, T, 3C) assigned from dout (B, T, C), qkv and the saved probs (pre-dropout P).
+void attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
+                        int num_heads, float scale, DropoutParams dropout) {
+    if (!dqkv) return;
+    CPU_ASSERT_FLOAT(dqkv);
+    CPU_ASSERT_FLOAT(dout);
+    CPU_ASSERT_FLOAT(qkv);
+    CPU_ASSERT_FLOAT(probs);
+    AttnShape s = attn_shape(qkv, num_heads);
+    const int64_t B = s.B, T = s.T, C = s.C, H = s.H, D = s.D, TT = s.T * s.T;
+    OCR_ASSERT(ocr_tensor_same_shape(dqkv, qkv), "attention_backward: dqkv must match qkv");
+    OCR_ASSERT(ocr_tensor_numel(dout) == B * T * C, "attention_backward: dout must be (B, T, C)");
+    OCR_ASSERT(ocr_tensor_numel(probs) == B * H * TT, "attention_backward: probs must be (B, heads, T, T)");
+    if (B * T == 0) return;
+    CpuScratch sc = {0};
+    const float *x = cpu_f32_in(&sc, qkv);
+    const float *dy = cpu_f32_in(&sc, dout);
+    float *dx = cpu_f32_out(&sc, dqkv, 0);
+    int nthreads = omp_get_max_threads();
+    float *bufs = cpu_scratch_floats(&sc, (size_t)nthreads * 3 * (size_t)TT);
+
+#pragma omp parallel if (attn_parallel_over_heads(&s))
+    {
+        float *P = bufs + (size_t)omp_get_thread_num() * 3 * (size_t)TT;
+        float *F = P + TT;   // dropout factors, then P' = P · factor
+        float *dP = F + TT;  // dP', then dP, then dS
+#pragma omp for schedule(static)
+        for (int64_t bh = 0; bh < B * H; bh++) {
+            int64_t b = bh / H, h = bh % H;
+            const float *q = x + b * T * 3 * C + h * D;
+            const float *k = q + C;
+            const float *v = q + 2 * C;
+            const float *dO = dy + b * T * C + h * D;
+            float *dq = dx + b * T * 3 * C + h * D;
+            float *dk = dq + C;
+            float *dv = dq + 2 * C;
+            slice_load(P, probs, bh * TT, TT);
+            // dP' = dO vᵀ (T × T)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)T, (int)D, 1.0f, dO, (int)C, v,
+                        (int)(3 * C), 0.0f, dP, (int)T);
+            const float *Pv = P;
+            if (dropout_factors(F, TT, (uint64_t)(bh * TT), &dropout)) {
+                // dP = dP' · factor, then F becomes P' = P · factor
+                for (int64_t e = 0; e < TT; e++) {
+                    dP[e] *= F[e];
+                    F[e] *= P[e];
+                }
+                Pv = F;
+            }
+            // dV = P'ᵀ dO (T × D)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)D, (int)T, 1.0f, Pv, (int)T, dO,
+                        (int)C, 0.0f, dv, (int)(3 * C));
+            // dS = P ⊙ (dP − Σ_j dP·P) per row
+            for (int64_t i = 0; i < T; i++) {
+                const float *pr = P + i * T;
+                float *dr = dP + i * T;
+                float dot = 0.0f;
+                for (int64_t j = 0; j < T; j++) dot += dr[j] * pr[j];
+                for (int64_t j = 0; j < T; j++) dr[j] = pr[j] * (dr[j] - dot);
+            }
+            // dQ = scale · dS k, dK = scale · dSᵀ q (T × D each)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)T, scale, dP, (int)T, k,
+                        (int)(3 * C), 0.0f, dq, (int)(3 * C));
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)D, (int)T, scale, dP, (int)T, q,
+                        (int)(3 * C), 0.0f, dk, (int)(3 * C));
+        }
+    }
+    cpu_f32_store(dqkv, dx);
+    cpu_scratch_free(&sc);
+}
