@@ -206,7 +206,8 @@ typedef struct {
     int64_t step;        // 1-based step for bias correction
     float grad_scale;    // gradients are multiplied by this first (1 = already unscaled)
     // O2 with bf16 working weights: round master -> param stochastically with this seed
-    // (stream = tensor index); 0 = round to nearest even.
+    // (stream = tensor index); 0 = round to nearest even. Draws depend only on (seed, stream,
+    // element index), so the caller must change the seed every step (e.g. hash(base, step)).
     uint64_t stochastic_round_seed;
     uint64_t stochastic_round_stream;
 } AdamParams;
