@@ -1,8 +1,9 @@
 // IEEE binary16 (f16) and bfloat16 (bf16) storage types and their exact conversions.
 //
 // f32 -> f16/bf16 rounds to nearest, ties to even; subnormals, infinities and NaN are
-// handled exactly (NaN stays NaN with its sign and as much payload as fits; a NaN whose
-// kept payload bits would be zero becomes quiet). f16/bf16 -> f32 is exact.
+// handled exactly (NaN stays NaN with its sign and the top payload bits that fit, and is
+// always made quiet, so a payload that truncates to zero cannot turn into inf).
+// f16/bf16 -> f32 is exact and keeps NaN bits as they are (a signalling NaN stays signalling).
 // The bulk functions pick F16C (f16) and AVX-512 BF16 / AVX2 (bf16) at run time when the
 // CPU has them and fall back to the scalar code elsewhere; all paths give identical bits.
 #ifndef OCR_CORE_HALF_H

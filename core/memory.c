@@ -7,20 +7,17 @@
 
 #include "core/error.h"
 
-// CPU blocks carry a header just before the aligned pointer; device blocks (whose memory
-// the host cannot touch) are remembered in an open-addressing table.
+// Every live block, host or device, is remembered in one open-addressing table keyed by
+// its pointer. Freeing or sizing a pointer looks it up there, so a double free or a foreign
+// pointer is caught without reading memory that may already be gone (a header in front of
+// the block would have to be read after free to detect a double free).
 typedef struct {
-    uint64_t magic;
+    void *ptr;
     uint64_t bytes;
-    void *raw;  // what aligned_alloc returned
     int32_t category;
-    int32_t pad_;
-} CpuBlockHeader;
-
-#define CPU_BLOCK_MAGIC 0x4f43524d454d3031ull /* "OCRMEM01" */
-#define HEADER_SPACE OCR_MEM_ALIGNMENT      /* header fits in one alignment unit */
-
-_Static_assert(sizeof(CpuBlockHeader) <= HEADER_SPACE, "header must fit in the alignment slot");
+    int16_t type;
+    int16_t index;
+} Block;
 
 static pthread_mutex_t mem_mutex = PTHREAD_MUTEX_INITIALIZER;
 static OcrMemStats stats[OCR_DEVICE_TYPE_COUNT][OCR_MAX_DEVICES];
@@ -28,15 +25,8 @@ static OcrMemStats stats[OCR_DEVICE_TYPE_COUNT][OCR_MAX_DEVICES];
 static ocr_device_alloc_fn device_alloc[OCR_DEVICE_TYPE_COUNT];
 static ocr_device_free_fn device_free[OCR_DEVICE_TYPE_COUNT];
 
-typedef struct {
-    void *ptr;
-    uint64_t bytes;
-    int32_t category;
-    int16_t type;
-    int16_t index;
-} DeviceBlock;
-static DeviceBlock *device_blocks;
-static size_t device_blocks_cap, device_blocks_used;
+static Block *blocks;
+static size_t blocks_cap, blocks_used;  // cap is 0 or a power of two
 
 const char *ocr_mem_category_name(ocr_mem_category_t cat) {
     static const char *names[OCR_MEM_CATEGORY_COUNT] = {"params",      "grads",     "master", "optimizer",
@@ -44,70 +34,79 @@ const char *ocr_mem_category_name(ocr_mem_category_t cat) {
     return (cat >= 0 && cat < OCR_MEM_CATEGORY_COUNT) ? names[cat] : "?";
 }
 
-static void charge(ocr_device_t dev, ocr_mem_category_t cat, int64_t delta) {
+// count is +1 for an allocation and -1 for a free (bytes may be 0 either way).
+static void charge(ocr_device_t dev, ocr_mem_category_t cat, int64_t delta, int count) {
     OcrMemStats *s = &stats[dev.type][dev.index];
     s->current[cat] += delta;
     s->current_total += delta;
-    s->allocations += delta > 0 ? 1 : -1;
+    s->allocations += count;
     if (s->current[cat] > s->peak[cat]) s->peak[cat] = s->current[cat];
     if (s->current_total > s->peak_total) s->peak_total = s->current_total;
 }
 
-static size_t hash_ptr(const void *p, size_t cap) { return (size_t)(((uintptr_t)p >> 8) * 0x9E3779B97F4A7C15ull) & (cap - 1); }
+static size_t hash_ptr(const void *p, size_t cap) {
+    uint64_t x = (uint64_t)(uintptr_t)p;
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return (size_t)x & (cap - 1);
+}
 
-static int device_table_insert(DeviceBlock blk) {
-    if ((device_blocks_used + 1) * 2 > device_blocks_cap) {
-        size_t ncap = device_blocks_cap ? device_blocks_cap * 2 : 256;
-        DeviceBlock *nb = calloc(ncap, sizeof *nb);
+static int table_insert(Block blk) {
+    if ((blocks_used + 1) * 2 > blocks_cap) {
+        size_t ncap = blocks_cap ? blocks_cap * 2 : 256;
+        Block *nb = calloc(ncap, sizeof *nb);
         if (!nb) return 0;
-        for (size_t i = 0; i < device_blocks_cap; i++) {
-            if (!device_blocks[i].ptr) continue;
-            size_t h = hash_ptr(device_blocks[i].ptr, ncap);
+        for (size_t i = 0; i < blocks_cap; i++) {
+            if (!blocks[i].ptr) continue;
+            size_t h = hash_ptr(blocks[i].ptr, ncap);
             while (nb[h].ptr) h = (h + 1) & (ncap - 1);
-            nb[h] = device_blocks[i];
+            nb[h] = blocks[i];
         }
-        free(device_blocks);
-        device_blocks = nb;
-        device_blocks_cap = ncap;
+        free(blocks);
+        blocks = nb;
+        blocks_cap = ncap;
     }
-    size_t h = hash_ptr(blk.ptr, device_blocks_cap);
-    while (device_blocks[h].ptr) h = (h + 1) & (device_blocks_cap - 1);
-    device_blocks[h] = blk;
-    device_blocks_used++;
+    size_t h = hash_ptr(blk.ptr, blocks_cap);
+    while (blocks[h].ptr) h = (h + 1) & (blocks_cap - 1);
+    blocks[h] = blk;
+    blocks_used++;
     return 1;
 }
 
-static DeviceBlock *device_table_find(const void *ptr) {
-    if (!device_blocks_cap) return NULL;
-    size_t h = hash_ptr(ptr, device_blocks_cap);
-    while (device_blocks[h].ptr) {
-        if (device_blocks[h].ptr == ptr) return &device_blocks[h];
-        h = (h + 1) & (device_blocks_cap - 1);
+static Block *table_find(const void *ptr) {
+    if (!blocks_cap) return NULL;
+    size_t h = hash_ptr(ptr, blocks_cap);
+    while (blocks[h].ptr) {
+        if (blocks[h].ptr == ptr) return &blocks[h];
+        h = (h + 1) & (blocks_cap - 1);
     }
     return NULL;
 }
 
-static void device_table_remove(DeviceBlock *slot) {
-    // Backward-shift deletion keeps linear probing chains intact.
-    size_t cap = device_blocks_cap;
-    size_t i = (size_t)(slot - device_blocks);
-    device_blocks[i].ptr = NULL;
+static void table_remove(Block *slot) {
+    // Backward-shift deletion keeps linear probing chains intact: an entry moves into the
+    // hole when its home slot is not cyclically inside (hole, its position].
+    size_t cap = blocks_cap;
+    size_t i = (size_t)(slot - blocks);
+    blocks[i].ptr = NULL;
     size_t j = i;
     for (;;) {
         j = (j + 1) & (cap - 1);
-        if (!device_blocks[j].ptr) break;
-        size_t k = hash_ptr(device_blocks[j].ptr, cap);
+        if (!blocks[j].ptr) break;
+        size_t k = hash_ptr(blocks[j].ptr, cap);
         if ((j > i && (k <= i || k > j)) || (j < i && (k <= i && k > j))) {
-            device_blocks[i] = device_blocks[j];
-            device_blocks[j].ptr = NULL;
+            blocks[i] = blocks[j];
+            blocks[j].ptr = NULL;
             i = j;
         }
     }
-    device_blocks_used--;
+    blocks_used--;
 }
 
 void ocr_mem_register_device_allocator(ocr_device_type_t type, ocr_device_alloc_fn alloc_fn,
                                        ocr_device_free_fn free_fn) {
+    OCR_ASSERT(type > OCR_DEVICE_CPU && type < OCR_DEVICE_TYPE_COUNT, "device type %d", (int)type);
     pthread_mutex_lock(&mem_mutex);
     device_alloc[type] = alloc_fn;
     device_free[type] = free_fn;
@@ -116,50 +115,49 @@ void ocr_mem_register_device_allocator(ocr_device_type_t type, ocr_device_alloc_
 
 void *ocr_mem_alloc(ocr_device_t device, ocr_mem_category_t cat, size_t bytes) {
     OCR_ASSERT(cat >= 0 && cat < OCR_MEM_CATEGORY_COUNT);
-    OCR_ASSERT(device.index >= 0 && device.index < OCR_MAX_DEVICES);
+    OCR_ASSERT(device.type >= 0 && device.type < OCR_DEVICE_TYPE_COUNT && device.index >= 0 &&
+               device.index < OCR_MAX_DEVICES);
+    void *ptr;
+    ocr_device_free_fn dfree = NULL;
     if (device.type == OCR_DEVICE_CPU) {
+        // aligned_alloc wants a multiple of the alignment; zero bytes still get a unique block.
         size_t payload = (bytes + OCR_MEM_ALIGNMENT - 1) / OCR_MEM_ALIGNMENT * OCR_MEM_ALIGNMENT;
-        if (payload < bytes || payload > SIZE_MAX - HEADER_SPACE) {
+        if (payload < bytes) {
             ocr_set_error(OCR_ERR_OOM, "allocation of %zu bytes (%s) is too large", bytes, ocr_mem_category_name(cat));
             return NULL;
         }
-        void *raw = aligned_alloc(OCR_MEM_ALIGNMENT, payload + HEADER_SPACE);
-        if (!raw) {
+        ptr = aligned_alloc(OCR_MEM_ALIGNMENT, payload ? payload : OCR_MEM_ALIGNMENT);
+        if (!ptr) {
             char buf[32];
-            ocr_set_error(OCR_ERR_OOM, "out of host memory allocating %s for %s", ocr_format_bytes((int64_t)bytes, buf, sizeof buf),
-                          ocr_mem_category_name(cat));
+            ocr_set_error(OCR_ERR_OOM, "out of host memory allocating %s for %s",
+                          ocr_format_bytes((int64_t)bytes, buf, sizeof buf), ocr_mem_category_name(cat));
             return NULL;
         }
-        char *ptr = (char *)raw + HEADER_SPACE;
-        CpuBlockHeader *h = (CpuBlockHeader *)(ptr - sizeof(CpuBlockHeader));
-        h->magic = CPU_BLOCK_MAGIC;
-        h->bytes = bytes;
-        h->raw = raw;
-        h->category = (int32_t)cat;
+    } else {
         pthread_mutex_lock(&mem_mutex);
-        charge(device, cat, (int64_t)bytes);
+        ocr_device_alloc_fn fn = device_alloc[device.type];
+        dfree = device_free[device.type];
         pthread_mutex_unlock(&mem_mutex);
-        return ptr;
+        if (!fn) {
+            ocr_set_error(OCR_ERR_UNSUPPORTED, "no allocator registered for device cuda:%d (no CUDA backend initialised)",
+                          device.index);
+            return NULL;
+        }
+        ptr = fn(device.index, bytes ? bytes : 1);
+        if (!ptr) return NULL;  // the backend set the message
     }
     pthread_mutex_lock(&mem_mutex);
-    ocr_device_alloc_fn fn = device_alloc[device.type];
-    pthread_mutex_unlock(&mem_mutex);
-    if (!fn) {
-        ocr_set_error(OCR_ERR_UNSUPPORTED, "no allocator registered for device cuda:%d (no CUDA backend initialised)",
-                      device.index);
-        return NULL;
-    }
-    void *ptr = fn(device.index, bytes ? bytes : 1);
-    if (!ptr) return NULL;  // the backend set the message
-    pthread_mutex_lock(&mem_mutex);
-    DeviceBlock blk = {ptr, bytes, (int32_t)cat, (int16_t)device.type, (int16_t)device.index};
-    if (!device_table_insert(blk)) {
+    Block blk = {ptr, bytes, (int32_t)cat, (int16_t)device.type, (int16_t)device.index};
+    if (!table_insert(blk)) {
         pthread_mutex_unlock(&mem_mutex);
-        device_free[device.type](device.index, ptr);
-        ocr_set_error(OCR_ERR_OOM, "out of host memory tracking a device allocation");
+        if (device.type == OCR_DEVICE_CPU)
+            free(ptr);
+        else
+            dfree(device.index, ptr);
+        ocr_set_error(OCR_ERR_OOM, "out of host memory tracking an allocation");
         return NULL;
     }
-    charge(device, cat, (int64_t)bytes);
+    charge(device, cat, (int64_t)bytes, +1);
     pthread_mutex_unlock(&mem_mutex);
     return ptr;
 }
@@ -174,38 +172,30 @@ void *ocr_mem_calloc(ocr_device_t device, ocr_mem_category_t cat, size_t bytes) 
 void ocr_mem_free(void *ptr) {
     if (!ptr) return;
     pthread_mutex_lock(&mem_mutex);
-    DeviceBlock *blk = device_table_find(ptr);
-    if (blk) {
-        ocr_device_t dev = {(ocr_device_type_t)blk->type, blk->index};
-        ocr_mem_category_t cat = (ocr_mem_category_t)blk->category;
-        int64_t bytes = (int64_t)blk->bytes;
-        ocr_device_free_fn fn = device_free[dev.type];
-        device_table_remove(blk);
-        charge(dev, cat, -bytes);
+    Block *slot = table_find(ptr);
+    if (!slot) {
         pthread_mutex_unlock(&mem_mutex);
-        fn(dev.index, ptr);
-        return;
+        OCR_ASSERT(0, "ocr_mem_free(%p): not from ocr_mem_alloc, or freed twice", ptr);
     }
-    CpuBlockHeader *h = (CpuBlockHeader *)((char *)ptr - sizeof(CpuBlockHeader));
-    OCR_ASSERT(h->magic == CPU_BLOCK_MAGIC, "ocr_mem_free of a pointer not from ocr_mem_alloc (or freed twice)");
-    h->magic = 0;
-    charge(ocr_cpu(), (ocr_mem_category_t)h->category, -(int64_t)h->bytes);
+    Block blk = *slot;
+    ocr_device_t dev = {(ocr_device_type_t)blk.type, blk.index};
+    ocr_device_free_fn fn = device_free[dev.type];
+    OCR_ASSERT(dev.type == OCR_DEVICE_CPU || fn, "device allocator unregistered while blocks are live");
+    table_remove(slot);
+    charge(dev, (ocr_mem_category_t)blk.category, -(int64_t)blk.bytes, -1);
     pthread_mutex_unlock(&mem_mutex);
-    free(h->raw);
+    if (dev.type == OCR_DEVICE_CPU)
+        free(ptr);
+    else
+        fn(dev.index, ptr);
 }
 
 size_t ocr_mem_size_of(const void *ptr) {
     pthread_mutex_lock(&mem_mutex);
-    DeviceBlock *blk = device_table_find(ptr);
-    size_t bytes;
-    if (blk) {
-        bytes = blk->bytes;
-    } else {
-        const CpuBlockHeader *h = (const CpuBlockHeader *)((const char *)ptr - sizeof(CpuBlockHeader));
-        OCR_ASSERT(h->magic == CPU_BLOCK_MAGIC);
-        bytes = h->bytes;
-    }
+    Block *slot = table_find(ptr);
+    size_t bytes = slot ? (size_t)slot->bytes : 0;
     pthread_mutex_unlock(&mem_mutex);
+    OCR_ASSERT(slot, "ocr_mem_size_of(%p): not a live block from ocr_mem_alloc", ptr);
     return bytes;
 }
 

@@ -101,23 +101,36 @@ float ocr_rng_next_normal(OcrRng *rng, float mean, float std) {
     return mean + std * box_muller(a, b);
 }
 
+// High word first. Written as two statements: the operands of `a() << 32 | b()` may be
+// evaluated in either order, which would make results depend on the compiler.
+static uint64_t next_u64(OcrRng *rng) {
+    uint64_t hi = ocr_rng_next_u32(rng);
+    uint64_t lo = ocr_rng_next_u32(rng);
+    return (hi << 32) | lo;
+}
+
 int64_t ocr_rng_next_int(OcrRng *rng, int64_t lo, int64_t hi) {
     if (hi <= lo) return lo;
-    uint64_t range = (uint64_t)(hi - lo) + 1;
-    if (range == 0) return (int64_t)(((uint64_t)ocr_rng_next_u32(rng) << 32) | ocr_rng_next_u32(rng));
+    // Unsigned arithmetic throughout: hi - lo and lo + offset overflow int64 for wide ranges.
+    // (Converting the final value back to int64 wraps modulo 2^64 with GCC and Clang.)
+    uint64_t range = (uint64_t)hi - (uint64_t)lo + 1;  // 0 means all 2^64 values
+    if (range == 0) return (int64_t)next_u64(rng);
+    uint64_t offset;
     if (range <= 0xffffffffull) {
         uint32_t r32 = (uint32_t)range;
         uint32_t limit = (uint32_t)(0x100000000ull - (0x100000000ull % r32));  // reject the biased tail
         uint32_t x;
         do x = ocr_rng_next_u32(rng);
         while (limit != 0 && x >= limit);
-        return lo + (int64_t)(x % r32);
+        offset = x % r32;
+    } else {
+        uint64_t limit = UINT64_MAX - (UINT64_MAX % range);
+        uint64_t x;
+        do x = next_u64(rng);
+        while (x >= limit);
+        offset = x % range;
     }
-    uint64_t limit = UINT64_MAX - (UINT64_MAX % range);
-    uint64_t x;
-    do x = ((uint64_t)ocr_rng_next_u32(rng) << 32) | ocr_rng_next_u32(rng);
-    while (x >= limit);
-    return lo + (int64_t)(x % range);
+    return (int64_t)((uint64_t)lo + offset);
 }
 
 void ocr_rng_shuffle_i32(OcrRng *rng, int32_t *values, size_t n) {

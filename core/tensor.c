@@ -23,6 +23,7 @@ const char *ocr_dtype_name(ocr_dtype_t dtype) {
 }
 
 int ocr_dtype_from_name(const char *name, ocr_dtype_t *out) {
+    if (!name) return 0;
     static const struct { const char *name; ocr_dtype_t dtype; } table[] = {
         {"float32", OCR_F32}, {"f32", OCR_F32}, {"fp32", OCR_F32}, {"float", OCR_F32},
         {"float16", OCR_F16}, {"f16", OCR_F16}, {"fp16", OCR_F16}, {"half", OCR_F16},
@@ -110,6 +111,7 @@ const char *ocr_tensor_describe(const OcrTensor *t, char *buf, size_t bufsize) {
 
 float ocr_tensor_get_f32(const OcrTensor *t, int64_t i) {
     OCR_ASSERT(t->device.type == OCR_DEVICE_CPU);
+    OCR_ASSERT(i >= 0 && i < ocr_tensor_numel(t), "index %lld of %lld elements", (long long)i, (long long)ocr_tensor_numel(t));
     switch (t->dtype) {
         case OCR_F32: return ((const float *)t->data)[i];
         case OCR_F16: return ocr_f16_to_f32(((const ocr_f16_t *)t->data)[i]);
@@ -120,14 +122,29 @@ float ocr_tensor_get_f32(const OcrTensor *t, int64_t i) {
     }
 }
 
+// Float to integer truncates toward zero like a C cast, but saturates at the type's range
+// and maps NaN to 0: a plain cast of an out-of-range value is undefined behaviour.
+static int32_t f32_to_i32_sat(float v) {
+    if (!(v == v)) return 0;
+    if (v >= 2147483648.0f) return INT32_MAX;
+    if (v <= -2147483648.0f) return INT32_MIN;
+    return (int32_t)v;
+}
+static uint8_t f32_to_u8_sat(float v) {
+    if (!(v > 0.0f)) return 0;  // also NaN
+    if (v >= 255.0f) return 255;
+    return (uint8_t)v;
+}
+
 void ocr_tensor_set_f32(OcrTensor *t, int64_t i, float v) {
     OCR_ASSERT(t->device.type == OCR_DEVICE_CPU);
+    OCR_ASSERT(i >= 0 && i < ocr_tensor_numel(t), "index %lld of %lld elements", (long long)i, (long long)ocr_tensor_numel(t));
     switch (t->dtype) {
         case OCR_F32: ((float *)t->data)[i] = v; break;
         case OCR_F16: ((ocr_f16_t *)t->data)[i] = ocr_f32_to_f16(v); break;
         case OCR_BF16: ((ocr_bf16_t *)t->data)[i] = ocr_f32_to_bf16(v); break;
-        case OCR_I32: ((int32_t *)t->data)[i] = (int32_t)v; break;
-        case OCR_U8: ((uint8_t *)t->data)[i] = (uint8_t)v; break;
+        case OCR_I32: ((int32_t *)t->data)[i] = f32_to_i32_sat(v); break;
+        case OCR_U8: ((uint8_t *)t->data)[i] = f32_to_u8_sat(v); break;
         default: OCR_ASSERT(0);
     }
 }
@@ -135,6 +152,7 @@ void ocr_tensor_set_f32(OcrTensor *t, int64_t i, float v) {
 void ocr_tensor_to_f32(const OcrTensor *t, float *dst) {
     OCR_ASSERT(t->device.type == OCR_DEVICE_CPU && ocr_dtype_is_float(t->dtype));
     size_t n = (size_t)ocr_tensor_numel(t);
+    if (n == 0) return;  // an empty view may have NULL data (memcpy's arguments must not be NULL)
     if (t->dtype == OCR_F32)
         memcpy(dst, t->data, n * 4);
     else if (t->dtype == OCR_F16)
@@ -146,6 +164,7 @@ void ocr_tensor_to_f32(const OcrTensor *t, float *dst) {
 void ocr_tensor_from_f32(OcrTensor *t, const float *src) {
     OCR_ASSERT(t->device.type == OCR_DEVICE_CPU && ocr_dtype_is_float(t->dtype));
     size_t n = (size_t)ocr_tensor_numel(t);
+    if (n == 0) return;
     if (t->dtype == OCR_F32)
         memcpy(t->data, src, n * 4);
     else if (t->dtype == OCR_F16)
@@ -156,5 +175,8 @@ void ocr_tensor_from_f32(OcrTensor *t, const float *src) {
 
 void ocr_tensor_fill(OcrTensor *t, float v) {
     int64_t n = ocr_tensor_numel(t);
-    for (int64_t i = 0; i < n; i++) ocr_tensor_set_f32(t, i, v);
+    if (n == 0) return;
+    ocr_tensor_set_f32(t, 0, v);  // convert once, then copy the element's bytes
+    size_t es = ocr_dtype_size(t->dtype);
+    for (int64_t i = 1; i < n; i++) memcpy((char *)t->data + (size_t)i * es, t->data, es);
 }
