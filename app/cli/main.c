@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "app/commands.h"
 #include "kernels/backend.h"
 
 #ifndef OCR_VERSION
@@ -48,6 +49,8 @@ int main(int argc, char **argv) {
         printf("ocrtrain %s (backends: %s)\n", OCR_VERSION, ocr_build_backends());
         return 0;
     }
+    if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
+    if (strcmp(cmd, "import") == 0) return cmd_import(argc - 1, argv + 1);
     fprintf(stderr, "ocrtrain: unknown command '%s' (see ocrtrain --help)\n", cmd);
     return 2;
 }

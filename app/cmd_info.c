@@ -1,0 +1,158 @@
+// ocrtrain info -c CFG [--json] [-o Key.path=value ...]: the model's layer table (every op
+// instance with its output shape at the config's input size, parameters and compute dtype),
+// the parameter total and the forward FLOPs per sample.
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/commands.h"
+#include "core/config.h"
+#include "models/model.h"
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: ocrtrain info -c CFG [--json] [-o Key.path=value ...]\n");
+}
+
+static const char *fmt_count(int64_t v, char *buf, size_t n) {
+    char tmp[32];
+    snprintf(tmp, sizeof tmp, "%lld", (long long)v);
+    size_t len = strlen(tmp), o = 0;
+    for (size_t i = 0; i < len && o + 1 < n; i++) {
+        if (i > 0 && (len - i) % 3 == 0 && o + 2 < n) buf[o++] = ',';
+        buf[o++] = tmp[i];
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+static const char *fmt_shape(const OcrOpInfo *o, char *buf, size_t n) {
+    size_t u = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < o->out_ndim && u < n; d++)
+        u += (size_t)snprintf(buf + u, n - u, "%s%lld", d ? "x" : "", (long long)o->out_shape[d]);
+    return buf;
+}
+
+static const char *backbone_desc(const OcrArch *a) {
+    switch (a->backbone) {
+    case OCR_BACKBONE_MV1E: return "MobileNetV1Enhance";
+    case OCR_BACKBONE_LCNETV3: return a->lcnet.deploy ? "PPLCNetV3 (deploy: fused rep layers)" : "PPLCNetV3 (training form)";
+    default: return "SVTRNet";
+    }
+}
+
+int cmd_info(int argc, char **argv) {
+    const char *cfg_path = NULL;
+    int json = 0;
+    const char *overrides[64];
+    int nover = 0;
+    for (int i = 1; i < argc; i++) {
+        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
+            cfg_path = argv[++i];
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc && nover < 64) {
+            overrides[nover++] = argv[++i];
+        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else {
+            fprintf(stderr, "ocrtrain info: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (!cfg_path) {
+        fprintf(stderr, "ocrtrain info: a config is required (-c CFG)\n");
+        usage(stderr);
+        return 2;
+    }
+    OcrConfig *cfg;
+    if (ocr_config_load(&cfg, cfg_path) != OCR_OK) {
+        fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
+        return 2;
+    }
+    for (int i = 0; i < nover; i++) {
+        if (ocr_config_apply_override(cfg, overrides[i]) != OCR_OK) {
+            fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
+            ocr_config_free(cfg);
+            return 2;
+        }
+    }
+    OcrArch arch;
+    if (ocr_arch_from_config(&arch, cfg) != OCR_OK) {
+        fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
+        ocr_config_free(cfg);
+        return 2;
+    }
+    ocr_config_free(cfg);
+    OcrModel *m;
+    ocr_status_t st = ocr_model_create(&m, &arch);
+    if (st != OCR_OK) {
+        fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
+        return st == OCR_ERR_OOM ? 1 : 2;
+    }
+    OcrMemPlan plan;
+    if (ocr_model_plan(m, 1, arch.img_h, arch.img_w, 0, &plan) != OCR_OK) {
+        fprintf(stderr, "ocrtrain info: %s (input %dx%d from the config)\n", ocr_last_error(), arch.img_h, arch.img_w);
+        ocr_model_free(m);
+        return 2;
+    }
+    const OcrOpTable *ops = ocr_model_ops(m);
+    int64_t total = ocr_model_param_count(m);
+    int64_t stats = ocr_model_stats(m)->numel;
+    char a[64], b[64];
+    if (json) {
+        cJSON *root = cJSON_CreateObject();
+        cJSON_AddStringToObject(root, "config", cfg_path);
+        cJSON_AddStringToObject(root, "algorithm", arch.algorithm);
+        cJSON_AddStringToObject(root, "backbone", backbone_desc(&arch));
+        cJSON *in = cJSON_AddArrayToObject(root, "input_shape");
+        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch.in_channels));
+        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch.img_h));
+        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch.img_w));
+        cJSON_AddStringToObject(root, "layout", "NHWC");
+        cJSON_AddNumberToObject(root, "seq_len", plan.seq_len);
+        cJSON_AddNumberToObject(root, "classes", plan.classes);
+        cJSON_AddNumberToObject(root, "params_total", (double)total);
+        cJSON_AddNumberToObject(root, "bn_stats_total", (double)stats);
+        cJSON_AddNumberToObject(root, "flops_per_sample", plan.flops);
+        cJSON_AddNumberToObject(root, "activation_bytes_per_sample_inference", (double)plan.activations_bytes);
+        cJSON *layers = cJSON_AddArrayToObject(root, "layers");
+        for (int i = 0; i < ops->count; i++) {
+            const OcrOpInfo *o = &ops->items[i];
+            cJSON *l = cJSON_CreateObject();
+            cJSON_AddStringToObject(l, "name", o->name);
+            cJSON_AddStringToObject(l, "type", o->type);
+            cJSON *shape = cJSON_AddArrayToObject(l, "output_shape");
+            for (int d = 0; d < o->out_ndim; d++) cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)o->out_shape[d]));
+            cJSON_AddNumberToObject(l, "params", (double)o->params);
+            cJSON_AddNumberToObject(l, "flops", o->flops);
+            cJSON_AddStringToObject(l, "compute_dtype", ocr_dtype_name(o->compute_dtype));
+            cJSON_AddItemToArray(layers, l);
+        }
+        char *text = cJSON_Print(root);
+        printf("%s\n", text);
+        free(text);
+        cJSON_Delete(root);
+    } else {
+        printf("model: %s, backbone %s, neck %s, CTC head with %d classes\n", arch.algorithm, backbone_desc(&arch),
+               arch.neck_svtr ? "EncoderWithSVTR" : "Im2Seq", arch.num_classes);
+        printf("input: %dx%dx%d (C x H x W); tensors below are NHWC with batch 1; sequence length %d\n",
+               arch.in_channels, arch.img_h, arch.img_w, plan.seq_len);
+        printf("%-58s %-11s %-18s %10s  %s\n", "layer", "type", "output (NHWC)", "params", "dtype");
+        for (int i = 0; i < ops->count; i++) {
+            const OcrOpInfo *o = &ops->items[i];
+            char shape[64];
+            printf("%-58s %-11s %-18s %10s  %s\n", o->name, o->type, fmt_shape(o, shape, sizeof shape),
+                   fmt_count(o->params, a, sizeof a), ocr_dtype_name(o->compute_dtype));
+        }
+        printf("\ntrainable parameters: %s\n", fmt_count(total, a, sizeof a));
+        printf("BN running statistics: %s (not trained)\n", fmt_count(stats, b, sizeof b));
+        printf("forward FLOPs per sample: %.4g G (%s)\n", plan.flops / 1e9, fmt_count((int64_t)plan.flops, a, sizeof a));
+        printf("ops: %d\n", ops->count);
+    }
+    ocr_model_free(m);
+    return 0;
+}

@@ -1,0 +1,434 @@
+// Architecture section → OcrArch, with PaddleOCR's key names and defaults.
+#include <cjson/cJSON.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+#include "models/model.h"
+
+
+static ocr_status_t cfg_error(const OcrConfig *cfg, const char *fmt, const char *a, const char *b) {
+    char msg[768];
+    snprintf(msg, sizeof msg, fmt, a, b);
+    return ocr_set_error(OCR_ERR_CONFIG, "%s: %s", ocr_config_source(cfg), msg);
+}
+
+static ocr_status_t get_i(const OcrConfig *cfg, const char *path, int def, int lo, int hi, int *out) {
+    int64_t v;
+    OCR_TRY(ocr_config_get_int(cfg, path, def, &v));
+    OCR_TRY(ocr_config_check_range(cfg, path, (double)v, lo, hi));
+    *out = (int)v;
+    return OCR_OK;
+}
+
+static ocr_status_t get_d(const OcrConfig *cfg, const char *path, double def, double lo, double hi, double *out) {
+    OCR_TRY(ocr_config_get_double(cfg, path, def, out));
+    return ocr_config_check_range(cfg, path, *out, lo, hi);
+}
+
+// An int or a list of two ints ("stride: 1" or "[1, 2]").
+static ocr_status_t get_pair(const OcrConfig *cfg, const char *path, int d0, int d1, int lo, int hi, int out[2]) {
+    int64_t v[2];
+    int n = 0;
+    OCR_TRY(ocr_config_get_int_list(cfg, path, v, 2, &n));
+    if (n == 0) {
+        out[0] = d0;
+        out[1] = d1;
+        return OCR_OK;
+    }
+    if (n == 1) v[1] = v[0];
+    for (int i = 0; i < 2; i++) {
+        if (v[i] < lo || v[i] > hi) {
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s entries must be in [%d, %d], got %lld", ocr_config_source(cfg),
+                                 path, lo, hi, (long long)v[i]);
+        }
+        out[i] = (int)v[i];
+    }
+    return OCR_OK;
+}
+
+static ocr_status_t get_triple(const OcrConfig *cfg, const char *path, const int def[3], int lo, int hi, int out[3]) {
+    int64_t v[3];
+    int n = 0;
+    OCR_TRY(ocr_config_get_int_list(cfg, path, v, 3, &n));
+    if (n == 0) {
+        memcpy(out, def, 3 * sizeof(int));
+        return OCR_OK;
+    }
+    if (n != 3) {
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must list 3 values (one per stage), got %d",
+                             ocr_config_source(cfg), path, n);
+    }
+    for (int i = 0; i < 3; i++) {
+        if (v[i] < lo || v[i] > hi)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s entries must be in [%d, %d], got %lld",
+                                 ocr_config_source(cfg), path, lo, hi, (long long)v[i]);
+        out[i] = (int)v[i];
+    }
+    return OCR_OK;
+}
+
+// A key that must be absent, null or false/equal to what we implement.
+static ocr_status_t require_off(const OcrConfig *cfg, const char *path, const char *what) {
+    const cJSON *n = ocr_config_node(cfg, path);
+    if (!n || cJSON_IsNull(n) || cJSON_IsFalse(n)) return OCR_OK;
+    return cfg_error(cfg, "%s is not supported (%s); remove it or set it to null/false", path, what);
+}
+
+static ocr_status_t require_string(const OcrConfig *cfg, const char *path, const char *def, const char *const *allowed,
+                                   const char **out) {
+    OCR_TRY(ocr_config_get_string(cfg, path, def, out));
+    for (int i = 0; allowed[i]; i++)
+        if (strcmp(*out, allowed[i]) == 0) return OCR_OK;
+    char list[256] = "";
+    size_t used = 0;
+    for (int i = 0; allowed[i]; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", allowed[i]);
+    return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be one of %s, got \"%s\"", ocr_config_source(cfg), path, list,
+                         *out);
+}
+
+int ocr_dict_num_classes(const char *path, int use_space_char) {
+    char *data;
+    size_t size;
+    if (ocr_read_file(path, &data, &size) != OCR_OK) return -1;
+    int lines = 0;
+    size_t start = 0;
+    for (size_t i = 0; i <= size; i++) {
+        if (i == size || data[i] == '\n') {
+            if (i > start || i < size) lines++;  // a final line without newline counts; the empty tail does not
+            start = i + 1;
+        }
+    }
+    free(data);
+    if (lines == 0) {
+        ocr_set_error(OCR_ERR_FORMAT, "%s: the dictionary is empty", path);
+        return -1;
+    }
+    return 1 + lines + (use_space_char ? 1 : 0);
+}
+
+// Relative dictionary paths resolve like PaddleOCR's (from the working directory), then from
+// the config file's folder and its parent, so `configs/x.json` works from anywhere.
+static int resolve_path(const OcrConfig *cfg, const char *rel, char *out, size_t n) {
+    snprintf(out, n, "%s", rel);
+    if (rel[0] == '/' || ocr_file_exists(out)) return 1;
+    char src[1024];
+    snprintf(src, sizeof src, "%s", ocr_config_source(cfg));
+    char *dir = dirname(src);
+    snprintf(out, n, "%s/%s", dir, rel);
+    if (ocr_file_exists(out)) return 1;
+    snprintf(out, n, "%s/../%s", dir, rel);
+    if (ocr_file_exists(out)) return 1;
+    snprintf(out, n, "%s", rel);
+    return 0;
+}
+
+// Input size from the first RecResizeImg / SVTRRecResizeImg image_shape in Eval, then Train.
+static int find_image_shape(const OcrConfig *cfg, int *h, int *w) {
+    const char *lists[2] = {"Eval.dataset.transforms", "Train.dataset.transforms"};
+    for (int l = 0; l < 2; l++) {
+        const cJSON *arr = ocr_config_node(cfg, lists[l]);
+        if (!cJSON_IsArray(arr)) continue;
+        for (const cJSON *it = arr->child; it; it = it->next) {
+            const cJSON *op = cJSON_GetObjectItemCaseSensitive(it, "RecResizeImg");
+            if (!op) op = cJSON_GetObjectItemCaseSensitive(it, "SVTRRecResizeImg");
+            if (!op) continue;
+            const cJSON *shape = cJSON_GetObjectItemCaseSensitive(op, "image_shape");
+            if (cJSON_IsArray(shape) && cJSON_GetArraySize(shape) == 3) {
+                const cJSON *hh = cJSON_GetArrayItem(shape, 1), *ww = cJSON_GetArrayItem(shape, 2);
+                if (cJSON_IsNumber(hh) && cJSON_IsNumber(ww)) {
+                    *h = (int)hh->valuedouble;
+                    *w = (int)ww->valuedouble;
+                    return 1;
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+static ocr_status_t parse_mv1e(const OcrConfig *cfg, OcrArch *a) {
+    static const char *const keys[] = {"name", "scale", "last_conv_stride", "last_pool_type", "last_pool_kernel_size",
+                                       NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Backbone", keys));
+    Mv1eSpec *s = &a->mv1e;
+    OCR_TRY(get_d(cfg, "Architecture.Backbone.scale", 0.5, 0.125, 4.0, &s->scale));
+    OCR_TRY(get_pair(cfg, "Architecture.Backbone.last_conv_stride", 1, 1, 1, 4, s->last_conv_stride));
+    static const char *const pools[] = {"avg", "max", NULL};
+    const char *pt;
+    OCR_TRY(require_string(cfg, "Architecture.Backbone.last_pool_type", "max", pools, &pt));
+    s->last_pool_avg = strcmp(pt, "avg") == 0;
+    OCR_TRY(get_pair(cfg, "Architecture.Backbone.last_pool_kernel_size", 3, 2, 1, 8, s->last_pool_kernel));
+    return OCR_OK;
+}
+
+static ocr_status_t parse_lcnet(const OcrConfig *cfg, OcrArch *a) {
+    static const char *const keys[] = {"name", "scale", "conv_kxk_num", "lr_mult_list", "lab_lr", "det", "deploy",
+                                       NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Backbone", keys));
+    LcnetSpec *s = &a->lcnet;
+    OCR_TRY(get_d(cfg, "Architecture.Backbone.scale", 1.0, 0.125, 4.0, &s->scale));
+    OCR_TRY(get_i(cfg, "Architecture.Backbone.conv_kxk_num", 4, 1, OCR_REP_MAX_BRANCHES, &s->conv_kxk_num));
+    OCR_TRY(get_d(cfg, "Architecture.Backbone.lab_lr", 0.1, 0.0, 100.0, &s->lab_lr));
+    int n = 0;
+    OCR_TRY(ocr_config_get_double_list(cfg, "Architecture.Backbone.lr_mult_list", s->lr_mult_list, 6, &n));
+    if (n == 0) {
+        for (int i = 0; i < 6; i++) s->lr_mult_list[i] = 1.0;
+    } else if (n != 6) {
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Backbone.lr_mult_list must have 6 entries, got %d",
+                             ocr_config_source(cfg), n);
+    }
+    OCR_TRY(require_off(cfg, "Architecture.Backbone.det", "only the recognition form of PPLCNetV3 is built"));
+    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Backbone.deploy", 0, &s->deploy));
+    return OCR_OK;
+}
+
+static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
+    static const char *const keys[] = {"name",          "img_size",       "in_channels", "embed_dim",
+                                       "depth",         "num_heads",      "mixer",       "local_mixer",
+                                       "patch_merging", "mlp_ratio",      "qkv_bias",    "qk_scale",
+                                       "drop_rate",     "last_drop",      "attn_drop_rate", "drop_path_rate",
+                                       "norm_layer",    "sub_norm",       "epsilon",     "out_channels",
+                                       "out_char_num",  "block_unit",     "act",         "last_stage",
+                                       "sub_num",       "prenorm",        "use_lenhead", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Backbone", keys));
+    SvtrNetSpec *s = &a->svtr;
+    const char *p = "Architecture.Backbone";
+    char k[128];
+#define K(name) (snprintf(k, sizeof k, "%s.%s", p, name), k)
+    OCR_TRY(get_pair(cfg, K("img_size"), 32, 100, 8, 4096, s->img_size));
+    if (s->img_size[0] % 16 || s->img_size[1] % 4)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.img_size must be a multiple of 16 in height and 4 in width",
+                             ocr_config_source(cfg), p);
+    OCR_TRY(get_i(cfg, K("in_channels"), 3, 1, 4, &a->in_channels));
+    static const int de[3] = {64, 128, 256}, dd[3] = {3, 6, 3}, dh[3] = {2, 4, 8};
+    OCR_TRY(get_triple(cfg, K("embed_dim"), de, 2, 4096, s->embed_dim));
+    OCR_TRY(get_triple(cfg, K("depth"), dd, 0, 32, s->depth));
+    OCR_TRY(get_triple(cfg, K("num_heads"), dh, 1, 64, s->num_heads));
+    for (int i = 0; i < 3; i++)
+        if (s->embed_dim[i] % s->num_heads[i])
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.embed_dim[%d] = %d is not divisible by num_heads[%d] = %d",
+                                 ocr_config_source(cfg), p, i, s->embed_dim[i], i, s->num_heads[i]);
+    int total = s->depth[0] + s->depth[1] + s->depth[2];
+    if (total > OCR_SVTR_MAX_BLOCKS) return cfg_error(cfg, "%s.depth: at most 64 blocks in all%s", p, "");
+    const cJSON *mixer = ocr_config_node(cfg, K("mixer"));
+    if (mixer) {
+        if (!cJSON_IsArray(mixer) || cJSON_GetArraySize(mixer) != total)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.mixer must list one of \"Local\"/\"Global\" per block (%d)",
+                                 ocr_config_source(cfg), p, total);
+        int i = 0;
+        for (const cJSON *it = mixer->child; it; it = it->next, i++) {
+            if (!cJSON_IsString(it) || (strcmp(it->valuestring, "Local") && strcmp(it->valuestring, "Global")))
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.mixer[%d] must be \"Local\" or \"Global\" (Conv is not supported)",
+                                     ocr_config_source(cfg), p, i);
+            s->local[i] = strcmp(it->valuestring, "Local") == 0;
+        }
+    } else {
+        for (int i = 0; i < total; i++) s->local[i] = i < 6;  // PaddleOCR's default: 6 Local then Global
+    }
+    for (int st = 0; st < 3; st++) {
+        s->local_mixer[st][0] = 7;
+        s->local_mixer[st][1] = 11;
+    }
+    const cJSON *lm = ocr_config_node(cfg, K("local_mixer"));
+    if (lm) {
+        if (!cJSON_IsArray(lm) || cJSON_GetArraySize(lm) != 3)
+            return cfg_error(cfg, "%s.local_mixer must be three [h, w] windows%s", p, "");
+        int st = 0;
+        for (const cJSON *it = lm->child; it; it = it->next, st++) {
+            if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || !cJSON_IsNumber(it->child) ||
+                !cJSON_IsNumber(it->child->next))
+                return cfg_error(cfg, "%s.local_mixer entries must be [h, w] pairs%s", p, "");
+            s->local_mixer[st][0] = (int)it->child->valuedouble;
+            s->local_mixer[st][1] = (int)it->child->next->valuedouble;
+        }
+    }
+    const cJSON *pm = ocr_config_node(cfg, K("patch_merging"));
+    if (!pm) {
+        s->patch_merging = 1;
+    } else if (cJSON_IsNull(pm)) {
+        s->patch_merging = 0;
+    } else if (cJSON_IsString(pm) && strcmp(pm->valuestring, "Conv") == 0) {
+        s->patch_merging = 1;
+    } else {
+        return cfg_error(cfg, "%s.patch_merging must be \"Conv\" or null (the Pool variant is not supported)%s", p, "");
+    }
+    OCR_TRY(get_d(cfg, K("mlp_ratio"), 4.0, 0.25, 16.0, &s->mlp_ratio));
+    int qkv_bias;
+    OCR_TRY(ocr_config_get_bool(cfg, K("qkv_bias"), 1, &qkv_bias));
+    if (!qkv_bias) return cfg_error(cfg, "%s.qkv_bias: only true is supported%s", p, "");
+    OCR_TRY(require_off(cfg, K("qk_scale"), "the scale is head_dim^-0.5"));
+    OCR_TRY(get_d(cfg, K("drop_rate"), 0.0, 0.0, 0.99, &s->drop_rate));
+    OCR_TRY(get_d(cfg, K("last_drop"), 0.1, 0.0, 0.99, &s->last_drop));
+    OCR_TRY(get_d(cfg, K("attn_drop_rate"), 0.0, 0.0, 0.99, &s->attn_drop_rate));
+    OCR_TRY(get_d(cfg, K("drop_path_rate"), 0.1, 0.0, 0.99, &s->drop_path_rate));
+    static const char *const ln[] = {"nn.LayerNorm", NULL};
+    const char *tmp;
+    OCR_TRY(require_string(cfg, K("norm_layer"), "nn.LayerNorm", ln, &tmp));
+    OCR_TRY(require_string(cfg, K("sub_norm"), "nn.LayerNorm", ln, &tmp));
+    OCR_TRY(get_d(cfg, K("epsilon"), 1e-6, 1e-12, 1e-1, &s->epsilon));
+    OCR_TRY(get_i(cfg, K("out_channels"), 192, 1, 65536, &s->out_channels));
+    OCR_TRY(get_i(cfg, K("out_char_num"), 25, 1, 4096, &s->out_char_num));
+    static const char *const bu[] = {"Block", NULL}, *const act[] = {"nn.GELU", NULL};
+    OCR_TRY(require_string(cfg, K("block_unit"), "Block", bu, &tmp));
+    OCR_TRY(require_string(cfg, K("act"), "nn.GELU", act, &tmp));
+    OCR_TRY(ocr_config_get_bool(cfg, K("last_stage"), 1, &s->last_stage));
+    int sub_num;
+    OCR_TRY(get_i(cfg, K("sub_num"), 2, 2, 2, &sub_num));
+    OCR_TRY(require_off(cfg, K("prenorm"), "blocks are pre-LN (prenorm false)"));
+    OCR_TRY(require_off(cfg, K("use_lenhead"), "no length head"));
+#undef K
+    a->img_h = s->img_size[0];
+    a->img_w = s->img_size[1];
+    return OCR_OK;
+}
+
+static ocr_status_t parse_neck(const OcrConfig *cfg, OcrArch *a) {
+    const cJSON *neck = ocr_config_node(cfg, "Architecture.Neck");
+    if (!neck || cJSON_IsNull(neck)) {
+        a->neck_svtr = 0;
+        return OCR_OK;
+    }
+    static const char *const keys[] = {"name",      "encoder_type", "dims",      "depth",          "hidden_dims",
+                                       "use_guide", "num_heads",    "mlp_ratio", "drop_rate",      "attn_drop_rate",
+                                       "drop_path", "kernel_size",  "qkv_bias",  "qk_scale",       "hidden_size",
+                                       NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Neck", keys));
+    static const char *const names[] = {"SequenceEncoder", NULL}, *const types[] = {"svtr", "reshape", NULL};
+    const char *name, *type;
+    OCR_TRY(require_string(cfg, "Architecture.Neck.name", "SequenceEncoder", names, &name));
+    OCR_TRY(require_string(cfg, "Architecture.Neck.encoder_type", "reshape", types, &type));
+    a->neck_svtr = strcmp(type, "svtr") == 0;
+    SvtrNeckSpec *s = &a->neck;
+    OCR_TRY(get_i(cfg, "Architecture.Neck.dims", 64, 1, 65536, &s->dims));
+    OCR_TRY(get_i(cfg, "Architecture.Neck.depth", 2, 0, 64, &s->depth));
+    OCR_TRY(get_i(cfg, "Architecture.Neck.hidden_dims", 120, 1, 65536, &s->hidden));
+    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Neck.use_guide", 0, &s->use_guide));
+    OCR_TRY(get_i(cfg, "Architecture.Neck.num_heads", 8, 1, 256, &s->heads));
+    double v;
+    OCR_TRY(get_d(cfg, "Architecture.Neck.mlp_ratio", 2.0, 0.25, 16.0, &v));
+    s->mlp_ratio = (float)v;
+    OCR_TRY(get_d(cfg, "Architecture.Neck.drop_rate", 0.1, 0.0, 0.99, &v));
+    s->drop = (float)v;
+    OCR_TRY(get_d(cfg, "Architecture.Neck.attn_drop_rate", 0.1, 0.0, 0.99, &v));
+    s->attn_drop = (float)v;
+    OCR_TRY(get_d(cfg, "Architecture.Neck.drop_path", 0.0, 0.0, 0.0, &v));
+    OCR_TRY(get_pair(cfg, "Architecture.Neck.kernel_size", 3, 3, 1, 15, s->kernel));
+    if (s->kernel[0] % 2 == 0 || s->kernel[1] % 2 == 0)
+        return cfg_error(cfg, "Architecture.Neck.kernel_size must be odd%s%s", "", "");
+    int qkv_bias;
+    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Neck.qkv_bias", 1, &qkv_bias));
+    if (!qkv_bias) return cfg_error(cfg, "Architecture.Neck.qkv_bias: only true is supported%s%s", "", "");
+    OCR_TRY(require_off(cfg, "Architecture.Neck.qk_scale", "the scale is head_dim^-0.5"));
+    if (s->hidden % s->heads)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Neck.hidden_dims %d is not divisible by num_heads %d",
+                             ocr_config_source(cfg), s->hidden, s->heads);
+    return OCR_OK;
+}
+
+static ocr_status_t parse_head(const OcrConfig *cfg, OcrArch *a) {
+    static const char *const keys[] = {"name", "fc_decay", "mid_channels", "out_channels", "return_feats", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Head", keys));
+    static const char *const names[] = {"CTCHead", NULL};
+    const char *name;
+    OCR_TRY(require_string(cfg, "Architecture.Head.name", "CTCHead", names, &name));
+    OCR_TRY(get_d(cfg, "Architecture.Head.fc_decay", 0.0004, 0.0, 1.0, &a->fc_decay));
+    const cJSON *mid = ocr_config_node(cfg, "Architecture.Head.mid_channels");
+    a->head_mid = 0;
+    if (mid && !cJSON_IsNull(mid)) OCR_TRY(get_i(cfg, "Architecture.Head.mid_channels", 0, 1, 65536, &a->head_mid));
+    OCR_TRY(require_off(cfg, "Architecture.Head.return_feats", "the head returns logits"));
+    // Classes: the dictionary (Global.character_dict_path + use_space_char) as PaddleOCR
+    // counts them, or Head.out_channels when given explicitly.
+    const char *dict;
+    int space;
+    OCR_TRY(ocr_config_get_string(cfg, "Global.character_dict_path", NULL, &dict));
+    OCR_TRY(ocr_config_get_bool(cfg, "Global.use_space_char", 0, &space));
+    int from_dict = 0;
+    if (dict && dict[0]) {
+        if (!resolve_path(cfg, dict, a->dict_path, sizeof a->dict_path))
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.character_dict_path %s does not exist",
+                                 ocr_config_source(cfg), dict);
+        from_dict = ocr_dict_num_classes(a->dict_path, space);
+        if (from_dict < 0) return ocr_wrap_error(OCR_ERR_CONFIG, "%s: Global.character_dict_path", ocr_config_source(cfg));
+    } else {
+        from_dict = 1 + 36 + (space ? 1 : 0);  // PaddleOCR's default "0123456789abcdefghijklmnopqrstuvwxyz"
+    }
+    if (ocr_config_has(cfg, "Architecture.Head.out_channels")) {
+        OCR_TRY(get_i(cfg, "Architecture.Head.out_channels", 0, 2, 1 << 20, &a->num_classes));
+        if (dict && dict[0] && a->num_classes != from_dict)
+            return ocr_set_error(OCR_ERR_CONFIG,
+                                 "%s: Architecture.Head.out_channels is %d but the dictionary %s gives %d classes",
+                                 ocr_config_source(cfg), a->num_classes, a->dict_path, from_dict);
+    } else {
+        a->num_classes = from_dict;
+    }
+    return OCR_OK;
+}
+
+ocr_status_t ocr_arch_from_config(OcrArch *a, const OcrConfig *cfg) {
+    memset(a, 0, sizeof *a);
+    a->in_channels = 3;
+    const cJSON *arch = ocr_config_node(cfg, "Architecture");
+    if (!arch || !cJSON_IsObject(arch))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: the Architecture section is missing", ocr_config_source(cfg));
+    static const char *const keys[] = {"model_type", "algorithm", "Transform", "Backbone", "Neck", "Head", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture", keys));
+    static const char *const types[] = {"rec", NULL}, *const algos[] = {"SVTR_LCNet", "SVTR", NULL};
+    const char *s;
+    OCR_TRY(require_string(cfg, "Architecture.model_type", "rec", types, &s));
+    OCR_TRY(require_string(cfg, "Architecture.algorithm", "SVTR_LCNet", algos, &s));
+    snprintf(a->algorithm, sizeof a->algorithm, "%s", s);
+    OCR_TRY(require_off(cfg, "Architecture.Transform", "no STN/TPS rectification"));
+    if (!ocr_config_has(cfg, "Architecture.Backbone"))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Backbone is missing", ocr_config_source(cfg));
+    if (!ocr_config_has(cfg, "Architecture.Head"))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Head is missing", ocr_config_source(cfg));
+    static const char *const backbones[] = {"MobileNetV1Enhance", "PPLCNetV3", "SVTRNet", NULL};
+    const char *bb;
+    OCR_TRY(require_string(cfg, "Architecture.Backbone.name", NULL, backbones, &bb));
+    a->img_h = 48;
+    a->img_w = 320;
+    find_image_shape(cfg, &a->img_h, &a->img_w);
+    if (strcmp(bb, "MobileNetV1Enhance") == 0) {
+        a->backbone = OCR_BACKBONE_MV1E;
+        OCR_TRY(parse_mv1e(cfg, a));
+    } else if (strcmp(bb, "PPLCNetV3") == 0) {
+        a->backbone = OCR_BACKBONE_LCNETV3;
+        OCR_TRY(parse_lcnet(cfg, a));
+    } else {
+        a->backbone = OCR_BACKBONE_SVTRNET;
+        OCR_TRY(parse_svtrnet(cfg, a));
+    }
+    OCR_TRY(parse_neck(cfg, a));
+    OCR_TRY(parse_head(cfg, a));
+    int64_t seed;
+    OCR_TRY(ocr_config_get_int(cfg, "Global.seed", 1024, &seed));
+    a->seed = (uint64_t)seed;
+    if (a->img_h < 8 || a->img_w < 8)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: the input size %dx%d is too small", ocr_config_source(cfg), a->img_h,
+                             a->img_w);
+    return OCR_OK;
+}
+
+void ocr_arch_ppocrv4_deploy(OcrArch *a, int classes) {
+    memset(a, 0, sizeof *a);
+    snprintf(a->algorithm, sizeof a->algorithm, "SVTR_LCNet");
+    a->in_channels = 3;
+    a->img_h = 48;
+    a->img_w = 320;
+    a->backbone = OCR_BACKBONE_LCNETV3;
+    a->lcnet.scale = 0.95;
+    a->lcnet.conv_kxk_num = 4;
+    a->lcnet.lab_lr = 0.1;
+    for (int i = 0; i < 6; i++) a->lcnet.lr_mult_list[i] = 1.0;
+    a->lcnet.deploy = 1;
+    a->neck_svtr = 1;
+    SvtrNeckSpec n = {0, 120, 2, 120, {1, 3}, 8, 0, 2.0f, 0.1f, 0.1f};
+    a->neck = n;
+    a->num_classes = classes;
+    a->fc_decay = 1e-5;
+    a->seed = 1024;
+}

@@ -1,0 +1,424 @@
+#include "models/model.h"
+
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/safetensors.h"
+
+struct OcrModel {
+    OcrArch arch;
+    OcrParamTable params, stats;
+    OcrOpTable ops;
+    Mv1e mv1e;
+    Lcnet lcnet;
+    SvtrNet svtr;
+    SvtrNeck neck;
+    CtcHead head;
+    OcrArena arena;
+    OcrCtx ctx;
+    OcrTensor seq;  // the head's input view (B, T, C)
+    OcrTensor *logits, *probs;
+    OcrTensor dlogits;
+    int pass_valid, pass_training;
+    OcrMemPlan plan;
+    int plan_valid;
+    uint64_t step;
+};
+
+static const char *backbone_name(ocr_backbone_kind_t k) {
+    return k == OCR_BACKBONE_MV1E ? "MobileNetV1Enhance" : k == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3" : "SVTRNet";
+}
+
+static ocr_status_t check_arch(const OcrArch *a) {
+    if (a->in_channels < 1 || a->num_classes < 2)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "architecture: %d input channels, %d classes", a->in_channels,
+                             a->num_classes);
+    if (a->backbone == OCR_BACKBONE_SVTRNET && !a->svtr.last_stage && a->neck_svtr)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "architecture: SVTRNet without its last stage feeds no SVTR neck");
+    return OCR_OK;
+}
+
+static void build(OcrModel *m) {
+    OcrBuilder b = {&m->params, &m->stats, &m->ops};
+    const OcrArch *a = &m->arch;
+    int feat = 0;
+    switch (a->backbone) {
+    case OCR_BACKBONE_MV1E:
+        mv1e_build(&b, &m->mv1e, "backbone", a->in_channels, a->mv1e);
+        feat = m->mv1e.out_channels;
+        break;
+    case OCR_BACKBONE_LCNETV3:
+        lcnet_build(&b, &m->lcnet, "backbone", a->in_channels, a->lcnet);
+        feat = m->lcnet.out_channels;
+        break;
+    case OCR_BACKBONE_SVTRNET:
+        svtrnet_build(&b, &m->svtr, "backbone", a->in_channels, a->svtr);
+        feat = m->svtr.out_channels;
+        break;
+    }
+    if (a->neck_svtr) {
+        SvtrNeckSpec s = a->neck;
+        s.in_channels = feat;
+        svtrneck_build(&b, &m->neck, "neck.encoder", s);
+        feat = s.dims;
+    }
+    ctchead_build(&b, &m->head, "head", feat, a->num_classes, a->head_mid, (float)a->fc_decay);
+}
+
+ocr_status_t ocr_model_create(OcrModel **out, const OcrArch *arch) {
+    *out = NULL;
+    OCR_TRY(check_arch(arch));
+    OcrModel *m = calloc(1, sizeof *m);
+    if (!m) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    m->arch = *arch;
+    ocr_params_init_table(&m->params, OCR_MEM_PARAMS);
+    ocr_params_init_table(&m->stats, OCR_MEM_PARAMS);
+    build(m);
+    ocr_status_t st = ocr_params_alloc(&m->params, arch->seed);
+    if (st == OCR_OK) st = ocr_params_alloc(&m->stats, arch->seed);
+    if (st != OCR_OK) {
+        ocr_model_free(m);
+        return st;
+    }
+    *out = m;
+    return OCR_OK;
+}
+
+ocr_status_t ocr_model_from_config(OcrModel **out, const OcrConfig *cfg) {
+    OcrArch a;
+    *out = NULL;
+    OCR_TRY(ocr_arch_from_config(&a, cfg));
+    return ocr_model_create(out, &a);
+}
+
+void ocr_model_free(OcrModel *m) {
+    if (!m) return;
+    ocr_params_free(&m->params);
+    ocr_params_free(&m->stats);
+    ocr_ops_free(&m->ops);
+    svtrnet_free(&m->svtr);
+    svtrneck_free(&m->neck);
+    ocr_arena_release(&m->arena);
+    free(m);
+}
+
+const OcrArch *ocr_model_arch(const OcrModel *m) { return &m->arch; }
+OcrParamTable *ocr_model_params(OcrModel *m) { return &m->params; }
+OcrParamTable *ocr_model_stats(OcrModel *m) { return &m->stats; }
+OcrOpTable *ocr_model_ops(OcrModel *m) { return &m->ops; }
+int64_t ocr_model_param_count(const OcrModel *m) {
+    int64_t n = 0;
+    for (int i = 0; i < m->params.count; i++) n += m->params.items[i].numel;
+    return n;
+}
+
+int ocr_model_set_compute_dtype(OcrModel *m, const char *pattern, const char *type, ocr_dtype_t dtype) {
+    OCR_ASSERT(ocr_dtype_is_float(dtype));
+    int n = 0;
+    for (int i = 0; i < m->ops.count; i++) {
+        OcrOpInfo *o = &m->ops.items[i];
+        if (fnmatch(pattern, o->name, 0) != 0) continue;
+        if (type && strcmp(type, o->type) != 0) continue;
+        o->compute_dtype = dtype;
+        n++;
+    }
+    m->plan_valid = 0;
+    return n;
+}
+
+// ---- passes ----------------------------------------------------------------------------------------
+
+static void ctx_setup(OcrModel *m, int training, int plan) {
+    OcrCtx *c = &m->ctx;
+    memset(c, 0, sizeof *c);
+    c->params = &m->params;
+    c->stats = &m->stats;
+    c->ops = &m->ops;
+    c->arena = &m->arena;
+    c->plan = plan;
+    c->training = training;
+    c->seed = m->arch.seed;
+    c->step = m->step;
+    for (int i = 0; i < m->ops.count; i++) {
+        memset(&m->ops.items[i].out, 0, sizeof m->ops.items[i].out);
+        m->ops.items[i].flops = 0;
+        m->ops.items[i].out_ndim = 0;
+    }
+    m->logits = m->probs = NULL;
+    memset(&m->dlogits, 0, sizeof m->dlogits);
+}
+
+static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
+    OcrCtx *c = &m->ctx;
+    OcrTensor *f = NULL;
+    switch (m->arch.backbone) {
+    case OCR_BACKBONE_MV1E: f = mv1e_forward(c, &m->mv1e, x); break;
+    case OCR_BACKBONE_LCNETV3: f = lcnet_forward(c, &m->lcnet, x); break;
+    case OCR_BACKBONE_SVTRNET: f = svtrnet_forward(c, &m->svtr, x); break;
+    }
+    if (!c->failed && f->shape[1] != 1) {
+        ocr_ctx_fail(c, "the backbone's output map has %lld rows and Im2Seq needs 1 (is the input height right?)",
+                     (long long)f->shape[1]);
+    }
+    if (c->failed)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "input %lldx%lld: %s", (long long)x->shape[1],
+                             (long long)x->shape[2], c->error);
+    if (m->arch.neck_svtr) f = svtrneck_forward(c, &m->neck, f);
+    if (c->failed)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "input %lldx%lld: %s", (long long)x->shape[1],
+                             (long long)x->shape[2], c->error);
+    m->seq = ocr_tensor_reshape(f, 3, (int64_t[]){f->shape[0], f->shape[2], f->shape[3]});
+    m->logits = ctchead_forward(c, &m->head, &m->seq);
+    m->probs = m->head.probs;
+    if (c->training) m->dlogits = ocr_ctx_like(c, m->logits);
+    return OCR_OK;
+}
+
+static void backward_body(OcrModel *m) {
+    OcrCtx *c = &m->ctx;
+    OcrTensor dseq = ctchead_backward(c, &m->head, &m->dlogits, 1);
+    ocr_ctx_free(c, &m->dlogits);
+    OcrTensor dfeat = ocr_tensor_reshape(&dseq, 4, (int64_t[]){dseq.shape[0], 1, dseq.shape[1], dseq.shape[2]});
+    if (m->arch.neck_svtr) {
+        OcrTensor d = svtrneck_backward(c, &m->neck, &dfeat, 1);
+        ocr_ctx_free(c, &dfeat);
+        dfeat = d;
+    }
+    if (!dfeat.data) {
+        // use_guide: the backbone gets no gradient; its saved activations are simply dropped
+        // with the rest of the arena.
+        return;
+    }
+    OcrTensor dx = {0};
+    switch (m->arch.backbone) {
+    case OCR_BACKBONE_MV1E: dx = mv1e_backward(c, &m->mv1e, &dfeat, 0); break;
+    case OCR_BACKBONE_LCNETV3: dx = lcnet_backward(c, &m->lcnet, &dfeat, 0); break;
+    case OCR_BACKBONE_SVTRNET: dx = svtrnet_backward(c, &m->svtr, &dfeat, 0); break;
+    }
+    ocr_ctx_free(c, &dfeat);
+    ocr_ctx_free(c, &dx);
+}
+
+ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int training, OcrMemPlan *plan) {
+    memset(plan, 0, sizeof *plan);
+    if (batch < 1 || height < 1 || width < 1)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "plan: batch %d, height %d and width %d must be positive", batch,
+                             height, width);
+    m->pass_valid = 0;
+    ctx_setup(m, training, 1);
+    ocr_arena_begin_plan(&m->arena);
+    OcrTensor x = ocr_tensor_view(NULL, OCR_F32, ocr_cpu(), 4, (int64_t[]){batch, height, width, m->arch.in_channels});
+    ocr_status_t st = forward_body(m, &x);
+    if (st != OCR_OK) {
+        ocr_arena_reset(&m->arena);
+        m->plan_valid = 0;
+        return st;
+    }
+    double flops = 0;
+    for (int i = 0; i < m->ops.count; i++) flops += m->ops.items[i].flops;
+    plan->seq_len = (int)m->logits->shape[1];
+    plan->classes = (int)m->logits->shape[2];
+    if (training) backward_body(m);
+    plan->batch = batch;
+    plan->height = height;
+    plan->width = width;
+    plan->training = training;
+    plan->params_bytes = (int64_t)m->params.bytes;
+    plan->grads_bytes = (int64_t)m->params.bytes;
+    plan->stats_bytes = (int64_t)m->stats.bytes;
+    plan->activations_bytes = (int64_t)m->arena.peak;
+    plan->flops = flops;
+    ocr_arena_reset(&m->arena);
+    m->plan = *plan;
+    m->plan_valid = 1;
+    return OCR_OK;
+}
+
+ocr_status_t ocr_model_forward(OcrModel *m, const OcrTensor *images, int training) {
+    m->pass_valid = 0;
+    if (images->ndim != 4 || images->shape[3] != m->arch.in_channels || !ocr_dtype_is_float(images->dtype)) {
+        char d[96];
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "forward: images must be (B, H, W, %d) float, got %s",
+                             m->arch.in_channels, ocr_tensor_describe(images, d, sizeof d));
+    }
+    if (images->device.type != OCR_DEVICE_CPU)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "forward: the models run on the CPU backend only so far");
+    int B = (int)images->shape[0], H = (int)images->shape[1], W = (int)images->shape[2];
+    if (!m->plan_valid || m->plan.batch != B || m->plan.height != H || m->plan.width != W ||
+        m->plan.training != training) {
+        OcrMemPlan p;
+        OCR_TRY(ocr_model_plan(m, B, H, W, training, &p));
+    }
+    OCR_TRY(ocr_arena_begin_run(&m->arena, (size_t)m->plan.activations_bytes));
+    if (training) m->step++;
+    ctx_setup(m, training, 0);
+    OCR_TRY(forward_body(m, images));
+    m->pass_valid = 1;
+    m->pass_training = training;
+    return OCR_OK;
+}
+
+const OcrTensor *ocr_model_logits(const OcrModel *m) { return m->pass_valid ? m->logits : NULL; }
+const OcrTensor *ocr_model_probs(const OcrModel *m) { return m->pass_valid ? m->probs : NULL; }
+OcrTensor *ocr_model_dlogits(OcrModel *m) { return m->pass_valid && m->pass_training ? &m->dlogits : NULL; }
+
+ocr_status_t ocr_model_backward(OcrModel *m) {
+    if (!m->pass_valid || !m->pass_training)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "backward needs a training forward pass first");
+    OCR_TRY(ocr_params_alloc_grads(&m->params));
+    backward_body(m);
+    m->pass_valid = 0;
+    if (m->arch.neck_svtr && m->arch.neck.use_guide) ocr_arena_reset(&m->arena);
+    return OCR_OK;
+}
+
+const OcrTensor *ocr_model_op_output(const OcrModel *m, const char *op_name) {
+    if (!m->pass_valid) return NULL;
+    for (int i = 0; i < m->ops.count; i++)
+        if (strcmp(m->ops.items[i].name, op_name) == 0) return m->ops.items[i].out.data ? &m->ops.items[i].out : NULL;
+    return NULL;
+}
+
+void ocr_model_arena_usage(const OcrModel *m, int64_t *peak, int64_t *live) {
+    if (peak) *peak = (int64_t)m->arena.peak;
+    if (live) *live = (int64_t)m->arena.in_use;
+}
+
+// ---- fusion ------------------------------------------------------------------------------------------
+
+static ocr_status_t copy_table(OcrParamTable *dst, const OcrParamTable *src) {
+    for (int i = 0; i < dst->count; i++) {
+        int j = ocr_params_find(src, dst->items[i].name);
+        if (j < 0) continue;
+        if (src->items[j].numel != dst->items[i].numel)
+            return ocr_set_error(OCR_ERR_INTERNAL, "fuse: %s changed size", dst->items[i].name);
+        OcrTensor s = ocr_params_tensor(src, j), d = ocr_params_tensor(dst, i);
+        float *tmp = malloc((size_t)ocr_tensor_numel(&s) * sizeof(float));
+        if (!tmp) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        ocr_tensor_to_f32(&s, tmp);
+        ocr_tensor_from_f32(&d, tmp);
+        free(tmp);
+    }
+    return OCR_OK;
+}
+
+static ocr_status_t fuse_rep(OcrModel *d, const RepLayer *dl, const OcrModel *t, const RepLayer *tl) {
+    OcrTensor w = ocr_params_tensor(&d->params, dl->reparam.w), b = ocr_params_tensor(&d->params, dl->reparam.b);
+    float *k = malloc((size_t)ocr_tensor_numel(&w) * sizeof(float)), *bias = malloc((size_t)tl->cout * sizeof(float));
+    if (!k || !bias) {
+        free(k);
+        free(bias);
+        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
+    rep_fuse(tl, &t->params, &t->stats, k, bias);
+    ocr_tensor_from_f32(&w, k);
+    ocr_tensor_from_f32(&b, bias);
+    free(k);
+    free(bias);
+    return OCR_OK;
+}
+
+ocr_status_t ocr_model_fuse(OcrModel **out, const OcrModel *t) {
+    *out = NULL;
+    if (t->arch.backbone != OCR_BACKBONE_LCNETV3)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "fuse: only PPLCNetV3 has rep layers (this is %s)",
+                             backbone_name(t->arch.backbone));
+    if (t->arch.lcnet.deploy) return ocr_set_error(OCR_ERR_INVALID_ARG, "fuse: the model is already in deploy form");
+    OcrArch a = t->arch;
+    a.lcnet.deploy = 1;
+    OcrModel *d;
+    OCR_TRY(ocr_model_create(&d, &a));
+    ocr_status_t st = copy_table(&d->params, &t->params);
+    if (st == OCR_OK) st = copy_table(&d->stats, &t->stats);
+    for (int i = 0; st == OCR_OK && i < t->lcnet.nblocks; i++) {
+        st = fuse_rep(d, &d->lcnet.blocks[i].dw, t, &t->lcnet.blocks[i].dw);
+        if (st == OCR_OK) st = fuse_rep(d, &d->lcnet.blocks[i].pw, t, &t->lcnet.blocks[i].pw);
+    }
+    for (int i = 0; i < d->ops.count; i++)
+        for (int j = 0; j < t->ops.count; j++)
+            if (strcmp(d->ops.items[i].name, t->ops.items[j].name) == 0)
+                d->ops.items[i].compute_dtype = t->ops.items[j].compute_dtype;
+    if (st != OCR_OK) {
+        ocr_model_free(d);
+        return st;
+    }
+    *out = d;
+    return OCR_OK;
+}
+
+// ---- weights --------------------------------------------------------------------------------------------
+
+ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
+    int n = m->params.count + m->stats.count;
+    OcrNamedTensor *ts = calloc((size_t)n, sizeof *ts);
+    if (!ts) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    const OcrParamTable *tables[2] = {&m->params, &m->stats};
+    int k = 0;
+    for (int t = 0; t < 2; t++) {
+        for (int i = 0; i < tables[t]->count; i++, k++) {
+            const OcrParamInfo *p = &tables[t]->items[i];
+            ts[k].name = p->name;
+            ts[k].dtype = p->dtype;
+            ts[k].ndim = p->ndim;
+            memcpy(ts[k].shape, p->shape, sizeof ts[k].shape);
+            ts[k].data = (const char *)tables[t]->data + p->offset;
+        }
+    }
+    char deploy[8];
+    snprintf(deploy, sizeof deploy, "%d", m->arch.backbone == OCR_BACKBONE_LCNETV3 ? m->arch.lcnet.deploy : 0);
+    OcrMetadataEntry meta[4] = {{"format", "ocrtrain"},
+                                {"algorithm", m->arch.algorithm},
+                                {"backbone", backbone_name(m->arch.backbone)},
+                                {"deploy", deploy}};
+    ocr_status_t st = ocr_safetensors_write(path, ts, n, meta, 4);
+    free(ts);
+    return st;
+}
+
+static ocr_status_t load_table(OcrParamTable *t, const OcrSafetensors *st, const char *path) {
+    for (int i = 0; i < t->count; i++) {
+        const OcrParamInfo *p = &t->items[i];
+        const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
+        if (!nt)
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor %s (the model expects it; wrong architecture?)", path,
+                                 p->name);
+        int same = nt->ndim == p->ndim;
+        for (int d = 0; same && d < p->ndim; d++) same = nt->shape[d] == p->shape[d];
+        if (!same) {
+            char a[96] = "", b[96] = "";
+            size_t ua = 0, ub = 0;
+            for (int d = 0; d < nt->ndim; d++) ua += (size_t)snprintf(a + ua, sizeof a - ua, "%s%lld", d ? ", " : "", (long long)nt->shape[d]);
+            for (int d = 0; d < p->ndim; d++) ub += (size_t)snprintf(b + ub, sizeof b - ub, "%s%lld", d ? ", " : "", (long long)p->shape[d]);
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has shape (%s), the model expects (%s)", path, p->name, a, b);
+        }
+        if (!ocr_dtype_is_float(nt->dtype))
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: %s is %s, not a float tensor", path, p->name,
+                                 ocr_dtype_name(nt->dtype));
+        OcrTensor src = ocr_tensor_view((void *)nt->data, nt->dtype, ocr_cpu(), nt->ndim, nt->shape);
+        OcrTensor dst = ocr_params_tensor(t, i);
+        float *tmp = malloc((size_t)p->numel * sizeof(float));
+        if (!tmp) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        ocr_tensor_to_f32(&src, tmp);
+        ocr_tensor_from_f32(&dst, tmp);
+        free(tmp);
+    }
+    return OCR_OK;
+}
+
+ocr_status_t ocr_model_load_weights(OcrModel *m, const char *path) {
+    OcrSafetensors *st;
+    OCR_TRY(ocr_safetensors_open(&st, path));
+    ocr_status_t s = OCR_OK;
+    for (int i = 0; i < ocr_safetensors_count(st) && s == OCR_OK; i++) {
+        const char *name = ocr_safetensors_at(st, i)->name;
+        if (ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
+            s = ocr_set_error(OCR_ERR_FORMAT, "%s: tensor %s is not part of this model (wrong architecture?)", path,
+                              name);
+    }
+    if (s == OCR_OK) s = load_table(&m->params, st, path);
+    if (s == OCR_OK) s = load_table(&m->stats, st, path);
+    ocr_safetensors_close(st);
+    return s;
+}

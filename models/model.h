@@ -1,0 +1,104 @@
+// Recognition networks (PaddleOCR's `rec` models): backbone → neck → CTC head, built from
+// the config's `Architecture` section with PaddleOCR key names.
+//
+//   OcrModel *m;  ocr_model_from_config(&m, cfg);          // parameters initialised
+//   OcrMemPlan p; ocr_model_plan(m, B, H, W, 1, &p);        // exact activation bytes, nothing allocated
+//   ocr_model_forward(m, images, 1);                        // images (B, H, W, 3) NHWC, any float dtype
+//   fill ocr_model_dlogits(m) from the loss;  ocr_model_backward(m);   // gradients accumulate
+//
+// Every tensor a step needs for its activations (saved activations, their gradients, the
+// gradient of the logits) comes from one OCR_MEM_ACTIVATIONS allocation of exactly the
+// planned size. Parameters (OCR_MEM_PARAMS), gradients (OCR_MEM_GRADS) and BN statistics
+// (OCR_MEM_PARAMS, a separate buffer) are sized by their tables. Op scratch comes from the
+// per-thread workspace (OCR_MEM_WORKSPACE), which the ops size themselves.
+#ifndef OCR_MODELS_MODEL_H
+#define OCR_MODELS_MODEL_H
+
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/tensor.h"
+#include "models/params.h"
+#include "models/svtr/backbones.h"
+
+typedef enum { OCR_BACKBONE_MV1E = 0, OCR_BACKBONE_LCNETV3, OCR_BACKBONE_SVTRNET } ocr_backbone_kind_t;
+
+typedef struct {
+    char algorithm[32];  // "SVTR_LCNet" or "SVTR"
+    int in_channels;
+    int img_h, img_w;  // the config's input size (RecResizeImg image_shape, or Backbone.img_size)
+    ocr_backbone_kind_t backbone;
+    Mv1eSpec mv1e;
+    LcnetSpec lcnet;
+    SvtrNetSpec svtr;
+    int neck_svtr;  // Neck.encoder_type: svtr (1) or reshape (0)
+    SvtrNeckSpec neck;
+    int num_classes;   // CTC classes including the blank
+    int head_mid;      // Head.mid_channels (0: none)
+    double fc_decay;   // Head.fc_decay
+    uint64_t seed;     // Global.seed
+    char dict_path[1024];
+} OcrArch;
+
+// Reads Architecture (and Global.character_dict_path / use_space_char / seed, the input size
+// from the Train/Eval transforms). Unknown keys and unsupported values are config errors that
+// name the key and the file.
+ocr_status_t ocr_arch_from_config(OcrArch *arch, const OcrConfig *cfg);
+// The fused PP-OCRv4 recognizer (PPLCNetV3 0.95 deploy + SVTR neck 120 + CTC) with `classes`.
+void ocr_arch_ppocrv4_deploy(OcrArch *arch, int classes);
+// Classes from a dictionary file: blank + lines (+ space). -1 on error (message set).
+int ocr_dict_num_classes(const char *path, int use_space_char);
+
+typedef struct OcrModel OcrModel;
+
+ocr_status_t ocr_model_create(OcrModel **out, const OcrArch *arch);
+ocr_status_t ocr_model_from_config(OcrModel **out, const OcrConfig *cfg);
+void ocr_model_free(OcrModel *m);
+
+const OcrArch *ocr_model_arch(const OcrModel *m);
+OcrParamTable *ocr_model_params(OcrModel *m);
+OcrParamTable *ocr_model_stats(OcrModel *m);
+OcrOpTable *ocr_model_ops(OcrModel *m);
+int64_t ocr_model_param_count(const OcrModel *m);
+
+// Sets the compute dtype of every op whose name matches the fnmatch(3) pattern (and whose
+// type matches `type`, when not NULL). Returns the number of ops changed.
+int ocr_model_set_compute_dtype(OcrModel *m, const char *pattern, const char *type, ocr_dtype_t dtype);
+
+typedef struct {
+    int batch, height, width, training;
+    int seq_len, classes;
+    int64_t params_bytes, grads_bytes, stats_bytes;
+    int64_t activations_bytes;  // exactly what a real step allocates (OCR_MEM_ACTIVATIONS)
+    double flops;               // forward FLOPs for the whole batch
+} OcrMemPlan;
+
+// Plans one step (forward, and backward when training) without allocating anything.
+// A size the network cannot take (too small, wrong for SVTRNet's positional embedding, a
+// map that is not 1 row high at the neck) is OCR_ERR_INVALID_ARG with a message.
+ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int training, OcrMemPlan *plan);
+
+// Forward pass; training selects BN batch statistics, dropout and the training-form pool.
+ocr_status_t ocr_model_forward(OcrModel *m, const OcrTensor *images, int training);
+const OcrTensor *ocr_model_logits(const OcrModel *m);  // (B, T, classes)
+const OcrTensor *ocr_model_probs(const OcrModel *m);   // softmax (inference passes only)
+// The gradient of the loss with respect to the logits (training passes): fill it, then backward.
+OcrTensor *ocr_model_dlogits(OcrModel *m);
+// Accumulates parameter gradients (allocates the gradient buffer on first use).
+ocr_status_t ocr_model_backward(OcrModel *m);
+// An op's output from the last inference pass (NULL when unknown), for debugging and parity.
+const OcrTensor *ocr_model_op_output(const OcrModel *m, const char *op_name);
+// Activation-arena counters of the last pass: peak and live bytes.
+void ocr_model_arena_usage(const OcrModel *m, int64_t *peak, int64_t *live);
+
+// Training form → deploy form: every LearnableRepLayer fused into one k×k conv with bias
+// (BN folded with its running statistics); everything else copied by name.
+ocr_status_t ocr_model_fuse(OcrModel **deploy, const OcrModel *train);
+
+// Weights: parameters and BN statistics by name (f32 in our layouts), atomic write.
+ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path);
+// Every tensor of the model must be present with its shape; extra tensors are an error too.
+ocr_status_t ocr_model_load_weights(OcrModel *m, const char *path);
+
+#endif

@@ -1,0 +1,527 @@
+#include "models/svtr/blocks.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define NAME OCR_NAME
+
+// A gradient that is either borrowed from the caller or owned by the current backward.
+typedef struct {
+    OcrTensor t;
+    int owned;
+} Grad;
+
+static Grad borrowed(const OcrTensor *t) { Grad g = {*t, 0}; return g; }
+static void grad_set(OcrCtx *c, Grad *g, OcrTensor t) {
+    if (g->owned) ocr_ctx_free(c, &g->t);
+    g->t = t;
+    g->owned = 1;
+}
+static void grad_drop(OcrCtx *c, Grad *g) {
+    if (g->owned) ocr_ctx_free(c, &g->t);
+    g->owned = 0;
+}
+// Backward through a dropout / drop path that may have been an identity.
+static void drop_back(OcrCtx *c, LDrop *l, Grad *g) {
+    if (l->identity) return;
+    grad_set(c, g, ldrop_backward(c, l, &g->t, 1));
+}
+
+// ---- ConvBN ----------------------------------------------------------------------------------------
+
+void convbn_build(OcrBuilder *b, ConvBN *l, const char *prefix, ConvBNNames names, ConvBNSpec s) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    lconv_build(b, &l->conv, NAME(buf, "%s.%s", prefix, names.conv), s.cin, s.cout, s.kh, s.kw, s.sh, s.sw, s.ph,
+                s.pw, s.groups, s.conv_bias, s.winit, ocr_init_const(0.0f), s.wattr, s.wattr);
+    lbn_build(b, &l->bn, NAME(buf, "%s.%s", prefix, names.bn), s.cout, s.bnattr);
+    l->has_act = s.act != OCR_ACT_NONE;
+    if (l->has_act) lact_build(b, &l->act, NAME(buf, "%s.%s", prefix, names.act), s.act);
+}
+
+OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x) {
+    OcrTensor *y = lconv_forward(c, &l->conv, x);
+    y = lbn_forward(c, &l->bn, y);
+    if (l->has_act) y = lact_forward(c, &l->act, y);
+    return y;
+}
+
+OcrTensor convbn_backward(OcrCtx *c, ConvBN *l, const OcrTensor *dy, int need_dx) {
+    Grad g = borrowed(dy);
+    if (l->has_act) grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
+    grad_set(c, &g, lbn_backward(c, &l->bn, &g.t, 1));
+    OcrTensor dx = lconv_backward(c, &l->conv, &g.t, need_dx);
+    grad_drop(c, &g);
+    return dx;
+}
+
+// ---- SE ---------------------------------------------------------------------------------------------
+
+void se_build(OcrBuilder *b, SEBlock *l, const char *prefix, int channels, float lr_mult) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    int mid = channels / 4;
+    Pool2dParams none = {0};
+    OcrParamAttr attr = {lr_mult, OCR_DECAY_GLOBAL, 0.0f};
+    lpool_build(b, &l->pool, NAME(buf, "%s.avg_pool", prefix), LPOOL_ADAPTIVE, none);
+    // Paddle's default conv initialiser: N(0, sqrt(2 / (k·k·in))); zero bias.
+    lconv_build(b, &l->conv1, NAME(buf, "%s.conv1", prefix), channels, mid, 1, 1, 1, 1, 0, 0, 1, 1,
+                ocr_init_kaiming_normal(channels), ocr_init_const(0.0f), attr, attr);
+    lact_build(b, &l->relu, NAME(buf, "%s.relu", prefix), OCR_ACT_RELU);
+    lconv_build(b, &l->conv2, NAME(buf, "%s.conv2", prefix), mid, channels, 1, 1, 1, 1, 0, 0, 1, 1,
+                ocr_init_kaiming_normal(mid), ocr_init_const(0.0f), attr, attr);
+    lact_build(b, &l->hsig, NAME(buf, "%s.hardsigmoid", prefix), OCR_ACT_HARDSIGMOID);
+    lmul_build(b, &l->mul, NAME(buf, "%s.mul", prefix));
+}
+
+OcrTensor *se_forward(OcrCtx *c, SEBlock *l, const OcrTensor *x) {
+    OcrTensor *s = lpool_forward(c, &l->pool, x, LPOOL_ADAPTIVE, 1, 1);
+    s = lconv_forward(c, &l->conv1, s);
+    s = lact_forward(c, &l->relu, s);
+    s = lconv_forward(c, &l->conv2, s);
+    s = lact_forward(c, &l->hsig, s);
+    return lmul_forward(c, &l->mul, x, s);
+}
+
+OcrTensor se_backward(OcrCtx *c, SEBlock *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx, ds;
+    lmul_backward(c, &l->mul, dy, &dx, &ds);
+    Grad g = {ds, 1};
+    grad_set(c, &g, lact_backward(c, &l->hsig, &g.t, 1));
+    grad_set(c, &g, lconv_backward(c, &l->conv2, &g.t, 1));
+    grad_set(c, &g, lact_backward(c, &l->relu, &g.t, 1));
+    grad_set(c, &g, lconv_backward(c, &l->conv1, &g.t, 1));
+    OcrTensor dpool = lpool_backward(c, &l->pool, &g.t, need_dx);
+    grad_drop(c, &g);
+    if (!need_dx) {
+        ocr_ctx_free(c, &dx);
+        return dx;
+    }
+    ocr_ctx_accumulate(c, &dx, &dpool);
+    return dx;
+}
+
+// ---- DepthwiseSeparable ----------------------------------------------------------------------------------
+
+static const ConvBNNames MV1_NAMES = {"_conv", "_batch_norm", "act"};
+
+void dwsep_build(OcrBuilder *b, DWSeparable *l, const char *prefix, int cin, int cmid, int cout, int dw_size,
+                 int sh, int sw, int use_se) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    OcrParamAttr bn_attr = ocr_attr_no_decay(1.0f);
+    ConvBNSpec dw = {cin, cmid, dw_size, dw_size, sh, sw, dw_size / 2, dw_size / 2, cin, 0,
+                     ocr_init_kaiming_normal((int64_t)dw_size * dw_size * (cin / cin)), ocr_attr_default(), bn_attr,
+                     OCR_ACT_HARDSWISH};
+    OCR_ASSERT(cin == cmid, "depthwise conv keeps the channel count");
+    convbn_build(b, &l->dw, NAME(buf, "%s._depthwise_conv", prefix), MV1_NAMES, dw);
+    l->use_se = use_se;
+    if (use_se) se_build(b, &l->se, NAME(buf, "%s._se", prefix), cmid, 1.0f);
+    ConvBNSpec pw = {cmid, cout, 1, 1, 1, 1, 0, 0, 1, 0, ocr_init_kaiming_normal(cmid), ocr_attr_default(), bn_attr,
+                     OCR_ACT_HARDSWISH};
+    convbn_build(b, &l->pw, NAME(buf, "%s._pointwise_conv", prefix), MV1_NAMES, pw);
+}
+
+OcrTensor *dwsep_forward(OcrCtx *c, DWSeparable *l, const OcrTensor *x) {
+    OcrTensor *y = convbn_forward(c, &l->dw, x);
+    if (l->use_se) y = se_forward(c, &l->se, y);
+    return convbn_forward(c, &l->pw, y);
+}
+
+OcrTensor dwsep_backward(OcrCtx *c, DWSeparable *l, const OcrTensor *dy, int need_dx) {
+    Grad g = borrowed(dy);
+    grad_set(c, &g, convbn_backward(c, &l->pw, &g.t, 1));
+    if (l->use_se) grad_set(c, &g, se_backward(c, &l->se, &g.t, 1));
+    OcrTensor dx = convbn_backward(c, &l->dw, &g.t, need_dx);
+    grad_drop(c, &g);
+    return dx;
+}
+
+// ---- LearnableRepLayer ------------------------------------------------------------------------------------
+
+static const ConvBNNames LC_NAMES = {"conv", "bn", "act"};
+
+void rep_build(OcrBuilder *b, RepLayer *l, const char *prefix, int cin, int cout, int k, int sh, int sw, int groups,
+               int nkxk, float lr_mult, float lab_lr, int deploy) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    OCR_ASSERT(nkxk >= 1 && nkxk <= OCR_REP_MAX_BRANCHES);
+    l->deploy = deploy;
+    l->cin = cin;
+    l->cout = cout;
+    l->k = k;
+    l->sh = sh;
+    l->sw = sw;
+    l->groups = groups;
+    int pad = (k - 1) / 2;
+    int64_t fan_in = (int64_t)(cin / groups) * k * k;
+    OcrParamAttr wattr = {lr_mult, OCR_DECAY_GLOBAL, 0.0f};
+    if (deploy) {
+        lconv_build(b, &l->reparam, NAME(buf, "%s.reparam_conv", prefix), cin, cout, k, k, sh, sw, pad, pad, groups, 1,
+                    ocr_init_kaiming_normal(fan_in), ocr_init_const(0.0f), wattr, wattr);
+    } else {
+        // The identity branch exists only for a plain stride 1 (a tuple stride never equals 1 in Python).
+        l->has_identity = cin == cout && sh == 1 && sw == 1;
+        l->has_1x1 = k > 1;
+        l->nkxk = nkxk;
+        OcrParamAttr bn_attr = ocr_attr_no_decay(lr_mult);
+        if (l->has_identity) {
+            // No regularizer on the identity BN: it takes the optimizer's global L2.
+            lbn_build(b, &l->identity, NAME(buf, "%s.identity", prefix), cin, wattr);
+        }
+        for (int i = 0; i < nkxk; i++) {
+            ConvBNSpec s = {cin, cout, k, k, sh, sw, pad, pad, groups, 0, ocr_init_kaiming_normal(fan_in), wattr, bn_attr,
+                            OCR_ACT_NONE};
+            convbn_build(b, &l->kxk[i], NAME(buf, "%s.conv_kxk.%d", prefix, i), LC_NAMES, s);
+        }
+        if (l->has_1x1) {
+            ConvBNSpec s = {cin, cout, 1, 1, sh, sw, 0, 0, groups, 0, ocr_init_kaiming_normal(cin / groups), wattr,
+                            bn_attr, OCR_ACT_NONE};
+            convbn_build(b, &l->c1x1, NAME(buf, "%s.conv_1x1", prefix), LC_NAMES, s);
+        }
+        l->sum_op = ocr_build_op(b, NAME(buf, "%s.add", prefix), "add");
+    }
+    llab_build(b, &l->lab, NAME(buf, "%s.lab", prefix), lr_mult * lab_lr);
+    // Act runs whenever stride != 2, which holds for every layer of the recognition net.
+    lact_build(b, &l->act, NAME(buf, "%s.act", prefix), OCR_ACT_HARDSWISH);
+    llab_build(b, &l->act_lab, NAME(buf, "%s.act.lab", prefix), lr_mult * lab_lr);
+}
+
+// Adds a branch's output into the running sum (the sum takes over the first branch's buffer).
+static void sum_branch(OcrCtx *c, RepLayer *l, OcrTensor *branch_out) {
+    if (!l->sum.data) {
+        l->sum = *branch_out;
+    } else {
+        if (!c->plan) accumulate(&l->sum, branch_out);
+        ocr_ctx_free(c, branch_out);
+    }
+    memset(branch_out, 0, sizeof *branch_out);
+}
+
+OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x) {
+    OcrTensor *y;
+    if (l->deploy) {
+        y = lconv_forward(c, &l->reparam, x);
+    } else {
+        // The BN outputs are not needed by any backward, so each one is folded into the sum
+        // right away; only the conv outputs (the BN inputs) stay saved.
+        memset(&l->sum, 0, sizeof l->sum);
+        int branches = 0;
+        if (l->has_identity) {
+            sum_branch(c, l, lbn_forward(c, &l->identity, x));
+            branches++;
+        }
+        if (l->has_1x1) {
+            lconv_forward(c, &l->c1x1.conv, x);
+            sum_branch(c, l, lbn_forward(c, &l->c1x1.bn, &l->c1x1.conv.y));
+            branches++;
+        }
+        for (int i = 0; i < l->nkxk; i++) {
+            lconv_forward(c, &l->kxk[i].conv, x);
+            sum_branch(c, l, lbn_forward(c, &l->kxk[i].bn, &l->kxk[i].conv.y));
+            branches++;
+        }
+        ocr_ctx_record(c, l->sum_op, &l->sum, (double)(branches - 1) * (double)ocr_tensor_numel(&l->sum));
+        y = &l->sum;
+    }
+    y = llab_forward(c, &l->lab, y);
+    y = lact_forward(c, &l->act, y);
+    return llab_forward(c, &l->act_lab, y);
+}
+
+OcrTensor rep_backward(OcrCtx *c, RepLayer *l, const OcrTensor *dy, int need_dx) {
+    Grad g = borrowed(dy);
+    grad_set(c, &g, llab_backward(c, &l->act_lab, &g.t, 1));
+    grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
+    grad_set(c, &g, llab_backward(c, &l->lab, &g.t, 1));
+    OcrTensor dx = {0};
+    if (l->deploy) {
+        dx = lconv_backward(c, &l->reparam, &g.t, need_dx);
+    } else {
+        // Reverse order of the forward so the arena sees the mirror image of the allocations.
+        for (int i = l->nkxk - 1; i >= 0; i--) {
+            OcrTensor d = convbn_backward(c, &l->kxk[i], &g.t, need_dx);
+            ocr_ctx_accumulate(c, &dx, &d);
+        }
+        if (l->has_1x1) {
+            OcrTensor d = convbn_backward(c, &l->c1x1, &g.t, need_dx);
+            ocr_ctx_accumulate(c, &dx, &d);
+        }
+        if (l->has_identity) {
+            OcrTensor d = lbn_backward(c, &l->identity, &g.t, need_dx);
+            ocr_ctx_accumulate(c, &dx, &d);
+        }
+        ocr_ctx_free(c, &l->sum);
+    }
+    grad_drop(c, &g);
+    return dx;
+}
+
+// Folds a BN (gamma, beta, running mean/var, eps 1e-5) into a kernel of `per_out` values per
+// output channel, adding kernel·t into `kernel` and beta − mean·t into `bias`.
+static void fold_bn(const LBN *bn, const OcrParamTable *params, const OcrParamTable *stats, const float *k,
+                    int per_out, int cout, float *kernel, float *bias) {
+    OcrTensor g = ocr_params_tensor(params, bn->g), b = ocr_params_tensor(params, bn->b);
+    OcrTensor m = ocr_params_tensor(stats, bn->mean), v = ocr_params_tensor(stats, bn->var);
+    for (int o = 0; o < cout; o++) {
+        double std = sqrt((double)ocr_tensor_get_f32(&v, o) + bn->eps);
+        double t = ocr_tensor_get_f32(&g, o) / std;
+        for (int i = 0; i < per_out; i++) kernel[(size_t)o * per_out + i] += (float)(k[(size_t)o * per_out + i] * t);
+        bias[o] += (float)(ocr_tensor_get_f32(&b, o) - ocr_tensor_get_f32(&m, o) * t);
+    }
+}
+
+void rep_fuse(const RepLayer *l, const OcrParamTable *params, const OcrParamTable *stats, float *kernel, float *bias) {
+    OCR_ASSERT(!l->deploy, "rep_fuse needs the training form");
+    int cg = l->cin / l->groups, k = l->k;
+    int per_out = k * k * cg;
+    size_t n = (size_t)l->cout * per_out;
+    memset(kernel, 0, n * sizeof(float));
+    memset(bias, 0, (size_t)l->cout * sizeof(float));
+    float *tmp = calloc(n, sizeof(float));
+    OCR_ASSERT(tmp);
+    for (int i = 0; i < l->nkxk; i++) {
+        OcrTensor w = ocr_params_tensor(params, l->kxk[i].conv.w);
+        ocr_tensor_to_f32(&w, tmp);
+        fold_bn(&l->kxk[i].bn, params, stats, tmp, per_out, l->cout, kernel, bias);
+    }
+    int c = k / 2;
+    if (l->has_1x1) {
+        // (OC, 1, 1, cg) placed at the kernel centre of (OC, k, k, cg).
+        float *w1 = malloc((size_t)l->cout * cg * sizeof(float));
+        OCR_ASSERT(w1);
+        OcrTensor w = ocr_params_tensor(params, l->c1x1.conv.w);
+        ocr_tensor_to_f32(&w, w1);
+        memset(tmp, 0, n * sizeof(float));
+        for (int o = 0; o < l->cout; o++)
+            for (int ci = 0; ci < cg; ci++)
+                tmp[(size_t)o * per_out + ((size_t)c * k + c) * cg + ci] = w1[(size_t)o * cg + ci];
+        free(w1);
+        fold_bn(&l->c1x1.bn, params, stats, tmp, per_out, l->cout, kernel, bias);
+    }
+    if (l->has_identity) {
+        // Output channel o reads input channel o, which is index o % cg inside its group.
+        memset(tmp, 0, n * sizeof(float));
+        for (int o = 0; o < l->cout; o++) tmp[(size_t)o * per_out + ((size_t)c * k + c) * cg + (o % cg)] = 1.0f;
+        fold_bn(&l->identity, params, stats, tmp, per_out, l->cout, kernel, bias);
+    }
+    free(tmp);
+}
+
+// ---- LCNetV3 block ----------------------------------------------------------------------------------------
+
+void lcblock_build(OcrBuilder *b, LCBlock *l, const char *prefix, int cin, int cout, int dw_size, int sh, int sw,
+                   int use_se, int nkxk, float lr_mult, float lab_lr, int deploy) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    rep_build(b, &l->dw, NAME(buf, "%s.dw_conv", prefix), cin, cin, dw_size, sh, sw, cin, nkxk, lr_mult, lab_lr,
+              deploy);
+    l->use_se = use_se;
+    if (use_se) se_build(b, &l->se, NAME(buf, "%s.se", prefix), cin, lr_mult);
+    rep_build(b, &l->pw, NAME(buf, "%s.pw_conv", prefix), cin, cout, 1, 1, 1, 1, nkxk, lr_mult, lab_lr, deploy);
+}
+
+OcrTensor *lcblock_forward(OcrCtx *c, LCBlock *l, const OcrTensor *x) {
+    OcrTensor *y = rep_forward(c, &l->dw, x);
+    if (l->use_se) y = se_forward(c, &l->se, y);
+    return rep_forward(c, &l->pw, y);
+}
+
+OcrTensor lcblock_backward(OcrCtx *c, LCBlock *l, const OcrTensor *dy, int need_dx) {
+    Grad g = borrowed(dy);
+    grad_set(c, &g, rep_backward(c, &l->pw, &g.t, 1));
+    if (l->use_se) grad_set(c, &g, se_backward(c, &l->se, &g.t, 1));
+    OcrTensor dx = rep_backward(c, &l->dw, &g.t, need_dx);
+    grad_drop(c, &g);
+    return dx;
+}
+
+// ---- SVTR block ----------------------------------------------------------------------------------------------
+
+void svtrblock_build(OcrBuilder *b, SvtrBlock *l, const char *prefix, SvtrBlockSpec s) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    OcrInit tn = ocr_init_trunc_normal(0.02f), zero = ocr_init_const(0.0f);
+    OcrParamAttr attr = ocr_attr_default();
+    lln_build(b, &l->norm1, NAME(buf, "%s.norm1", prefix), s.dim, s.eps);
+    llinear_build(b, &l->qkv, NAME(buf, "%s.mixer.qkv", prefix), s.dim, 3 * s.dim, 1, tn, zero, attr);
+    lattn_build(b, &l->attn, NAME(buf, "%s.mixer.attn", prefix), s.dim, s.heads, s.attn_drop, s.local_hk, s.local_wk);
+    llinear_build(b, &l->proj, NAME(buf, "%s.mixer.proj", prefix), s.dim, s.dim, 1, tn, zero, attr);
+    ldrop_build(b, &l->proj_drop, NAME(buf, "%s.mixer.proj_drop", prefix), s.drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, 0);
+    ldrop_build(b, &l->dp1, NAME(buf, "%s.drop_path1", prefix), s.drop_path, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
+    ladd_build(b, &l->add1, NAME(buf, "%s.add1", prefix));
+    lln_build(b, &l->norm2, NAME(buf, "%s.norm2", prefix), s.dim, s.eps);
+    llinear_build(b, &l->fc1, NAME(buf, "%s.mlp.fc1", prefix), s.dim, s.hidden, 1, tn, zero, attr);
+    lact_build(b, &l->act, NAME(buf, "%s.mlp.act", prefix), s.act);
+    ldrop_build(b, &l->drop1, NAME(buf, "%s.mlp.drop1", prefix), s.drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, 0);
+    llinear_build(b, &l->fc2, NAME(buf, "%s.mlp.fc2", prefix), s.hidden, s.dim, 1, tn, zero, attr);
+    ldrop_build(b, &l->drop2, NAME(buf, "%s.mlp.drop2", prefix), s.drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, 0);
+    ldrop_build(b, &l->dp2, NAME(buf, "%s.drop_path2", prefix), s.drop_path, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
+    ladd_build(b, &l->add2, NAME(buf, "%s.add2", prefix));
+}
+
+OcrTensor *svtrblock_forward(OcrCtx *c, SvtrBlock *l, const OcrTensor *x, int grid_h, int grid_w) {
+    OcrTensor *h = lln_forward(c, &l->norm1, x);
+    h = llinear_forward(c, &l->qkv, h);
+    h = lattn_forward(c, &l->attn, h, grid_h, grid_w);
+    h = llinear_forward(c, &l->proj, h);
+    h = ldrop_forward(c, &l->proj_drop, h);
+    h = ldrop_forward(c, &l->dp1, h);
+    OcrTensor *x1 = ladd_forward(c, &l->add1, x, h);
+    h = lln_forward(c, &l->norm2, x1);
+    h = llinear_forward(c, &l->fc1, h);
+    h = lact_forward(c, &l->act, h);
+    h = ldrop_forward(c, &l->drop1, h);
+    h = llinear_forward(c, &l->fc2, h);
+    h = ldrop_forward(c, &l->drop2, h);
+    h = ldrop_forward(c, &l->dp2, h);
+    return ladd_forward(c, &l->add2, x1, h);
+}
+
+OcrTensor svtrblock_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy, int need_dx) {
+    // MLP branch: dy flows to both x1 (residual) and the branch.
+    Grad g = borrowed(dy);
+    drop_back(c, &l->dp2, &g);
+    drop_back(c, &l->drop2, &g);
+    grad_set(c, &g, llinear_backward(c, &l->fc2, &g.t, 1));
+    drop_back(c, &l->drop1, &g);
+    grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
+    grad_set(c, &g, llinear_backward(c, &l->fc1, &g.t, 1));
+    OcrTensor dx1 = lln_backward(c, &l->norm2, &g.t, 1);
+    grad_drop(c, &g);
+    if (!c->plan) accumulate(&dx1, dy);
+    ladd_backward(c, &l->add2);
+    // Attention branch.
+    Grad a = borrowed(&dx1);
+    drop_back(c, &l->dp1, &a);
+    drop_back(c, &l->proj_drop, &a);
+    grad_set(c, &a, llinear_backward(c, &l->proj, &a.t, 1));
+    grad_set(c, &a, lattn_backward(c, &l->attn, &a.t, 1));
+    grad_set(c, &a, llinear_backward(c, &l->qkv, &a.t, 1));
+    OcrTensor dx = lln_backward(c, &l->norm1, &a.t, need_dx);
+    grad_drop(c, &a);
+    if (need_dx && !c->plan) accumulate(&dx, &dx1);
+    ocr_ctx_free(c, &dx1);
+    ladd_backward(c, &l->add1);
+    return dx;
+}
+
+// ---- EncoderWithSVTR ------------------------------------------------------------------------------------------
+
+static const ConvBNNames SVTR_NAMES = {"conv", "norm", "act"};
+
+void svtrneck_build(OcrBuilder *b, SvtrNeck *l, const char *prefix, SvtrNeckSpec s) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    l->s = s;
+    int cin = s.in_channels, c8 = cin / 8;
+    int kh = s.kernel[0], kw = s.kernel[1];
+    OcrParamAttr attr = ocr_attr_default();
+    // The svtrnet ConvBNLayer: KaimingUniform conv without bias, BatchNorm2D, Swish.
+    ConvBNSpec s1 = {cin, c8, kh, kw, 1, 1, kh / 2, kw / 2, 1, 0, ocr_init_kaiming_uniform((int64_t)cin * kh * kw),
+                     attr, attr, OCR_ACT_SWISH};
+    convbn_build(b, &l->conv1, NAME(buf, "%s.conv1", prefix), SVTR_NAMES, s1);
+    ConvBNSpec s2 = {c8, s.hidden, 1, 1, 1, 1, 0, 0, 1, 0, ocr_init_kaiming_uniform(c8), attr, attr, OCR_ACT_SWISH};
+    convbn_build(b, &l->conv2, NAME(buf, "%s.conv2", prefix), SVTR_NAMES, s2);
+    l->blocks = calloc((size_t)s.depth, sizeof *l->blocks);
+    OCR_ASSERT(l->blocks || s.depth == 0);
+    SvtrBlockSpec bs = {s.hidden, s.heads, (int)(s.hidden * s.mlp_ratio), 1e-5f, s.drop, s.attn_drop, 0.0f, 0, 0,
+                        OCR_ACT_SWISH};
+    for (int i = 0; i < s.depth; i++) svtrblock_build(b, &l->blocks[i], NAME(buf, "%s.svtr_block.%d", prefix, i), bs);
+    lln_build(b, &l->norm, NAME(buf, "%s.norm", prefix), s.hidden, 1e-6f);
+    ConvBNSpec s3 = {s.hidden, cin, 1, 1, 1, 1, 0, 0, 1, 0, ocr_init_kaiming_uniform(s.hidden), attr, attr,
+                     OCR_ACT_SWISH};
+    convbn_build(b, &l->conv3, NAME(buf, "%s.conv3", prefix), SVTR_NAMES, s3);
+    lconcat_build(b, &l->cat, NAME(buf, "%s.concat", prefix));
+    ConvBNSpec s4 = {2 * cin, c8, kh, kw, 1, 1, kh / 2, kw / 2, 1, 0,
+                     ocr_init_kaiming_uniform((int64_t)2 * cin * kh * kw), attr, attr, OCR_ACT_SWISH};
+    convbn_build(b, &l->conv4, NAME(buf, "%s.conv4", prefix), SVTR_NAMES, s4);
+    ConvBNSpec s5 = {c8, s.dims, 1, 1, 1, 1, 0, 0, 1, 0, ocr_init_kaiming_uniform(c8), attr, attr, OCR_ACT_SWISH};
+    convbn_build(b, &l->conv1x1, NAME(buf, "%s.conv1x1", prefix), SVTR_NAMES, s5);
+}
+
+void svtrneck_free(SvtrNeck *l) {
+    free(l->blocks);
+    l->blocks = NULL;
+}
+
+OcrTensor *svtrneck_forward(OcrCtx *c, SvtrNeck *l, const OcrTensor *x) {
+    int64_t B = x->shape[0], H = x->shape[1], W = x->shape[2];
+    OcrTensor *z = convbn_forward(c, &l->conv1, x);
+    z = convbn_forward(c, &l->conv2, z);
+    OcrTensor seq = ocr_tensor_reshape(z, 3, (int64_t[]){B, H * W, l->s.hidden});
+    z = &seq;
+    for (int i = 0; i < l->s.depth; i++) z = svtrblock_forward(c, &l->blocks[i], z, (int)H, (int)W);
+    z = lln_forward(c, &l->norm, z);
+    OcrTensor map = ocr_tensor_reshape(z, 4, (int64_t[]){B, H, W, l->s.hidden});
+    z = convbn_forward(c, &l->conv3, &map);
+    z = lconcat_forward(c, &l->cat, x, z);  // [shortcut, conv3]
+    z = convbn_forward(c, &l->conv4, z);
+    return convbn_forward(c, &l->conv1x1, z);
+}
+
+OcrTensor svtrneck_backward(OcrCtx *c, SvtrNeck *l, const OcrTensor *dy, int need_dx) {
+    int to_input = need_dx && !l->s.use_guide;
+    Grad g = borrowed(dy);
+    grad_set(c, &g, convbn_backward(c, &l->conv1x1, &g.t, 1));
+    grad_set(c, &g, convbn_backward(c, &l->conv4, &g.t, 1));
+    OcrTensor dshort, dz;
+    lconcat_backward(c, &l->cat, &g.t, &dshort, &dz);
+    grad_drop(c, &g);
+    if (!to_input) ocr_ctx_free(c, &dshort);
+    Grad z = {dz, 1};
+    grad_set(c, &z, convbn_backward(c, &l->conv3, &z.t, 1));
+    int64_t B = z.t.shape[0], H = z.t.shape[1], W = z.t.shape[2];
+    z.t = ocr_tensor_reshape(&z.t, 3, (int64_t[]){B, H * W, l->s.hidden});
+    grad_set(c, &z, lln_backward(c, &l->norm, &z.t, 1));
+    for (int i = l->s.depth - 1; i >= 0; i--) grad_set(c, &z, svtrblock_backward(c, &l->blocks[i], &z.t, 1));
+    z.t = ocr_tensor_reshape(&z.t, 4, (int64_t[]){B, H, W, l->s.hidden});
+    grad_set(c, &z, convbn_backward(c, &l->conv2, &z.t, 1));
+    OcrTensor dx = convbn_backward(c, &l->conv1, &z.t, to_input);
+    grad_drop(c, &z);
+    if (to_input) ocr_ctx_accumulate(c, &dx, &dshort);
+    return dx;
+}
+
+// ---- CTC head ---------------------------------------------------------------------------------------------------
+
+void ctchead_build(OcrBuilder *b, CtcHead *l, const char *prefix, int in, int classes, int mid, float fc_decay) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    l->mid = mid;
+    // Weight and bias: Uniform(±1/sqrt(fan_in)) with L2Decay(fc_decay).
+    OcrParamAttr attr = {1.0f, OCR_DECAY_FIXED, fc_decay};
+    if (mid <= 0) {
+        float k = 1.0f / sqrtf((float)in);
+        llinear_build(b, &l->fc, NAME(buf, "%s.fc", prefix), in, classes, 1, ocr_init_uniform(-k, k),
+                      ocr_init_uniform(-k, k), attr);
+    } else {
+        float k1 = 1.0f / sqrtf((float)in), k2 = 1.0f / sqrtf((float)mid);
+        llinear_build(b, &l->fc1, NAME(buf, "%s.fc1", prefix), in, mid, 1, ocr_init_uniform(-k1, k1),
+                      ocr_init_uniform(-k1, k1), attr);
+        llinear_build(b, &l->fc2, NAME(buf, "%s.fc2", prefix), mid, classes, 1, ocr_init_uniform(-k2, k2),
+                      ocr_init_uniform(-k2, k2), attr);
+    }
+    lsoftmax_build(b, &l->softmax, NAME(buf, "%s.softmax", prefix));
+}
+
+OcrTensor *ctchead_forward(OcrCtx *c, CtcHead *l, const OcrTensor *x) {
+    if (l->mid <= 0) {
+        l->logits = llinear_forward(c, &l->fc, x);
+    } else {
+        OcrTensor *h = llinear_forward(c, &l->fc1, x);
+        l->logits = llinear_forward(c, &l->fc2, h);
+    }
+    l->probs = c->training ? NULL : lsoftmax_forward(c, &l->softmax, l->logits);
+    return l->logits;
+}
+
+OcrTensor ctchead_backward(OcrCtx *c, CtcHead *l, const OcrTensor *dlogits, int need_dx) {
+    if (l->mid <= 0) return llinear_backward(c, &l->fc, dlogits, need_dx);
+    OcrTensor dh = llinear_backward(c, &l->fc2, dlogits, 1);
+    OcrTensor dx = llinear_backward(c, &l->fc1, &dh, need_dx);
+    ocr_ctx_free(c, &dh);
+    return dx;
+}

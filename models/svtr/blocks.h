@@ -1,0 +1,140 @@
+// Composite layers built from the primitives in nn.h, in PaddleOCR's structure and naming.
+// Same forward/backward contract as nn.h: backward takes a borrowed dy, accumulates parameter
+// gradients and returns a new input gradient (or an empty tensor when need_dx is 0).
+#ifndef OCR_MODELS_SVTR_BLOCKS_H
+#define OCR_MODELS_SVTR_BLOCKS_H
+
+#include "models/svtr/nn.h"
+
+// ---- ConvBN(+activation): conv (no bias unless asked) → BN → activation -----------------------
+typedef struct {
+    const char *conv, *bn, *act;  // sub-module names ("_conv", "_batch_norm" in MobileNetV1Enhance)
+} ConvBNNames;
+typedef struct {
+    LConv conv;
+    LBN bn;
+    LAct act;
+    int has_act;
+} ConvBN;
+typedef struct {
+    int cin, cout, kh, kw, sh, sw, ph, pw, groups;
+    int conv_bias;
+    OcrInit winit;
+    OcrParamAttr wattr, bnattr;
+    ocr_activation_t act;
+} ConvBNSpec;
+void convbn_build(OcrBuilder *b, ConvBN *l, const char *prefix, ConvBNNames names, ConvBNSpec s);
+OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x);
+OcrTensor convbn_backward(OcrCtx *c, ConvBN *l, const OcrTensor *dy, int need_dx);
+
+// ---- squeeze-and-excitation: x · hardsigmoid(conv2(relu(conv1(avgpool(x))))) ------------------
+typedef struct {
+    LPool pool;
+    LConv conv1, conv2;
+    LAct relu, hsig;
+    LMul mul;
+} SEBlock;
+void se_build(OcrBuilder *b, SEBlock *l, const char *prefix, int channels, float lr_mult);
+OcrTensor *se_forward(OcrCtx *c, SEBlock *l, const OcrTensor *x);
+OcrTensor se_backward(OcrCtx *c, SEBlock *l, const OcrTensor *dy, int need_dx);
+
+// ---- MobileNetV1Enhance DepthwiseSeparable: dw ConvBN → [SE] → pw ConvBN ---------------------
+typedef struct {
+    ConvBN dw, pw;
+    SEBlock se;
+    int use_se;
+} DWSeparable;
+void dwsep_build(OcrBuilder *b, DWSeparable *l, const char *prefix, int cin, int cmid, int cout, int dw_size,
+                 int sh, int sw, int use_se);
+OcrTensor *dwsep_forward(OcrCtx *c, DWSeparable *l, const OcrTensor *x);
+OcrTensor dwsep_backward(OcrCtx *c, DWSeparable *l, const OcrTensor *dy, int need_dx);
+
+// ---- PPLCNetV3 LearnableRepLayer -----------------------------------------------------------------
+// Training form: Σ [identity BN] + [1×1 ConvBN] + conv_kxk_num × k×k ConvBN → LAB → hardswish →
+// LAB. Deploy form: one k×k conv with bias (reparam_conv) → LAB → hardswish → LAB.
+#define OCR_REP_MAX_BRANCHES 8
+typedef struct {
+    int deploy;
+    int cin, cout, k, sh, sw, groups;
+    int has_identity, has_1x1, nkxk;
+    LBN identity;
+    ConvBN kxk[OCR_REP_MAX_BRANCHES];
+    ConvBN c1x1;
+    LConv reparam;
+    int sum_op;
+    OcrTensor sum;
+    LLab lab, act_lab;
+    LAct act;
+} RepLayer;
+void rep_build(OcrBuilder *b, RepLayer *l, const char *prefix, int cin, int cout, int k, int sh, int sw, int groups,
+               int nkxk, float lr_mult, float lab_lr, int deploy);
+OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x);
+OcrTensor rep_backward(OcrCtx *c, RepLayer *l, const OcrTensor *dy, int need_dx);
+// Fuses the branches of a training-form layer (params/stats of `src`) into the k×k kernel
+// (OC, K, K, C/groups) and bias (OC) of the deploy form: BN folded into each branch
+// (eps 1e-5), the 1×1 kernel padded to k×k, the identity BN as a centred one-hot kernel.
+void rep_fuse(const RepLayer *l, const OcrParamTable *params, const OcrParamTable *stats, float *kernel, float *bias);
+
+// ---- PPLCNetV3 block: dw RepLayer → [SE] → pw RepLayer ---------------------------------------------
+typedef struct {
+    RepLayer dw, pw;
+    SEBlock se;
+    int use_se;
+} LCBlock;
+void lcblock_build(OcrBuilder *b, LCBlock *l, const char *prefix, int cin, int cout, int dw_size, int sh, int sw,
+                   int use_se, int nkxk, float lr_mult, float lab_lr, int deploy);
+OcrTensor *lcblock_forward(OcrCtx *c, LCBlock *l, const OcrTensor *x);
+OcrTensor lcblock_backward(OcrCtx *c, LCBlock *l, const OcrTensor *dy, int need_dx);
+
+// ---- SVTR block (pre-LN): x += DP(drop(proj(attn(qkv(LN1 x))))); x += DP(MLP(LN2 x)) ------------------
+typedef struct {
+    int dim, heads, hidden;
+    float eps, drop, attn_drop, drop_path;
+    int local_hk, local_wk;  // 0 for a global mixer
+    ocr_activation_t act;
+} SvtrBlockSpec;
+typedef struct {
+    LLN norm1, norm2;
+    LLinear qkv, proj, fc1, fc2;
+    LAttn attn;
+    LDrop proj_drop, dp1, drop1, drop2, dp2;
+    LAct act;
+    LAdd add1, add2;
+} SvtrBlock;
+void svtrblock_build(OcrBuilder *b, SvtrBlock *l, const char *prefix, SvtrBlockSpec s);
+// x (B, T, C); grid_h · grid_w = T (the local mixer's token grid).
+OcrTensor *svtrblock_forward(OcrCtx *c, SvtrBlock *l, const OcrTensor *x, int grid_h, int grid_w);
+OcrTensor svtrblock_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy, int need_dx);
+
+// ---- EncoderWithSVTR neck (spec §4) --------------------------------------------------------------------
+typedef struct {
+    int in_channels, dims, depth, hidden, kernel[2], heads, use_guide;
+    float mlp_ratio, drop, attn_drop;
+} SvtrNeckSpec;
+typedef struct {
+    SvtrNeckSpec s;
+    ConvBN conv1, conv2, conv3, conv4, conv1x1;
+    SvtrBlock *blocks;
+    LLN norm;
+    LConcat cat;
+} SvtrNeck;
+void svtrneck_build(OcrBuilder *b, SvtrNeck *l, const char *prefix, SvtrNeckSpec s);
+void svtrneck_free(SvtrNeck *l);
+// x (B, H, W, Cin) -> (B, H, W, dims).
+OcrTensor *svtrneck_forward(OcrCtx *c, SvtrNeck *l, const OcrTensor *x);
+// With use_guide the input gradient is never computed (PaddleOCR's stop_gradient).
+OcrTensor svtrneck_backward(OcrCtx *c, SvtrNeck *l, const OcrTensor *dy, int need_dx);
+
+// ---- CTC head: Linear (or Linear → Linear with mid_channels); softmax in inference --------------------------
+typedef struct {
+    int mid;
+    LLinear fc, fc1, fc2;
+    LSoftmax softmax;
+    OcrTensor *logits, *probs;
+} CtcHead;
+void ctchead_build(OcrBuilder *b, CtcHead *l, const char *prefix, int in, int classes, int mid, float fc_decay);
+// x (B, T, C) -> logits (B, T, classes); probs too when not training.
+OcrTensor *ctchead_forward(OcrCtx *c, CtcHead *l, const OcrTensor *x);
+OcrTensor ctchead_backward(OcrCtx *c, CtcHead *l, const OcrTensor *dlogits, int need_dx);
+
+#endif

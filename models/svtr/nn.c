@@ -1,0 +1,745 @@
+#include "models/svtr/nn.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/rng.h"
+
+// ---- op table and builder --------------------------------------------------------------
+
+void ocr_ops_free(OcrOpTable *t) {
+    for (int i = 0; i < t->count; i++) free(t->items[i].name);
+    free(t->items);
+    memset(t, 0, sizeof *t);
+}
+
+int ocr_build_op(OcrBuilder *b, const char *name, const char *type) {
+    OcrOpTable *t = b->ops;
+    if (t->count == t->cap) {
+        t->cap = t->cap ? 2 * t->cap : 128;
+        t->items = realloc(t->items, (size_t)t->cap * sizeof *t->items);
+        OCR_ASSERT(t->items, "out of host memory");
+    }
+    OcrOpInfo *o = &t->items[t->count];
+    memset(o, 0, sizeof *o);
+    o->name = strdup(name);
+    OCR_ASSERT(o->name);
+    o->type = type;
+    o->compute_dtype = OCR_F32;
+    return t->count++;
+}
+
+int ocr_build_param(OcrBuilder *b, int op, const char *name, int ndim, const int64_t *shape, OcrInit init,
+                    ocr_param_role_t role, OcrParamAttr attr) {
+    OcrParamTable *t = role == OCR_ROLE_STAT ? b->stats : b->params;
+    int i = ocr_params_add(t, name, ndim, shape, init, role);
+    t->items[i].lr_mult = attr.lr_mult;
+    t->items[i].decay_kind = attr.decay_kind;
+    t->items[i].decay = attr.decay;
+    if (role != OCR_ROLE_STAT && op >= 0) b->ops->items[op].params += t->items[i].numel;
+    return i;
+}
+
+OcrInit ocr_init_const(float v) { OcrInit i = {OCR_INIT_CONST, v, 0.0f}; return i; }
+OcrInit ocr_init_kaiming_normal(int64_t fan_in) {
+    OcrInit i = {OCR_INIT_NORMAL, 0.0f, (float)sqrt(2.0 / (double)fan_in)};
+    return i;
+}
+OcrInit ocr_init_kaiming_uniform(int64_t fan_in) {
+    float lim = (float)sqrt(6.0 / (double)fan_in);
+    OcrInit i = {OCR_INIT_UNIFORM, -lim, lim};
+    return i;
+}
+OcrInit ocr_init_uniform(float lo, float hi) { OcrInit i = {OCR_INIT_UNIFORM, lo, hi}; return i; }
+OcrInit ocr_init_trunc_normal(float std) { OcrInit i = {OCR_INIT_TRUNC_NORMAL, 0.0f, std}; return i; }
+
+char *ocr_name(char *buf, size_t size, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(buf, size, fmt, ap);
+    va_end(ap);
+    OCR_ASSERT(n >= 0 && (size_t)n < size, "layer name too long: %s...", buf);
+    return buf;
+}
+
+static char *join(char *buf, size_t n, const char *a, const char *b) { return ocr_name(buf, n, "%s.%s", a, b); }
+
+// ---- context helpers ----------------------------------------------------------------------
+
+OcrTensor ocr_ctx_param(const OcrCtx *c, int i) { return ocr_params_tensor(c->params, i); }
+OcrTensor ocr_ctx_grad(const OcrCtx *c, int i) { return ocr_params_grad(c->params, i); }
+OcrTensor ocr_ctx_stat(const OcrCtx *c, int i) { return ocr_params_tensor(c->stats, i); }
+ocr_dtype_t ocr_ctx_dtype(const OcrCtx *c, int op) { return c->ops->items[op].compute_dtype; }
+
+OcrTensor ocr_ctx_new(OcrCtx *c, ocr_dtype_t dtype, int ndim, const int64_t *shape) {
+    return ocr_arena_tensor(c->arena, dtype, ndim, shape);
+}
+OcrTensor ocr_ctx_like(OcrCtx *c, const OcrTensor *t) { return ocr_arena_tensor(c->arena, t->dtype, t->ndim, t->shape); }
+void ocr_ctx_free(OcrCtx *c, OcrTensor *t) { ocr_arena_free(c->arena, t); }
+
+void ocr_ctx_fail(OcrCtx *c, const char *fmt, ...) {
+    if (c->failed) return;
+    c->failed = 1;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->error, sizeof c->error, fmt, ap);
+    va_end(ap);
+}
+
+void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops) {
+    OcrOpInfo *o = &c->ops->items[op];
+    o->out_ndim = out->ndim;
+    for (int d = 0; d < OCR_MAX_DIMS; d++) o->out_shape[d] = out->shape[d];
+    o->flops = flops;
+    o->out = *out;
+}
+
+void ocr_ctx_accumulate(OcrCtx *c, OcrTensor *dst, OcrTensor *src) {
+    if (!src->data) return;
+    if (!dst->data) {
+        *dst = *src;
+        memset(src, 0, sizeof *src);
+        return;
+    }
+    if (!c->plan) accumulate(dst, src);
+    ocr_ctx_free(c, src);
+}
+
+static int out_size(int64_t in, int k, int s, int p) {
+    int64_t num = in + 2 * (int64_t)p - k;
+    if (num < 0) return 0;
+    return (int)(num / s + 1);
+}
+
+static OcrTensor shaped(const OcrTensor *x, int64_t last) {
+    int64_t shape[OCR_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
+    shape[x->ndim - 1] = last;
+    return ocr_tensor_view(NULL, x->dtype, x->device, x->ndim, shape);
+}
+
+// ---- convolution ----------------------------------------------------------------------------
+
+void lconv_build(OcrBuilder *b, LConv *l, const char *name, int cin, int cout, int kh, int kw, int sh, int sw, int ph,
+                 int pw, int groups, int bias, OcrInit winit, OcrInit binit, OcrParamAttr wattr, OcrParamAttr battr) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    OCR_ASSERT(groups >= 1 && cin % groups == 0 && cout % groups == 0);
+    l->cin = cin;
+    l->cout = cout;
+    l->kh = kh;
+    l->kw = kw;
+    l->p.stride_h = sh;
+    l->p.stride_w = sw;
+    l->p.pad_h = ph;
+    l->p.pad_w = pw;
+    l->p.groups = groups;
+    l->op = ocr_build_op(b, name, "conv2d");
+    l->w = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "weight"), 4,
+                           (int64_t[]){cout, kh, kw, cin / groups}, winit, OCR_ROLE_WEIGHT, wattr);
+    l->b = bias ? ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, (int64_t[]){cout}, binit,
+                                  OCR_ROLE_BIAS, battr)
+                : -1;
+}
+
+OcrTensor *lconv_forward(OcrCtx *c, LConv *l, const OcrTensor *x) {
+    OCR_ASSERT(x->ndim == 4 && x->shape[3] == l->cin, "%s: expected %d input channels, got %lld",
+               c->ops->items[l->op].name, l->cin, (long long)x->shape[3]);
+    int64_t n = x->shape[0];
+    int ho = out_size(x->shape[1], l->kh, l->p.stride_h, l->p.pad_h);
+    int wo = out_size(x->shape[2], l->kw, l->p.stride_w, l->p.pad_w);
+    if (ho <= 0 || wo <= 0) {
+        ocr_ctx_fail(c, "%s: its input map %lldx%lld is too small for a %dx%d kernel", c->ops->items[l->op].name,
+                     (long long)x->shape[1], (long long)x->shape[2], l->kh, l->kw);
+        if (ho <= 0) ho = 1;
+        if (wo <= 0) wo = 1;
+    }
+    l->x = *x;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, (int64_t[]){n, ho, wo, l->cout});
+    if (!c->plan) {
+        OcrTensor w = ocr_ctx_param(c, l->w), bias;
+        if (l->b >= 0) bias = ocr_ctx_param(c, l->b);
+        conv2d_forward(&l->y, x, &w, l->b >= 0 ? &bias : NULL, l->p);
+    }
+    double pos = (double)n * ho * wo * l->cout;
+    ocr_ctx_record(c, l->op, &l->y, 2.0 * pos * l->kh * l->kw * (l->cin / l->p.groups) + (l->b >= 0 ? pos : 0));
+    return &l->y;
+}
+
+OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) dx = ocr_ctx_like(c, &l->x);
+    if (!c->plan) {
+        OcrTensor w = ocr_ctx_param(c, l->w), dw = ocr_ctx_grad(c, l->w), db;
+        if (l->b >= 0) db = ocr_ctx_grad(c, l->b);
+        conv2d_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w, l->p);
+    }
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- batch norm ------------------------------------------------------------------------------
+
+void lbn_build(OcrBuilder *b, LBN *l, const char *name, int channels, OcrParamAttr attr) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    l->channels = channels;
+    l->momentum = 0.9f;
+    l->eps = 1e-5f;
+    l->op = ocr_build_op(b, name, "batchnorm");
+    int64_t shape[1] = {channels};
+    l->g = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "weight"), 1, shape, ocr_init_const(1.0f),
+                           OCR_ROLE_NORM, attr);
+    l->b = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, shape, ocr_init_const(0.0f),
+                           OCR_ROLE_NORM, attr);
+    l->mean = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "_mean"), 1, shape, ocr_init_const(0.0f),
+                              OCR_ROLE_STAT, ocr_attr_default());
+    l->var = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "_variance"), 1, shape, ocr_init_const(1.0f),
+                             OCR_ROLE_STAT, ocr_attr_default());
+}
+
+OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
+    OCR_ASSERT(x->ndim == 4 && x->shape[3] == l->channels);
+    l->x = *x;
+    l->training = c->training;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, x->shape);
+    l->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
+    l->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
+        OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
+        batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, l->momentum, l->eps,
+                            l->training);
+    }
+    ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) dx = ocr_ctx_like(c, &l->x);
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, l->g), dg = ocr_ctx_grad(c, l->g), db = ocr_ctx_grad(c, l->b);
+        batchnorm2d_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->save_mean, &l->save_rstd,
+                             l->training);
+    }
+    ocr_ctx_free(c, &l->save_rstd);
+    ocr_ctx_free(c, &l->save_mean);
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- activation ----------------------------------------------------------------------------------
+
+void lact_build(OcrBuilder *b, LAct *l, const char *name, ocr_activation_t act) {
+    memset(l, 0, sizeof *l);
+    l->act = act;
+    l->op = ocr_build_op(b, name, "activation");
+}
+
+OcrTensor *lact_forward(OcrCtx *c, LAct *l, const OcrTensor *x) {
+    l->x = *x;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
+    if (!c->plan) activation_forward(&l->y, x, l->act);
+    static const double cost[OCR_ACT_COUNT] = {0, 1, 4, 3, 4, 8};
+    ocr_ctx_record(c, l->op, &l->y, cost[l->act] * (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) {
+        dx = ocr_ctx_like(c, &l->x);
+        if (!c->plan) activation_backward(&dx, dy, &l->x, l->act);
+    }
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- learnable affine block -------------------------------------------------------------------------
+
+void llab_build(OcrBuilder *b, LLab *l, const char *name, float lr_mult) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    l->op = ocr_build_op(b, name, "affine");
+    OcrParamAttr attr = {lr_mult, OCR_DECAY_GLOBAL, 0.0f};
+    l->s = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "scale"), 1, (int64_t[]){1}, ocr_init_const(1.0f),
+                           OCR_ROLE_SCALAR, attr);
+    l->b = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, (int64_t[]){1}, ocr_init_const(0.0f),
+                           OCR_ROLE_SCALAR, attr);
+}
+
+OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x) {
+    l->x = *x;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
+    if (!c->plan) {
+        OcrTensor s = ocr_ctx_param(c, l->s), b = ocr_ctx_param(c, l->b);
+        ocr_scalar_affine_forward(&l->y, x, &s, &b);
+    }
+    ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) dx = ocr_ctx_like(c, &l->x);
+    if (!c->plan) {
+        OcrTensor s = ocr_ctx_param(c, l->s), ds = ocr_ctx_grad(c, l->s), db = ocr_ctx_grad(c, l->b);
+        ocr_scalar_affine_backward(need_dx ? &dx : NULL, &ds, &db, dy, &l->x, &s);
+    }
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- linear ---------------------------------------------------------------------------------------------
+
+void llinear_build(OcrBuilder *b, LLinear *l, const char *name, int in, int out, int bias, OcrInit winit,
+                   OcrInit binit, OcrParamAttr attr) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    l->in = in;
+    l->out = out;
+    l->op = ocr_build_op(b, name, "linear");
+    l->w = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "weight"), 2, (int64_t[]){in, out}, winit,
+                           OCR_ROLE_WEIGHT, attr);
+    l->b = bias ? ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, (int64_t[]){out}, binit,
+                                  OCR_ROLE_BIAS, attr)
+                : -1;
+}
+
+OcrTensor *llinear_forward(OcrCtx *c, LLinear *l, const OcrTensor *x) {
+    OCR_ASSERT(x->shape[x->ndim - 1] == l->in, "%s: expected %d input features", c->ops->items[l->op].name, l->in);
+    l->x = *x;
+    OcrTensor d = shaped(x, l->out);
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), d.ndim, d.shape);
+    if (!c->plan) {
+        OcrTensor w = ocr_ctx_param(c, l->w), b;
+        if (l->b >= 0) b = ocr_ctx_param(c, l->b);
+        linear_forward(&l->y, x, &w, l->b >= 0 ? &b : NULL);
+    }
+    double rows = (double)ocr_tensor_numel(x) / l->in;
+    ocr_ctx_record(c, l->op, &l->y, 2.0 * rows * l->in * l->out + (l->b >= 0 ? rows * l->out : 0));
+    return &l->y;
+}
+
+OcrTensor llinear_backward(OcrCtx *c, LLinear *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) dx = ocr_ctx_like(c, &l->x);
+    if (!c->plan) {
+        OcrTensor w = ocr_ctx_param(c, l->w), dw = ocr_ctx_grad(c, l->w), db;
+        if (l->b >= 0) db = ocr_ctx_grad(c, l->b);
+        linear_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w);
+    }
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- layer norm ----------------------------------------------------------------------------------------
+
+void lln_build(OcrBuilder *b, LLN *l, const char *name, int channels, float eps) {
+    char buf[256];
+    memset(l, 0, sizeof *l);
+    l->channels = channels;
+    l->eps = eps;
+    l->op = ocr_build_op(b, name, "layernorm");
+    int64_t shape[1] = {channels};
+    l->g = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "weight"), 1, shape, ocr_init_const(1.0f),
+                           OCR_ROLE_NORM, ocr_attr_default());
+    l->b = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, shape, ocr_init_const(0.0f),
+                           OCR_ROLE_NORM, ocr_attr_default());
+}
+
+OcrTensor *lln_forward(OcrCtx *c, LLN *l, const OcrTensor *x) {
+    OCR_ASSERT(x->shape[x->ndim - 1] == l->channels);
+    int64_t rows = ocr_tensor_numel(x) / l->channels;
+    l->x = *x;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
+    l->mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){rows});
+    l->rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){rows});
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, l->g), b = ocr_ctx_param(c, l->b);
+        layernorm_forward(&l->y, &l->mean, &l->rstd, x, &g, &b, l->eps);
+    }
+    ocr_ctx_record(c, l->op, &l->y, 5.0 * (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+OcrTensor lln_backward(OcrCtx *c, LLN *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) dx = ocr_ctx_like(c, &l->x);
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, l->g), dg = ocr_ctx_grad(c, l->g), db = ocr_ctx_grad(c, l->b);
+        layernorm_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->mean, &l->rstd);
+    }
+    ocr_ctx_free(c, &l->rstd);
+    ocr_ctx_free(c, &l->mean);
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- attention ------------------------------------------------------------------------------------------
+
+void lattn_build(OcrBuilder *b, LAttn *l, const char *name, int dim, int heads, float attn_drop, int local_hk,
+                 int local_wk) {
+    memset(l, 0, sizeof *l);
+    OCR_ASSERT(dim % heads == 0);
+    l->dim = dim;
+    l->heads = heads;
+    // Paddle computes head_dim ** -0.5 in double and stores it as a float32 constant.
+    l->scale = (float)pow((double)(dim / heads), -0.5);
+    l->attn_drop = attn_drop;
+    l->local_hk = local_hk;
+    l->local_wk = local_wk;
+    l->op = ocr_build_op(b, name, "attention");
+    l->stream = ocr_params_stream(name);
+}
+
+// PaddleOCR's local mixer: query (h, w) sees keys in rows h − hk/2 .. h + hk − 1 − hk/2 and
+// columns w − wk/2 .. w + wk − 1 − wk/2 (a window centred on the query); −inf elsewhere.
+static void fill_local_mask(float *m, int gh, int gw, int hk, int wk) {
+    int t = gh * gw;
+    for (int q = 0; q < t; q++) {
+        int qh = q / gw, qw = q % gw;
+        for (int k = 0; k < t; k++) {
+            int kh = k / gw, kw = k % gw;
+            int dh = kh - qh + hk / 2, dw = kw - qw + wk / 2;
+            m[(size_t)q * t + k] = (dh >= 0 && dh < hk && dw >= 0 && dw < wk) ? 0.0f : -INFINITY;
+        }
+    }
+}
+
+OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, int grid_w) {
+    OCR_ASSERT(qkv->ndim == 3 && qkv->shape[2] == 3 * l->dim);
+    int64_t B = qkv->shape[0], T = qkv->shape[1];
+    l->x = *qkv;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 3, (int64_t[]){B, T, l->dim});
+    l->probs = ocr_ctx_new(c, OCR_F32, 4, (int64_t[]){B, l->heads, T, T});
+    memset(&l->mask, 0, sizeof l->mask);
+    if (l->local_hk > 0) {
+        OCR_ASSERT((int64_t)grid_h * grid_w == T, "local mixer needs the token grid");
+        l->grid_h = grid_h;
+        l->grid_w = grid_w;
+        l->mask = ocr_ctx_new(c, OCR_F32, 2, (int64_t[]){T, T});
+        if (!c->plan) fill_local_mask(l->mask.data, grid_h, grid_w, l->local_hk, l->local_wk);
+    }
+    DropoutParams d = {l->attn_drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, c->training, c->seed, l->stream, c->step << 32};
+    l->d = d;
+    if (!c->plan) attention_forward(&l->y, &l->probs, qkv, l->mask.data ? &l->mask : NULL, l->heads, l->scale, l->d);
+    double tt = (double)B * T * T;
+    ocr_ctx_record(c, l->op, &l->y, 4.0 * tt * l->dim + 5.0 * tt * l->heads);
+    return &l->y;
+}
+
+OcrTensor lattn_backward(OcrCtx *c, LAttn *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) {
+        dx = ocr_ctx_like(c, &l->x);
+        if (!c->plan) attention_backward(&dx, dy, &l->x, &l->probs, l->heads, l->scale, l->d);
+    }
+    ocr_ctx_free(c, &l->mask);
+    ocr_ctx_free(c, &l->probs);
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- pooling ---------------------------------------------------------------------------------------------
+
+void lpool_build(OcrBuilder *b, LPool *l, const char *name, lpool_kind_t kind, Pool2dParams p) {
+    memset(l, 0, sizeof *l);
+    l->kind = kind;
+    l->p = p;
+    l->op = ocr_build_op(b, name, "pool");
+}
+
+OcrTensor *lpool_forward(OcrCtx *c, LPool *l, const OcrTensor *x, lpool_kind_t kind, int out_h, int out_w) {
+    OCR_ASSERT(x->ndim == 4);
+    int ho = out_h, wo = out_w;
+    if (kind != LPOOL_ADAPTIVE) {
+        ho = out_size(x->shape[1], l->p.kernel_h, l->p.stride_h, l->p.pad_h);
+        wo = out_size(x->shape[2], l->p.kernel_w, l->p.stride_w, l->p.pad_w);
+    }
+    if (ho <= 0 || wo <= 0) {
+        ocr_ctx_fail(c, "%s: its input map %lldx%lld is too small to pool", c->ops->items[l->op].name,
+                     (long long)x->shape[1], (long long)x->shape[2]);
+        if (ho <= 0) ho = 1;
+        if (wo <= 0) wo = 1;
+    }
+    l->last_kind = kind;
+    l->x = *x;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, (int64_t[]){x->shape[0], ho, wo, x->shape[3]});
+    if (!c->plan) {
+        if (kind == LPOOL_AVG) avgpool2d_forward(&l->y, x, l->p);
+        else if (kind == LPOOL_MAX) maxpool2d_forward(&l->y, x, l->p);
+        else adaptive_avgpool2d_forward(&l->y, x);
+    }
+    ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+OcrTensor lpool_backward(OcrCtx *c, LPool *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) {
+        dx = ocr_ctx_like(c, &l->x);
+        if (!c->plan) {
+            if (l->last_kind == LPOOL_AVG) avgpool2d_backward(&dx, dy, l->p);
+            else if (l->last_kind == LPOOL_MAX) maxpool2d_backward(&dx, dy, &l->x, l->p);
+            else adaptive_avgpool2d_backward(&dx, dy);
+        }
+    }
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- dropout / drop path -----------------------------------------------------------------------------------
+
+void ldrop_build(OcrBuilder *b, LDrop *l, const char *name, float p, ocr_dropout_mode_t mode, int per_sample) {
+    memset(l, 0, sizeof *l);
+    l->p = p;
+    l->mode = mode;
+    l->per_sample = per_sample;
+    l->op = ocr_build_op(b, name, per_sample ? "droppath" : "dropout");
+    l->stream = ocr_params_stream(name);
+}
+
+OcrTensor *ldrop_forward(OcrCtx *c, LDrop *l, const OcrTensor *x) {
+    DropoutParams d = {l->p, l->mode, c->training, c->seed, l->stream, c->step << 32};
+    l->d = d;
+    int active = l->p > 0.0f && (c->training || (!l->per_sample && l->mode == OCR_DROPOUT_DOWNSCALE_IN_INFER));
+    l->identity = !active;
+    if (l->identity) {
+        l->y = *x;  // a view: nothing to allocate or free
+    } else {
+        l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
+        if (!c->plan) {
+            if (l->per_sample) droppath_forward(&l->y, x, l->d);
+            else dropout_forward(&l->y, x, l->d);
+        }
+    }
+    ocr_ctx_record(c, l->op, &l->y, l->identity ? 0.0 : (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+OcrTensor ldrop_backward(OcrCtx *c, LDrop *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    OCR_ASSERT(!l->identity, "identity dropout has no backward of its own (pass the gradient through)");
+    if (need_dx) {
+        dx = ocr_ctx_like(c, dy);
+        if (!c->plan) {
+            if (l->per_sample) droppath_backward(&dx, dy, l->d);
+            else dropout_backward(&dx, dy, l->d);
+        }
+    }
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- add ----------------------------------------------------------------------------------------------------
+
+void ladd_build(OcrBuilder *b, LAdd *l, const char *name) {
+    memset(l, 0, sizeof *l);
+    l->op = ocr_build_op(b, name, "add");
+}
+
+OcrTensor *ladd_forward(OcrCtx *c, LAdd *l, const OcrTensor *a, const OcrTensor *x) {
+    OCR_ASSERT(ocr_tensor_same_shape(a, x));
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), a->ndim, a->shape);
+    if (!c->plan) add_forward(&l->y, a, x);
+    ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(a));
+    return &l->y;
+}
+
+void ladd_backward(OcrCtx *c, LAdd *l) { ocr_ctx_free(c, &l->y); }
+
+// ---- positional embedding -------------------------------------------------------------------------------------
+
+void lposadd_build(OcrBuilder *b, LPosAdd *l, const char *name, int tokens, int dim) {
+    memset(l, 0, sizeof *l);
+    l->op = ocr_build_op(b, name, "add");
+    l->pos = ocr_build_param(b, l->op, name, 3, (int64_t[]){1, tokens, dim}, ocr_init_trunc_normal(0.02f),
+                             OCR_ROLE_EMBED, ocr_attr_default());
+}
+
+OcrTensor *lposadd_forward(OcrCtx *c, LPosAdd *l, const OcrTensor *x) {
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
+    if (!c->plan) {
+        OcrTensor pos = ocr_ctx_param(c, l->pos);
+        ocr_batch_broadcast_add_forward(&l->y, x, &pos);
+    }
+    ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+OcrTensor lposadd_backward(OcrCtx *c, LPosAdd *l, const OcrTensor *dy, int need_dx) {
+    OcrTensor dx = {0};
+    if (need_dx) dx = ocr_ctx_like(c, dy);
+    if (!c->plan) {
+        OcrTensor dpos = ocr_ctx_grad(c, l->pos);
+        ocr_batch_broadcast_add_backward(need_dx ? &dx : NULL, &dpos, dy);
+    }
+    ocr_ctx_free(c, &l->y);
+    return dx;
+}
+
+// ---- concat -----------------------------------------------------------------------------------------------------
+
+void lconcat_build(OcrBuilder *b, LConcat *l, const char *name) {
+    memset(l, 0, sizeof *l);
+    l->op = ocr_build_op(b, name, "concat");
+}
+
+OcrTensor *lconcat_forward(OcrCtx *c, LConcat *l, const OcrTensor *a, const OcrTensor *x) {
+    OCR_ASSERT(a->ndim == x->ndim);
+    l->c0 = a->shape[a->ndim - 1];
+    l->c1 = x->shape[x->ndim - 1];
+    l->t0 = a->dtype;
+    l->t1 = x->dtype;
+    OcrTensor d = shaped(a, l->c0 + l->c1);
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), d.ndim, d.shape);
+    if (!c->plan) {
+        const OcrTensor *in[2] = {a, x};
+        concat_forward(&l->y, in, 2);
+    }
+    ocr_ctx_record(c, l->op, &l->y, 0.0);
+    return &l->y;
+}
+
+void lconcat_backward(OcrCtx *c, LConcat *l, const OcrTensor *dy, OcrTensor *da, OcrTensor *db) {
+    OcrTensor d0 = shaped(dy, l->c0), d1 = shaped(dy, l->c1);
+    memset(da, 0, sizeof *da);
+    memset(db, 0, sizeof *db);
+    *da = ocr_ctx_new(c, l->t0, d0.ndim, d0.shape);
+    *db = ocr_ctx_new(c, l->t1, d1.ndim, d1.shape);
+    if (!c->plan) {
+        OcrTensor *out[2] = {da, db};
+        concat_backward(out, 2, dy);
+    }
+    ocr_ctx_free(c, &l->y);
+}
+
+// ---- SE multiply ---------------------------------------------------------------------------------------------------
+
+void lmul_build(OcrBuilder *b, LMul *l, const char *name) {
+    memset(l, 0, sizeof *l);
+    l->op = ocr_build_op(b, name, "mul");
+}
+
+OcrTensor *lmul_forward(OcrCtx *c, LMul *l, const OcrTensor *x, const OcrTensor *s) {
+    l->x = *x;
+    l->s = *s;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
+    if (!c->plan) channel_scale_forward(&l->y, x, s);
+    ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+void lmul_backward(OcrCtx *c, LMul *l, const OcrTensor *dy, OcrTensor *dx, OcrTensor *ds) {
+    *dx = ocr_ctx_like(c, &l->x);
+    *ds = ocr_ctx_like(c, &l->s);
+    if (!c->plan) channel_scale_backward(dx, ds, dy, &l->x, &l->s);
+    ocr_ctx_free(c, &l->y);
+}
+
+// ---- softmax -----------------------------------------------------------------------------------------------------------
+
+void lsoftmax_build(OcrBuilder *b, LSoftmax *l, const char *name) {
+    memset(l, 0, sizeof *l);
+    l->op = ocr_build_op(b, name, "softmax");
+}
+
+OcrTensor *lsoftmax_forward(OcrCtx *c, LSoftmax *l, const OcrTensor *x) {
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
+    if (!c->plan) softmax_forward(&l->y, x);
+    ocr_ctx_record(c, l->op, &l->y, 3.0 * (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+// ---- CPU kernels for the scalar affine and the broadcast add ------------------------------------------------------------
+// Low-precision tensors go through fp32 copies, as the op library does.
+
+static float *f32_copy(const OcrTensor *t) {
+    int64_t n = ocr_tensor_numel(t);
+    float *b = malloc((size_t)(n ? n : 1) * sizeof(float));
+    OCR_ASSERT(b, "out of host memory");
+    ocr_tensor_to_f32(t, b);
+    return b;
+}
+
+void ocr_scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias) {
+    OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp));
+    OCR_ASSERT(inp->device.type == OCR_DEVICE_CPU, "scalar affine: CPU only");
+    int64_t n = ocr_tensor_numel(inp);
+    float s = ocr_tensor_get_f32(scale, 0), b = ocr_tensor_get_f32(bias, 0);
+    if (inp->dtype == OCR_F32 && out->dtype == OCR_F32) {
+        const float *x = inp->data;
+        float *y = out->data;
+#pragma omp parallel for schedule(static)
+        for (int64_t i = 0; i < n; i++) y[i] = s * x[i] + b;
+        return;
+    }
+    float *x = f32_copy(inp);
+    for (int64_t i = 0; i < n; i++) x[i] = s * x[i] + b;
+    ocr_tensor_from_f32(out, x);
+    free(x);
+}
+
+void ocr_scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
+                                const OcrTensor *inp, const OcrTensor *scale) {
+    int64_t n = ocr_tensor_numel(inp);
+    OCR_ASSERT(ocr_tensor_numel(dout) == n);
+    float s = ocr_tensor_get_f32(scale, 0);
+    const float *dy = dout->dtype == OCR_F32 ? dout->data : NULL;
+    const float *x = inp->dtype == OCR_F32 ? inp->data : NULL;
+    float *dyc = NULL, *xc = NULL;
+    if (!dy) dy = dyc = f32_copy(dout);
+    if (!x) x = xc = f32_copy(inp);
+    // Deterministic for a fixed thread count: per-thread partials summed in thread order.
+    double sum_dx = 0.0, sum_d = 0.0;
+#pragma omp parallel for schedule(static) reduction(+ : sum_dx, sum_d)
+    for (int64_t i = 0; i < n; i++) {
+        sum_dx += (double)dy[i] * x[i];
+        sum_d += dy[i];
+    }
+    if (dscale) ocr_tensor_set_f32(dscale, 0, ocr_tensor_get_f32(dscale, 0) + (float)sum_dx);
+    if (dbias) ocr_tensor_set_f32(dbias, 0, ocr_tensor_get_f32(dbias, 0) + (float)sum_d);
+    if (dinp) {
+        if (dinp->dtype == OCR_F32) {
+            float *dx = dinp->data;
+#pragma omp parallel for schedule(static)
+            for (int64_t i = 0; i < n; i++) dx[i] = s * dy[i];
+        } else {
+            float *tmp = malloc((size_t)n * sizeof(float));
+            OCR_ASSERT(tmp);
+            for (int64_t i = 0; i < n; i++) tmp[i] = s * dy[i];
+            ocr_tensor_from_f32(dinp, tmp);
+            free(tmp);
+        }
+    }
+    free(dyc);
+    free(xc);
+}
+
+void ocr_batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
+    int64_t n = ocr_tensor_numel(inp), per = ocr_tensor_numel(pos);
+    OCR_ASSERT(n % per == 0 && ocr_tensor_numel(out) == n);
+    float *x = f32_copy(inp), *p = f32_copy(pos);
+    for (int64_t i = 0; i < n; i++) x[i] += p[i % per];
+    ocr_tensor_from_f32(out, x);
+    free(x);
+    free(p);
+}
+
+void ocr_batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
+    int64_t n = ocr_tensor_numel(dout), per = ocr_tensor_numel(dpos);
+    OCR_ASSERT(n % per == 0);
+    float *dy = f32_copy(dout);
+    if (dinp) ocr_tensor_from_f32(dinp, dy);
+    double *acc = calloc((size_t)per, sizeof(double));
+    OCR_ASSERT(acc);
+    for (int64_t i = 0; i < n; i++) acc[i % per] += dy[i];
+    for (int64_t i = 0; i < per; i++) ocr_tensor_set_f32(dpos, i, ocr_tensor_get_f32(dpos, i) + (float)acc[i]);
+    free(acc);
+    free(dy);
+}

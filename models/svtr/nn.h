@@ -1,0 +1,266 @@
+// Layer primitives: one struct per op instance, each with a build function (registers its
+// parameters and its op-table entry), a forward and a backward.
+//
+// Conventions (the same as kernels/ops.h, one level up):
+// - Tensors are NHWC images or (B, T, C) sequences; a reshape between the two is free.
+// - forward(ctx, layer, x) saves what the backward needs in the layer and returns the
+//   output, allocated from the activation arena in the op's compute dtype.
+// - backward(ctx, layer, dy, need_dx) ACCUMULATES parameter gradients (+=) and returns the
+//   input gradient (a new arena tensor, assigned), or an empty tensor when need_dx is 0.
+//   The caller frees dy; the layer frees its own output at the end of its backward (every
+//   consumer of that output has run its backward by then).
+// - In a planning pass (ctx->plan) the same code runs without touching any data: only the
+//   arena allocations and the op table's shapes and FLOPs are recorded.
+#ifndef OCR_MODELS_SVTR_NN_H
+#define OCR_MODELS_SVTR_NN_H
+
+#include <stdint.h>
+
+#include "core/tensor.h"
+#include "kernels/ops.h"
+#include "models/arena.h"
+#include "models/params.h"
+
+// ---- op table: one entry per op instance (what `ocrtrain info` lists, what AMP assigns) --
+typedef struct {
+    char *name;                 // "backbone.conv1.conv"
+    const char *type;           // "conv2d", "batchnorm", "activation", "linear", ...
+    ocr_dtype_t compute_dtype;  // the dtype the op runs in and stores its output in
+    int64_t params;             // trainable parameters the op owns
+    int out_ndim;
+    int64_t out_shape[OCR_MAX_DIMS];  // from the last pass (batch included)
+    double flops;                     // forward FLOPs of the last pass (whole batch)
+    OcrTensor out;                    // the output of the last pass (valid until the arena is reused)
+} OcrOpInfo;
+
+typedef struct {
+    OcrOpInfo *items;
+    int count, cap;
+} OcrOpTable;
+
+void ocr_ops_free(OcrOpTable *t);
+
+// Optimizer attributes of a parameter (PaddleOCR's ParamAttr).
+typedef struct {
+    float lr_mult;
+    ocr_decay_kind_t decay_kind;
+    float decay;
+} OcrParamAttr;
+static inline OcrParamAttr ocr_attr_default(void) { OcrParamAttr a = {1.0f, OCR_DECAY_GLOBAL, 0.0f}; return a; }
+static inline OcrParamAttr ocr_attr_no_decay(float lr_mult) { OcrParamAttr a = {lr_mult, OCR_DECAY_NONE, 0.0f}; return a; }
+
+typedef struct {
+    OcrParamTable *params;  // trainable
+    OcrParamTable *stats;   // BN running statistics
+    OcrOpTable *ops;
+} OcrBuilder;
+
+int ocr_build_op(OcrBuilder *b, const char *name, const char *type);
+// printf into buf (asserts that the name fits); returns buf.
+char *ocr_name(char *buf, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+#define OCR_NAME(buf, ...) ocr_name((buf), sizeof(buf), __VA_ARGS__)
+int ocr_build_param(OcrBuilder *b, int op, const char *name, int ndim, const int64_t *shape, OcrInit init,
+                    ocr_param_role_t role, OcrParamAttr attr);
+
+// Paddle's initialisers.
+OcrInit ocr_init_const(float v);
+OcrInit ocr_init_kaiming_normal(int64_t fan_in);   // N(0, sqrt(2 / fan_in))
+OcrInit ocr_init_kaiming_uniform(int64_t fan_in);  // U(±sqrt(6 / fan_in))
+OcrInit ocr_init_uniform(float lo, float hi);
+OcrInit ocr_init_trunc_normal(float std);
+
+// ---- run context ----------------------------------------------------------------------
+typedef struct {
+    OcrParamTable *params, *stats;
+    OcrOpTable *ops;
+    OcrArena *arena;
+    int plan;      // planning pass: allocations and shapes only
+    int training;  // BN batch statistics, dropout active, training-form pooling
+    uint64_t seed; // dropout randomness: (seed, per-site stream, step-based offset)
+    uint64_t step;
+    int failed;       // an input too small for some layer (shapes are clamped to go on)
+    char error[256];  // the first such message
+} OcrCtx;
+
+// Records the first shape error of a pass (the model turns it into a status).
+void ocr_ctx_fail(OcrCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+OcrTensor ocr_ctx_param(const OcrCtx *c, int i);
+OcrTensor ocr_ctx_grad(const OcrCtx *c, int i);
+OcrTensor ocr_ctx_stat(const OcrCtx *c, int i);
+ocr_dtype_t ocr_ctx_dtype(const OcrCtx *c, int op);
+OcrTensor ocr_ctx_new(OcrCtx *c, ocr_dtype_t dtype, int ndim, const int64_t *shape);
+OcrTensor ocr_ctx_like(OcrCtx *c, const OcrTensor *t);  // same shape and dtype
+void ocr_ctx_free(OcrCtx *c, OcrTensor *t);
+void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops);
+// dst += src, or dst = src when dst is empty (the first branch of a sum of gradients).
+void ocr_ctx_accumulate(OcrCtx *c, OcrTensor *dst, OcrTensor *src);
+
+// ---- convolution (weight (OC, KH, KW, C/groups), optional bias) ------------------------
+typedef struct {
+    int op, w, b;  // b = -1 without bias
+    int cin, cout, kh, kw;
+    Conv2dParams p;
+    OcrTensor x, y;
+} LConv;
+void lconv_build(OcrBuilder *b, LConv *l, const char *name, int cin, int cout, int kh, int kw, int sh, int sw, int ph,
+                 int pw, int groups, int bias, OcrInit winit, OcrInit binit, OcrParamAttr wattr, OcrParamAttr battr);
+OcrTensor *lconv_forward(OcrCtx *c, LConv *l, const OcrTensor *x);
+OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx);
+
+// ---- batch norm (Paddle: momentum 0.9, eps 1e-5) ---------------------------------------
+typedef struct {
+    int op, g, b, mean, var;  // mean/var index the stats table
+    int channels;
+    float momentum, eps;
+    int training;  // mode of the last forward
+    OcrTensor x, y, save_mean, save_rstd;
+} LBN;
+void lbn_build(OcrBuilder *b, LBN *l, const char *name, int channels, OcrParamAttr attr);
+OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x);
+OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx);
+
+// ---- elementwise activation -----------------------------------------------------------
+typedef struct {
+    int op;
+    ocr_activation_t act;
+    OcrTensor x, y;
+} LAct;
+void lact_build(OcrBuilder *b, LAct *l, const char *name, ocr_activation_t act);
+OcrTensor *lact_forward(OcrCtx *c, LAct *l, const OcrTensor *x);
+OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx);
+
+// ---- LearnableAffineBlock: y = scale · x + bias with two learned scalars ----------------
+typedef struct {
+    int op, s, b;
+    OcrTensor x, y;
+} LLab;
+void llab_build(OcrBuilder *b, LLab *l, const char *name, float lr_mult);
+OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x);
+OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx);
+
+// ---- linear (weight (IN, OUT)) -------------------------------------------------------------
+typedef struct {
+    int op, w, b;
+    int in, out;
+    OcrTensor x, y;
+} LLinear;
+void llinear_build(OcrBuilder *b, LLinear *l, const char *name, int in, int out, int bias, OcrInit winit,
+                   OcrInit binit, OcrParamAttr attr);
+OcrTensor *llinear_forward(OcrCtx *c, LLinear *l, const OcrTensor *x);
+OcrTensor llinear_backward(OcrCtx *c, LLinear *l, const OcrTensor *dy, int need_dx);
+
+// ---- layer norm -----------------------------------------------------------------------------
+typedef struct {
+    int op, g, b;
+    int channels;
+    float eps;
+    OcrTensor x, y, mean, rstd;
+} LLN;
+void lln_build(OcrBuilder *b, LLN *l, const char *name, int channels, float eps);
+OcrTensor *lln_forward(OcrCtx *c, LLN *l, const OcrTensor *x);
+OcrTensor lln_backward(OcrCtx *c, LLN *l, const OcrTensor *dy, int need_dx);
+
+// ---- attention core: qkv (B, T, 3C) -> (B, T, C); optional local window mask ------------
+typedef struct {
+    int op;
+    int heads, dim;
+    float scale;
+    float attn_drop;
+    int local_hk, local_wk;  // 0: global mixer
+    int grid_h, grid_w;      // token grid of the last forward (for the local mask)
+    uint64_t stream;
+    DropoutParams d;
+    OcrTensor x, y, probs, mask;
+} LAttn;
+void lattn_build(OcrBuilder *b, LAttn *l, const char *name, int dim, int heads, float attn_drop, int local_hk,
+                 int local_wk);
+// grid_h · grid_w must equal T (only used by the local mixer).
+OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, int grid_w);
+OcrTensor lattn_backward(OcrCtx *c, LAttn *l, const OcrTensor *dy, int need_dx);
+
+// ---- pooling ----------------------------------------------------------------------------------
+typedef enum { LPOOL_AVG = 0, LPOOL_MAX, LPOOL_ADAPTIVE } lpool_kind_t;
+typedef struct {
+    int op;
+    lpool_kind_t kind;
+    Pool2dParams p;
+    int last_kind;  // kind used by the last forward
+    OcrTensor x, y;
+} LPool;
+void lpool_build(OcrBuilder *b, LPool *l, const char *name, lpool_kind_t kind, Pool2dParams p);
+// out_h/out_w are used by the adaptive kind.
+OcrTensor *lpool_forward(OcrCtx *c, LPool *l, const OcrTensor *x, lpool_kind_t kind, int out_h, int out_w);
+OcrTensor lpool_backward(OcrCtx *c, LPool *l, const OcrTensor *dy, int need_dx);
+
+// ---- dropout and drop path ------------------------------------------------------------------
+typedef struct {
+    int op;
+    float p;
+    ocr_dropout_mode_t mode;
+    int per_sample;  // drop path
+    uint64_t stream;
+    int identity;    // the last forward passed x through as a view
+    DropoutParams d;
+    OcrTensor y;
+} LDrop;
+void ldrop_build(OcrBuilder *b, LDrop *l, const char *name, float p, ocr_dropout_mode_t mode, int per_sample);
+OcrTensor *ldrop_forward(OcrCtx *c, LDrop *l, const OcrTensor *x);
+OcrTensor ldrop_backward(OcrCtx *c, LDrop *l, const OcrTensor *dy, int need_dx);
+
+// ---- residual add (backward passes dy through to both inputs) ----------------------------------
+typedef struct {
+    int op;
+    OcrTensor y;
+} LAdd;
+void ladd_build(OcrBuilder *b, LAdd *l, const char *name);
+OcrTensor *ladd_forward(OcrCtx *c, LAdd *l, const OcrTensor *a, const OcrTensor *x);
+void ladd_backward(OcrCtx *c, LAdd *l);  // frees the output
+
+// ---- positional embedding add: x (B, N, C) + pos (1, N, C) ------------------------------------
+typedef struct {
+    int op, pos;
+    OcrTensor y;
+} LPosAdd;
+void lposadd_build(OcrBuilder *b, LPosAdd *l, const char *name, int tokens, int dim);
+OcrTensor *lposadd_forward(OcrCtx *c, LPosAdd *l, const OcrTensor *x);
+OcrTensor lposadd_backward(OcrCtx *c, LPosAdd *l, const OcrTensor *dy, int need_dx);
+
+// ---- channel concat (two inputs) ------------------------------------------------------------------
+typedef struct {
+    int op;
+    OcrTensor y;
+    int64_t c0, c1;
+    ocr_dtype_t t0, t1;  // input dtypes (their gradients take them)
+} LConcat;
+void lconcat_build(OcrBuilder *b, LConcat *l, const char *name);
+OcrTensor *lconcat_forward(OcrCtx *c, LConcat *l, const OcrTensor *a, const OcrTensor *x);
+// Returns the two input gradients (either may be skipped).
+void lconcat_backward(OcrCtx *c, LConcat *l, const OcrTensor *dy, OcrTensor *da, OcrTensor *db);
+
+// ---- SE gating: y = x · s (s (N, 1, 1, C)) --------------------------------------------------------
+typedef struct {
+    int op;
+    OcrTensor x, s, y;
+} LMul;
+void lmul_build(OcrBuilder *b, LMul *l, const char *name);
+OcrTensor *lmul_forward(OcrCtx *c, LMul *l, const OcrTensor *x, const OcrTensor *s);
+void lmul_backward(OcrCtx *c, LMul *l, const OcrTensor *dy, OcrTensor *dx, OcrTensor *ds);
+
+// ---- softmax over the last axis (the CTC head in inference) ----------------------------------------
+typedef struct {
+    int op;
+    OcrTensor y;
+} LSoftmax;
+void lsoftmax_build(OcrBuilder *b, LSoftmax *l, const char *name);
+OcrTensor *lsoftmax_forward(OcrCtx *c, LSoftmax *l, const OcrTensor *x);
+
+// CPU kernels the op library does not have yet (scalar affine with tensor-held scalars,
+// broadcast add over the batch). Exposed for tests.
+void ocr_scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias);
+void ocr_scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
+                                const OcrTensor *inp, const OcrTensor *scale);
+void ocr_batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos);
+void ocr_batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout);
+
+#endif
