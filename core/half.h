@@ -94,5 +94,9 @@ const char *ocr_half_f16_path(void);
 const char *ocr_half_bf16_path(void);
 // Tests force the scalar path to compare it against the vector one.
 void ocr_half_force_scalar(int force);
+// Tests: select a bulk path by name ("scalar", "f16c" / "avx2", "avx512bf16"), NULL for the
+// best one. Returns 0 and changes nothing when the CPU lacks the path.
+int ocr_half_select_f16_path(const char *name);
+int ocr_half_select_bf16_path(const char *name);
 
 #endif

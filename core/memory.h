@@ -39,7 +39,7 @@ void *ocr_mem_alloc(ocr_device_t device, ocr_mem_category_t cat, size_t bytes);
 void *ocr_mem_calloc(ocr_device_t device, ocr_mem_category_t cat, size_t bytes);
 // Frees a pointer from ocr_mem_alloc (NULL is fine).
 void ocr_mem_free(void *ptr);
-// The category and size a live pointer was allocated with.
+// The size a live pointer was allocated with.
 size_t ocr_mem_size_of(const void *ptr);
 
 OcrMemStats ocr_mem_stats(ocr_device_t device);

@@ -20,7 +20,8 @@ uint32_t ocr_rng_u32(uint64_t seed, uint64_t stream, uint64_t index);
 static inline float ocr_rng_u32_to_uniform(uint32_t x) { return (float)(x >> 8) * (1.0f / 16777216.0f); }
 float ocr_rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
 
-// Bulk fills: element i uses index offset + i (normal: indices offset + 2i and offset + 2i + 1).
+// Bulk fills: element i uses index offset + i; uniform values lie in [lo, hi] (fp32 rounding
+// of lo + (hi - lo)·u can reach hi) (normal: indices offset + 2i and offset + 2i + 1).
 void ocr_rng_fill_uniform(float *dst, size_t n, uint64_t seed, uint64_t stream, uint64_t offset, float lo, float hi);
 // Box-Muller normals.
 void ocr_rng_fill_normal(float *dst, size_t n, uint64_t seed, uint64_t stream, uint64_t offset, float mean, float std);
