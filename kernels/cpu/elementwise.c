@@ -1,0 +1,347 @@
+// Elementwise and layout ops: SE channel gating, add, accumulate, scale, zero, concat
+// along channels, permute.
+//
+// Arithmetic ops go through fp32 views (cpu_common.h). Pure data movement (concat,
+// permute, copies) moves raw elements when the dtypes agree, so it is exact and does not
+// touch NaN payloads, and converts through fp32 only when they differ.
+#include <string.h>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/ops.h"
+
+#define EW_PAR_MIN 32768
+#define EW_BLOCK 16384  // elements per parallel block of a conversion copy
+
+// dst (n, dtype dt) = src (n, dtype st), rounding to nearest even when narrowing.
+static void convert_elems(void *dst, ocr_dtype_t dt, const void *src, ocr_dtype_t st, int64_t n) {
+    if (n <= 0) return;
+    if (dt == st) {
+        if (dst != src) memmove(dst, src, (size_t)n * ocr_dtype_size(dt));
+        return;
+    }
+    if (st == OCR_F32) {
+        if (dt == OCR_F16)
+            ocr_f32_to_f16_array(dst, src, (size_t)n);
+        else
+            ocr_f32_to_bf16_array(dst, src, (size_t)n);
+        return;
+    }
+    if (dt == OCR_F32) {
+        if (st == OCR_F16)
+            ocr_f16_to_f32_array(dst, src, (size_t)n);
+        else
+            ocr_bf16_to_f32_array(dst, src, (size_t)n);
+        return;
+    }
+    // f16 <-> bf16 through a small fp32 buffer.
+    float tmp[256];
+    const uint16_t *s16 = src;
+    uint16_t *d16 = dst;
+    for (int64_t i = 0; i < n; i += 256) {
+        size_t m = (size_t)(n - i < 256 ? n - i : 256);
+        convert_elems(tmp, OCR_F32, s16 + i, st, (int64_t)m);
+        convert_elems(d16 + i, dt, tmp, OCR_F32, (int64_t)m);
+    }
+}
+
+// Whole-tensor copy with conversion, in parallel blocks.
+static void copy_tensor(OcrTensor *dst, const OcrTensor *src) {
+    CPU_ASSERT_FLOAT(dst);
+    CPU_ASSERT_FLOAT(src);
+    const int64_t n = ocr_tensor_numel(src);
+    OCR_ASSERT(ocr_tensor_numel(dst) == n, "copy: sizes differ");
+    if (dst->data == src->data && dst->dtype == src->dtype) return;
+    const size_t ds = ocr_dtype_size(dst->dtype), ss = ocr_dtype_size(src->dtype);
+    const int64_t nblk = (n + EW_BLOCK - 1) / EW_BLOCK;
+#pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
+    for (int64_t b = 0; b < nblk; b++) {
+        const int64_t i0 = b * EW_BLOCK, m = n - i0 < EW_BLOCK ? n - i0 : EW_BLOCK;
+        convert_elems((char *)dst->data + i0 * ds, dst->dtype, (const char *)src->data + i0 * ss, src->dtype, m);
+    }
+}
+
+// ---- SE gating -------------------------------------------------------------------------
+
+static void channel_scale_shapes(const OcrTensor *inp, const OcrTensor *scale, int64_t *N, int64_t *HW, int64_t *C) {
+    CPU_ASSERT_FLOAT(inp);
+    CPU_ASSERT_FLOAT(scale);
+    OCR_ASSERT(inp->ndim >= 2, "channel_scale: inp must be (N, ..., C)");
+    *N = inp->shape[0];
+    *C = ocr_tensor_dim(inp, -1);
+    *HW = *N * *C > 0 ? ocr_tensor_numel(inp) / (*N * *C) : 0;
+    OCR_ASSERT(ocr_tensor_numel(scale) == *N * *C && ocr_tensor_dim(scale, -1) == *C && scale->shape[0] == *N,
+               "channel_scale: scale must be (N, 1, 1, C)");
+}
+
+void channel_scale_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale) {
+    CPU_ASSERT_FLOAT(out);
+    int64_t N, HW, C;
+    channel_scale_shapes(inp, scale, &N, &HW, &C);
+    OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "channel_scale: out and inp sizes differ");
+    CpuScratch s = {0};
+    const float *x = cpu_f32_in(&s, inp);
+    const float *sc = cpu_f32_in(&s, scale);
+    float *y = cpu_f32_out(&s, out, 0);
+    const int64_t rows = N * HW;
+#pragma omp parallel for schedule(static) if (rows * C >= EW_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C, *sr = sc + (r / HW) * C;
+        float *yr = y + r * C;
+        for (int64_t c = 0; c < C; c++) yr[c] = xr[c] * sr[c];
+    }
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&s);
+}
+
+void channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
+                            const OcrTensor *scale) {
+    CPU_ASSERT_FLOAT(dout);
+    int64_t N, HW, C;
+    channel_scale_shapes(inp, scale, &N, &HW, &C);
+    OCR_ASSERT(ocr_tensor_numel(dout) == ocr_tensor_numel(inp), "channel_scale: dout and inp sizes differ");
+    if (dinp) {
+        CPU_ASSERT_FLOAT(dinp);
+        OCR_ASSERT(ocr_tensor_numel(dinp) == ocr_tensor_numel(inp), "channel_scale: dinp and inp sizes differ");
+    }
+    if (dscale) {
+        CPU_ASSERT_FLOAT(dscale);
+        OCR_ASSERT(ocr_tensor_numel(dscale) == N * C, "channel_scale: dscale must be (N, 1, 1, C)");
+    }
+    CpuScratch s = {0};
+    const float *dy = cpu_f32_in(&s, dout);
+    if (dinp) {
+        const float *sc = cpu_f32_in(&s, scale);
+        float *dx = cpu_f32_out(&s, dinp, 0);
+        const int64_t rows = N * HW;
+#pragma omp parallel for schedule(static) if (rows * C >= EW_PAR_MIN)
+        for (int64_t r = 0; r < rows; r++) {
+            const float *gr = dy + r * C, *sr = sc + (r / HW) * C;
+            float *dr = dx + r * C;
+            for (int64_t c = 0; c < C; c++) dr[c] = gr[c] * sr[c];
+        }
+        cpu_f32_store(dinp, dx);
+    }
+    if (dscale) {
+        // dscale[n, c] = Σ over the sample's pixels of dout · inp, accumulated in double.
+        const float *x = cpu_f32_in(&s, inp);
+        double *acc = cpu_scratch_bytes(&s, (size_t)(N * C + 1) * sizeof(double));
+        float *ds = cpu_f32_out(&s, dscale, 0);
+#pragma omp parallel for schedule(static) if (N * HW * C >= EW_PAR_MIN)
+        for (int64_t n = 0; n < N; n++) {
+            double *an = acc + n * C;
+            for (int64_t c = 0; c < C; c++) an[c] = 0.0;
+            for (int64_t p = 0; p < HW; p++) {
+                const float *gr = dy + (n * HW + p) * C, *xr = x + (n * HW + p) * C;
+                for (int64_t c = 0; c < C; c++) an[c] += (double)gr[c] * (double)xr[c];
+            }
+            for (int64_t c = 0; c < C; c++) ds[n * C + c] = (float)an[c];
+        }
+        cpu_f32_store(dscale, ds);
+    }
+    cpu_scratch_free(&s);
+}
+
+// ---- add, accumulate, scale, zero ------------------------------------------------------
+
+void add_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(a);
+    CPU_ASSERT_FLOAT(b);
+    const int64_t n = ocr_tensor_numel(out);
+    OCR_ASSERT(ocr_tensor_numel(a) == n && ocr_tensor_numel(b) == n, "add: sizes differ");
+    CpuScratch s = {0};
+    const float *xa = cpu_f32_in(&s, a);
+    const float *xb = cpu_f32_in(&s, b);
+    float *y = cpu_f32_out(&s, out, 0);
+#pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = xa[i] + xb[i];
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&s);
+}
+
+void add_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout) {
+    CPU_ASSERT_FLOAT(dout);
+    if (da) copy_tensor(da, dout);
+    if (db) copy_tensor(db, dout);
+}
+
+void accumulate(OcrTensor *dst, const OcrTensor *src) {
+    CPU_ASSERT_FLOAT(dst);
+    CPU_ASSERT_FLOAT(src);
+    const int64_t n = ocr_tensor_numel(dst);
+    OCR_ASSERT(ocr_tensor_numel(src) == n, "accumulate: sizes differ");
+    CpuScratch s = {0};
+    const float *x = cpu_f32_in(&s, src);
+    float *y = cpu_f32_out(&s, dst, 1);
+#pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] += x[i];
+    cpu_f32_store(dst, y);
+    cpu_scratch_free(&s);
+}
+
+void scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(inp);
+    const int64_t n = ocr_tensor_numel(out);
+    OCR_ASSERT(ocr_tensor_numel(inp) == n, "scale: sizes differ");
+    CpuScratch s = {0};
+    const float *x = cpu_f32_in(&s, inp);
+    float *y = cpu_f32_out(&s, out, 0);
+#pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&s);
+}
+
+void zero_tensor(OcrTensor *t) {
+    OCR_ASSERT(t->device.type == OCR_DEVICE_CPU, "zero_tensor: the CPU kernel got a non-CPU tensor");
+    // All-zero bits are 0 in every dtype we have (f32, f16, bf16, i32, u8).
+    if (t->data) memset(t->data, 0, ocr_tensor_bytes(t));
+}
+
+// ---- concat along the last dimension ---------------------------------------------------
+
+// Checks that the parts' leading dimensions match whole's and their last dims sum to it.
+static void concat_check(const OcrTensor *whole, const OcrTensor *const *parts, int count, const char *what) {
+    CPU_ASSERT_FLOAT(whole);
+    OCR_ASSERT(count >= 1, "%s: no inputs", what);
+    for (int i = 0; i < count; i++) {
+        if (!parts[i]) continue;
+        CPU_ASSERT_FLOAT(parts[i]);
+        OCR_ASSERT(parts[i]->ndim == whole->ndim, "%s: input %d has %d dims, output %d", what, i, parts[i]->ndim,
+                   whole->ndim);
+        for (int d = 0; d + 1 < whole->ndim; d++)
+            OCR_ASSERT(parts[i]->shape[d] == whole->shape[d], "%s: input %d differs in dim %d", what, i, d);
+    }
+}
+
+void concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count) {
+    concat_check(out, inputs, count, "concat");
+    const int64_t Ct = ocr_tensor_dim(out, -1);
+    int64_t sum = 0;
+    for (int i = 0; i < count; i++) {
+        OCR_ASSERT(inputs[i], "concat: input %d is NULL", i);
+        sum += ocr_tensor_dim(inputs[i], -1);
+    }
+    OCR_ASSERT(sum == Ct, "concat: input channels sum to %lld, output has %lld", (long long)sum, (long long)Ct);
+    const int64_t rows = Ct > 0 ? ocr_tensor_numel(out) / Ct : 0;
+    const size_t os = ocr_dtype_size(out->dtype);
+    int64_t off = 0;
+    for (int i = 0; i < count; i++) {
+        const OcrTensor *t = inputs[i];
+        const int64_t Ci = ocr_tensor_dim(t, -1);
+        const size_t is = ocr_dtype_size(t->dtype);
+#pragma omp parallel for schedule(static) if (rows * Ci >= EW_PAR_MIN)
+        for (int64_t r = 0; r < rows; r++)
+            convert_elems((char *)out->data + (size_t)(r * Ct + off) * os, out->dtype,
+                          (const char *)t->data + (size_t)(r * Ci) * is, t->dtype, Ci);
+        off += Ci;
+    }
+}
+
+void concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *dout) {
+    concat_check(dout, (const OcrTensor *const *)dinputs, count, "concat_backward");
+    const int64_t Ct = ocr_tensor_dim(dout, -1);
+    const int64_t rows = Ct > 0 ? ocr_tensor_numel(dout) / Ct : 0;
+    const size_t gs = ocr_dtype_size(dout->dtype);
+    // A NULL entry's width is what the others leave of dout's channels, so one NULL entry
+    // is skipped anywhere in the list; with two the offsets would be ambiguous.
+    int64_t known = 0;
+    int nulls = 0;
+    for (int i = 0; i < count; i++) {
+        if (dinputs[i])
+            known += ocr_tensor_dim(dinputs[i], -1);
+        else
+            nulls++;
+    }
+    OCR_ASSERT(nulls <= 1, "concat_backward: %d NULL dinputs; at most one (its width is implied)", nulls);
+    OCR_ASSERT(nulls ? known <= Ct : known == Ct, "concat_backward: dinputs have %lld channels, dout %lld",
+               (long long)known, (long long)Ct);
+    int64_t off = 0;
+    for (int i = 0; i < count; i++) {
+        OcrTensor *t = dinputs[i];
+        if (!t) {
+            off += Ct - known;
+            continue;
+        }
+        const int64_t Ci = ocr_tensor_dim(t, -1);
+        const size_t ds = ocr_dtype_size(t->dtype);
+#pragma omp parallel for schedule(static) if (rows * Ci >= EW_PAR_MIN)
+        for (int64_t r = 0; r < rows; r++)
+            convert_elems((char *)t->data + (size_t)(r * Ci) * ds, t->dtype,
+                          (const char *)dout->data + (size_t)(r * Ct + off) * gs, dout->dtype, Ci);
+        off += Ci;
+    }
+}
+
+// ---- permute ---------------------------------------------------------------------------
+
+// out.shape[i] = inp.shape[perm[i]]. Both are padded to 4 dims with leading unit dims.
+static void permute_impl(OcrTensor *out, const OcrTensor *inp, const int *perm, const char *what) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(inp);
+    const int nd = inp->ndim;
+    OCR_ASSERT(out->ndim == nd && nd >= 1 && nd <= 4, "%s: ndim %d vs %d", what, out->ndim, nd);
+    int seen[4] = {0, 0, 0, 0};
+    for (int i = 0; i < nd; i++) {
+        OCR_ASSERT(perm[i] >= 0 && perm[i] < nd && !seen[perm[i]], "%s: perm is not a permutation of 0..%d", what,
+                   nd - 1);
+        seen[perm[i]] = 1;
+        OCR_ASSERT(out->shape[i] == inp->shape[perm[i]], "%s: out dim %d is %lld, expected %lld", what, i,
+                   (long long)out->shape[i], (long long)inp->shape[perm[i]]);
+    }
+    const int pad = 4 - nd;
+    int64_t ishape[4], istride[4], oshape[4], s_in[4];
+    for (int i = 0; i < 4; i++) ishape[i] = i < pad ? 1 : inp->shape[i - pad];
+    istride[3] = 1;
+    for (int i = 2; i >= 0; i--) istride[i] = istride[i + 1] * ishape[i + 1];
+    for (int i = 0; i < 4; i++) {
+        int p = i < pad ? i : perm[i - pad] + pad;
+        oshape[i] = ishape[p];
+        s_in[i] = istride[p];  // input stride of output dim i
+    }
+    const int64_t n = ocr_tensor_numel(out);
+    if (n == 0) return;
+    const int64_t rows = oshape[0] * oshape[1] * oshape[2], L = oshape[3];
+
+    CpuScratch s = {0};
+    const int same = out->dtype == inp->dtype;
+    // Mixed dtypes: gather in fp32, then round once.
+    const void *src = same ? inp->data : (const void *)cpu_f32_in(&s, inp);
+    void *dst = same ? out->data : (void *)cpu_f32_out(&s, out, 0);
+    const size_t es = same ? ocr_dtype_size(out->dtype) : sizeof(float);
+    OCR_ASSERT(src != dst, "%s: out may not alias inp", what);
+#pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t o0 = r / (oshape[1] * oshape[2]), o1 = (r / oshape[2]) % oshape[1], o2 = r % oshape[2];
+        const int64_t base = o0 * s_in[0] + o1 * s_in[1] + o2 * s_in[2];
+        const int64_t st = s_in[3];
+        if (es == 4) {
+            const uint32_t *x = (const uint32_t *)src + base;
+            uint32_t *y = (uint32_t *)dst + r * L;
+            for (int64_t j = 0; j < L; j++) y[j] = x[j * st];
+        } else {
+            const uint16_t *x = (const uint16_t *)src + base;
+            uint16_t *y = (uint16_t *)dst + r * L;
+            for (int64_t j = 0; j < L; j++) y[j] = x[j * st];
+        }
+    }
+    if (!same) cpu_f32_store(out, dst);
+    cpu_scratch_free(&s);
+}
+
+void permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm) {
+    permute_impl(out, inp, perm, "permute");
+}
+
+void permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm) {
+    // dinp = dout permuted by the inverse: dinp.shape[perm[i]] = dout.shape[i].
+    const int nd = dout->ndim;
+    OCR_ASSERT(nd >= 1 && nd <= 4, "permute_backward: ndim %d", nd);
+    int inv[4] = {0, 1, 2, 3};
+    for (int i = 0; i < nd; i++) {
+        OCR_ASSERT(perm[i] >= 0 && perm[i] < nd, "permute_backward: bad perm");
+        inv[perm[i]] = i;
+    }
+    permute_impl(dinp, dout, inv, "permute_backward");
+}

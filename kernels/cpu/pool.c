@@ -1,0 +1,270 @@
+// 2-D pooling on NHWC maps: average (exclusive of padding), max, adaptive average.
+//
+// Every pool is described per axis by its output bins [start, end) clipped to the input,
+// so fixed-window and adaptive pools share one implementation. Backward passes GATHER:
+// each input pixel sums the gradients of the (contiguous) range of output bins that
+// cover it, so threads write disjoint pixels, nothing races, and the summation order is
+// fixed. Inner loops run over the contiguous channel dimension.
+#include <string.h>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/ops.h"
+
+#define POOL_PAR_MIN 16384
+
+// Per-axis bin tables: output index o covers inputs [start[o], end[o]); input index i is
+// covered by bins [lo[i], hi[i]) (empty when lo == hi).
+typedef struct {
+    int out, in;
+    int *start, *end;
+    int *lo, *hi;
+} PoolAxis;
+
+static void axis_alloc(PoolAxis *a, CpuScratch *s, int out, int in) {
+    a->out = out;
+    a->in = in;
+    int *buf = cpu_scratch_bytes(s, (size_t)(2 * out + 2 * in + 1) * sizeof(int));
+    a->start = buf;
+    a->end = buf + out;
+    a->lo = buf + 2 * out;
+    a->hi = buf + 2 * out + in;
+}
+
+// Bins are monotone (start and end never decrease), so the bins covering one input index
+// form a contiguous range.
+static void axis_cover(PoolAxis *a) {
+    for (int i = 0; i < a->in; i++) {
+        a->lo[i] = a->out;
+        a->hi[i] = 0;
+    }
+    for (int o = 0; o < a->out; o++)
+        for (int i = a->start[o]; i < a->end[o]; i++) {
+            if (o < a->lo[i]) a->lo[i] = o;
+            if (o + 1 > a->hi[i]) a->hi[i] = o + 1;
+        }
+    for (int i = 0; i < a->in; i++)
+        if (a->hi[i] < a->lo[i]) a->hi[i] = a->lo[i];
+}
+
+static void axis_window(PoolAxis *a, CpuScratch *s, int out, int in, int kernel, int stride, int pad,
+                        const char *what) {
+    OCR_ASSERT(kernel > 0 && stride > 0 && pad >= 0, "pool: bad %s window (kernel %d stride %d pad %d)", what, kernel,
+               stride, pad);
+    int expect = (in + 2 * pad - kernel) / stride + 1;
+    OCR_ASSERT(in + 2 * pad >= kernel && out == expect,
+               "pool: %s output size %d, expected %d (in %d kernel %d stride %d pad %d)", what, out, expect, in, kernel,
+               stride, pad);
+    axis_alloc(a, s, out, in);
+    for (int o = 0; o < out; o++) {
+        int st = o * stride - pad, en = st + kernel;
+        a->start[o] = st < 0 ? 0 : st;
+        a->end[o] = en > in ? in : en;
+        OCR_ASSERT(a->start[o] < a->end[o], "pool: %s window %d lies entirely in the padding (pad %d >= kernel %d?)",
+                   what, o, pad, kernel);
+    }
+    axis_cover(a);
+}
+
+// Adaptive bins: [floor(o·in/out), ceil((o+1)·in/out)).
+static void axis_adaptive(PoolAxis *a, CpuScratch *s, int out, int in) {
+    OCR_ASSERT(out > 0 && in > 0, "adaptive pool: sizes in %d out %d", in, out);
+    axis_alloc(a, s, out, in);
+    for (int o = 0; o < out; o++) {
+        a->start[o] = (int)((int64_t)o * in / out);
+        a->end[o] = (int)(((int64_t)(o + 1) * in + out - 1) / out);
+    }
+    axis_cover(a);
+}
+
+static void pool_check_nhwc(const OcrTensor *a, const OcrTensor *b, const char *what) {
+    CPU_ASSERT_FLOAT(a);
+    CPU_ASSERT_FLOAT(b);
+    OCR_ASSERT(a->ndim == 4 && b->ndim == 4, "%s: tensors must be NHWC (4-d)", what);
+    OCR_ASSERT(a->shape[0] == b->shape[0] && a->shape[3] == b->shape[3], "%s: batch or channel sizes differ", what);
+}
+
+// y (N, Ho, Wo, C) = mean of x over each bin; the divisor is the clipped bin area.
+static void avg_forward(float *y, const float *x, int64_t N, int64_t C, const PoolAxis *ah, const PoolAxis *aw) {
+    const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
+#pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oh = 0; oh < Ho; oh++)
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                float *yo = y + ((n * Ho + oh) * Wo + ow) * C;
+                for (int64_t c = 0; c < C; c++) yo[c] = 0.0f;
+                for (int64_t h = ah->start[oh]; h < ah->end[oh]; h++)
+                    for (int64_t w = aw->start[ow]; w < aw->end[ow]; w++) {
+                        const float *xi = x + ((n * H + h) * W + w) * C;
+                        for (int64_t c = 0; c < C; c++) yo[c] += xi[c];
+                    }
+                const float cnt = (float)((ah->end[oh] - ah->start[oh]) * (aw->end[ow] - aw->start[ow]));
+                for (int64_t c = 0; c < C; c++) yo[c] /= cnt;
+            }
+}
+
+static void avg_backward(float *dx, const float *dy, int64_t N, int64_t C, const PoolAxis *ah, const PoolAxis *aw) {
+    const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
+#pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t w = 0; w < W; w++) {
+                float *di = dx + ((n * H + h) * W + w) * C;
+                for (int64_t c = 0; c < C; c++) di[c] = 0.0f;
+                for (int64_t oh = ah->lo[h]; oh < ah->hi[h]; oh++)
+                    for (int64_t ow = aw->lo[w]; ow < aw->hi[w]; ow++) {
+                        const float *go = dy + ((n * Ho + oh) * Wo + ow) * C;
+                        // Scaled by the reciprocal, as Paddle's average-pool gradient does.
+                        const float inv = 1.0f / (float)((ah->end[oh] - ah->start[oh]) * (aw->end[ow] - aw->start[ow]));
+                        for (int64_t c = 0; c < C; c++) di[c] += go[c] * inv;
+                    }
+            }
+}
+
+static void avgpool_generic_forward(OcrTensor *out, const OcrTensor *inp, const PoolAxis *ah, const PoolAxis *aw,
+                                    CpuScratch *s) {
+    const float *x = cpu_f32_in(s, inp);
+    float *y = cpu_f32_out(s, out, 0);
+    avg_forward(y, x, inp->shape[0], inp->shape[3], ah, aw);
+    cpu_f32_store(out, y);
+}
+
+static void avgpool_generic_backward(OcrTensor *dinp, const OcrTensor *dout, const PoolAxis *ah, const PoolAxis *aw,
+                                     CpuScratch *s) {
+    const float *dy = cpu_f32_in(s, dout);
+    float *dx = cpu_f32_out(s, dinp, 0);
+    avg_backward(dx, dy, dinp->shape[0], dinp->shape[3], ah, aw);
+    cpu_f32_store(dinp, dx);
+}
+
+void avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
+    pool_check_nhwc(out, inp, "avgpool2d");
+    CpuScratch s = {0};
+    PoolAxis ah, aw;
+    axis_window(&ah, &s, (int)out->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
+    axis_window(&aw, &s, (int)out->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
+    avgpool_generic_forward(out, inp, &ah, &aw, &s);
+    cpu_scratch_free(&s);
+}
+
+void avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p) {
+    pool_check_nhwc(dout, dinp, "avgpool2d");
+    CpuScratch s = {0};
+    PoolAxis ah, aw;
+    axis_window(&ah, &s, (int)dout->shape[1], (int)dinp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
+    axis_window(&aw, &s, (int)dout->shape[2], (int)dinp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
+    avgpool_generic_backward(dinp, dout, &ah, &aw, &s);
+    cpu_scratch_free(&s);
+}
+
+void adaptive_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp) {
+    pool_check_nhwc(out, inp, "adaptive_avgpool2d");
+    CpuScratch s = {0};
+    PoolAxis ah, aw;
+    axis_adaptive(&ah, &s, (int)out->shape[1], (int)inp->shape[1]);
+    axis_adaptive(&aw, &s, (int)out->shape[2], (int)inp->shape[2]);
+    avgpool_generic_forward(out, inp, &ah, &aw, &s);
+    cpu_scratch_free(&s);
+}
+
+void adaptive_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout) {
+    pool_check_nhwc(dout, dinp, "adaptive_avgpool2d");
+    CpuScratch s = {0};
+    PoolAxis ah, aw;
+    axis_adaptive(&ah, &s, (int)dout->shape[1], (int)dinp->shape[1]);
+    axis_adaptive(&aw, &s, (int)dout->shape[2], (int)dinp->shape[2]);
+    avgpool_generic_backward(dinp, dout, &ah, &aw, &s);
+    cpu_scratch_free(&s);
+}
+
+// y = max over each bin; with arg non-NULL, arg receives the flat input pixel (h·W + w) of
+// the FIRST maximum in row-major window order (later equal values do not replace it).
+static void max_forward(float *y, int32_t *arg, const float *x, int64_t N, int64_t C, const PoolAxis *ah,
+                        const PoolAxis *aw) {
+    const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
+#pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t oh = 0; oh < Ho; oh++)
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                const int64_t o = ((n * Ho + oh) * Wo + ow) * C;
+                float *yo = y + o;
+                const int64_t h0 = ah->start[oh], w0 = aw->start[ow];
+                const float *x0 = x + ((n * H + h0) * W + w0) * C;
+                for (int64_t c = 0; c < C; c++) yo[c] = x0[c];
+                if (arg)
+                    for (int64_t c = 0; c < C; c++) arg[o + c] = (int32_t)(h0 * W + w0);
+                for (int64_t h = h0; h < ah->end[oh]; h++)
+                    for (int64_t w = w0; w < aw->end[ow]; w++) {
+                        const float *xi = x + ((n * H + h) * W + w) * C;
+                        if (arg) {
+                            int32_t *restrict ao = arg + o;
+                            float *restrict ym = yo;
+                            const float *restrict xv = xi;
+                            const int32_t pix = (int32_t)(h * W + w);
+                            for (int64_t c = 0; c < C; c++) {
+                                // The index update is a bit-mask blend: a select of ints
+                                // on a float compare does not vectorise with GCC.
+                                const float v = xv[c], m = ym[c];
+                                const int32_t gt = -(int32_t)(v > m);
+                                ao[c] = (pix & gt) | (ao[c] & ~gt);
+                                ym[c] = v > m ? v : m;
+                            }
+                        } else {
+                            for (int64_t c = 0; c < C; c++) yo[c] = xi[c] > yo[c] ? xi[c] : yo[c];
+                        }
+                    }
+            }
+}
+
+void maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
+    pool_check_nhwc(out, inp, "maxpool2d");
+    CpuScratch s = {0};
+    PoolAxis ah, aw;
+    axis_window(&ah, &s, (int)out->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
+    axis_window(&aw, &s, (int)out->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
+    const float *x = cpu_f32_in(&s, inp);
+    float *y = cpu_f32_out(&s, out, 0);
+    max_forward(y, NULL, x, inp->shape[0], inp->shape[3], &ah, &aw);
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&s);
+}
+
+void maxpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p) {
+    pool_check_nhwc(dout, inp, "maxpool2d");
+    CPU_ASSERT_FLOAT(dinp);
+    OCR_ASSERT(ocr_tensor_same_shape(dinp, inp), "maxpool2d: dinp and inp shapes differ");
+    CpuScratch s = {0};
+    PoolAxis ah, aw;
+    axis_window(&ah, &s, (int)dout->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
+    axis_window(&aw, &s, (int)dout->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
+    const int64_t N = inp->shape[0], H = inp->shape[1], W = inp->shape[2], C = inp->shape[3];
+    const int64_t Ho = ah.out, Wo = aw.out;
+    OCR_ASSERT(H * W <= INT32_MAX, "maxpool2d: map too large");
+    const float *x = cpu_f32_in(&s, inp);
+    const float *dy = cpu_f32_in(&s, dout);
+    const int64_t nout = ocr_tensor_numel(dout);
+    float *ymax = cpu_scratch_floats(&s, (size_t)nout + 1);
+    int32_t *arg = cpu_scratch_bytes(&s, (size_t)(nout + 1) * sizeof(int32_t));
+    max_forward(ymax, arg, x, N, C, &ah, &aw);
+
+    float *dx = cpu_f32_out(&s, dinp, 0);
+#pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t h = 0; h < H; h++)
+            for (int64_t w = 0; w < W; w++) {
+                float *di = dx + ((n * H + h) * W + w) * C;
+                const int32_t pix = (int32_t)(h * W + w);
+                for (int64_t c = 0; c < C; c++) di[c] = 0.0f;
+                for (int64_t oh = ah.lo[h]; oh < ah.hi[h]; oh++)
+                    for (int64_t ow = aw.lo[w]; ow < aw.hi[w]; ow++) {
+                        const int64_t o = ((n * Ho + oh) * Wo + ow) * C;
+                        const float *go = dy + o;
+                        const int32_t *ao = arg + o;
+                        for (int64_t c = 0; c < C; c++) {
+                            const float g = go[c];  // unconditional load: the select vectorises
+                            di[c] += ao[c] == pix ? g : 0.0f;
+                        }
+                    }
+            }
+    cpu_f32_store(dinp, dx);
+    cpu_scratch_free(&s);
+}
