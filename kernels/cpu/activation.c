@@ -199,7 +199,7 @@ static void act_backward_f32(float *dx, const float *dy, const float *x, int64_t
                 // with integer bits instead; that also keeps x = ±inf from giving inf·0.
                 float v = x[i], g = dy[i];
                 float d = (2.0f * v + 3.0f) / 6.0f;
-                uint32_t keep = (v > -3.0f) & (v < 3.0f) ? 0xffffffffu : 0u, bits;
+                uint32_t keep = ((v > -3.0f) & (v < 3.0f)) ? 0xffffffffu : 0u, bits;
                 memcpy(&bits, &d, sizeof bits);
                 bits &= keep;
                 memcpy(&d, &bits, sizeof d);
