@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "core/safetensors.h"
+#include "core/timer.h"
 
 struct OcrModel {
     OcrArch arch;
@@ -21,7 +22,12 @@ struct OcrModel {
     OcrTensor seq;  // the head's input view (B, T, C)
     OcrTensor *logits, *probs;
     OcrTensor dlogits;
+    int want_dinput;
+    ocr_dtype_t input_dtype;  // of the images the plan assumed (matters for the input gradient)
+    OcrTensor dinput;
+    int dinput_valid;
     int pass_valid, pass_training;
+    int profile;
     OcrMemPlan plan;
     int plan_valid;
     uint64_t step;
@@ -141,6 +147,8 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     c->training = training;
     c->seed = m->arch.seed;
     c->step = m->step;
+    c->profile = m->profile && !plan;
+    c->t_last = ocr_now_seconds();
     for (int i = 0; i < m->ops.count; i++) {
         memset(&m->ops.items[i].out, 0, sizeof m->ops.items[i].out);
         m->ops.items[i].flops = 0;
@@ -148,6 +156,8 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     }
     m->logits = m->probs = NULL;
     memset(&m->dlogits, 0, sizeof m->dlogits);
+    memset(&m->dinput, 0, sizeof m->dinput);
+    m->dinput_valid = 0;
 }
 
 static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
@@ -192,14 +202,24 @@ static void backward_body(OcrModel *m) {
         return;
     }
     OcrTensor dx = {0};
+    int need = m->want_dinput;
     switch (m->arch.backbone) {
-    case OCR_BACKBONE_MV1E: dx = mv1e_backward(c, &m->mv1e, &dfeat, 0); break;
-    case OCR_BACKBONE_LCNETV3: dx = lcnet_backward(c, &m->lcnet, &dfeat, 0); break;
-    case OCR_BACKBONE_SVTRNET: dx = svtrnet_backward(c, &m->svtr, &dfeat, 0); break;
+    case OCR_BACKBONE_MV1E: dx = mv1e_backward(c, &m->mv1e, &dfeat, need); break;
+    case OCR_BACKBONE_LCNETV3: dx = lcnet_backward(c, &m->lcnet, &dfeat, need); break;
+    case OCR_BACKBONE_SVTRNET: dx = svtrnet_backward(c, &m->svtr, &dfeat, need); break;
     }
     ocr_ctx_free(c, &dfeat);
-    ocr_ctx_free(c, &dx);
+    // The input gradient stays in the arena until the next pass.
+    m->dinput = dx;
+    m->dinput_valid = need && dx.data != NULL;
 }
+
+void ocr_model_want_input_grad(OcrModel *m, int on) {
+    m->want_dinput = on;
+    m->plan_valid = 0;
+}
+
+const OcrTensor *ocr_model_input_grad(const OcrModel *m) { return m->dinput_valid ? &m->dinput : NULL; }
 
 ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int training, OcrMemPlan *plan) {
     memset(plan, 0, sizeof *plan);
@@ -209,7 +229,8 @@ ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int t
     m->pass_valid = 0;
     ctx_setup(m, training, 1);
     ocr_arena_begin_plan(&m->arena);
-    OcrTensor x = ocr_tensor_view(NULL, OCR_F32, ocr_cpu(), 4, (int64_t[]){batch, height, width, m->arch.in_channels});
+    OcrTensor x = ocr_tensor_view(NULL, m->input_dtype, ocr_cpu(), 4,
+                                  (int64_t[]){batch, height, width, m->arch.in_channels});
     ocr_status_t st = forward_body(m, &x);
     if (st != OCR_OK) {
         ocr_arena_reset(&m->arena);
@@ -247,7 +268,8 @@ ocr_status_t ocr_model_forward(OcrModel *m, const OcrTensor *images, int trainin
         return ocr_set_error(OCR_ERR_UNSUPPORTED, "forward: the models run on the CPU backend only so far");
     int B = (int)images->shape[0], H = (int)images->shape[1], W = (int)images->shape[2];
     if (!m->plan_valid || m->plan.batch != B || m->plan.height != H || m->plan.width != W ||
-        m->plan.training != training) {
+        m->plan.training != training || m->input_dtype != images->dtype) {
+        m->input_dtype = images->dtype;
         OcrMemPlan p;
         OCR_TRY(ocr_model_plan(m, B, H, W, training, &p));
     }
@@ -268,6 +290,7 @@ ocr_status_t ocr_model_backward(OcrModel *m) {
     if (!m->pass_valid || !m->pass_training)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "backward needs a training forward pass first");
     OCR_TRY(ocr_params_alloc_grads(&m->params));
+    m->ctx.t_last = ocr_now_seconds();
     backward_body(m);
     m->pass_valid = 0;
     if (m->arch.neck_svtr && m->arch.neck.use_guide) ocr_arena_reset(&m->arena);
@@ -279,6 +302,12 @@ const OcrTensor *ocr_model_op_output(const OcrModel *m, const char *op_name) {
     for (int i = 0; i < m->ops.count; i++)
         if (strcmp(m->ops.items[i].name, op_name) == 0) return m->ops.items[i].out.data ? &m->ops.items[i].out : NULL;
     return NULL;
+}
+
+void ocr_model_set_profile(OcrModel *m, int on) { m->profile = on; }
+
+void ocr_model_reset_profile(OcrModel *m) {
+    for (int i = 0; i < m->ops.count; i++) m->ops.items[i].time_fwd = m->ops.items[i].time_bwd = 0;
 }
 
 void ocr_model_arena_usage(const OcrModel *m, int64_t *peak, int64_t *live) {

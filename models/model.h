@@ -87,8 +87,15 @@ const OcrTensor *ocr_model_probs(const OcrModel *m);   // softmax (inference pas
 OcrTensor *ocr_model_dlogits(OcrModel *m);
 // Accumulates parameter gradients (allocates the gradient buffer on first use).
 ocr_status_t ocr_model_backward(OcrModel *m);
+// Also compute the gradient of the images in backward (part of the plan; off by default).
+void ocr_model_want_input_grad(OcrModel *m, int on);
+// (B, H, W, C) in the images' dtype after a backward (NULL when not wanted, or with use_guide).
+const OcrTensor *ocr_model_input_grad(const OcrModel *m);
 // An op's output from the last inference pass (NULL when unknown), for debugging and parity.
 const OcrTensor *ocr_model_op_output(const OcrModel *m, const char *op_name);
+// Per-op wall time (OcrOpInfo.time_fwd / time_bwd) accumulates while profiling is on.
+void ocr_model_set_profile(OcrModel *m, int on);
+void ocr_model_reset_profile(OcrModel *m);
 // Activation-arena counters of the last pass: peak and live bytes.
 void ocr_model_arena_usage(const OcrModel *m, int64_t *peak, int64_t *live);
 

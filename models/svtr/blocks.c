@@ -254,6 +254,7 @@ OcrTensor rep_backward(OcrCtx *c, RepLayer *l, const OcrTensor *dy, int need_dx)
             ocr_ctx_accumulate(c, &dx, &d);
         }
         ocr_ctx_free(c, &l->sum);
+        ocr_ctx_bwd_done(c, l->sum_op);
     }
     grad_drop(c, &g);
     return dx;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "core/rng.h"
+#include "core/timer.h"
 
 // ---- op table and builder --------------------------------------------------------------
 
@@ -89,7 +90,19 @@ void ocr_ctx_fail(OcrCtx *c, const char *fmt, ...) {
     va_end(ap);
 }
 
+static void prof_mark(OcrCtx *c, int op, int bwd) {
+    if (!c->profile || c->plan) return;
+    double now = ocr_now_seconds();
+    OcrOpInfo *o = &c->ops->items[op];
+    if (bwd) o->time_bwd += now - c->t_last;
+    else o->time_fwd += now - c->t_last;
+    c->t_last = now;
+}
+
+void ocr_ctx_bwd_done(OcrCtx *c, int op) { prof_mark(c, op, 1); }
+
 void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops) {
+    prof_mark(c, op, 0);
     OcrOpInfo *o = &c->ops->items[op];
     o->out_ndim = out->ndim;
     for (int d = 0; d < OCR_MAX_DIMS; d++) o->out_shape[d] = out->shape[d];
@@ -178,6 +191,7 @@ OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx) 
         conv2d_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w, l->p);
     }
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -229,6 +243,7 @@ OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     ocr_ctx_free(c, &l->save_rstd);
     ocr_ctx_free(c, &l->save_mean);
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -256,6 +271,7 @@ OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx) {
         if (!c->plan) activation_backward(&dx, dy, &l->x, l->act);
     }
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -291,6 +307,7 @@ OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx) {
         ocr_scalar_affine_backward(need_dx ? &dx : NULL, &ds, &db, dy, &l->x, &s);
     }
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -334,6 +351,7 @@ OcrTensor llinear_backward(OcrCtx *c, LLinear *l, const OcrTensor *dy, int need_
         linear_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w);
     }
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -377,6 +395,7 @@ OcrTensor lln_backward(OcrCtx *c, LLN *l, const OcrTensor *dy, int need_dx) {
     ocr_ctx_free(c, &l->rstd);
     ocr_ctx_free(c, &l->mean);
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -442,6 +461,7 @@ OcrTensor lattn_backward(OcrCtx *c, LAttn *l, const OcrTensor *dy, int need_dx) 
     ocr_ctx_free(c, &l->mask);
     ocr_ctx_free(c, &l->probs);
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -490,6 +510,7 @@ OcrTensor lpool_backward(OcrCtx *c, LPool *l, const OcrTensor *dy, int need_dx) 
         }
     }
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -533,6 +554,7 @@ OcrTensor ldrop_backward(OcrCtx *c, LDrop *l, const OcrTensor *dy, int need_dx) 
         }
     }
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -551,7 +573,10 @@ OcrTensor *ladd_forward(OcrCtx *c, LAdd *l, const OcrTensor *a, const OcrTensor 
     return &l->y;
 }
 
-void ladd_backward(OcrCtx *c, LAdd *l) { ocr_ctx_free(c, &l->y); }
+void ladd_backward(OcrCtx *c, LAdd *l) {
+    ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
+}
 
 // ---- positional embedding -------------------------------------------------------------------------------------
 
@@ -580,6 +605,7 @@ OcrTensor lposadd_backward(OcrCtx *c, LPosAdd *l, const OcrTensor *dy, int need_
         ocr_batch_broadcast_add_backward(need_dx ? &dx : NULL, &dpos, dy);
     }
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
 
@@ -617,6 +643,7 @@ void lconcat_backward(OcrCtx *c, LConcat *l, const OcrTensor *dy, OcrTensor *da,
         concat_backward(out, 2, dy);
     }
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
 }
 
 // ---- SE multiply ---------------------------------------------------------------------------------------------------
@@ -640,6 +667,7 @@ void lmul_backward(OcrCtx *c, LMul *l, const OcrTensor *dy, OcrTensor *dx, OcrTe
     *ds = ocr_ctx_like(c, &l->s);
     if (!c->plan) channel_scale_backward(dx, ds, dy, &l->x, &l->s);
     ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
 }
 
 // ---- softmax -----------------------------------------------------------------------------------------------------------

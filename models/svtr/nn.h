@@ -31,6 +31,7 @@ typedef struct {
     int64_t out_shape[OCR_MAX_DIMS];  // from the last pass (batch included)
     double flops;                     // forward FLOPs of the last pass (whole batch)
     OcrTensor out;                    // the output of the last pass (valid until the arena is reused)
+    double time_fwd, time_bwd;        // seconds accumulated while profiling
 } OcrOpInfo;
 
 typedef struct {
@@ -78,6 +79,8 @@ typedef struct {
     int training;  // BN batch statistics, dropout active, training-form pooling
     uint64_t seed; // dropout randomness: (seed, per-site stream, step-based offset)
     uint64_t step;
+    int profile;      // accumulate wall time per op (time since the previous op finished)
+    double t_last;
     int failed;       // an input too small for some layer (shapes are clamped to go on)
     char error[256];  // the first such message
 } OcrCtx;
@@ -93,6 +96,8 @@ OcrTensor ocr_ctx_new(OcrCtx *c, ocr_dtype_t dtype, int ndim, const int64_t *sha
 OcrTensor ocr_ctx_like(OcrCtx *c, const OcrTensor *t);  // same shape and dtype
 void ocr_ctx_free(OcrCtx *c, OcrTensor *t);
 void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops);
+// Marks the end of an op's backward (profiling).
+void ocr_ctx_bwd_done(OcrCtx *c, int op);
 // dst += src, or dst = src when dst is empty (the first branch of a sum of gradients).
 void ocr_ctx_accumulate(OcrCtx *c, OcrTensor *dst, OcrTensor *src);
 

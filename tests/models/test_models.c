@@ -1,0 +1,323 @@
+// Networks built from the configs: parameter totals against the architecture (spec §10.6),
+// per-parameter optimizer attributes, config errors, deterministic initialisation, the
+// memory plan against a real forward+backward, output shapes at variable widths and
+// heights, rep-layer fusion, inference-mode BN and dropout.
+#include "kernels/backend.h"
+#include "tests/models/model_test_util.h"
+
+static const char *const SMALL[] = {"Global.character_dict_path=\"\"", "Architecture.Head.out_channels=11", NULL};
+
+START_TEST(test_param_totals) {
+    struct {
+        const char *cfg, *over;
+        int64_t params;
+    } cases[] = {
+        {"rec_ppocrv3_en.json", NULL, 2215345},
+        {"rec_ppocrv4_ch.json", NULL, 6259405},
+        {"rec_ppocrv4_ch.json", "Architecture.Backbone.deploy=true", 2688509},
+        {"rec_ppocrv4_en.json", NULL, 5469517},
+        {"rec_svtr_tiny.json", NULL, 4806913},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *ov[2] = {cases[i].over, NULL};
+        OcrModel *m = tm_model(cases[i].cfg, ov);
+        ck_assert_msg(ocr_model_param_count(m) == cases[i].params, "%s %s: %lld parameters, expected %lld",
+                      cases[i].cfg, cases[i].over ? cases[i].over : "", (long long)ocr_model_param_count(m),
+                      (long long)cases[i].params);
+        // The buffer holds them all, each entry inside it.
+        OcrParamTable *p = ocr_model_params(m);
+        ck_assert_int_eq(p->numel, cases[i].params);
+        for (int k = 0; k < p->count; k++) ck_assert(p->items[k].offset + p->items[k].numel * 4 <= p->bytes);
+        ocr_model_free(m);
+    }
+    // Classes from the dictionaries: en 95 lines + blank + space, ch 6623 + 2.
+    OcrModel *m = tm_model("rec_ppocrv3_en.json", NULL);
+    ck_assert_int_eq(ocr_model_arch(m)->num_classes, 97);
+    ocr_model_free(m);
+    m = tm_model("rec_ppocrv4_ch.json", NULL);
+    ck_assert_int_eq(ocr_model_arch(m)->num_classes, 6625);
+    ocr_model_free(m);
+}
+END_TEST
+
+static const OcrParamInfo *find(OcrModel *m, const char *name) {
+    OcrParamTable *p = ocr_model_params(m);
+    int i = ocr_params_find(p, name);
+    ck_assert_msg(i >= 0, "no parameter %s", name);
+    return &p->items[i];
+}
+
+START_TEST(test_param_attributes) {
+    OcrModel *m = tm_model("rec_ppocrv4_ch.json", NULL);
+    const OcrParamInfo *p = find(m, "backbone.conv1.conv.weight");
+    ck_assert_int_eq(p->shape[0], 16);
+    ck_assert_int_eq(p->shape[1], 3);
+    ck_assert_int_eq(p->shape[3], 3);  // (OC, KH, KW, C)
+    ck_assert_int_eq(find(m, "backbone.conv1.bn.weight")->decay_kind, OCR_DECAY_NONE);
+    ck_assert_int_eq(find(m, "backbone.blocks2.0.dw_conv.conv_kxk.3.bn.bias")->decay_kind, OCR_DECAY_NONE);
+    ck_assert_int_eq(find(m, "backbone.blocks3.1.dw_conv.identity.weight")->decay_kind, OCR_DECAY_GLOBAL);
+    ck_assert_int_eq(find(m, "backbone.blocks6.0.se.conv1.weight")->decay_kind, OCR_DECAY_GLOBAL);
+    const OcrParamInfo *lab = find(m, "backbone.blocks4.1.pw_conv.act.lab.scale");
+    ck_assert_float_eq_tol(lab->lr_mult, 0.1f, 1e-7f);
+    ck_assert_int_eq(lab->role, OCR_ROLE_SCALAR);
+    ck_assert(find(m, "backbone.blocks4.1.pw_conv.conv_kxk.0.conv.weight")->lr_mult == 1.0f);
+    const OcrParamInfo *qkv = find(m, "neck.encoder.svtr_block.0.mixer.qkv.weight");
+    ck_assert_int_eq(qkv->shape[0], 120);
+    ck_assert_int_eq(qkv->shape[1], 360);  // (IN, OUT)
+    ck_assert_int_eq(find(m, "neck.encoder.conv1.norm.weight")->decay_kind, OCR_DECAY_GLOBAL);
+    const OcrParamInfo *fc = find(m, "head.fc.weight");
+    ck_assert_int_eq(fc->decay_kind, OCR_DECAY_FIXED);
+    ck_assert_float_eq_tol(fc->decay, 1e-5f, 1e-12f);
+    ck_assert_int_eq(find(m, "head.fc.bias")->decay_kind, OCR_DECAY_FIXED);
+    // No rep branch without its condition: stride (2,1) has no identity; k = 1 has no 1x1 branch.
+    ck_assert_int_lt(ocr_params_find(ocr_model_params(m), "backbone.blocks4.0.dw_conv.identity.weight"), 0);
+    ck_assert_int_lt(ocr_params_find(ocr_model_params(m), "backbone.blocks4.0.pw_conv.conv_1x1.conv.weight"), 0);
+    ck_assert_int_ge(ocr_params_find(ocr_model_stats(m), "backbone.conv1.bn._variance"), 0);
+    ocr_model_free(m);
+    m = tm_model("rec_ppocrv3_en.json", NULL);
+    ck_assert_int_eq(find(m, "backbone.block_list.12._se.conv2.bias")->shape[0], 512);
+    ck_assert_int_eq(find(m, "backbone.block_list.0._depthwise_conv._batch_norm.weight")->decay_kind, OCR_DECAY_NONE);
+    ocr_model_free(m);
+}
+END_TEST
+
+START_TEST(test_config_errors) {
+    OcrConfig *cfg = tm_config("rec_ppocrv4_ch.json", (const char *const[]){"Architecture.Neck.hiden_dims=64", NULL});
+    OcrModel *m;
+    ck_assert_int_eq(ocr_model_from_config(&m, cfg), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "did you mean hidden_dims"), "%s", ocr_last_error());
+    ocr_config_free(cfg);
+    cfg = tm_config("rec_ppocrv3_en.json", (const char *const[]){"Architecture.Backbone.name=ResNet", NULL});
+    ck_assert_int_eq(ocr_model_from_config(&m, cfg), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "Architecture.Backbone.name"), "%s", ocr_last_error());
+    ocr_config_free(cfg);
+    cfg = tm_config("rec_ppocrv3_en.json", (const char *const[]){"Global.character_dict_path=nowhere/dict.txt", NULL});
+    ck_assert_int_eq(ocr_model_from_config(&m, cfg), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "nowhere/dict.txt"), "%s", ocr_last_error());
+    ocr_config_free(cfg);
+    cfg = tm_config("rec_ppocrv3_en.json", (const char *const[]){"Architecture.Transform={\"name\": \"STN_ON\"}", NULL});
+    ck_assert_int_eq(ocr_model_from_config(&m, cfg), OCR_ERR_CONFIG);
+    ocr_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_init_deterministic) {
+    OcrModel *a = tm_model("rec_ppocrv3_en.json", SMALL), *b = tm_model("rec_ppocrv3_en.json", SMALL);
+    OcrParamTable *pa = ocr_model_params(a), *pb = ocr_model_params(b);
+    ck_assert_int_eq(memcmp(pa->data, pb->data, pa->bytes), 0);
+    // Values depend on (seed, name) only: re-initialising one entry reproduces it.
+    int i = ocr_params_find(pa, "neck.encoder.svtr_block.1.mlp.fc1.weight");
+    OcrTensor t = ocr_params_tensor(pa, i);
+    float *before = tm_copy_f32(&t);
+    ocr_params_init_entry(pa, i, ocr_model_arch(a)->seed);
+    float *after = tm_copy_f32(&t);
+    ck_assert_int_eq(memcmp(before, after, (size_t)ocr_tensor_numel(&t) * 4), 0);
+    // trunc_normal(0.02): every value within 2 std, std close to 0.02·0.88.
+    double s2 = 0;
+    for (int64_t k = 0; k < ocr_tensor_numel(&t); k++) {
+        ck_assert(fabsf(after[k]) <= 0.04f);
+        s2 += (double)after[k] * after[k];
+    }
+    double sd = sqrt(s2 / (double)ocr_tensor_numel(&t));
+    ck_assert_msg(sd > 0.016 && sd < 0.019, "trunc normal std %g", sd);
+    free(before);
+    free(after);
+    // Kaiming normal for the stem conv: std sqrt(2 / 27).
+    t = ocr_params_tensor(pa, ocr_params_find(pa, "backbone.conv1._conv.weight"));
+    float *w = tm_copy_f32(&t);
+    s2 = 0;
+    for (int k = 0; k < 432; k++) s2 += (double)w[k] * w[k];
+    ck_assert_msg(fabs(sqrt(s2 / 432) - sqrt(2.0 / 27)) < 0.04, "kaiming std %g", sqrt(s2 / 432));
+    free(w);
+    // A different seed gives different weights.
+    OcrModel *c = tm_model("rec_ppocrv3_en.json", (const char *const[]){"Global.seed=7", SMALL[0], SMALL[1], NULL});
+    ck_assert_int_ne(memcmp(pa->data, ocr_model_params(c)->data, pa->bytes), 0);
+    ocr_model_free(a);
+    ocr_model_free(b);
+    ocr_model_free(c);
+}
+END_TEST
+
+// A real forward+backward allocates exactly the planned activation bytes and returns them all.
+static void check_plan(const char *cfg, const char *const *ov, int B, int H, int W) {
+    OcrModel *m = tm_model(cfg, ov);
+    OcrMemPlan plan;
+    ck_assert_msg(ocr_model_plan(m, B, H, W, 1, &plan) == OCR_OK, "%s", ocr_last_error());
+    OcrMemStats s0 = ocr_mem_stats(ocr_cpu());
+    OcrTensor x = tm_images(B, H, W, 3);
+    ck_assert_msg(ocr_model_forward(m, &x, 1) == OCR_OK, "%s", ocr_last_error());
+    OcrMemStats s1 = ocr_mem_stats(ocr_cpu());
+    ck_assert_int_eq(s1.current[OCR_MEM_ACTIVATIONS] - s0.current[OCR_MEM_ACTIVATIONS], plan.activations_bytes);
+    OcrTensor *d = ocr_model_dlogits(m);
+    ck_assert_ptr_nonnull(d);
+    ocr_tensor_fill(d, 0.01f);
+    ck_assert_msg(ocr_model_backward(m) == OCR_OK, "%s", ocr_last_error());
+    OcrMemStats s2 = ocr_mem_stats(ocr_cpu());
+    ck_assert_int_eq(s2.current[OCR_MEM_ACTIVATIONS], s1.current[OCR_MEM_ACTIVATIONS]);  // no allocation in between
+    ck_assert_int_eq(s2.current[OCR_MEM_GRADS] - s1.current[OCR_MEM_GRADS], plan.grads_bytes);
+    int64_t peak, live;
+    ocr_model_arena_usage(m, &peak, &live);
+    ck_assert_int_eq(peak, plan.activations_bytes);  // the run reached exactly the planned high-water mark
+    ck_assert_int_eq(live, 0);                       // every saved activation and gradient was returned
+    ck_assert_int_eq(plan.params_bytes, (int64_t)ocr_model_params(m)->bytes);
+    ocr_tensor_free(&x);
+    ocr_model_free(m);
+}
+
+START_TEST(test_plan_matches_run) {
+    check_plan("rec_ppocrv3_en.json", SMALL, 2, 48, 32);
+    check_plan("rec_ppocrv4_ch.json", SMALL, 2, 48, 32);
+    check_plan("rec_ppocrv4_ch.json", (const char *const[]){SMALL[0], SMALL[1], "Architecture.Backbone.deploy=true", NULL},
+               1, 48, 40);
+}
+END_TEST
+
+static void check_shape(OcrModel *m, int B, int H, int W, int training, int T) {
+    OcrTensor x = tm_images(B, H, W, (uint64_t)W);
+    ck_assert_msg(ocr_model_forward(m, &x, training) == OCR_OK, "%dx%d: %s", H, W, ocr_last_error());
+    const OcrTensor *l = ocr_model_logits(m);
+    ck_assert_int_eq(l->ndim, 3);
+    ck_assert_int_eq(l->shape[0], B);
+    ck_assert_msg(l->shape[1] == T, "%dx%d: T = %lld, expected %d", H, W, (long long)l->shape[1], T);
+    ck_assert_int_eq(l->shape[2], ocr_model_arch(m)->num_classes);
+    float *v = tm_copy_f32(l);
+    for (int64_t i = 0; i < ocr_tensor_numel(l); i++) ck_assert(isfinite(v[i]));
+    free(v);
+    ocr_tensor_free(&x);
+}
+
+START_TEST(test_variable_width_and_height) {
+    OcrModel *m = tm_model("rec_ppocrv3_en.json", SMALL);
+    for (int W = 16; W <= 72; W += 8) check_shape(m, 1, 48, W, 0, W / 8);
+    check_shape(m, 2, 48, 37, 0, (37 + 3) / 8);  // not a multiple of 8: floor((W+3)/8)
+    ocr_model_free(m);
+    m = tm_model("rec_ppocrv4_ch.json", SMALL);
+    // Training form: the adaptive pool takes heights 32, 48 and 64 to one row, T = W/8.
+    check_shape(m, 2, 32, 40, 1, 5);
+    check_shape(m, 2, 48, 40, 1, 5);
+    check_shape(m, 2, 64, 40, 1, 5);
+    check_shape(m, 1, 48, 97, 0, 12);  // inference: AvgPool k(3,2), T = floor((W+3)/8)
+    check_shape(m, 1, 32, 48, 0, 6);
+    check_shape(m, 1, 64, 48, 0, 6);
+    // Too narrow: a clear error, not a crash.
+    OcrTensor x = tm_images(1, 48, 2, 1);
+    ck_assert_int_eq(ocr_model_forward(m, &x, 0), OCR_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(ocr_last_error(), "too small"), "%s", ocr_last_error());
+    ocr_tensor_free(&x);
+    ocr_model_free(m);
+    m = tm_model("rec_ppocrv3_en.json", SMALL);
+    x = tm_images(1, 16, 32, 1);  // v3's 2x2 pool has no row left at height 16
+    ck_assert_int_eq(ocr_model_forward(m, &x, 0), OCR_ERR_INVALID_ARG);
+    ocr_tensor_free(&x);
+    x = tm_images(1, 96, 32, 1);  // height 96 leaves 3 rows at Im2Seq
+    ck_assert_int_eq(ocr_model_forward(m, &x, 0), OCR_ERR_INVALID_ARG);
+    ck_assert_msg(strstr(ocr_last_error(), "Im2Seq"), "%s", ocr_last_error());
+    ocr_tensor_free(&x);
+    ocr_model_free(m);
+}
+END_TEST
+
+START_TEST(test_rep_fusion) {
+    OcrModel *t = tm_model("rec_ppocrv4_ch.json", SMALL);
+    tm_randomize_bn(t, 11);
+    OcrTensor x = tm_images(2, 48, 48, 5);
+    ck_assert(ocr_model_forward(t, &x, 0) == OCR_OK);
+    float *ref = tm_copy_f32(ocr_model_logits(t));
+    int64_t n = ocr_tensor_numel(ocr_model_logits(t));
+    OcrModel *d;
+    ck_assert_msg(ocr_model_fuse(&d, t) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(ocr_model_param_count(d), 2688509 - 6625 * 121 + 11 * 121);
+    ck_assert(ocr_model_forward(d, &x, 0) == OCR_OK);
+    float *got = tm_copy_f32(ocr_model_logits(d));
+    double scale = tm_max_abs(ref, n), diff = tm_max_diff(got, ref, n);
+    ck_assert_msg(scale > 0.1, "degenerate logits");
+    ck_assert_msg(diff <= 1e-5 * scale, "fused vs training form: max diff %g, max |logit| %g", diff, scale);
+    // The training form in training mode is a different function (batch statistics).
+    ck_assert(ocr_model_forward(t, &x, 1) == OCR_OK);
+    float *train = tm_copy_f32(ocr_model_logits(t));
+    ck_assert(tm_max_diff(train, ref, n) > 1e-3 * scale);
+    ck_assert_int_eq(ocr_model_fuse(&t, d), OCR_ERR_INVALID_ARG);  // already fused
+    free(ref);
+    free(got);
+    free(train);
+    ocr_tensor_free(&x);
+    ocr_model_free(t);
+    ocr_model_free(d);
+}
+END_TEST
+
+START_TEST(test_inference_bn_and_dropout) {
+    OcrModel *m = tm_model("rec_ppocrv3_en.json", SMALL);
+    tm_randomize_bn(m, 3);
+    OcrParamTable *st = ocr_model_stats(m);
+    size_t nb = st->bytes;
+    char *stats0 = malloc(nb);
+    memcpy(stats0, st->data, nb);
+    OcrTensor x = tm_images(2, 48, 32, 9);
+    ck_assert(ocr_model_forward(m, &x, 0) == OCR_OK);
+    int64_t n = ocr_tensor_numel(ocr_model_logits(m));
+    float *a = tm_copy_f32(ocr_model_logits(m));
+    const OcrTensor *p = ocr_model_probs(m);
+    ck_assert_ptr_nonnull(p);
+    float *pr = tm_copy_f32(p);
+    int C = (int)p->shape[2];
+    for (int64_t r = 0; r < n / C; r++) {
+        double s = 0;
+        for (int c = 0; c < C; c++) s += pr[r * C + c];
+        ck_assert(fabs(s - 1.0) < 1e-5);
+    }
+    ck_assert(ocr_model_forward(m, &x, 0) == OCR_OK);
+    float *b = tm_copy_f32(ocr_model_logits(m));
+    ck_assert_int_eq(memcmp(a, b, (size_t)n * 4), 0);   // dropout off, nothing random
+    ck_assert_int_eq(memcmp(stats0, st->data, nb), 0);  // running statistics untouched
+    // Training: batch statistics update the running ones; dropout differs between steps.
+    ck_assert(ocr_model_forward(m, &x, 1) == OCR_OK);
+    ck_assert_int_ne(memcmp(stats0, st->data, nb), 0);
+    float *t1 = tm_copy_f32(ocr_model_logits(m));
+    ck_assert(ocr_model_forward(m, &x, 1) == OCR_OK);
+    float *t2 = tm_copy_f32(ocr_model_logits(m));
+    ck_assert(tm_max_diff(t1, t2, n) > 0);
+    free(a);
+    free(b);
+    free(pr);
+    free(t1);
+    free(t2);
+    free(stats0);
+    ocr_tensor_free(&x);
+    ocr_model_free(m);
+    // SVTRNet's last dropout is downscale_in_infer: ×(1 − 0.1) at inference.
+    m = tm_model("rec_svtr_tiny.json",
+                 (const char *const[]){SMALL[0], SMALL[1], "Architecture.Backbone.img_size=[32, 64]",
+                                       "Architecture.Backbone.out_char_num=8", "Architecture.Backbone.depth=[1, 1, 1]",
+                                       "Architecture.Backbone.mixer=[\"Local\", \"Global\", \"Global\"]", NULL});
+    x = tm_images(1, 32, 64, 2);
+    ck_assert_msg(ocr_model_forward(m, &x, 0) == OCR_OK, "%s", ocr_last_error());
+    const OcrTensor *h = ocr_model_op_output(m, "backbone.hardswish"), *d = ocr_model_op_output(m, "backbone.dropout");
+    ck_assert_ptr_nonnull(h);
+    ck_assert_ptr_nonnull(d);
+    float *hv = tm_copy_f32(h), *dv = tm_copy_f32(d);
+    for (int64_t i = 0; i < ocr_tensor_numel(h); i++) ck_assert(fabsf(dv[i] - 0.9f * hv[i]) <= 1e-6f * fabsf(hv[i]) + 1e-7f);
+    ck_assert_int_eq(ocr_model_logits(m)->shape[1], 8);
+    free(hv);
+    free(dv);
+    ocr_tensor_free(&x);
+    ocr_model_free(m);
+}
+END_TEST
+
+int main(void) {
+    ocr_backends_init(1);
+    Suite *s = suite_create("models");
+    TCase *tc = tcase_create("models");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_param_totals);
+    tcase_add_test(tc, test_param_attributes);
+    tcase_add_test(tc, test_config_errors);
+    tcase_add_test(tc, test_init_deterministic);
+    tcase_add_test(tc, test_plan_matches_run);
+    tcase_add_test(tc, test_variable_width_and_height);
+    tcase_add_test(tc, test_rep_fusion);
+    tcase_add_test(tc, test_inference_bn_and_dropout);
+    suite_add_tcase(s, tc);
+    return ocr_test_run_suite(s);
+}
