@@ -1,0 +1,292 @@
+// 2-D convolution on the CPU, NHWC activations and (OC, KH, KW, C/groups) weights.
+//
+// - 1×1, stride 1, no padding: the NHWC buffer already is the (N·H·W, C) GEMM operand, so
+//   the convolution is one sgemm per group with no copy. These are most of PP-OCR's FLOPs.
+// - Other dense and grouped convolutions: im2col into workspace (rows N·Ho·Wo, columns
+//   KH·KW·C/groups, channel fastest, matching the weight's KRSC layout) + sgemm per group.
+//   The batch is processed in chunks of whole images so the column buffer stays bounded.
+// - Depthwise (groups == C == OC): direct loops in conv2d_depthwise.c.
+// Backward: dweight += doutᵀ·col, dcol = dout·W followed by a gather col2im (each input
+// pixel sums the column entries that read it), so no scatter races and no zeroing pass.
+#include <cblas.h>
+#include <omp.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/ops.h"
+
+// Column buffer budget per chunk (bytes); one image is always processed even when bigger.
+#define IM2COL_BUDGET_BYTES ((size_t)64 << 20)
+
+// Defined in conv2d_depthwise.c (fp32 buffers; same geometry as below).
+void cpu_conv2d_depthwise_forward(float *out, const float *inp, const float *weight, const float *bias, int64_t N,
+                                  int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, int64_t Ho, int64_t Wo,
+                                  Conv2dParams p);
+void cpu_conv2d_depthwise_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                                   const float *weight, int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH,
+                                   int64_t KW, int64_t Ho, int64_t Wo, Conv2dParams p);
+
+// Test hooks (not in ops.h): force the im2col path for depthwise convolutions, and shrink
+// the column budget (0 restores the default) so small tests exercise batch chunking.
+void ocr_conv2d_force_general(int force);
+void ocr_conv2d_set_im2col_budget(size_t bytes);
+static int force_general;
+static size_t im2col_budget = IM2COL_BUDGET_BYTES;
+void ocr_conv2d_force_general(int force) { force_general = force; }
+void ocr_conv2d_set_im2col_budget(size_t bytes) { im2col_budget = bytes ? bytes : IM2COL_BUDGET_BYTES; }
+
+int conv2d_out_size(int in_size, int kernel, int stride, int pad) {
+    OCR_ASSERT(stride > 0 && kernel > 0 && pad >= 0, "conv2d: bad kernel %d / stride %d / pad %d", kernel, stride, pad);
+    int span = in_size + 2 * pad - kernel;
+    return span < 0 ? 0 : span / stride + 1;
+}
+
+typedef struct {
+    int64_t N, H, W, C, OC, KH, KW, Ho, Wo;
+    int64_t G, Cg, OCg, KKC;  // groups, channels per group, out channels per group, KH·KW·Cg
+    int sh, sw, ph, pw;
+} ConvGeom;
+
+static ConvGeom conv_geom(const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p) {
+    CPU_ASSERT_FLOAT(inp);
+    CPU_ASSERT_FLOAT(weight);
+    OCR_ASSERT(inp->ndim == 4 && weight->ndim == 4, "conv2d: inp must be (N, H, W, C), weight (OC, KH, KW, C/groups)");
+    ConvGeom g;
+    g.N = inp->shape[0], g.H = inp->shape[1], g.W = inp->shape[2], g.C = inp->shape[3];
+    g.OC = weight->shape[0], g.KH = weight->shape[1], g.KW = weight->shape[2];
+    g.G = p.groups;
+    OCR_ASSERT(g.G >= 1 && g.C % g.G == 0 && g.OC % g.G == 0, "conv2d: %lld in / %lld out channels, %lld groups",
+               (long long)g.C, (long long)g.OC, (long long)g.G);
+    g.Cg = g.C / g.G, g.OCg = g.OC / g.G;
+    OCR_ASSERT(weight->shape[3] == g.Cg, "conv2d: weight has %lld input channels, expected C/groups = %lld",
+               (long long)weight->shape[3], (long long)g.Cg);
+    g.KKC = g.KH * g.KW * g.Cg;
+    g.sh = p.stride_h, g.sw = p.stride_w, g.ph = p.pad_h, g.pw = p.pad_w;
+    g.Ho = conv2d_out_size((int)g.H, (int)g.KH, g.sh, g.ph);
+    g.Wo = conv2d_out_size((int)g.W, (int)g.KW, g.sw, g.pw);
+    return g;
+}
+
+static int is_pointwise(const ConvGeom *g) {
+    return g->KH == 1 && g->KW == 1 && g->sh == 1 && g->sw == 1 && g->ph == 0 && g->pw == 0;
+}
+
+static int is_depthwise(const ConvGeom *g) { return !force_general && g->G == g->C && g->OC == g->C && g->Cg == 1; }
+
+static int64_t images_per_chunk(const ConvGeom *g) {
+    size_t per_image = (size_t)(g->Ho * g->Wo * g->KKC) * sizeof(float);
+    int64_t n = per_image ? (int64_t)(im2col_budget / per_image) : g->N;
+    if (n < 1) n = 1;
+    return n < g->N ? n : g->N;
+}
+
+static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *a, int64_t lda, const float *b,
+                     int64_t ldb, float beta, float *c, int64_t ldc) {
+    OCR_ASSERT(M <= 0x7fffffff && N <= 0x7fffffff && K <= 0x7fffffff, "conv2d: GEMM too large for BLAS's int");
+    if (M == 0 || N == 0 || K == 0) return;  // callers only reach here with beta = 1 or non-empty K
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
+}
+
+// col (nb·Ho·Wo, KKC) for images n0 .. n0+nb−1 and group grp; padding reads are zeros.
+static void im2col(float *col, const float *x, const ConvGeom *g, int64_t n0, int64_t nb, int64_t grp) {
+    const int64_t Cg = g->Cg, KKC = g->KKC;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < nb * g->Ho; r++) {
+        int64_t n = n0 + r / g->Ho, oh = r % g->Ho;
+        for (int64_t ow = 0; ow < g->Wo; ow++) {
+            float *dst = col + (r * g->Wo + ow) * KKC;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t ih = oh * g->sh - g->ph + kh;
+                if (ih < 0 || ih >= g->H) {
+                    memset(dst, 0, (size_t)(g->KW * Cg) * sizeof(float));
+                    dst += g->KW * Cg;
+                    continue;
+                }
+                const float *src_row = x + ((n * g->H + ih) * g->W) * g->C + grp * Cg;
+                for (int64_t kw = 0; kw < g->KW; kw++, dst += Cg) {
+                    int64_t iw = ow * g->sw - g->pw + kw;
+                    if (iw < 0 || iw >= g->W) {
+                        memset(dst, 0, (size_t)Cg * sizeof(float));
+                    } else {
+                        memcpy(dst, src_row + iw * g->C, (size_t)Cg * sizeof(float));
+                    }
+                }
+            }
+        }
+    }
+}
+
+// dx[..., grp·Cg : (grp+1)·Cg] = Σ of the dcol entries that read each input pixel (assigned),
+// for images n0 .. n0+nb−1. Each pixel is written by one thread in a fixed order.
+static void col2im_gather(float *dx, const float *dcol, const ConvGeom *g, int64_t n0, int64_t nb, int64_t grp) {
+    const int64_t Cg = g->Cg, KKC = g->KKC;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < nb * g->H; r++) {
+        int64_t nl = r / g->H, ih = r % g->H;
+        for (int64_t iw = 0; iw < g->W; iw++) {
+            float *restrict dst = dx + (((n0 + nl) * g->H + ih) * g->W + iw) * g->C + grp * Cg;
+            for (int64_t c = 0; c < Cg; c++) dst[c] = 0.0f;
+            // kh ≡ ih + ph (mod sh) so that oh = (ih + ph − kh) / sh is exact.
+            for (int64_t kh = (ih + g->ph) % g->sh; kh < g->KH; kh += g->sh) {
+                int64_t oh = (ih + g->ph - kh) / g->sh;
+                if (ih + g->ph - kh < 0 || oh >= g->Ho) continue;
+                for (int64_t kw = (iw + g->pw) % g->sw; kw < g->KW; kw += g->sw) {
+                    int64_t ow = (iw + g->pw - kw) / g->sw;
+                    if (iw + g->pw - kw < 0 || ow >= g->Wo) continue;
+                    const float *restrict src = dcol + ((nl * g->Ho + oh) * g->Wo + ow) * KKC + (kh * g->KW + kw) * Cg;
+                    for (int64_t c = 0; c < Cg; c++) dst[c] += src[c];
+                }
+            }
+        }
+    }
+}
+
+// y (rows, C) = bias broadcast over rows.
+static void fill_rows(float *y, const float *bias, int64_t rows, int64_t C) {
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; r++) memcpy(y + r * C, bias, (size_t)C * sizeof(float));
+}
+
+// db[j] += Σ_r d[r, j]: threads own column ranges and sum rows in order (deterministic).
+static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int64_t per = (C + nt - 1) / nt;
+        int64_t j0 = t * per, j1 = j0 + per < C ? j0 + per : C;
+        for (int64_t r = 0; r < R && j0 < j1; r++) {
+            const float *row = d + r * C;
+            for (int64_t j = j0; j < j1; j++) db[j] += row[j];
+        }
+    }
+}
+
+void conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
+                    Conv2dParams p) {
+    ConvGeom g = conv_geom(inp, weight, p);
+    CPU_ASSERT_FLOAT(out);
+    OCR_ASSERT(out->ndim == 4 && out->shape[0] == g.N && out->shape[1] == g.Ho && out->shape[2] == g.Wo &&
+                   out->shape[3] == g.OC,
+               "conv2d: out must be (%lld, %lld, %lld, %lld)", (long long)g.N, (long long)g.Ho, (long long)g.Wo,
+               (long long)g.OC);
+    if (bias) {
+        CPU_ASSERT_FLOAT(bias);
+        OCR_ASSERT(ocr_tensor_numel(bias) == g.OC, "conv2d: bias must have OC elements");
+    }
+    CpuScratch s = {0};
+    const float *x = cpu_f32_in(&s, inp);
+    const float *w = cpu_f32_in(&s, weight);
+    const float *b = bias ? cpu_f32_in(&s, bias) : NULL;
+    float *y = cpu_f32_out(&s, out, 0);
+    const int64_t rows = g.N * g.Ho * g.Wo;
+
+    if (is_depthwise(&g)) {
+        cpu_conv2d_depthwise_forward(y, x, w, b, g.N, g.H, g.W, g.C, g.KH, g.KW, g.Ho, g.Wo, p);
+    } else {
+        // Start from the bias and let sgemm add into it (beta = 1).
+        float beta = 0.0f;
+        if (b) {
+            fill_rows(y, b, rows, g.OC);
+            beta = 1.0f;
+        } else if (g.KKC == 0) {
+            memset(y, 0, (size_t)rows * (size_t)g.OC * sizeof(float));
+        }
+        if (is_pointwise(&g)) {
+            for (int64_t grp = 0; grp < g.G; grp++)
+                sgemm_rm(0, 1, rows, g.OCg, g.Cg, x + grp * g.Cg, g.C, w + grp * g.OCg * g.Cg, g.Cg, beta,
+                         y + grp * g.OCg, g.OC);
+        } else if (rows > 0 && g.KKC > 0) {
+            const int64_t chunk = images_per_chunk(&g), img_rows = g.Ho * g.Wo;
+            float *col = cpu_scratch_floats(&s, (size_t)(chunk * img_rows * g.KKC));
+            for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+                int64_t nb = g.N - n0 < chunk ? g.N - n0 : chunk;
+                for (int64_t grp = 0; grp < g.G; grp++) {
+                    im2col(col, x, &g, n0, nb, grp);
+                    sgemm_rm(0, 1, nb * img_rows, g.OCg, g.KKC, col, g.KKC, w + grp * g.OCg * g.KKC, g.KKC, beta,
+                             y + n0 * img_rows * g.OC + grp * g.OCg, g.OC);
+                }
+            }
+        }
+    }
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&s);
+}
+
+void conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                     const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p) {
+    ConvGeom g = conv_geom(inp, weight, p);
+    CPU_ASSERT_FLOAT(dout);
+    OCR_ASSERT(dout->ndim == 4 && dout->shape[0] == g.N && dout->shape[1] == g.Ho && dout->shape[2] == g.Wo &&
+                   dout->shape[3] == g.OC,
+               "conv2d backward: dout must be (%lld, %lld, %lld, %lld)", (long long)g.N, (long long)g.Ho,
+               (long long)g.Wo, (long long)g.OC);
+    if (dinp) {
+        CPU_ASSERT_FLOAT(dinp);
+        OCR_ASSERT(ocr_tensor_same_shape(dinp, inp), "conv2d backward: dinp must match inp");
+    }
+    if (dweight) {
+        CPU_ASSERT_FLOAT(dweight);
+        OCR_ASSERT(ocr_tensor_same_shape(dweight, weight), "conv2d backward: dweight must match weight");
+    }
+    if (dbias) {
+        CPU_ASSERT_FLOAT(dbias);
+        OCR_ASSERT(ocr_tensor_numel(dbias) == g.OC, "conv2d backward: dbias must have OC elements");
+    }
+    CpuScratch s = {0};
+    const float *dy = cpu_f32_in(&s, dout);
+    const float *x = (dweight || (dinp && is_depthwise(&g))) ? cpu_f32_in(&s, inp) : NULL;
+    const float *w = dinp ? cpu_f32_in(&s, weight) : NULL;
+    float *dx = dinp ? cpu_f32_out(&s, dinp, 0) : NULL;
+    float *dw = dweight ? cpu_f32_out(&s, dweight, 1) : NULL;
+    float *db = dbias ? cpu_f32_out(&s, dbias, 1) : NULL;
+    const int64_t rows = g.N * g.Ho * g.Wo;
+
+    if (is_depthwise(&g)) {
+        cpu_conv2d_depthwise_backward(dx, dw, db, dy, x, w, g.N, g.H, g.W, g.C, g.KH, g.KW, g.Ho, g.Wo, p);
+    } else {
+        if (db) column_sums_add(db, dy, rows, g.OC);
+        if (is_pointwise(&g)) {
+            for (int64_t grp = 0; grp < g.G; grp++) {
+                const float *dyg = dy + grp * g.OCg;
+                // dweight_g (OCg, Cg) += dout_gᵀ · inp_g;  dinp_g (rows, Cg) = dout_g · weight_g.
+                if (dw) sgemm_rm(1, 0, g.OCg, g.Cg, rows, dyg, g.OC, x + grp * g.Cg, g.C, 1.0f, dw + grp * g.OCg * g.Cg, g.Cg);
+                if (dx) {
+                    if (g.OCg == 0 || rows == 0) {
+                        for (int64_t r = 0; r < rows; r++) memset(dx + r * g.C + grp * g.Cg, 0, (size_t)g.Cg * sizeof(float));
+                    } else {
+                        sgemm_rm(0, 0, rows, g.Cg, g.OCg, dyg, g.OC, w + grp * g.OCg * g.Cg, g.Cg, 0.0f, dx + grp * g.Cg, g.C);
+                    }
+                }
+            }
+        } else if (dw || dx) {
+            const int64_t chunk = g.N ? images_per_chunk(&g) : 1, img_rows = g.Ho * g.Wo;
+            float *col = cpu_scratch_floats(&s, (size_t)(chunk * img_rows * g.KKC));
+            for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
+                int64_t nb = g.N - n0 < chunk ? g.N - n0 : chunk;
+                const float *dyc = dy + n0 * img_rows * g.OC;
+                for (int64_t grp = 0; grp < g.G; grp++) {
+                    const float *dyg = dyc + grp * g.OCg;
+                    if (dw) {
+                        im2col(col, x, &g, n0, nb, grp);
+                        sgemm_rm(1, 0, g.OCg, g.KKC, nb * img_rows, dyg, g.OC, col, g.KKC, 1.0f,
+                                 dw + grp * g.OCg * g.KKC, g.KKC);
+                    }
+                    if (dx) {
+                        if (g.OCg == 0 || nb * img_rows == 0) {
+                            memset(col, 0, (size_t)(nb * img_rows * g.KKC) * sizeof(float));
+                        } else {
+                            sgemm_rm(0, 0, nb * img_rows, g.KKC, g.OCg, dyg, g.OC, w + grp * g.OCg * g.KKC, g.KKC,
+                                     0.0f, col, g.KKC);
+                        }
+                        col2im_gather(dx, col, &g, n0, nb, grp);
+                    }
+                }
+            }
+        }
+    }
+    if (dx) cpu_f32_store(dinp, dx);
+    if (dw) cpu_f32_store(dweight, dw);
+    if (db) cpu_f32_store(dbias, db);
+    cpu_scratch_free(&s);
+}

@@ -1,0 +1,272 @@
+// GEMM, linear and batched matmul on the CPU: OpenBLAS sgemm on fp32 views.
+//
+// f16/bf16 operands are widened into fp32 scratch, multiplied with fp32 accumulation and
+// rounded once into the output's dtype, which is what a tensor-core GEMM with an fp32
+// accumulator stores.
+#include <cblas.h>
+#include <omp.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/ops.h"
+
+// Rows of a tensor viewed as a matrix whose columns are the last dimension.
+static int64_t mat_rows(const OcrTensor *t) {
+    int64_t rows = 1;
+    for (int i = 0; i + 1 < t->ndim; i++) rows *= t->shape[i];
+    return rows;
+}
+
+static int blas_int(int64_t v) {
+    OCR_ASSERT(v >= 0 && v <= 0x7fffffff, "GEMM dimension %lld does not fit BLAS's int", (long long)v);
+    return (int)v;
+}
+
+// c (M, N) = alpha · op(a) · op(b) + beta · c on fp32 row-major data with leading dimensions.
+// K == 0 and empty outputs are handled here because BLAS rejects lda = 0.
+static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *a, int64_t lda,
+                     const float *b, int64_t ldb, float beta, float *c, int64_t ldc) {
+    if (M == 0 || N == 0) return;
+    if (K == 0 || alpha == 0.0f) {
+        for (int64_t i = 0; i < M; i++) {
+            float *row = c + i * ldc;
+            if (beta == 0.0f) {
+                memset(row, 0, (size_t)N * sizeof(float));
+            } else {
+                for (int64_t j = 0; j < N; j++) row[j] *= beta;
+            }
+        }
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, blas_int(M),
+                blas_int(N), blas_int(K), alpha, a, blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
+}
+
+void gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha, float beta) {
+    CPU_ASSERT_FLOAT(c);
+    CPU_ASSERT_FLOAT(a);
+    CPU_ASSERT_FLOAT(b);
+    int64_t ar = mat_rows(a), ac = ocr_tensor_dim(a, -1);
+    int64_t br = mat_rows(b), bc = ocr_tensor_dim(b, -1);
+    int64_t M = trans_a ? ac : ar, K = trans_a ? ar : ac;
+    int64_t N = trans_b ? br : bc, Kb = trans_b ? bc : br;
+    OCR_ASSERT(K == Kb, "gemm: inner dimensions differ (%lld vs %lld)", (long long)K, (long long)Kb);
+    OCR_ASSERT(mat_rows(c) == M && ocr_tensor_dim(c, -1) == N, "gemm: c is not (%lld, %lld)", (long long)M,
+               (long long)N);
+    CpuScratch s = {0};
+    const float *fa = cpu_f32_in(&s, a);
+    const float *fb = cpu_f32_in(&s, b);
+    float *fc = cpu_f32_out(&s, c, beta != 0.0f);
+    sgemm_rm(trans_a, trans_b, M, N, K, alpha, fa, ac, fb, bc, beta, fc, N);
+    cpu_f32_store(c, fc);
+    cpu_scratch_free(&s);
+}
+
+// ---- linear -----------------------------------------------------------------------------
+
+void linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(inp);
+    CPU_ASSERT_FLOAT(weight);
+    OCR_ASSERT(weight->ndim == 2, "linear: weight must be (IN, OUT)");
+    int64_t IN = weight->shape[0], OUT = weight->shape[1];
+    OCR_ASSERT(ocr_tensor_dim(inp, -1) == IN, "linear: input has %lld features, weight expects %lld",
+               (long long)ocr_tensor_dim(inp, -1), (long long)IN);
+    OCR_ASSERT(ocr_tensor_dim(out, -1) == OUT, "linear: output has %lld features, weight gives %lld",
+               (long long)ocr_tensor_dim(out, -1), (long long)OUT);
+    int64_t R = mat_rows(inp);
+    OCR_ASSERT(mat_rows(out) == R, "linear: input and output rows differ");
+    CpuScratch s = {0};
+    const float *x = cpu_f32_in(&s, inp);
+    const float *w = cpu_f32_in(&s, weight);
+    float *y = cpu_f32_out(&s, out, 0);
+    float beta = 0.0f;
+    if (bias) {
+        CPU_ASSERT_FLOAT(bias);
+        OCR_ASSERT(ocr_tensor_numel(bias) == OUT, "linear: bias must have OUT elements");
+        const float *bb = cpu_f32_in(&s, bias);
+        // Start from the bias so sgemm adds the product into it (beta = 1): one pass, one rounding.
+#pragma omp parallel for schedule(static)
+        for (int64_t r = 0; r < R; r++) memcpy(y + r * OUT, bb, (size_t)OUT * sizeof(float));
+        beta = 1.0f;
+    }
+    sgemm_rm(0, 0, R, OUT, IN, 1.0f, x, IN, w, OUT, beta, y, OUT);
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&s);
+}
+
+// db[j] += Σ_r d[r, j] for d (R, C): each thread owns a static range of columns and sums the
+// rows in order, so the result does not depend on the thread count.
+static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
+#pragma omp parallel
+    {
+        int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        int64_t per = (C + nt - 1) / nt;
+        int64_t j0 = t * per, j1 = j0 + per < C ? j0 + per : C;
+        for (int64_t r = 0; r < R && j0 < j1; r++) {
+            const float *row = d + r * C;
+            for (int64_t j = j0; j < j1; j++) db[j] += row[j];
+        }
+    }
+}
+
+void linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                     const OcrTensor *inp, const OcrTensor *weight) {
+    CPU_ASSERT_FLOAT(dout);
+    CPU_ASSERT_FLOAT(inp);
+    CPU_ASSERT_FLOAT(weight);
+    OCR_ASSERT(weight->ndim == 2, "linear: weight must be (IN, OUT)");
+    int64_t IN = weight->shape[0], OUT = weight->shape[1];
+    int64_t R = mat_rows(inp);
+    OCR_ASSERT(ocr_tensor_dim(inp, -1) == IN && ocr_tensor_dim(dout, -1) == OUT && mat_rows(dout) == R,
+               "linear backward: shapes of inp/dout do not match the weight");
+    CpuScratch s = {0};
+    const float *dy = cpu_f32_in(&s, dout);
+    if (dinp) {
+        CPU_ASSERT_FLOAT(dinp);
+        OCR_ASSERT(ocr_tensor_numel(dinp) == R * IN, "linear backward: dinp shape");
+        const float *w = cpu_f32_in(&s, weight);
+        float *dx = cpu_f32_out(&s, dinp, 0);
+        sgemm_rm(0, 1, R, IN, OUT, 1.0f, dy, OUT, w, OUT, 0.0f, dx, IN);
+        cpu_f32_store(dinp, dx);
+    }
+    if (dweight) {
+        CPU_ASSERT_FLOAT(dweight);
+        OCR_ASSERT(ocr_tensor_numel(dweight) == IN * OUT, "linear backward: dweight shape");
+        const float *x = cpu_f32_in(&s, inp);
+        float *dw = cpu_f32_out(&s, dweight, 1);
+        sgemm_rm(1, 0, IN, OUT, R, 1.0f, x, IN, dy, OUT, 1.0f, dw, OUT);
+        cpu_f32_store(dweight, dw);
+    }
+    if (dbias) {
+        CPU_ASSERT_FLOAT(dbias);
+        OCR_ASSERT(ocr_tensor_numel(dbias) == OUT, "linear backward: dbias shape");
+        float *db = cpu_f32_out(&s, dbias, 1);
+        column_sums_add(db, dy, R, OUT);
+        cpu_f32_store(dbias, db);
+    }
+    cpu_scratch_free(&s);
+}
+
+// ---- batched matmul ----------------------------------------------------------------------
+
+// Products below this many multiply-adds per batch entry run in our own loops, parallel
+// over the batch: sgemm's per-call overhead dominates there (attention heads are ~40×40×8).
+#define SMALL_GEMM_MACS (64 * 64 * 64)
+
+// c (M, N) = alpha · A · B with A (M, K) and B (K, N) given through element strides
+// (a_rs, a_cs) and (b_rs, b_cs), so transposed operands need no copy. B is packed into
+// bpack (K·N) first so the inner loop runs over contiguous n.
+static void small_gemm(float *restrict c, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
+                       int64_t b_cs, int64_t M, int64_t N, int64_t K, float alpha, float *restrict bpack) {
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t n = 0; n < N; n++) bpack[k * N + n] = b[k * b_rs + n * b_cs];
+    for (int64_t m = 0; m < M; m++) {
+        float *restrict crow = c + m * N;
+        for (int64_t n = 0; n < N; n++) crow[n] = 0.0f;
+        for (int64_t k = 0; k < K; k++) {
+            float av = alpha * a[m * a_rs + k * a_cs];
+            const float *restrict brow = bpack + k * N;
+            for (int64_t n = 0; n < N; n++) crow[n] += av * brow[n];
+        }
+    }
+}
+
+// c[i] (M, N) = alpha · op(a[i]) · op(b[i]) for i < B; a[i] is (M, K) or (K, M), b[i] (K, N) or (N, K).
+static void batched_sgemm(float *c, const float *a, int ta, const float *b, int tb, int64_t B, int64_t M, int64_t N,
+                          int64_t K, float alpha) {
+    int64_t lda = ta ? M : K, ldb = tb ? K : N;
+    if (M * N * K >= SMALL_GEMM_MACS || B == 1) {
+        for (int64_t i = 0; i < B; i++)
+            sgemm_rm(ta, tb, M, N, K, alpha, a + i * M * K, lda, b + i * K * N, ldb, 0.0f, c + i * M * N, N);
+        return;
+    }
+    int64_t a_rs = ta ? 1 : K, a_cs = ta ? M : 1;
+    int64_t b_rs = tb ? 1 : N, b_cs = tb ? K : 1;
+    CpuScratch s = {0};
+    int nt = omp_get_max_threads();
+    float *packs = cpu_scratch_floats(&s, (size_t)nt * (size_t)(K * N > 0 ? K * N : 1));
+#pragma omp parallel for schedule(static)
+    for (int64_t i = 0; i < B; i++) {
+        float *pack = packs + (size_t)omp_get_thread_num() * (size_t)(K * N);
+        small_gemm(c + i * M * N, a + i * M * K, a_rs, a_cs, b + i * K * N, b_rs, b_cs, M, N, K, alpha, pack);
+    }
+    cpu_scratch_free(&s);
+}
+
+typedef struct {
+    int64_t B, M, N, K;
+} BatchDims;
+
+static BatchDims batch_dims(const OcrTensor *a, const OcrTensor *b, int ta, int tb) {
+    OCR_ASSERT(a->ndim == 3 && b->ndim == 3, "matmul_batched: operands must be 3-d");
+    OCR_ASSERT(a->shape[0] == b->shape[0], "matmul_batched: batch sizes differ");
+    BatchDims d;
+    d.B = a->shape[0];
+    d.M = ta ? a->shape[2] : a->shape[1];
+    d.K = ta ? a->shape[1] : a->shape[2];
+    d.N = tb ? b->shape[1] : b->shape[2];
+    int64_t Kb = tb ? b->shape[2] : b->shape[1];
+    OCR_ASSERT(d.K == Kb, "matmul_batched: inner dimensions differ (%lld vs %lld)", (long long)d.K, (long long)Kb);
+    return d;
+}
+
+void matmul_batched_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
+                            float alpha) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(a);
+    CPU_ASSERT_FLOAT(b);
+    BatchDims d = batch_dims(a, b, trans_a, trans_b);
+    OCR_ASSERT(out->ndim == 3 && out->shape[0] == d.B && out->shape[1] == d.M && out->shape[2] == d.N,
+               "matmul_batched: out must be (B, M, N)");
+    CpuScratch s = {0};
+    const float *fa = cpu_f32_in(&s, a);
+    const float *fb = cpu_f32_in(&s, b);
+    float *fc = cpu_f32_out(&s, out, 0);
+    batched_sgemm(fc, fa, trans_a, fb, trans_b, d.B, d.M, d.N, d.K, alpha);
+    cpu_f32_store(out, fc);
+    cpu_scratch_free(&s);
+}
+
+// With A' = op(a), B' = op(b) and out = alpha·A'·B':  dA' = alpha·dout·B'ᵀ, dB' = alpha·A'ᵀ·dout.
+// A transposed operand's gradient is the transpose of that, which swaps the factors.
+void matmul_batched_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
+                             const OcrTensor *b, int trans_a, int trans_b, float alpha) {
+    CPU_ASSERT_FLOAT(dout);
+    CPU_ASSERT_FLOAT(a);
+    CPU_ASSERT_FLOAT(b);
+    BatchDims d = batch_dims(a, b, trans_a, trans_b);
+    OCR_ASSERT(dout->ndim == 3 && dout->shape[0] == d.B && dout->shape[1] == d.M && dout->shape[2] == d.N,
+               "matmul_batched backward: dout must be (B, M, N)");
+    CpuScratch s = {0};
+    const float *dy = cpu_f32_in(&s, dout);
+    if (da) {
+        CPU_ASSERT_FLOAT(da);
+        OCR_ASSERT(ocr_tensor_same_shape(da, a), "matmul_batched backward: da must match a");
+        const float *fb = cpu_f32_in(&s, b);
+        float *g = cpu_f32_out(&s, da, 0);
+        if (!trans_a) {
+            // da (M, K) = alpha · dout (M, N) · B'ᵀ; B'ᵀ is b itself when b is stored (N, K).
+            batched_sgemm(g, dy, 0, fb, !trans_b, d.B, d.M, d.K, d.N, alpha);
+        } else {
+            // da (K, M) = alpha · B' (K, N) · doutᵀ (N, M).
+            batched_sgemm(g, fb, trans_b, dy, 1, d.B, d.K, d.M, d.N, alpha);
+        }
+        cpu_f32_store(da, g);
+    }
+    if (db) {
+        CPU_ASSERT_FLOAT(db);
+        OCR_ASSERT(ocr_tensor_same_shape(db, b), "matmul_batched backward: db must match b");
+        const float *fa = cpu_f32_in(&s, a);
+        float *g = cpu_f32_out(&s, db, 0);
+        if (!trans_b) {
+            // db (K, N) = alpha · A'ᵀ (K, M) · dout (M, N).
+            batched_sgemm(g, fa, !trans_a, dy, 0, d.B, d.K, d.N, d.M, alpha);
+        } else {
+            // db (N, K) = alpha · doutᵀ (N, M) · A' (M, K).
+            batched_sgemm(g, dy, 1, fa, trans_a, d.B, d.N, d.K, d.M, alpha);
+        }
+        cpu_f32_store(db, g);
+    }
+    cpu_scratch_free(&s);
+}
