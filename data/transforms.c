@@ -1,0 +1,640 @@
+// Resize, RecResizeImg, the BaseDataAugmentation pieces of RecAug, RecConAug merging and
+// the transform-list config. See transforms.h for the OpenCV/PaddleOCR semantics kept.
+#include "data/transforms.h"
+
+#include <cjson/cJSON.h>
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+
+// ---- resize -------------------------------------------------------------------------
+
+#define RESIZE_COEF_BITS 11
+#define RESIZE_COEF_SCALE (1 << RESIZE_COEF_BITS)
+
+// saturate_cast<short>(float): round to nearest, ties to even (lrintf in the default mode).
+static int16_t round_coef(float v) { return (int16_t)lrintf(v); }
+
+// OpenCV's coordinate map for one axis: tap index and the two 11-bit weights per output
+// position, fx = (float)((d + 0.5)·scale − 0.5). Horizontally (clamp_weights) a position
+// beyond a border takes the border pixel with weight 1; vertically OpenCV keeps the
+// weights and only clamps the row index (ofs may be −1 or ssize − 1), which rounds
+// differently in the vertical pass because each product is truncated on its own.
+static void linear_coeffs(int dsize, int ssize, int clamp_weights, int32_t *ofs, int16_t *alpha) {
+    double scale = 1.0 / ((double)dsize / ssize);
+    for (int d = 0; d < dsize; d++) {
+        float f = (float)((d + 0.5) * scale - 0.5);
+        int s = (int)floorf(f);
+        f -= (float)s;
+        if (clamp_weights) {
+            if (s < 0) f = 0.f, s = 0;
+            if (s >= ssize - 1) f = 0.f, s = ssize - 1;
+        }
+        ofs[d] = s;
+        alpha[2 * d] = round_coef((1.f - f) * RESIZE_COEF_SCALE);
+        alpha[2 * d + 1] = round_coef(f * RESIZE_COEF_SCALE);
+    }
+}
+
+// One source row resized horizontally into int sums (weights × pixels, scale 2^11).
+static void hresize_row(int32_t *out, const uint8_t *row, int dw, int sw, int c, const int32_t *xofs,
+                        const int16_t *alpha) {
+    if (c == 3) {
+        for (int x = 0; x < dw; x++) {
+            int s0 = xofs[x], s1 = s0 + 1 < sw ? s0 + 1 : s0;
+            int a0 = alpha[2 * x], a1 = alpha[2 * x + 1];
+            const uint8_t *p0 = row + 3 * s0, *p1 = row + 3 * s1;
+            out[3 * x] = p0[0] * a0 + p1[0] * a1;
+            out[3 * x + 1] = p0[1] * a0 + p1[1] * a1;
+            out[3 * x + 2] = p0[2] * a0 + p1[2] * a1;
+        }
+    } else {
+        for (int x = 0; x < dw; x++) {
+            int s0 = xofs[x], s1 = s0 + 1 < sw ? s0 + 1 : s0;
+            int a0 = alpha[2 * x], a1 = alpha[2 * x + 1];
+            for (int k = 0; k < c; k++) out[c * x + k] = row[c * s0 + k] * a0 + row[c * s1 + k] * a1;
+        }
+    }
+}
+
+static void resize_area2x(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int c) {
+    size_t sstride = (size_t)sw * c;
+    for (int y = 0; y < dh; y++) {
+        const uint8_t *r0 = src + (size_t)(2 * y) * sstride, *r1 = r0 + sstride;
+        uint8_t *d = dst + (size_t)y * dw * c;
+        for (int x = 0; x < dw; x++)
+            for (int k = 0; k < c; k++) {
+                int i0 = 2 * x * c + k, i1 = i0 + c;
+                d[x * c + k] = (uint8_t)((r0[i0] + r0[i1] + r1[i0] + r1[i1] + 2) >> 2);
+            }
+    }
+}
+
+ocr_status_t ocr_resize_linear(uint8_t *dst, int dw, int dh, const uint8_t *src, int sw, int sh, int c) {
+    OCR_ASSERT(dw > 0 && dh > 0 && sw > 0 && sh > 0 && c >= 1 && c <= 4);
+    if (dw == sw && dh == sh) {
+        memcpy(dst, src, (size_t)dw * dh * c);
+        return OCR_OK;
+    }
+    double scale_x = 1.0 / ((double)dw / sw), scale_y = 1.0 / ((double)dh / sh);
+    int iscale_x = (int)lrint(scale_x), iscale_y = (int)lrint(scale_y);
+    if (fabs(scale_x - iscale_x) < DBL_EPSILON && fabs(scale_y - iscale_y) < DBL_EPSILON && iscale_x == 2 &&
+        iscale_y == 2) {
+        resize_area2x(dst, dw, dh, src, sw, c);
+        return OCR_OK;
+    }
+    size_t row = (size_t)dw * c;
+    // xofs[dw] alpha[2dw] yofs[dh] beta[2dh] rows[2][dw·c]
+    size_t bytes = sizeof(int32_t) * ((size_t)dw + dh + 2 * row) + sizeof(int16_t) * 2 * ((size_t)dw + dh);
+    char *mem = malloc(bytes);
+    if (!mem) return ocr_set_error(OCR_ERR_OOM, "resize %dx%d → %dx%d: out of memory", sw, sh, dw, dh);
+    int32_t *xofs = (int32_t *)mem, *yofs = xofs + dw, *rows = yofs + dh;
+    int16_t *alpha = (int16_t *)(rows + 2 * row), *beta = alpha + 2 * dw;
+    linear_coeffs(dw, sw, 1, xofs, alpha);
+    linear_coeffs(dh, sh, 0, yofs, beta);
+    int32_t *buf[2] = {rows, rows + row};
+    int have[2] = {-1, -1};  // source row held by buf[i]
+    size_t sstride = (size_t)sw * c;
+    for (int y = 0; y < dh; y++) {
+        int sy0 = yofs[y], sy1 = sy0 + 1;
+        sy0 = sy0 < 0 ? 0 : sy0 > sh - 1 ? sh - 1 : sy0;
+        sy1 = sy1 < 0 ? 0 : sy1 > sh - 1 ? sh - 1 : sy1;
+        // buf[0] holds row sy0; buf[1] row sy1 unless both are the same row. Moving down,
+        // the previous sy1 often becomes the new sy0: swap instead of recomputing.
+        if (have[0] != sy0) {
+            if (have[1] == sy0) {
+                int32_t *t = buf[0]; buf[0] = buf[1]; buf[1] = t;
+                have[1] = have[0];
+                have[0] = sy0;
+            } else {
+                hresize_row(buf[0], src + (size_t)sy0 * sstride, dw, sw, c, xofs, alpha);
+                have[0] = sy0;
+            }
+        }
+        if (sy1 != sy0 && have[1] != sy1) {
+            hresize_row(buf[1], src + (size_t)sy1 * sstride, dw, sw, c, xofs, alpha);
+            have[1] = sy1;
+        }
+        // OpenCV's VResizeLinearVec_32s8u: ((b0·(S0>>4))>>16 + (b1·(S1>>4))>>16 + 2) >> 2.
+        int b0 = beta[2 * y], b1 = beta[2 * y + 1];
+        const int32_t *s0 = buf[0], *s1 = sy1 != sy0 ? buf[1] : buf[0];
+        uint8_t *d = dst + (size_t)y * row;
+        for (size_t i = 0; i < row; i++) {
+            int v = (((b0 * (s0[i] >> 4)) >> 16) + ((b1 * (s1[i] >> 4)) >> 16) + 2) >> 2;
+            d[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
+        }
+    }
+    free(mem);
+    return OCR_OK;
+}
+
+ocr_status_t ocr_image_resize(OcrImage *dst, const OcrImage *src, int width, int height) {
+    OcrImage out;
+    OCR_TRY(ocr_image_alloc(&out, width, height, src->channels));
+    ocr_status_t st = ocr_resize_linear(out.pixels, width, height, src->pixels, src->width, src->height, src->channels);
+    if (st != OCR_OK) {
+        ocr_image_free(&out);
+        return st;
+    }
+    *dst = out;
+    return OCR_OK;
+}
+
+int ocr_rec_resized_width(int h, int w, int H, int W) {
+    double ratio = (double)w / (double)h;  // Python: w / float(h); ceil(imgH * ratio)
+    double cw = ceil((double)H * ratio);
+    int rw = cw > (double)W ? W : (int)cw;
+    return rw < 1 ? 1 : rw;
+}
+
+ocr_status_t ocr_rec_resize_pad(uint8_t *dst, int H, int W, int C, const OcrImage *img, int padding, int *resized_w,
+                                float *valid_ratio) {
+    OCR_ASSERT(C == 1 || C == 3);
+    if (img->channels != C && !(img->channels == 1 && C == 3))
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "RecResizeImg: a %d-channel image for a %d-channel batch",
+                             img->channels, C);
+    int rw = padding ? ocr_rec_resized_width(img->height, img->width, H, W) : W;
+    size_t stride = (size_t)W * C;
+    if (img->channels == C && rw == W) {
+        OCR_TRY(ocr_resize_linear(dst, rw, H, img->pixels, img->width, img->height, C));
+    } else {
+        // Resize into scratch, then copy rows (gray expanded to 3 channels) and pad.
+        uint8_t *tmp = malloc((size_t)rw * H * img->channels);
+        if (!tmp) return ocr_set_error(OCR_ERR_OOM, "RecResizeImg: out of memory");
+        ocr_status_t st = ocr_resize_linear(tmp, rw, H, img->pixels, img->width, img->height, img->channels);
+        if (st != OCR_OK) {
+            free(tmp);
+            return st;
+        }
+        for (int y = 0; y < H; y++) {
+            uint8_t *d = dst + (size_t)y * stride;
+            const uint8_t *s = tmp + (size_t)y * rw * img->channels;
+            if (img->channels == C) {
+                memcpy(d, s, (size_t)rw * C);
+            } else {
+                for (int x = 0; x < rw; x++) d[3 * x] = d[3 * x + 1] = d[3 * x + 2] = s[x];
+            }
+            memset(d + (size_t)rw * C, OCR_PAD_VALUE, (size_t)(W - rw) * C);
+        }
+        free(tmp);
+    }
+    *resized_w = rw;
+    double vr = (double)rw / W;
+    *valid_ratio = (float)(vr < 1.0 ? vr : 1.0);
+    return OCR_OK;
+}
+
+// ---- BaseDataAugmentation -----------------------------------------------------------
+
+ocr_status_t ocr_aug_crop(OcrImage *img, int rows, int from_top) {
+    if (rows > img->height - 1) rows = img->height - 1;
+    if (rows <= 0) return OCR_OK;
+    size_t stride = (size_t)img->width * img->channels;
+    int h = img->height - rows;
+    if (from_top) memmove(img->pixels, img->pixels + (size_t)rows * stride, (size_t)h * stride);
+    img->height = h;  // the buffer keeps its size; only the first h rows are the image
+    return OCR_OK;
+}
+
+// BORDER_REFLECT_101: ... 2 1 | 0 1 2 ... n-1 | n-2 n-3 ...
+static int reflect101(int p, int n) {
+    if (n == 1) return 0;
+    while (p < 0 || p >= n) p = p < 0 ? -p : 2 * n - 2 - p;
+    return p;
+}
+
+// getGaussianKernel(5, 1, CV_32F): exp(−x²/2) normalised, as floats (centre, ±1, ±2).
+static const float blur_k0 = 0x1.9c4868p-2f, blur_k1 = 0x1.f41fd6p-3f, blur_k2 = 0x1.be5f0ep-5f;
+
+ocr_status_t ocr_aug_blur(OcrImage *img) {
+    int w = img->width, h = img->height, c = img->channels;
+    size_t row = (size_t)w * c;
+    float *tmp = malloc(sizeof(float) * row * h);
+    if (!tmp) return ocr_set_error(OCR_ERR_OOM, "blur: out of memory");
+    // Row pass; interior columns without the border lookups. The symmetric pairs are
+    // added first (exact integers), then weighted: the order OpenCV's float path uses.
+    for (int y = 0; y < h; y++) {
+        const uint8_t *s = img->pixels + (size_t)y * row;
+        float *t = tmp + (size_t)y * row;
+        for (int x = 0; x < w; x++) {
+            if (x >= 2 && x + 2 < w) {
+                const uint8_t *p = s + (size_t)x * c;
+                for (int k = 0; k < c; k++)
+                    t[x * c + k] = blur_k0 * (float)p[k] + blur_k1 * (float)(p[k - c] + p[k + c]) +
+                                   blur_k2 * (float)(p[k - 2 * c] + p[k + 2 * c]);
+            } else {
+                int l2 = reflect101(x - 2, w), l1 = reflect101(x - 1, w);
+                int r1 = reflect101(x + 1, w), r2 = reflect101(x + 2, w);
+                for (int k = 0; k < c; k++)
+                    t[x * c + k] = blur_k0 * (float)s[x * c + k] +
+                                   blur_k1 * (float)(s[l1 * c + k] + s[r1 * c + k]) +
+                                   blur_k2 * (float)(s[l2 * c + k] + s[r2 * c + k]);
+            }
+        }
+    }
+    // Column pass, rounded to nearest (even) and saturated.
+    for (int y = 0; y < h; y++) {
+        const float *r[5];
+        for (int j = 0; j < 5; j++) r[j] = tmp + (size_t)reflect101(y + j - 2, h) * row;
+        uint8_t *d = img->pixels + (size_t)y * row;
+        for (size_t i = 0; i < row; i++) {
+            float v = blur_k0 * r[2][i] + blur_k1 * (r[1][i] + r[3][i]) + blur_k2 * (r[0][i] + r[4][i]);
+            long q = lrintf(v);
+            d[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+        }
+    }
+    free(tmp);
+    return OCR_OK;
+}
+
+// OpenCV's vectorised HSV→BGR stores v·255 truncated (its scalar tail rounds instead).
+static uint8_t sat_trunc_u8(float v) {
+    int r = (int)v;
+    return (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
+}
+
+// OpenCV's HSV2RGB_native for one pixel (h in [0, 180), s and v in [0, 1]).
+static void hsv_to_bgr(float h, float s, float v, float *b, float *g, float *r) {
+    if (s == 0.f) {
+        *b = *g = *r = v;
+        return;
+    }
+    static const int sector_data[6][3] = {{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}};
+    h *= 6.f / 180.f;
+    h = fmodf(h, 6.f);
+    int sector = (int)floorf(h);
+    h -= (float)sector;
+    if ((unsigned)sector >= 6u) sector = 0, h = 0.f;
+    float tab[4] = {v, v * (1.f - s), v * (1.f - s * h), v * (1.f - s * (1.f - h))};
+    *b = tab[sector_data[sector][0]];
+    *g = tab[sector_data[sector][1]];
+    *r = tab[sector_data[sector][2]];
+}
+
+void ocr_aug_hsv(OcrImage *img, double delta) {
+    size_t n = (size_t)img->width * img->height;
+    uint8_t *p = img->pixels;
+    double scale = 1.0 + delta;
+    if (img->channels == 1) {
+        for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(p[i] * scale);
+        return;
+    }
+    enum { SHIFT = 12 };
+    int sdiv[256], hdiv[256];
+    sdiv[0] = hdiv[0] = 0;
+    for (int i = 1; i < 256; i++) {
+        sdiv[i] = (int)lrint((double)(255 << SHIFT) / (1.0 * i));
+        hdiv[i] = (int)lrint((double)(180 << SHIFT) / (6.0 * i));
+    }
+    for (size_t i = 0; i < n; i++, p += 3) {
+        // cv2.COLOR_BGR2HSV (8-bit): p[0] = B, p[2] = R.
+        int b = p[0], g = p[1], r = p[2];
+        int v = b > g ? b : g;
+        v = v > r ? v : r;
+        int vmin = b < g ? b : g;
+        vmin = vmin < r ? vmin : r;
+        int diff = v - vmin;
+        int vr = v == r ? -1 : 0, vg = v == g ? -1 : 0;
+        int s = (diff * sdiv[v] + (1 << (SHIFT - 1))) >> SHIFT;
+        int hh = (vr & (g - b)) + (~vr & ((vg & (b - r + 2 * diff)) + ((~vg) & (r - g + 4 * diff))));
+        hh = (hh * hdiv[diff] + (1 << (SHIFT - 1))) >> SHIFT;
+        hh += hh < 0 ? 180 : 0;
+        if (hh > 255) hh = 255;
+        // hsv[:, :, 2] = hsv[:, :, 2] * (1 + delta): float64 stored into uint8 truncates.
+        int v2 = (int)(v * scale);
+        if (v2 > 255) v2 = 255;
+        float fb, fg, fr;
+        hsv_to_bgr((float)hh, (float)s * (1.f / 255.f), (float)v2 * (1.f / 255.f), &fb, &fg, &fr);
+        p[0] = sat_trunc_u8(fb * 255.f);
+        p[1] = sat_trunc_u8(fg * 255.f);
+        p[2] = sat_trunc_u8(fr * 255.f);
+    }
+}
+
+void ocr_aug_jitter(OcrImage *img, int s) {
+    if (s <= 0) return;
+    int w = img->width, h = img->height, c = img->channels;
+    size_t row = (size_t)w * c;
+    // In place, bottom-right to top-left: out[y][x] reads in[y−i][x−i] with i ≥ 0, which
+    // is never a pixel already written in this order.
+    for (int y = h - 1; y >= 0; y--) {
+        uint8_t *d = img->pixels + (size_t)y * row;
+        for (int x = w - 1; x >= 0; x--) {
+            int i = y < x ? y : x;
+            if (i > s - 1) i = s - 1;
+            if (i == 0) break;  // i only shrinks as x does: the rest of the row stays
+            const uint8_t *src = img->pixels + (size_t)(y - i) * row + (size_t)(x - i) * c;
+            memcpy(d + (size_t)x * c, src, (size_t)c);
+        }
+    }
+}
+
+void ocr_aug_noise(OcrImage *img, OcrRng *rng) {
+    size_t n = (size_t)img->width * img->height * img->channels;
+    uint8_t *p = img->pixels;
+    // One random bit per value (the sign of the noise), 128 bits per Philox call.
+    uint32_t key[2] = {(uint32_t)rng->seed, (uint32_t)(rng->seed >> 32)};
+    size_t i = 0;
+    while (i < n) {
+        uint32_t ctr[4] = {(uint32_t)rng->offset, (uint32_t)(rng->offset >> 32), (uint32_t)rng->stream,
+                           (uint32_t)(rng->stream >> 32)};
+        uint32_t out[4];
+        ocr_philox4x32_10(ctr, key, out);
+        rng->offset += 4;  // consumes four 32-bit values of the stream, as ocr_rng_next_u32 would
+        for (int lane = 0; lane < 4 && i < n; lane++) {
+            uint32_t bits = out[lane];
+            for (int b = 0; b < 32 && i < n; b++, i++) {
+                uint8_t v = p[i];
+                p[i] = (uint8_t)(v - ((bits >> b) & 1u & (v != 0)));
+            }
+        }
+    }
+}
+
+void ocr_aug_invert(OcrImage *img) {
+    size_t n = (size_t)img->width * img->height * img->channels;
+    for (size_t i = 0; i < n; i++) img->pixels[i] = (uint8_t)(255 - img->pixels[i]);
+}
+
+void ocr_rec_aug_defaults(OcrRecAugParams *p) {
+    p->tia_prob = p->crop_prob = p->reverse_prob = p->noise_prob = p->jitter_prob = p->blur_prob = p->hsv_aug_prob =
+        0.4;
+}
+
+// random.random() <= prob, with < so that a probability of 0 never fires.
+static int coin(OcrRng *rng, double prob) { return ocr_rng_next_double(rng) < prob; }
+
+ocr_status_t ocr_rec_aug(OcrImage *img, const OcrRecAugParams *p, OcrRng *rng) {
+    int h = img->height, w = img->width;
+    if (coin(rng, p->tia_prob)) {
+        if (h >= 20 && w >= 20) {
+            OCR_TRY(ocr_tia_distort(img, (int)ocr_rng_next_int(rng, 3, 6), rng));
+            OCR_TRY(ocr_tia_stretch(img, (int)ocr_rng_next_int(rng, 3, 6), rng));
+        }
+        OCR_TRY(ocr_tia_perspective(img, rng));
+    }
+    h = img->height, w = img->width;
+    if (coin(rng, p->crop_prob) && h >= 20 && w >= 20) {
+        int rows = (int)ocr_rng_next_int(rng, 1, 8);
+        int from_top = (int)ocr_rng_next_int(rng, 0, 1);
+        OCR_TRY(ocr_aug_crop(img, rows, from_top));
+    }
+    if (coin(rng, p->blur_prob)) OCR_TRY(ocr_aug_blur(img));
+    if (coin(rng, p->hsv_aug_prob)) {
+        double mag = 0.001 * ocr_rng_next_double(rng);
+        double sign = ocr_rng_next_double(rng) > 0.5000001 ? 1.0 : -1.0;  // flag()
+        ocr_aug_hsv(img, mag * sign);
+    }
+    if (coin(rng, p->jitter_prob)) {
+        h = img->height, w = img->width;
+        if (h > 10 && w > 10) {
+            int m = h < w ? h : w;
+            ocr_aug_jitter(img, (int)(ocr_rng_next_double(rng) * m * 0.01));
+        }
+    }
+    if (coin(rng, p->noise_prob)) ocr_aug_noise(img, rng);
+    if (coin(rng, p->reverse_prob)) ocr_aug_invert(img);
+    return OCR_OK;
+}
+
+// ---- RecConAug ------------------------------------------------------------------------
+
+int ocr_rec_con_aug_fits(const OcrRecConAugParams *p, int cur_len, int cur_w, int cur_h, int ext_len, int ext_w,
+                         int ext_h) {
+    if (cur_len + ext_len > p->max_text_length) return 0;
+    double ratio = (double)cur_w / cur_h + (double)ext_w / ext_h;
+    return !(ratio > (double)p->image_w / p->image_h);
+}
+
+// round(w / h · H) with Python's round half to even, at least 1.
+static int con_width(int w, int h, int H) {
+    double v = rint((double)w / (double)h * (double)H);
+    return v < 1.0 ? 1 : (int)v;
+}
+
+ocr_status_t ocr_rec_con_aug_merge(OcrImage *img, const OcrImage *ext, int image_h) {
+    if (img->channels != ext->channels)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "RecConAug: images with %d and %d channels", img->channels,
+                             ext->channels);
+    int c = img->channels;
+    int w0 = con_width(img->width, img->height, image_h), w1 = con_width(ext->width, ext->height, image_h);
+    if ((int64_t)(w0 + w1) * image_h > OCR_IMAGE_MAX_PIXELS)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "RecConAug: concatenation too large");
+    OcrImage out;
+    OCR_TRY(ocr_image_alloc(&out, w0 + w1, image_h, c));
+    uint8_t *a = malloc((size_t)w0 * image_h * c), *b = malloc((size_t)w1 * image_h * c);
+    ocr_status_t st = OCR_OK;
+    if (!a || !b) st = ocr_set_error(OCR_ERR_OOM, "RecConAug: out of memory");
+    if (st == OCR_OK) st = ocr_resize_linear(a, w0, image_h, img->pixels, img->width, img->height, c);
+    if (st == OCR_OK) st = ocr_resize_linear(b, w1, image_h, ext->pixels, ext->width, ext->height, c);
+    if (st == OCR_OK) {
+        for (int y = 0; y < image_h; y++) {
+            uint8_t *d = out.pixels + (size_t)y * (w0 + w1) * c;
+            memcpy(d, a + (size_t)y * w0 * c, (size_t)w0 * c);
+            memcpy(d + (size_t)w0 * c, b + (size_t)y * w1 * c, (size_t)w1 * c);
+        }
+    }
+    free(a);
+    free(b);
+    if (st != OCR_OK) {
+        ocr_image_free(&out);
+        return st;
+    }
+    ocr_image_free(img);
+    *img = out;
+    return OCR_OK;
+}
+
+// ---- config -----------------------------------------------------------------------------
+
+static ocr_status_t get_prob(const OcrConfig *cfg, const char *base, const char *key, double def, double *out) {
+    char path[512];
+    snprintf(path, sizeof path, "%s.%s", base, key);
+    OCR_TRY(ocr_config_get_double(cfg, path, def, out));
+    return ocr_config_check_range(cfg, path, *out, 0.0, 1.0);
+}
+
+static ocr_status_t parse_shape(const OcrConfig *cfg, const char *base, int64_t *v, int *n) {
+    char path[512];
+    snprintf(path, sizeof path, "%s.image_shape", base);
+    OCR_TRY(ocr_config_get_int_list(cfg, path, v, 3, n));
+    if (*n != 0 && *n != 3)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must have 3 entries, got %d", ocr_config_source(cfg), path, *n);
+    return OCR_OK;
+}
+
+static const char *const transform_names[] = {"DecodeImage", "RecConAug", "RecAug",   "CTCLabelEncode",
+                                              "RecResizeImg", "KeepKeys", NULL};
+
+ocr_status_t ocr_transforms_parse(OcrTransformList *out, const OcrConfig *cfg, const char *path,
+                                  int global_max_text_length) {
+    memset(out, 0, sizeof *out);
+    out->order = OCR_CHANNELS_BGR;
+    out->channels = 3;
+    out->padding = 1;
+    ocr_rec_aug_defaults(&out->rec_aug);
+    const char *src = ocr_config_source(cfg);
+    const cJSON *list = ocr_config_node(cfg, path);
+    if (!list || cJSON_IsNull(list))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s is missing (a list of transforms)", src, path);
+    if (!cJSON_IsArray(list))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be a list of transforms", src, path);
+    int seen[6] = {0};
+    int idx = 0, label_at = -1, resize_at = -1, resize_c = 3;
+    for (const cJSON *item = list->child; item; item = item->next, idx++) {
+        char base[256];
+        if (!cJSON_IsObject(item) || !item->child || item->child->next)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.%d must be an object with one key (a transform name)", src,
+                                 path, idx);
+        const char *name = item->child->string;
+        int t = -1;
+        for (int i = 0; transform_names[i]; i++)
+            if (strcmp(name, transform_names[i]) == 0) t = i;
+        if (t < 0) {
+            if (strcmp(name, "MultiLabelEncode") == 0 || strcmp(name, "SARLabelEncode") == 0 ||
+                strcmp(name, "NRTRLabelEncode") == 0)
+                return ocr_set_error(OCR_ERR_CONFIG,
+                                     "%s: %s.%d: transform %s is not supported (this trainer is CTC-only: use "
+                                     "CTCLabelEncode)",
+                                     src, path, idx, name);
+            return ocr_set_error(OCR_ERR_CONFIG,
+                                 "%s: %s.%d: unknown transform %s (known: DecodeImage, RecConAug, RecAug, "
+                                 "CTCLabelEncode, RecResizeImg, KeepKeys)",
+                                 src, path, idx, name);
+        }
+        if (seen[t]) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.%d: %s appears twice", src, path, idx, name);
+        seen[t] = 1;
+        if (t != 0 && !seen[0])
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.%d: %s before DecodeImage (DecodeImage must come first)",
+                                 src, path, idx, name);
+        snprintf(base, sizeof base, "%s.%d.%s", path, idx, name);
+        const cJSON *params = item->child;
+        if (!cJSON_IsNull(params) && !cJSON_IsObject(params))
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be an object or null", src, base);
+        switch (t) {
+        case 0: {  // DecodeImage
+            static const char *const keys[] = {"img_mode", "channel_first", "ignore_orientation", NULL};
+            OCR_TRY(ocr_config_check_keys(cfg, base, keys));
+            char p[300];
+            const char *mode;
+            snprintf(p, sizeof p, "%s.img_mode", base);
+            OCR_TRY(ocr_config_get_string(cfg, p, "BGR", &mode));
+            if (strcmp(mode, "BGR") == 0) out->order = OCR_CHANNELS_BGR, out->channels = 3;
+            else if (strcmp(mode, "RGB") == 0) out->order = OCR_CHANNELS_RGB, out->channels = 3;
+            else if (strcmp(mode, "GRAY") == 0) out->order = OCR_CHANNELS_GRAY, out->channels = 1;
+            else
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be BGR, RGB or GRAY, got \"%s\"", src, p, mode);
+            int cf;
+            snprintf(p, sizeof p, "%s.channel_first", base);
+            OCR_TRY(ocr_config_get_bool(cfg, p, 0, &cf));
+            if (cf)
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be false (batches are NHWC)", src, p);
+            snprintf(p, sizeof p, "%s.ignore_orientation", base);
+            OCR_TRY(ocr_config_get_bool(cfg, p, 0, &cf));
+            break;
+        }
+        case 1: {  // RecConAug
+            static const char *const keys[] = {"prob", "ext_data_num", "image_shape", "max_text_length", NULL};
+            OCR_TRY(ocr_config_check_keys(cfg, base, keys));
+            if (label_at >= 0 || resize_at >= 0)
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must come before CTCLabelEncode and RecResizeImg", src,
+                                     base);
+            OcrRecConAugParams *c = &out->con_aug;
+            OCR_TRY(get_prob(cfg, base, "prob", 0.5, &c->prob));
+            char p[300];
+            int64_t v;
+            snprintf(p, sizeof p, "%s.ext_data_num", base);
+            OCR_TRY(ocr_config_get_int(cfg, p, 1, &v));
+            OCR_TRY(ocr_config_check_range(cfg, p, (double)v, 0, 16));
+            c->ext_data_num = (int)v;
+            snprintf(p, sizeof p, "%s.max_text_length", base);
+            OCR_TRY(ocr_config_get_int(cfg, p, 25, &v));
+            OCR_TRY(ocr_config_check_range(cfg, p, (double)v, 1, 1000));
+            c->max_text_length = global_max_text_length > 0 ? global_max_text_length : (int)v;
+            int64_t shape[3];
+            int n;
+            OCR_TRY(parse_shape(cfg, base, shape, &n));
+            if (n == 0) shape[0] = 32, shape[1] = 320, shape[2] = 3;  // the class default (32, 320, 3)
+            snprintf(p, sizeof p, "%s.image_shape", base);
+            if (shape[0] < 1 || shape[0] > 1024 || shape[1] < 1 || shape[1] > 16384)
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be [H, W, C] with 1 <= H <= 1024, 1 <= W <= 16384",
+                                     src, p);
+            c->image_h = (int)shape[0], c->image_w = (int)shape[1];
+            out->ops[out->num_ops++] = OCR_TOP_REC_CON_AUG;
+            break;
+        }
+        case 2: {  // RecAug
+            static const char *const keys[] = {"tia_prob",  "crop_prob", "reverse_prob", "noise_prob",
+                                               "jitter_prob", "blur_prob", "hsv_aug_prob", NULL};
+            OCR_TRY(ocr_config_check_keys(cfg, base, keys));
+            if (label_at >= 0 || resize_at >= 0)
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must come before CTCLabelEncode and RecResizeImg", src,
+                                     base);
+            OcrRecAugParams *a = &out->rec_aug;
+            OCR_TRY(get_prob(cfg, base, "tia_prob", 0.4, &a->tia_prob));
+            OCR_TRY(get_prob(cfg, base, "crop_prob", 0.4, &a->crop_prob));
+            OCR_TRY(get_prob(cfg, base, "reverse_prob", 0.4, &a->reverse_prob));
+            OCR_TRY(get_prob(cfg, base, "noise_prob", 0.4, &a->noise_prob));
+            OCR_TRY(get_prob(cfg, base, "jitter_prob", 0.4, &a->jitter_prob));
+            OCR_TRY(get_prob(cfg, base, "blur_prob", 0.4, &a->blur_prob));
+            OCR_TRY(get_prob(cfg, base, "hsv_aug_prob", 0.4, &a->hsv_aug_prob));
+            out->ops[out->num_ops++] = OCR_TOP_REC_AUG;
+            break;
+        }
+        case 3: {  // CTCLabelEncode: the dictionary and max_text_length come from Global
+            static const char *const keys[] = {NULL};
+            ocr_status_t st = ocr_config_check_keys(cfg, base, keys);
+            if (st != OCR_OK)
+                return ocr_wrap_error(st, "CTCLabelEncode takes its settings from Global (character_dict_path, "
+                                          "use_space_char, max_text_length)");
+            label_at = idx;
+            break;
+        }
+        case 4: {  // RecResizeImg
+            static const char *const keys[] = {"image_shape", "padding", "infer_mode", "character_dict_path", NULL};
+            OCR_TRY(ocr_config_check_keys(cfg, base, keys));
+            int64_t shape[3];
+            int n;
+            OCR_TRY(parse_shape(cfg, base, shape, &n));
+            char p[300];
+            snprintf(p, sizeof p, "%s.image_shape", base);
+            if (n == 0) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s is missing ([C, H, W])", src, p);
+            if ((shape[0] != 1 && shape[0] != 3) || shape[1] < 1 || shape[1] > 1024 || shape[2] < 1 ||
+                shape[2] > 16384)
+                return ocr_set_error(OCR_ERR_CONFIG,
+                                     "%s: %s must be [C, H, W] with C 1 or 3, 1 <= H <= 1024, 1 <= W <= 16384", src,
+                                     p);
+            resize_c = (int)shape[0];
+            out->resize_h = (int)shape[1], out->resize_w = (int)shape[2];
+            snprintf(p, sizeof p, "%s.padding", base);
+            OCR_TRY(ocr_config_get_bool(cfg, p, 1, &out->padding));
+            int infer;
+            snprintf(p, sizeof p, "%s.infer_mode", base);
+            OCR_TRY(ocr_config_get_bool(cfg, p, 0, &infer));
+            if (infer)
+                return ocr_set_error(OCR_ERR_CONFIG,
+                                     "%s: %s: infer_mode (variable width) is not supported in datasets", src, p);
+            const char *unused;
+            snprintf(p, sizeof p, "%s.character_dict_path", base);
+            OCR_TRY(ocr_config_get_string(cfg, p, NULL, &unused));
+            out->has_resize = 1;
+            resize_at = idx;
+            break;
+        }
+        case 5: {  // KeepKeys
+            static const char *const keys[] = {"keep_keys", NULL};
+            OCR_TRY(ocr_config_check_keys(cfg, base, keys));
+            break;
+        }
+        }
+    }
+    if (!seen[0]) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s has no DecodeImage", src, path);
+    if (!seen[3]) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s has no CTCLabelEncode", src, path);
+    if (out->has_resize && resize_c != out->channels)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s: RecResizeImg has %d channels but DecodeImage gives %d", src,
+                             path, resize_c, out->channels);
+    return OCR_OK;
+}

@@ -1,0 +1,232 @@
+// WarpMLS and the three TIA warps (PaddleOCR ppocr/data/imaug/text_image_aug/): similarity
+// moving-least-squares deformation evaluated on a 100-px grid and interpolated inside
+// each cell. See transforms.h for the arithmetic kept from the original.
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/transforms.h"
+
+#define MLS_GRID 100
+
+// Grid positions along one axis: 0, 100, 200, ... below n, plus n − 1.
+static int grid_nodes(int n, int *nodes) {
+    int k = 0;
+    for (int v = 0; v < n; v += MLS_GRID) nodes[k++] = v;
+    if (nodes[k - 1] != n - 1) nodes[k++] = n - 1;
+    return k;
+}
+
+static int node_index(const int *nodes, int count, int v) {
+    for (int i = 0; i < count; i++)
+        if (nodes[i] == v) return i;
+    OCR_ASSERT(0, "grid position %d is not a node", v);
+    return 0;
+}
+
+// The source position for output pixel (x, y): similarity MLS of dst_pts → src_pts with
+// weights 1/|p − v|². A control point that coincides with (x, y) maps exactly to its
+// source point, except the last one (the original's loop falls through and leaves it out).
+static void mls_point(double x, double y, const OcrPointD *src, const OcrPointD *dst, int n, double *w, double *ox,
+                      double *oy) {
+    double sw = 0, spx = 0, spy = 0, sqx = 0, sqy = 0;
+    int hit = -1;
+    for (int k = 0; k < n; k++) {
+        if (x == dst[k].x && y == dst[k].y) {
+            hit = k;
+            break;
+        }
+        double ddx = x - dst[k].x, ddy = y - dst[k].y;
+        w[k] = 1.0 / (ddx * ddx + ddy * ddy);
+        sw += w[k];
+        spx += w[k] * dst[k].x, spy += w[k] * dst[k].y;
+        sqx += w[k] * src[k].x, sqy += w[k] * src[k].y;
+    }
+    if (hit >= 0 && hit < n - 1) {
+        *ox = src[hit].x, *oy = src[hit].y;
+        return;
+    }
+    double psx = spx / sw, psy = spy / sw, qsx = sqx / sw, qsy = sqy / sw;
+    double miu = 0;
+    for (int k = 0; k < n; k++) {
+        if (k == hit) continue;
+        double pix = dst[k].x - psx, piy = dst[k].y - psy;
+        miu += w[k] * (pix * pix + piy * piy);
+    }
+    double cx = x - psx, cy = y - psy;  // cur_pt − p*
+    double cjx = -cy, cjy = cx;         // its perpendicular
+    double nx = 0, ny = 0;
+    for (int k = 0; k < n; k++) {
+        if (k == hit) continue;
+        double pix = dst[k].x - psx, piy = dst[k].y - psy;
+        double pjx = -piy, pjy = pix;
+        double tx = (pix * cx + piy * cy) * src[k].x - (pjx * cx + pjy * cy) * src[k].y;
+        double ty = -(pix * cjx + piy * cjy) * src[k].x + (pjx * cjx + pjy * cjy) * src[k].y;
+        double f = w[k] / miu;
+        nx += tx * f, ny += ty * f;
+    }
+    *ox = nx + qsx, *oy = ny + qsy;
+}
+
+// Rounded to 1/65536 px so that floating-point noise around an exact identity vanishes.
+static double snap(double d) { return nearbyint(d * 65536.0) / 65536.0; }
+
+ocr_status_t ocr_warp_mls(OcrImage *dst, const OcrImage *src, const OcrPointD *src_pts, const OcrPointD *dst_pts,
+                          int n) {
+    int W = src->width, H = src->height, c = src->channels;
+    OcrImage out;
+    OCR_TRY(ocr_image_alloc(&out, W, H, c));
+    if (n < 2) {
+        memcpy(out.pixels, src->pixels, (size_t)W * H * c);
+        *dst = out;
+        return OCR_OK;
+    }
+    int nxn = W / MLS_GRID + 2, nyn = H / MLS_GRID + 2;
+    int *xs = malloc(sizeof(int) * ((size_t)nxn + nyn));
+    double *rd = malloc(sizeof(double) * (2 * (size_t)nxn * nyn + n));
+    if (!xs || !rd) {
+        free(xs);
+        free(rd);
+        ocr_image_free(&out);
+        return ocr_set_error(OCR_ERR_OOM, "WarpMLS: out of memory");
+    }
+    int *ys = xs + nxn;
+    nxn = grid_nodes(W, xs);
+    nyn = grid_nodes(H, ys);
+    double *rdx = rd, *rdy = rd + (size_t)nxn * nyn, *wk = rdy + (size_t)nxn * nyn;
+    for (int a = 0; a < nyn; a++)
+        for (int b = 0; b < nxn; b++) {
+            double ox, oy;
+            mls_point(xs[b], ys[a], src_pts, dst_pts, n, wk, &ox, &oy);
+            rdx[a * nxn + b] = snap(ox - xs[b]);
+            rdy[a * nxn + b] = snap(oy - ys[a]);
+        }
+    size_t stride = (size_t)W * c;
+    const uint8_t *s = src->pixels;
+    double maxx = W - 1, maxy = H - 1;
+    for (int i = 0; i < H; i += MLS_GRID) {
+        int ni = i + MLS_GRID, h = MLS_GRID;
+        if (ni >= H) ni = H - 1, h = ni - i + 1;
+        int a0 = node_index(ys, nyn, i), a1 = node_index(ys, nyn, ni);
+        for (int j = 0; j < W; j += MLS_GRID) {
+            int nj = j + MLS_GRID, w = MLS_GRID;
+            if (nj >= W) nj = W - 1, w = nj - j + 1;
+            int b0 = node_index(xs, nxn, j), b1 = node_index(xs, nxn, nj);
+            double x11 = rdx[a0 * nxn + b0], x12 = rdx[a0 * nxn + b1], x21 = rdx[a1 * nxn + b0],
+                   x22 = rdx[a1 * nxn + b1];
+            double y11 = rdy[a0 * nxn + b0], y12 = rdy[a0 * nxn + b1], y21 = rdy[a1 * nxn + b0],
+                   y22 = rdy[a1 * nxn + b1];
+            for (int di = 0; di < h; di++) {
+                double fr = (double)di / h;
+                uint8_t *d = out.pixels + (size_t)(i + di) * stride;
+                for (int dj = 0; dj < w; dj++) {
+                    double fc = (double)dj / w;
+                    double dx = (x11 * (1 - fc) + x12 * fc) * (1 - fr) + (x21 * (1 - fc) + x22 * fc) * fr;
+                    double dy = (y11 * (1 - fc) + y12 * fc) * (1 - fr) + (y21 * (1 - fc) + y22 * fc) * fr;
+                    double nx = j + dj + dx, ny = i + di + dy;
+                    nx = nx < 0 ? 0 : nx > maxx ? maxx : nx;
+                    ny = ny < 0 ? 0 : ny > maxy ? maxy : ny;
+                    int x0 = (int)floor(nx), y0 = (int)floor(ny), x1 = (int)ceil(nx), y1 = (int)ceil(ny);
+                    double wr = ny - y0, wc = nx - x0;
+                    const uint8_t *p00 = s + (size_t)y0 * stride + (size_t)x0 * c;
+                    const uint8_t *p01 = s + (size_t)y0 * stride + (size_t)x1 * c;
+                    const uint8_t *p10 = s + (size_t)y1 * stride + (size_t)x0 * c;
+                    const uint8_t *p11 = s + (size_t)y1 * stride + (size_t)x1 * c;
+                    uint8_t *o = d + (size_t)(j + dj) * c;
+                    for (int k = 0; k < c; k++) {
+                        double v = (p00[k] * (1 - wc) + p01[k] * wc) * (1 - wr) + (p10[k] * (1 - wc) + p11[k] * wc) * wr;
+                        float f = (float)v;  // NumPy stores into a float32 image, then clips and truncates
+                        o[k] = (uint8_t)(f < 0.f ? 0 : f > 255.f ? 255 : (int)f);
+                    }
+                }
+            }
+        }
+    }
+    free(xs);
+    free(rd);
+    *dst = out;
+    return OCR_OK;
+}
+
+// np.random.randint(t): uniform in [0, t). PaddleOCR raises for t <= 0 (a sample then
+// gets replaced); we return 0, i.e. no displacement.
+static int randint_below(OcrRng *rng, int t) { return t <= 0 ? 0 : (int)ocr_rng_next_int(rng, 0, t - 1); }
+
+static ocr_status_t warp_replace(OcrImage *img, const OcrPointD *src, const OcrPointD *dst, int n) {
+    OcrImage out;
+    OCR_TRY(ocr_warp_mls(&out, img, src, dst, n));
+    ocr_image_free(img);
+    *img = out;
+    return OCR_OK;
+}
+
+#define TIA_MAX_POINTS (4 + 2 * 5)
+
+ocr_status_t ocr_tia_distort(OcrImage *img, int segment, OcrRng *rng) {
+    OCR_ASSERT(segment >= 1 && segment <= 6);
+    int w = img->width, h = img->height;
+    int cut = w / segment, thresh = cut / 3;
+    OcrPointD src[TIA_MAX_POINTS], dst[TIA_MAX_POINTS];
+    int n = 0;
+    src[0] = (OcrPointD){0, 0}, src[1] = (OcrPointD){w, 0}, src[2] = (OcrPointD){w, h}, src[3] = (OcrPointD){0, h};
+    // Draws in the original's evaluation order (left to right, x before y).
+    double a, b;
+    a = randint_below(rng, thresh), b = randint_below(rng, thresh);
+    dst[0] = (OcrPointD){a, b};
+    a = w - randint_below(rng, thresh), b = randint_below(rng, thresh);
+    dst[1] = (OcrPointD){a, b};
+    a = w - randint_below(rng, thresh), b = h - randint_below(rng, thresh);
+    dst[2] = (OcrPointD){a, b};
+    a = randint_below(rng, thresh), b = h - randint_below(rng, thresh);
+    dst[3] = (OcrPointD){a, b};
+    n = 4;
+    double half = thresh * 0.5;
+    for (int ci = 1; ci < segment; ci++) {
+        src[n] = (OcrPointD){(double)cut * ci, 0};
+        src[n + 1] = (OcrPointD){(double)cut * ci, h};
+        a = cut * ci + randint_below(rng, thresh) - half, b = randint_below(rng, thresh) - half;
+        dst[n] = (OcrPointD){a, b};
+        a = cut * ci + randint_below(rng, thresh) - half, b = h + randint_below(rng, thresh) - half;
+        dst[n + 1] = (OcrPointD){a, b};
+        n += 2;
+    }
+    return warp_replace(img, src, dst, n);
+}
+
+ocr_status_t ocr_tia_stretch(OcrImage *img, int segment, OcrRng *rng) {
+    OCR_ASSERT(segment >= 1 && segment <= 6);
+    int w = img->width, h = img->height;
+    int cut = w / segment, thresh = cut * 4 / 5;
+    OcrPointD src[TIA_MAX_POINTS], dst[TIA_MAX_POINTS];
+    src[0] = dst[0] = (OcrPointD){0, 0};
+    src[1] = dst[1] = (OcrPointD){w, 0};
+    src[2] = dst[2] = (OcrPointD){w, h};
+    src[3] = dst[3] = (OcrPointD){0, h};
+    int n = 4;
+    double half = thresh * 0.5;
+    for (int ci = 1; ci < segment; ci++) {
+        double move = randint_below(rng, thresh) - half;
+        src[n] = (OcrPointD){(double)cut * ci, 0};
+        src[n + 1] = (OcrPointD){(double)cut * ci, h};
+        dst[n] = (OcrPointD){cut * ci + move, 0};
+        dst[n + 1] = (OcrPointD){cut * ci + move, h};
+        n += 2;
+    }
+    return warp_replace(img, src, dst, n);
+}
+
+ocr_status_t ocr_tia_perspective(OcrImage *img, OcrRng *rng) {
+    int w = img->width, h = img->height;
+    int thresh = h / 2;
+    OcrPointD src[4] = {{0, 0}, {w, 0}, {w, h}, {0, h}}, dst[4];
+    double a;
+    a = randint_below(rng, thresh);
+    dst[0] = (OcrPointD){0, a};
+    a = randint_below(rng, thresh);
+    dst[1] = (OcrPointD){w, a};
+    a = h - randint_below(rng, thresh);
+    dst[2] = (OcrPointD){w, a};
+    a = h - randint_below(rng, thresh);
+    dst[3] = (OcrPointD){0, a};
+    return warp_replace(img, src, dst, 4);
+}
