@@ -1,0 +1,131 @@
+// The AMP engine attached to a model's tables: the pieces of a training step the trainer calls.
+//
+// It works on the model's public structs only (OcrOpTable, OcrParamTable: fields, never
+// functions of models/), so the amp library stays below the model library.
+//
+//   AmpConfig cfg;  amp_config_from_config(&cfg, config);         // validates every AMP key
+//   AmpEngine e;    amp_engine_init(&e, &cfg);                     // takes over cfg
+//   amp_engine_attach(&e, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m));
+//                   // right after the model is built, before its first plan or forward
+//   per step:
+//     amp_engine_begin_step(&e);                  // BN statistics snapshot, O1 cast cache
+//     ocr_model_forward(m, images, 1);
+//     amp_engine_after_forward(&e);               // op-call counts, activation amax every N
+//     logits = amp_loss_logits(ocr_model_logits(m), &buf);          // the loss gets f32
+//     ctc_loss_forward(..., dl32, ..., {.grad_scale = amp_engine_loss_scale(&e)});
+//     amp_loss_dlogits(ocr_model_dlogits(m), dl32);
+//     ocr_model_backward(m);
+//     if (!amp_engine_check_grads(&e))            // fused unscale + finite check, location
+//         for each parameter i: AdamParams p = ...; amp_engine_adam_params(&e, i, &p);
+//             adam_update(&param_i, amp_engine_master(&e, i), &m_i, &v_i, &grad_i, p);
+//         (or amp_engine_adam_step, which does exactly that)
+//     amp_engine_end_step(&e);                    // skip bookkeeping, BN restore, scale update, log
+//
+// Precision levels on the tables:
+// - O0: nothing changes; the scaler is off; overflow checks still skip steps with inf/NaN.
+// - O1: op compute dtypes from the policy; parameters stay f32; a cast cache holds the
+//   low-precision copies of the weights, biases and embeddings of low-precision ops, made once
+//   per step (the model reads them through amp_cast_cache_get; see docs/AMP.md).
+// - O2: those parameters become low precision in the table itself (relaid out, the gradient
+//   buffer follows), their f32 masters live in AmpMaster; BN/LN parameters (role NORM),
+//   LearnableAffineBlock scalars (role SCALAR) and everything of f32 ops stay f32.
+#ifndef OCR_AMP_ENGINE_H
+#define OCR_AMP_ENGINE_H
+
+#include <stdint.h>
+
+#include "amp/check.h"
+#include "amp/policy.h"
+#include "amp/scaler.h"
+#include "amp/stats.h"
+#include "amp/weights.h"
+#include "core/config.h"
+#include "kernels/ops.h"
+#include "models/params.h"
+#include "models/svtr/nn.h"
+
+typedef struct {
+    AmpPolicy policy;
+    AmpScalerConfig scaler;
+    int stochastic_rounding;      // Global.amp_stochastic_rounding (O2 only)
+    uint64_t seed;                // Global.seed, for stochastic rounding
+    int64_t activation_stats_every;  // Global.amp_activation_stats_every (0: off)
+} AmpConfig;
+
+// Reads every AMP key (docs/AMP.md); an unknown Global.amp_* key, a wrong type or value is
+// OCR_ERR_CONFIG naming the key. Nothing is allocated on failure.
+ocr_status_t amp_config_from_config(AmpConfig *c, const OcrConfig *cfg);
+// AMP off (O0, scaler off).
+void amp_config_init_off(AmpConfig *c);
+void amp_config_free(AmpConfig *c);
+
+typedef struct {
+    AmpConfig cfg;
+    AmpScaler scaler;
+    AmpCastCache cache;  // O1
+    AmpMaster master;    // O2
+    AmpSnapshot bn;      // BN running statistics before this step's forward
+    AmpStats stats;      // layers = the op table's entries
+
+    OcrOpTable *ops;
+    OcrParamTable *params, *bnstats;
+    int *param_op;       // owning op of each parameter (-1: none found)
+    OcrTensor *param_views, *grad_views;
+    OcrTensor **grad_list;
+    float *grad_amax, *grad_scale;
+    int *grad_nonfinite;
+
+    int64_t step;        // optimizer steps attempted so far (the current one while in a step)
+    int in_step, checked;
+    AmpCheckResult last;  // of the current/last step
+    int last_layer;       // op index of the first bad layer in backward order (-1)
+    float last_scale_before, last_scale_after;
+} AmpEngine;
+
+// Takes over cfg (the caller does not free it).
+void amp_engine_init(AmpEngine *e, AmpConfig *cfg);
+void amp_engine_free(AmpEngine *e);
+
+// Applies the policy to the op table (each op's input is taken to be the op before it in the
+// table, which is build = forward order), converts parameters for O1/O2 and sets up the
+// statistics. A pattern of Global.amp_fp32_layers that matches no layer is a config error.
+// bnstats may be NULL. Call once, before the model's first plan or forward.
+ocr_status_t amp_engine_attach(AmpEngine *e, OcrOpTable *ops, OcrParamTable *params, OcrParamTable *bnstats);
+
+// The owning op of a parameter name: the op named like it, or like it without its last
+// ".component" ("backbone.conv1.conv.weight" -> "backbone.conv1.conv"). -1 when none.
+int amp_param_owner(const OcrOpTable *ops, const char *param_name);
+
+ocr_status_t amp_engine_begin_step(AmpEngine *e);
+// After the training forward, before the backward (op outputs are still valid).
+void amp_engine_after_forward(AmpEngine *e);
+static inline float amp_engine_loss_scale(const AmpEngine *e) { return amp_scaler_scale(&e->scaler); }
+// After the backward: one fused pass over all gradients. Returns 1 when the step must be
+// skipped (inf/NaN found); the first bad layer is e->last_layer.
+int amp_engine_check_grads(AmpEngine *e);
+// Fills grad_scale and the stochastic-rounding fields of an AdamParams for parameter i.
+void amp_engine_adam_params(const AmpEngine *e, int i, AdamParams *p);
+OcrTensor *amp_engine_master(AmpEngine *e, int i);
+// Runs adam_update over every parameter unless the checked step overflowed; fill(user, i, &p)
+// sets lr, betas, eps, decay and step (grad_scale and rounding are set afterwards).
+// m[i], v[i]: f32 moments. Returns 1 when the update ran.
+typedef void (*amp_adam_fill_fn)(void *user, int param, AdamParams *p);
+int amp_engine_adam_step(AmpEngine *e, OcrTensor *m, OcrTensor *v, amp_adam_fill_fn fill, void *user);
+// Ends the step: on overflow restores the BN statistics and logs the step, the layer and the
+// scale before and after (warning); updates the scaler and the statistics.
+void amp_engine_end_step(AmpEngine *e);
+
+// The loss always gets f32 logits: returns logits when f32, else casts them into *buf (a
+// WORKSPACE tensor allocated or resized on demand; free it with ocr_tensor_free).
+const OcrTensor *amp_loss_logits(const OcrTensor *logits, OcrTensor *buf);
+// Writes the f32 loss gradient into the model's dlogits (rounded to its dtype).
+void amp_loss_dlogits(OcrTensor *model_dlogits, const OcrTensor *dlogits_f32);
+
+// Bytes each category gains or loses under this engine (for reports): the cast cache
+// (PARAMS), masters (MASTER), the BN snapshot (WORKSPACE).
+typedef struct {
+    int64_t cast_cache_bytes, master_bytes, snapshot_bytes;
+} AmpMemory;
+AmpMemory amp_engine_memory(const AmpEngine *e);
+
+#endif
