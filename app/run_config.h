@@ -1,0 +1,106 @@
+// The application's view of a config: every key of Global, Optimizer, Loss, PostProcess,
+// Metric, Train and Eval read, type- and range-checked, before anything starts.
+//
+// Architecture is validated by the model (ocr_arch_from_config), the transform lists by the
+// data library (ocr_transforms_parse) and the AMP keys by the AMP engine
+// (amp_config_from_config); run_config_load calls all three, so one call answers "is this
+// config valid?" with a message that names the key (and, for an unknown key, the nearest
+// known one).
+#ifndef OCR_APP_RUN_CONFIG_H
+#define OCR_APP_RUN_CONFIG_H
+
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/device.h"
+#include "core/error.h"
+
+typedef enum { LR_COSINE = 0, LR_PIECEWISE, LR_CONST } lr_kind_t;
+
+#define RUN_MAX_PIECES 16
+#define RUN_MAX_LABEL_FILES 16
+
+typedef struct {
+    lr_kind_t kind;
+    double learning_rate;  // Cosine/Const: the base rate; Piecewise: values[0]
+    double warmup_epoch;   // linear warm-up from 0 over round(warmup_epoch · steps_per_epoch) iterations
+    int n_decay;           // Piecewise: boundaries in epochs (n_decay) and values (n_decay + 1)
+    double decay_epochs[RUN_MAX_PIECES];
+    double values[RUN_MAX_PIECES + 1];
+} LrConfig;
+
+typedef struct {
+    int adamw;            // 0: Adam with coupled L2 (Paddle's regularizer), 1: AdamW (decoupled)
+    double beta1, beta2, epsilon;
+    LrConfig lr;
+    double l2_factor;     // Optimizer.regularizer.factor (Adam): the "global" decay of parameters
+    double weight_decay;  // AdamW's decoupled coefficient
+    int one_dim_no_decay; // AdamW: one_dim_param_no_weight_decay
+    char no_decay_names[8][64];  // AdamW: no_weight_decay_name (substrings of parameter names)
+    int n_no_decay_names;
+    double clip_norm;         // per-tensor norm clipping (ClipGradByNorm); 0: off
+    double clip_norm_global;  // global norm clipping (ClipGradByGlobalNorm); 0: off
+} OptimConfig;
+
+typedef struct {
+    int present;               // the section exists
+    const char *data_dir;      // owned by the config
+    const char *label_files[RUN_MAX_LABEL_FILES];
+    int n_label_files;
+    double ratios[RUN_MAX_LABEL_FILES];
+    int n_ratios;
+    const char *delimiter;
+    int shuffle, drop_last, batch_size, num_workers;
+} DataConfig;
+
+typedef struct {
+    // Global
+    int64_t epoch_num;
+    int64_t print_batch_step;
+    int64_t log_smooth_window;
+    int64_t eval_start, eval_every;  // eval_batch_step [start, every]; every 0: once per epoch
+    int64_t save_epoch_step;
+    int cal_metric_during_train;
+    const char *save_model_dir;
+    const char *pretrained_model;  // NULL: none
+    const char *checkpoints;       // NULL: none
+    const char *dict_path;         // NULL: the default charset
+    int use_space_char;
+    int max_text_length;
+    uint64_t seed;
+    const char *device_name;  // "cpu", "gpu", "auto", "cuda:N"
+    int threads;              // OpenMP threads, 0: all
+    double accuracy_tolerance;
+    int use_amp;
+    // Loss / metric
+    int use_focal_loss;
+    int ignore_space, is_filter;
+    OptimConfig optim;
+    DataConfig train, eval;
+} RunConfig;
+
+// What a command needs from the config (a missing section is an error only when needed).
+enum { RUN_NEED_TRAIN = 1, RUN_NEED_EVAL = 2 };
+
+// Loads the file, applies PaddleOCR-style shorthands (`--use_amp true` = -o Global.use_amp=true
+// and so on, see run_config_shorthand) and overrides, then validates everything. On success
+// *cfg is the loaded config (the RunConfig's strings point into it). Errors are
+// OCR_ERR_CONFIG/NOT_FOUND/FORMAT with a message naming the file and key.
+ocr_status_t run_config_load(OcrConfig **cfg, RunConfig *rc, const char *path, const char *const *overrides,
+                             int n_overrides, int need);
+// Validates an already-loaded config and fills rc.
+ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need);
+
+// PaddleOCR's one-line AMP flags: "--use_amp", "--scale_loss", "--amp_level", "--amp_dtype",
+// "--use_dynamic_loss_scaling", "--amp_custom_black_list", "--amp_custom_white_list". Returns
+// the Global key ("Global.use_amp") for a flag, NULL for anything else.
+const char *run_config_shorthand(const char *flag);
+
+// The learning rate at iteration `iter` (0-based, counted over every iteration, skipped ones
+// included, as Paddle's scheduler steps every iteration).
+double lr_at(const LrConfig *lr, int64_t iter, int64_t steps_per_epoch, int64_t epochs);
+
+// Parses a memory size: "16G", "16GiB", "512MB", "1.5g", plain bytes. Binary units.
+int parse_memory_size(const char *text, int64_t *bytes);
+
+#endif

@@ -1,0 +1,654 @@
+#include "app/trainer.h"
+
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp/engine.h"
+#include "app/checkpoint.h"
+#include "app/evaluate.h"
+#include "app/feed.h"
+#include "app/optim.h"
+#include "core/fileio.h"
+#include "core/timer.h"
+#include "kernels/ctc.h"
+#include "models/model.h"
+
+volatile sig_atomic_t train_stop_requested = 0;
+
+// The model's training-forward counter drives its dropout draws; a resumed run must continue
+// it. These entry points are optional (weak) until models/model.h declares them: without
+// them a resume is exact only for networks without dropout (a warning says so).
+extern uint64_t ocr_model_get_step(const OcrModel *m) __attribute__((weak));
+extern void ocr_model_set_step(OcrModel *m, uint64_t step) __attribute__((weak));
+
+// Whether the model library runs networks on a CUDA device in this build. The models run on
+// the CPU backend only so far (ocr_model_forward refuses device tensors).
+#define APP_MODELS_ON_GPU 0
+
+void app_set_threads(int threads) {
+    if (threads > 0) omp_set_num_threads(threads);
+}
+
+ocr_status_t app_resolve_device(const char *name, char *resolved, size_t cap) {
+    ocr_device_t d;
+    ocr_status_t st = ocr_device_parse(name, &d);
+    if (st == OCR_ERR_NOT_FOUND) return st;
+    if (st != OCR_OK) return ocr_set_error(OCR_ERR_CONFIG, "Global.device: %s", ocr_last_error());
+    if (d.type == OCR_DEVICE_CUDA && !APP_MODELS_ON_GPU) {
+        if (strcmp(name, "auto") != 0)
+            return ocr_set_error(OCR_ERR_UNSUPPORTED, "Global.device %s: this build trains on the CPU only (the "
+                                 "CUDA model path is not available yet); use Global.device cpu or auto", name);
+        ocr_log(OCR_LOG_INFO, "a GPU is present, but this build trains on the CPU; using the CPU");
+        d = ocr_cpu();
+    }
+    ocr_device_name(d, resolved, (int)cap);
+    return OCR_OK;
+}
+
+void train_result_free(TrainResult *r) {
+    free(r->steps);
+    free(r->evals);
+    memset(r, 0, sizeof *r);
+}
+
+typedef struct {
+    const OcrConfig *cfg;
+    const RunConfig *rc;
+    const TrainOptions *opt;
+    TrainResult *res;
+
+    OcrDict dict;
+    int dict_ok;
+    Feed train, eval;
+    int train_ok, eval_ok;
+    OcrModel *m;
+    AmpEngine amp;
+    int amp_ok;
+    Optimizer optim;
+    int optim_ok;
+    FeedBatch batch;
+    OcrTensor images, dl32, logits_buf;
+    float *losses, *clip;
+    int32_t *infeasible;
+    OcrTensor *grad_views;
+    OcrTensor **grads;
+    FILE *metrics;
+    char dir[2048];
+    CkptState st;  // position and counters; saved as the checkpoint state
+    int64_t steps_per_epoch, total_iters;
+    double *loss_window;
+    int64_t window_n;
+    int resumed_without_step;
+} Trainer;
+
+static ocr_status_t push_step(TrainResult *r, const StepRecord *s) {
+    if (r->n_steps == r->cap_steps) {
+        int64_t cap = r->cap_steps ? 2 * r->cap_steps : 256;
+        StepRecord *n = realloc(r->steps, (size_t)cap * sizeof *n);
+        if (!n) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        r->steps = n;
+        r->cap_steps = cap;
+    }
+    r->steps[r->n_steps++] = *s;
+    return OCR_OK;
+}
+
+static ocr_status_t push_eval(TrainResult *r, const EvalRecord *e) {
+    if (r->n_evals == r->cap_evals) {
+        int cap = r->cap_evals ? 2 * r->cap_evals : 16;
+        EvalRecord *n = realloc(r->evals, (size_t)cap * sizeof *n);
+        if (!n) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        r->evals = n;
+        r->cap_evals = cap;
+    }
+    r->evals[r->n_evals++] = *e;
+    return OCR_OK;
+}
+
+// ---- setup ---------------------------------------------------------------------------------------
+
+static void fill_state_from_run(Trainer *t) {
+    CkptState *s = &t->st;
+    s->epoch = t->train.epoch;
+    s->batch_in_epoch = t->train.next_batch;
+    s->updates = t->optim.updates;
+    s->model_step = ocr_model_get_step ? ocr_model_get_step(t->m) : 0;
+    s->seed = t->rc->seed;
+    s->loss_scale = t->amp.scaler.scale;
+    s->scaler_good = t->amp.scaler.good_steps;
+    s->scaler_bad = t->amp.scaler.bad_steps;
+    s->scaler_steps = t->amp.scaler.steps;
+    s->scaler_overflows = t->amp.scaler.overflow_steps;
+    s->amp_step = t->amp.step;
+    s->skipped_steps = t->amp.stats.skipped_steps;
+    snprintf(s->amp_level, sizeof s->amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
+    snprintf(s->amp_dtype, sizeof s->amp_dtype, "%s",
+             t->amp.cfg.policy.level == OCR_AMP_O0 ? "float32" : ocr_dtype_name(t->amp.cfg.policy.dtype));
+}
+
+static ocr_status_t save_checkpoint(Trainer *t, const char *name) {
+    if (!t->opt->save_checkpoints) return OCR_OK;
+    char dir[2200];
+    snprintf(dir, sizeof dir, "%s/%s", t->dir, name);
+    fill_state_from_run(t);
+    return ckpt_save(dir, t->m, &t->optim, &t->amp, &t->st);
+}
+
+// Keeps the metrics.jsonl lines of iterations <= iter (a resumed run rewrites what followed).
+static ocr_status_t truncate_metrics(const char *path, int64_t iter) {
+    if (!ocr_file_exists(path)) return OCR_OK;
+    char *text;
+    size_t size;
+    OCR_TRY(ocr_read_file(path, &text, &size));
+    size_t keep = 0;
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+        char save = line[len - (nl ? 1 : 0)];
+        line[len - (nl ? 1 : 0)] = '\0';
+        cJSON *o = cJSON_Parse(line);
+        line[len - (nl ? 1 : 0)] = save;
+        const cJSON *it = o ? cJSON_GetObjectItemCaseSensitive(o, "iter") : NULL;
+        int ok = cJSON_IsNumber(it) && it->valuedouble <= (double)iter;
+        cJSON_Delete(o);
+        if (!ok) break;
+        memmove(text + keep, line, len);
+        keep += len;
+        line += len;
+    }
+    ocr_status_t st = ocr_write_file_atomic(path, text, keep);
+    free(text);
+    return st;
+}
+
+static ocr_status_t setup(Trainer *t) {
+    const RunConfig *rc = t->rc;
+    const OcrConfig *cfg = t->cfg;
+    TrainResult *res = t->res;
+    char dev[32];
+    OCR_TRY(app_resolve_device(rc->device_name, dev, sizeof dev));
+    app_set_threads(rc->threads);
+
+    OCR_TRY(ocr_dict_load(&t->dict, rc->dict_path, rc->use_space_char));
+    t->dict_ok = 1;
+    OCR_TRY(feed_open(&t->train, cfg, rc, "Train", &t->dict, 1));
+    t->train_ok = 1;
+    if (t->opt->batch_size > 0) t->train.batch_size = t->opt->batch_size;
+    if (rc->eval.present) {
+        OCR_TRY(feed_open(&t->eval, cfg, rc, "Eval", &t->dict, 0));
+        t->eval_ok = 1;
+    }
+    t->steps_per_epoch = feed_batches_per_epoch(&t->train);
+    if (t->steps_per_epoch < 1)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: the Train split makes no batch of %d", ocr_config_source(cfg),
+                             t->train.batch_size);
+    t->total_iters = t->steps_per_epoch * rc->epoch_num;
+
+    OCR_TRY(ocr_model_from_config(&t->m, cfg));
+    const OcrArch *arch = ocr_model_arch(t->m);
+    if (arch->num_classes != t->dict.num_classes)
+        return ocr_set_error(OCR_ERR_CONFIG, "the head has %d classes but the dictionary %d", arch->num_classes,
+                             t->dict.num_classes);
+    if (arch->in_channels != t->train.channels)
+        return ocr_set_error(OCR_ERR_CONFIG, "the model takes %d channels, the Train transforms give %d",
+                             arch->in_channels, t->train.channels);
+
+    // Weights: a checkpoint restores everything; pretrained weights only seed the parameters.
+    char ckdir[2200] = "";
+    memset(&t->st, 0, sizeof t->st);
+    t->st.best_acc = -1;
+    if (rc->checkpoints) {
+        OCR_TRY(ckpt_resolve(rc->checkpoints, ckdir, sizeof ckdir));
+        OCR_TRY(ckpt_load_state(ckdir, &t->st));
+        char w[2300];
+        snprintf(w, sizeof w, "%s/model.safetensors", ckdir);
+        ocr_status_t st = ocr_model_load_weights(t->m, w);
+        if (st != OCR_OK) return ocr_wrap_error(st, "Global.checkpoints");
+        if (t->st.seed != rc->seed)
+            ocr_log(OCR_LOG_WARN, "resuming %s with Global.seed %llu; it was trained with %llu (data order and "
+                    "augmentation change)", ckdir, (unsigned long long)rc->seed, (unsigned long long)t->st.seed);
+    } else if (rc->pretrained_model) {
+        int loaded, skipped;
+        ocr_status_t st = ckpt_load_pretrained(t->m, rc->pretrained_model, &loaded, &skipped);
+        if (st != OCR_OK) return ocr_wrap_error(st, "Global.pretrained_model");
+        ocr_log(OCR_LOG_INFO, "pretrained weights %s: %d tensors loaded, %d kept their initial values",
+                rc->pretrained_model, loaded, skipped);
+    }
+
+    // AMP: the policy goes onto the op table before the first plan; O2 creates the masters.
+    AmpConfig ac;
+    OCR_TRY(amp_config_from_config(&ac, cfg));
+    amp_engine_init(&t->amp, &ac);
+    t->amp_ok = 1;
+    OCR_TRY(amp_engine_attach(&t->amp, ocr_model_ops(t->m), ocr_model_params(t->m), ocr_model_stats(t->m)));
+    snprintf(res->amp_level, sizeof res->amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
+    snprintf(res->amp_dtype, sizeof res->amp_dtype, "%s",
+             t->amp.cfg.policy.level == OCR_AMP_O0 ? "float32" : ocr_dtype_name(t->amp.cfg.policy.dtype));
+
+    OcrParamTable *params = ocr_model_params(t->m);
+    OCR_TRY(optim_init(&t->optim, &rc->optim, params));
+    t->optim_ok = 1;
+    if (ckdir[0]) {
+        if (strcmp(t->st.amp_level, res->amp_level) != 0 || strcmp(t->st.amp_dtype, res->amp_dtype) != 0)
+            return ocr_set_error(OCR_ERR_CONFIG, "Global.checkpoints %s was trained with AMP %s %s; this config asks "
+                                 "for %s %s (resume with the same AMP settings, or fine-tune from it with "
+                                 "Global.pretrained_model)", ckdir, t->st.amp_level, t->st.amp_dtype, res->amp_level,
+                                 res->amp_dtype);
+        OCR_TRY(ckpt_load_optimizer(ckdir, &t->optim, &t->amp, params));
+        if (t->amp.scaler.cfg.enabled) OCR_TRY(amp_scaler_restore(&t->amp.scaler, t->st.loss_scale, t->st.scaler_good,
+                                                                  t->st.scaler_bad));
+        t->amp.scaler.steps = t->st.scaler_steps;
+        t->amp.scaler.overflow_steps = t->st.scaler_overflows;
+        t->amp.step = t->st.amp_step;
+        t->amp.stats.steps = t->st.amp_step;
+        t->amp.stats.skipped_steps = t->st.skipped_steps;
+        t->amp.stats.scale = amp_scaler_scale(&t->amp.scaler);
+        if (ocr_model_set_step)
+            ocr_model_set_step(t->m, t->st.model_step);
+        else
+            t->resumed_without_step = 1;
+        if (t->st.iter >= t->total_iters)
+            ocr_log(OCR_LOG_WARN, "%s is at iteration %lld of %lld: nothing left to train", ckdir,
+                    (long long)t->st.iter, (long long)t->total_iters);
+        feed_seek(&t->train, t->st.epoch, t->st.batch_in_epoch);
+        ocr_log(OCR_LOG_INFO, "resuming from %s: iteration %lld, epoch %lld, batch %lld", ckdir, (long long)t->st.iter,
+                (long long)t->st.epoch + 1, (long long)t->st.batch_in_epoch);
+    }
+
+    // Buffers of one step.
+    int B = t->train.batch_size, H = t->train.height, W = t->train.width, C = t->train.channels;
+    OCR_TRY(feed_batch_alloc(&t->batch, B, H, W, C, t->train.max_len));
+    OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
+    int np = params->count;
+    t->losses = malloc((size_t)B * sizeof *t->losses);
+    t->infeasible = malloc((size_t)B * sizeof *t->infeasible);
+    t->clip = malloc((size_t)(np ? np : 1) * sizeof *t->clip);
+    t->grad_views = calloc((size_t)(np ? np : 1), sizeof *t->grad_views);
+    t->grads = calloc((size_t)(np ? np : 1), sizeof *t->grads);
+    t->loss_window = calloc((size_t)rc->log_smooth_window, sizeof *t->loss_window);
+    if (!t->losses || !t->infeasible || !t->clip || !t->grad_views || !t->grads || !t->loss_window)
+        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+
+    res->batch_size = B;
+    res->lr_scale = t->opt->lr_scale > 0 ? t->opt->lr_scale : 1.0;
+    res->steps_per_epoch = t->steps_per_epoch;
+    res->total_iters = t->total_iters;
+    res->train_samples = feed_num_samples(&t->train);
+    res->params = ocr_model_param_count(t->m);
+    res->best_acc = t->st.best_acc;
+    res->best_iter = t->st.best_iter;
+
+    // Everything that can fail on bad input has been checked: now the output directory.
+    snprintf(t->dir, sizeof t->dir, "%s", rc->save_model_dir);
+    OCR_TRY(ocr_make_dirs(t->dir));
+    char p[2300];
+    snprintf(p, sizeof p, "%s/config.json", t->dir);
+    char *text = ocr_config_to_json(cfg);
+    if (text) {
+        ocr_status_t st = ocr_write_file_atomic(p, text, strlen(text));
+        free(text);
+        OCR_TRY(st);
+    }
+    snprintf(p, sizeof p, "%s/metrics.jsonl", t->dir);
+    if (ckdir[0])
+        OCR_TRY(truncate_metrics(p, t->st.iter));
+    else if (ocr_file_exists(p))
+        unlink(p);
+    t->metrics = fopen(p, "a");
+    if (!t->metrics) return ocr_set_error(OCR_ERR_IO, "cannot open %s for writing", p);
+    return OCR_OK;
+}
+
+static void cleanup(Trainer *t) {
+    if (t->metrics) fclose(t->metrics);
+    free(t->losses);
+    free(t->infeasible);
+    free(t->clip);
+    free(t->grad_views);
+    free(t->grads);
+    free(t->loss_window);
+    ocr_tensor_free(&t->images);
+    ocr_tensor_free(&t->dl32);
+    ocr_tensor_free(&t->logits_buf);
+    feed_batch_free(&t->batch);
+    if (t->optim_ok) optim_free(&t->optim);
+    if (t->amp_ok) amp_engine_free(&t->amp);
+    if (t->m) ocr_model_free(t->m);
+    if (t->eval_ok) feed_close(&t->eval);
+    if (t->train_ok) feed_close(&t->train);
+    if (t->dict_ok) ocr_dict_free(&t->dict);
+    ocr_workspace_release();
+}
+
+// ---- one step ------------------------------------------------------------------------------------
+
+static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_count) {
+    FeedBatch *b = &t->batch;
+    int B = b->count, H = b->height, W = b->width, C = b->channels;
+    feed_normalize(b, t->images.data);
+    OcrTensor x = ocr_tensor_view(t->images.data, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C});
+    OcrParamTable *params = ocr_model_params(t->m);
+
+    OCR_TRY(amp_engine_begin_step(&t->amp));
+    ocr_params_zero_grads(params);
+    OCR_TRY(ocr_model_forward(t->m, &x, 1));
+    amp_engine_after_forward(&t->amp);
+    const OcrTensor *logits = amp_loss_logits(ocr_model_logits(t->m), &t->logits_buf);
+    OcrTensor *dl = ocr_model_dlogits(t->m);
+    OcrTensor *dl32 = dl;
+    if (dl->dtype != OCR_F32) {
+        if (!t->dl32.data || !ocr_tensor_same_shape(&t->dl32, logits)) {
+            ocr_tensor_free(&t->dl32);
+            OCR_TRY(ocr_tensor_alloc(&t->dl32, OCR_F32, ocr_cpu(), 3, logits->shape, OCR_MEM_ACTIVATIONS));
+        }
+        dl32 = &t->dl32;
+    }
+    OcrTensor targets = ocr_tensor_view(b->labels, OCR_I32, ocr_cpu(), 2, (int64_t[]){B, b->max_len});
+    OcrTensor lengths = ocr_tensor_view(b->lengths, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
+    OcrTensor losses = ocr_tensor_view(t->losses, OCR_F32, ocr_cpu(), 1, (int64_t[]){B});
+    OcrTensor infeas = ocr_tensor_view(t->infeasible, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
+    // zero_infinity: a label longer than the sequence (after adjacent repeats) would make the
+    // whole batch's gradient NaN and the step look like an overflow; it is zeroed and counted.
+    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, t->rc->use_focal_loss, amp_engine_loss_scale(&t->amp)};
+    double loss = ctc_loss_forward(&losses, NULL, dl32, &infeas, logits, &targets, &lengths, NULL, cp);
+    int ninf = 0;
+    for (int i = 0; i < B; i++) ninf += t->infeasible[i] != 0;
+    *infeasible_count = ninf;
+    if (dl32 != dl) amp_loss_dlogits(dl, dl32);
+    OCR_TRY(ocr_model_backward(t->m));
+
+    int skip = amp_engine_check_grads(&t->amp);
+    double lr = lr_at(&t->rc->optim.lr, t->st.iter, t->steps_per_epoch, t->rc->epoch_num) * t->res->lr_scale;
+    double gnorm = NAN;
+    if (!skip) {
+        for (int i = 0; i < params->count; i++) {
+            t->grad_views[i] = ocr_params_grad(params, i);
+            t->grads[i] = &t->grad_views[i];
+        }
+        gnorm = optim_clip_factors(&t->optim, t->grads, t->amp.grad_scale, t->clip);
+        for (int i = 0; i < params->count; i++) {
+            OcrTensor w = ocr_params_tensor(params, i);
+            AdamParams p = {0};
+            optim_fill(&t->optim, i, lr, &p);
+            amp_engine_adam_params(&t->amp, i, &p);
+            p.grad_scale *= t->clip[i];
+            adam_update(&w, amp_engine_master(&t->amp, i), &t->optim.m[i], &t->optim.v[i], &t->grad_views[i], p);
+        }
+        t->optim.updates++;
+    }
+    float scale_used = amp_engine_loss_scale(&t->amp);
+    amp_engine_end_step(&t->amp);
+    rec->iter = t->st.iter;
+    rec->loss = (float)loss;
+    rec->lr = (float)lr;
+    rec->scale = scale_used;
+    rec->skipped = skip;
+    rec->grad_norm = (float)gnorm;
+    return OCR_OK;
+}
+
+// ---- progress and metrics ---------------------------------------------------------------------------
+
+static void fmt_duration(double s, char *buf, size_t n) {
+    if (!(s >= 0) || s > 1e8) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    long v = (long)(s + 0.5);
+    if (v >= 3600)
+        snprintf(buf, n, "%ldh%02ldm", v / 3600, (v / 60) % 60);
+    else if (v >= 60)
+        snprintf(buf, n, "%ldm%02lds", v / 60, v % 60);
+    else
+        snprintf(buf, n, "%lds", v);
+}
+
+static double smoothed_loss(Trainer *t, double loss) {
+    int64_t w = t->rc->log_smooth_window;
+    if (isfinite(loss)) t->loss_window[t->window_n++ % w] = loss;
+    int64_t n = t->window_n < w ? t->window_n : w;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += t->loss_window[i];
+    return n ? s / (double)n : loss;
+}
+
+// Seven significant digits: what an f32 holds, without the noise of printing it as a double.
+static double sig7(double v) {
+    char b[32];
+    snprintf(b, sizeof b, "%.7g", v);
+    return strtod(b, NULL);
+}
+
+static void write_step_json(Trainer *t, const StepRecord *r, double avg, double sps, int batch, int ninf) {
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "iter", (double)(r->iter + 1));
+    cJSON_AddNumberToObject(o, "epoch", (double)(t->train.epoch + 1));
+    cJSON_AddNumberToObject(o, "batch", batch);
+    if (isfinite(r->loss)) cJSON_AddNumberToObject(o, "loss", sig7(r->loss));
+    else cJSON_AddNullToObject(o, "loss");
+    cJSON_AddNumberToObject(o, "loss_avg", sig7(avg));
+    cJSON_AddNumberToObject(o, "lr", sig7(r->lr));
+    cJSON_AddNumberToObject(o, "loss_scale", r->scale);
+    cJSON_AddBoolToObject(o, "skipped", r->skipped);
+    if (r->skipped && t->amp.last_layer >= 0)
+        cJSON_AddStringToObject(o, "overflow_layer", t->amp.ops->items[t->amp.last_layer].name);
+    if (isfinite(r->grad_norm)) cJSON_AddNumberToObject(o, "grad_norm", sig7(r->grad_norm));
+    else cJSON_AddNullToObject(o, "grad_norm");
+    cJSON_AddNumberToObject(o, "step_time_s", sig7(r->step_seconds));
+    cJSON_AddNumberToObject(o, "samples_per_s", sig7(sps));
+    if (ninf) cJSON_AddNumberToObject(o, "infeasible_samples", ninf);
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) {
+        fprintf(t->metrics, "%s\n", s);
+        free(s);
+    }
+    cJSON_Delete(o);
+}
+
+static void progress_line(Trainer *t, const StepRecord *r, double avg, double sps, double eta, int last) {
+    FILE *f = t->opt->progress;
+    if (!f) return;
+    int tty = isatty(fileno(f));
+    int64_t it = r->iter + 1;
+    if (!tty && !last && it % t->rc->print_batch_step != 0) return;
+    char e[32];
+    fmt_duration(eta, e, sizeof e);
+    int64_t in_epoch = t->train.next_batch;
+    fprintf(f, "%s%s%s%sepoch %lld/%lld  step %lld/%lld  loss %.4f  lr %.6f  scale %g  %.1f samples/s  ETA %s%s",
+            tty ? "\r\033[K" : "", t->opt->label ? "[" : "", t->opt->label ? t->opt->label : "",
+            t->opt->label ? "] " : "", (long long)t->train.epoch + 1, (long long)t->rc->epoch_num,
+            (long long)in_epoch, (long long)t->steps_per_epoch, avg, r->lr, (double)r->scale, sps, e,
+            r->skipped ? "  (skipped: inf/NaN gradients)" : "");
+    if (!tty || last) fputc('\n', f);
+    fflush(f);
+}
+
+static ocr_status_t run_eval(Trainer *t) {
+    if (!t->eval_ok) return OCR_OK;
+    FILE *f = t->opt->progress;
+    if (f && isatty(fileno(f))) fputc('\n', f);
+    EvalResult er;
+    RecMetricOptions mo = {t->rc->ignore_space, t->rc->is_filter};
+    OCR_TRY(evaluate(t->m, &t->eval, &t->dict, mo, &er));
+    EvalRecord rec = {t->st.iter, er.acc, er.norm_edit_dis, er.cer};
+    OCR_TRY(push_eval(t->res, &rec));
+    int best = er.acc > t->st.best_acc;
+    if (best) {
+        t->st.best_acc = er.acc;
+        t->st.best_iter = t->st.iter;
+        t->res->best_acc = er.acc;
+        t->res->best_iter = t->st.iter;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "iter", (double)t->st.iter);
+    cJSON *e = cJSON_AddObjectToObject(o, "eval");
+    cJSON_AddNumberToObject(e, "acc", er.acc);
+    cJSON_AddNumberToObject(e, "norm_edit_dis", er.norm_edit_dis);
+    cJSON_AddNumberToObject(e, "cer", er.cer);
+    cJSON_AddNumberToObject(e, "samples", (double)er.samples);
+    cJSON_AddNumberToObject(e, "samples_per_s", er.samples_per_s);
+    cJSON_AddNumberToObject(o, "best_acc", t->st.best_acc);
+    cJSON_AddNumberToObject(o, "best_iter", (double)t->st.best_iter);
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) fprintf(t->metrics, "%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+    fflush(t->metrics);
+    if (f)
+        fprintf(f, "%s%seval at step %lld: acc %.4f  norm_edit_dis %.4f  cer %.4f  (%lld samples, %.1f samples/s)%s\n",
+                t->opt->label ? t->opt->label : "", t->opt->label ? ": " : "", (long long)t->st.iter, er.acc,
+                er.norm_edit_dis, er.cer, (long long)er.samples, er.samples_per_s,
+                best ? "  best so far" : "");
+    if (best) OCR_TRY(save_checkpoint(t, "best"));
+    return OCR_OK;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void summarize(Trainer *t) {
+    TrainResult *r = t->res;
+    int64_t n = r->n_steps;
+    int64_t warm = n / 10 > 1 ? n / 10 : (n > 1 ? 1 : 0);
+    double secs = 0, samples = 0;
+    float *times = malloc((size_t)(n ? n : 1) * sizeof *times);
+    int64_t k = 0;
+    for (int64_t i = warm; i < n; i++) {
+        secs += r->steps[i].step_seconds;
+        samples += r->batch_size;
+        if (times) times[k++] = r->steps[i].step_seconds;
+    }
+    r->samples_per_s = secs > 0 ? samples / secs : 0;
+    if (times && k) {
+        qsort(times, (size_t)k, sizeof *times, cmp_float);
+        r->median_step_s = k % 2 ? times[k / 2] : 0.5 * (times[k / 2 - 1] + times[k / 2]);
+    }
+    free(times);
+    r->epoch_seconds = r->median_step_s * (double)r->steps_per_epoch;
+    double s = 0;
+    int m = 0;
+    for (int64_t i = n - 1; i >= 0 && m < 20; i--)
+        if (!r->steps[i].skipped && isfinite(r->steps[i].loss)) s += r->steps[i].loss, m++;
+    r->final_loss = m ? s / m : NAN;
+    r->skipped_steps = t->amp.stats.skipped_steps;
+    r->final_scale = amp_engine_loss_scale(&t->amp);
+    // Where overflows were first located, most frequent first.
+    r->n_overflow_layers = 0;
+    const AmpStats *as = &t->amp.stats;
+    for (int l = 0; l < as->n_layers; l++) {
+        if (!as->overflows || as->overflows[l] == 0) continue;
+        int pos = r->n_overflow_layers;
+        if (pos == TRAIN_MAX_OVERFLOW_LAYERS) {
+            if (as->overflows[l] <= r->overflow_count[pos - 1]) continue;
+            pos--;
+        } else {
+            r->n_overflow_layers++;
+        }
+        while (pos > 0 && r->overflow_count[pos - 1] < as->overflows[l]) {
+            r->overflow_count[pos] = r->overflow_count[pos - 1];
+            memcpy(r->overflow_layer[pos], r->overflow_layer[pos - 1], sizeof r->overflow_layer[0]);
+            pos--;
+        }
+        r->overflow_count[pos] = as->overflows[l];
+        snprintf(r->overflow_layer[pos], sizeof r->overflow_layer[0], "%s", as->layer_names[l]);
+    }
+    AmpMemory am = amp_engine_memory(&t->amp);
+    r->amp_cast_cache_bytes = am.cast_cache_bytes;
+    r->amp_master_bytes = am.master_bytes;
+}
+
+// ---- the loop ------------------------------------------------------------------------------------------
+
+static ocr_status_t loop(Trainer *t) {
+    const RunConfig *rc = t->rc;
+    TrainResult *res = t->res;
+    int64_t stop = t->total_iters;
+    if (t->opt->max_iters > 0 && t->opt->max_iters < stop) stop = t->opt->max_iters;
+    double t_start = ocr_now_seconds();
+    double ema = 0;
+    while (t->st.iter < stop && !train_stop_requested) {
+        double t0 = ocr_now_seconds();
+        int end;
+        OCR_TRY(feed_next(&t->train, &t->batch, &end));
+        if (end) continue;  // the feed moved to the next epoch
+        StepRecord rec;
+        int ninf = 0;
+        OCR_TRY(train_step(t, &rec, &ninf));
+        rec.step_seconds = (float)(ocr_now_seconds() - t0);
+        res->infeasible_samples += ninf;
+        OCR_TRY(push_step(res, &rec));
+        t->st.iter++;
+        t->st.last_loss = rec.loss;
+        ema = ema == 0 ? rec.step_seconds : 0.9 * ema + 0.1 * rec.step_seconds;
+        double sps = rec.step_seconds > 0 ? t->batch.count / rec.step_seconds : 0;
+        double avg = smoothed_loss(t, rec.loss);
+        write_step_json(t, &rec, avg, sps, t->batch.count, ninf);
+        progress_line(t, &rec, avg, sps, ema * (double)(stop - t->st.iter), t->st.iter == stop);
+
+        int64_t g = t->st.iter;
+        if (rc->eval_every > 0 && g > rc->eval_start && (g - rc->eval_start) % rc->eval_every == 0)
+            OCR_TRY(run_eval(t));
+        if (t->train.next_batch >= t->steps_per_epoch) {
+            // End of an epoch: the next batch is the first of the following one.
+            int64_t done = t->train.epoch + 1;
+            feed_seek(&t->train, done, 0);
+            if (rc->eval_every == 0) OCR_TRY(run_eval(t));
+            OCR_TRY(save_checkpoint(t, "latest"));
+            if (rc->save_epoch_step > 0 && done % rc->save_epoch_step == 0) {
+                char name[64];
+                snprintf(name, sizeof name, "iter_epoch_%lld", (long long)done);
+                OCR_TRY(save_checkpoint(t, name));
+            }
+        }
+        fflush(t->metrics);
+    }
+    res->train_seconds = ocr_now_seconds() - t_start;
+    // A stop inside an epoch (--max-steps, Ctrl-C) leaves a resumable checkpoint.
+    if (t->train.next_batch != 0 || train_stop_requested) OCR_TRY(save_checkpoint(t, "latest"));
+    if (t->opt->final_eval && t->eval_ok) {
+        EvalResult er;
+        RecMetricOptions mo = {rc->ignore_space, rc->is_filter};
+        OCR_TRY(evaluate(t->m, &t->eval, &t->dict, mo, &er));
+        res->has_final_eval = 1;
+        res->acc = er.acc;
+        res->norm_edit_dis = er.norm_edit_dis;
+        res->cer = er.cer;
+        res->eval_samples = er.samples;
+        res->eval_samples_per_s = er.samples_per_s;
+    }
+    return OCR_OK;
+}
+
+ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOptions *opt, TrainResult *res) {
+    memset(res, 0, sizeof *res);
+    Trainer t;
+    memset(&t, 0, sizeof t);
+    t.cfg = cfg;
+    t.rc = rc;
+    t.opt = opt;
+    t.res = res;
+    ocr_workspace_release();
+    ocr_mem_reset_peak(ocr_cpu());
+    ocr_status_t st = setup(&t);
+    if (st == OCR_OK) {
+        if (t.resumed_without_step)
+            ocr_log(OCR_LOG_WARN, "this build cannot restore the model's dropout counter: a resumed run repeats "
+                    "dropout masks (exact only without dropout)");
+        st = loop(&t);
+    }
+    if (st == OCR_OK) {
+        summarize(&t);
+        res->memory = ocr_mem_stats(ocr_cpu());
+        if (t.train_ok) ocr_skip_stats_log(&t.train.skipped, "Train images");
+        if (t.eval_ok) ocr_skip_stats_log(&t.eval.skipped, "Eval images");
+    }
+    cleanup(&t);
+    return st;
+}

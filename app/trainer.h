@@ -1,0 +1,92 @@
+// The training loop: one run of `ocrtrain train` (and of each precision in `ocrtrain compare`).
+//
+//   model from config → weights (Global.checkpoints: everything; Global.pretrained_model:
+//   weights only) → AMP engine attached (policy, O1 cache / O2 masters) → optimizer → loop:
+//     batch → normalise → forward → f32 logits → CTC (loss and gradient, times the loss scale)
+//     → backward → unscale + finite check → clip → Adam on masters (skipped on overflow)
+//     → scaler update → metrics.jsonl line, terminal line → evaluation every eval_batch_step
+//     (best by accuracy) → checkpoints latest/best.
+//
+// Progress goes to the `progress` stream (stderr): one updating line on a terminal, a line
+// every print_batch_step otherwise. Nothing else is printed here; errors are statuses.
+#ifndef OCR_APP_TRAINER_H
+#define OCR_APP_TRAINER_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "app/run_config.h"
+#include "core/config.h"
+#include "core/memory.h"
+
+typedef struct {
+    const char *label;     // shown in the progress line ("fp32", "fp16-o2"); NULL: none
+    FILE *progress;        // NULL: silent
+    int64_t max_iters;     // stop after this many iterations in total (0: the whole schedule)
+    int batch_size;        // 0: Train.loader.batch_size_per_card
+    double lr_scale;       // multiplies every learning rate (linear scaling with --batch max); 0 = 1
+    int final_eval;        // evaluate the final weights on the Eval split (compare)
+    int save_checkpoints;  // 0: no latest/best directories (compare runs keep only metrics)
+} TrainOptions;
+
+typedef struct {
+    int64_t iter;
+    float loss, lr, scale;
+    int skipped;
+    float step_seconds;
+    float grad_norm;
+} StepRecord;
+
+typedef struct {
+    int64_t iter;
+    double acc, norm_edit_dis, cer;
+} EvalRecord;
+
+#define TRAIN_MAX_OVERFLOW_LAYERS 16
+
+typedef struct {
+    // configuration of the run
+    char amp_level[4], amp_dtype[16];
+    int batch_size;
+    double lr_scale;
+    int64_t steps_per_epoch, total_iters, train_samples;
+    int64_t params;
+    // history
+    StepRecord *steps;
+    int64_t n_steps, cap_steps;
+    EvalRecord *evals;
+    int n_evals, cap_evals;
+    // summary
+    double samples_per_s;       // steady state: steps after the first 10% (at least 1) of the run
+    double median_step_s;
+    double epoch_seconds;       // steps_per_epoch · median step time
+    double train_seconds;
+    double final_loss;          // mean over the last min(20, n) non-skipped steps
+    int64_t skipped_steps;
+    float final_scale;
+    int64_t infeasible_samples; // CTC targets longer than the sequence (loss zeroed)
+    int n_overflow_layers;
+    char overflow_layer[TRAIN_MAX_OVERFLOW_LAYERS][128];
+    int64_t overflow_count[TRAIN_MAX_OVERFLOW_LAYERS];
+    OcrMemStats memory;         // peak per category over the run
+    int64_t amp_cast_cache_bytes, amp_master_bytes;
+    int has_final_eval;
+    double acc, norm_edit_dis, cer, eval_samples_per_s;
+    int64_t eval_samples;
+    double best_acc;
+    int64_t best_iter;
+} TrainResult;
+
+void train_result_free(TrainResult *r);
+
+// Runs (or resumes) training as configured. cfg must have passed run_config_read (rc).
+// Files: Global.save_model_dir/{metrics.jsonl, config.json, latest/, best/}.
+ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOptions *opt, TrainResult *res);
+
+// Sets OpenMP threads from Global.threads (0: leave the default).
+void app_set_threads(int threads);
+// Resolves Global.device for this build: "auto" falls back to the CPU (with a note) when the
+// models cannot run on a GPU yet; an explicit GPU request is then OCR_ERR_UNSUPPORTED.
+ocr_status_t app_resolve_device(const char *name, char *resolved, size_t cap);
+
+#endif
