@@ -2,7 +2,8 @@
 // beam search.
 //
 // Inputs are one sample's scores (T, C) row-major, fp32 (for a batch (B, T, C) pass
-// scores + b·T·C). is_logits selects what they are:
+// scores + b·T·C; PaddleOCR decodes all T frames, a shorter T decodes a prefix of them).
+// is_logits selects what they are:
 //   0: probabilities, i.e. the softmax output, which is what PaddleOCR's CTC head returns
 //      in eval mode and what CTCLabelDecode reads;
 //   1: raw logits; a softmax per frame is applied internally (in double).

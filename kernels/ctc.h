@@ -14,8 +14,9 @@
 // - Per-sample loss: nll_b = −log p(target_b | logits_b), the full negative log-likelihood.
 // - Infeasible samples (input_lengths[b] < L_b + number of adjacent repeated labels, so no
 //   alignment exists): nll_b = +inf. With zero_infinity the loss and the gradient of the
-//   sample are 0 instead; either way infeasible[b] = 1 reports it. Without zero_infinity
-//   the sample's gradient rows are NaN (as PyTorch's), so an overflow check sees them.
+//   sample are 0 instead (it still counts in the batch mean, as in PyTorch); either way
+//   infeasible[b] = 1 reports it. Without zero_infinity the sample's gradient rows are NaN
+//   (as PyTorch's), so an overflow check sees them.
 // - Empty targets (L_b = 0) are fine: nll_b = −Σ_t log p_t(blank).
 // - Optional focal weighting (PaddleOCR's use_focal_loss): ℓ_b = nll_b · (1 − e^(−nll_b))²,
 //   differentiated through the weight as PaddleOCR does (the weight is not detached).
@@ -65,7 +66,8 @@ typedef struct {
 //
 // losses (B) f32: ℓ_b per sample (after zero_infinity and focal weighting, before the
 //     reduction); may be NULL.
-// loss (1) f32: the reduced loss; may be NULL. Also returned (as double) by the function.
+// loss (1) f32: the reduced loss (not multiplied by grad_scale); may be NULL. Also returned
+//     (as double) by the function.
 // dlogits (B, T, C) any float dtype: ASSIGNED d(reduced loss)/d logits · grad_scale; may be NULL.
 // infeasible (B) i32: 1 where the sample has no valid alignment, else 0; may be NULL.
 // logits (B, T, C) any float dtype (fp32 in training: the AMP engine hands the loss fp32).
