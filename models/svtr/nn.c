@@ -151,6 +151,12 @@ void lconv_build(OcrBuilder *b, LConv *l, const char *name, int cin, int cout, i
     l->p.pad_w = pw;
     l->p.groups = groups;
     l->op = ocr_build_op(b, name, "conv2d");
+    OcrOpInfo *o = &b->ops->items[l->op];
+    o->conv_stride[0] = sh;
+    o->conv_stride[1] = sw;
+    o->conv_pad[0] = ph;
+    o->conv_pad[1] = pw;
+    o->conv_groups = groups;
     l->w = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "weight"), 4,
                            (int64_t[]){cout, kh, kw, cin / groups}, winit, OCR_ROLE_WEIGHT, wattr);
     l->b = bias ? ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, (int64_t[]){cout}, binit,

@@ -32,6 +32,7 @@ typedef struct {
     double flops;                     // forward FLOPs of the last pass (whole batch)
     OcrTensor out;                    // the output of the last pass (valid until the arena is reused)
     double time_fwd, time_bwd;        // seconds accumulated while profiling
+    int conv_stride[2], conv_pad[2], conv_groups;  // convolutions: geometry (for import checks)
 } OcrOpInfo;
 
 typedef struct {

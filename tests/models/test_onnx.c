@@ -1,0 +1,439 @@
+// The ONNX reader on hand-built protobuf bytes (varints, packed and unpacked repeated fields,
+// raw_data / float_data / int64_data tensors, attributes, every truncation of a model, bad
+// wire types, overlong varints, external data) and the PP-OCRv4 import's rejection of graphs
+// that differ from the network (wrong shapes, attributes, epsilons, missing nodes). The
+// import tests use the shared model and skip without it.
+#include "kernels/backend.h"
+#include "models/onnx.h"
+#include "models/onnx_import.h"
+#include "tests/models/model_test_util.h"
+
+// ---- a tiny protobuf writer --------------------------------------------------------------------
+typedef struct {
+    uint8_t *p;
+    size_t n, cap;
+} Buf;
+
+static void put_byte(Buf *b, uint8_t v) {
+    if (b->n == b->cap) {
+        b->cap = b->cap ? 2 * b->cap : 256;
+        b->p = realloc(b->p, b->cap);
+        ck_assert(b->p);
+    }
+    b->p[b->n++] = v;
+}
+static void put_bytes(Buf *b, const void *d, size_t n) {
+    for (size_t i = 0; i < n; i++) put_byte(b, ((const uint8_t *)d)[i]);
+}
+static void put_varint(Buf *b, uint64_t v) {
+    do {
+        uint8_t c = v & 0x7f;
+        v >>= 7;
+        put_byte(b, c | (v ? 0x80 : 0));
+    } while (v);
+}
+static void put_tag(Buf *b, uint32_t field, int wire) { put_varint(b, ((uint64_t)field << 3) | (uint64_t)wire); }
+static void put_vfield(Buf *b, uint32_t field, uint64_t v) {
+    put_tag(b, field, OCR_PB_VARINT);
+    put_varint(b, v);
+}
+static void put_lfield(Buf *b, uint32_t field, const void *d, size_t n) {
+    put_tag(b, field, OCR_PB_LEN);
+    put_varint(b, n);
+    put_bytes(b, d, n);
+}
+static void put_sfield(Buf *b, uint32_t field, const char *s) { put_lfield(b, field, s, strlen(s)); }
+static void put_msg(Buf *b, uint32_t field, Buf *m) {
+    put_lfield(b, field, m->p, m->n);
+    free(m->p);
+    memset(m, 0, sizeof *m);
+}
+static void put_f32field(Buf *b, uint32_t field, float f) {
+    put_tag(b, field, OCR_PB_I32);
+    put_bytes(b, &f, 4);
+}
+
+// ---- wire format -----------------------------------------------------------------------------------
+
+static ocr_status_t varint_of(const uint8_t *d, size_t n, uint64_t *v, size_t *used) {
+    const uint8_t *p = d;
+    ocr_status_t st = ocr_pb_varint(&p, d + n, v);
+    *used = (size_t)(p - d);
+    return st;
+}
+
+START_TEST(test_varints) {
+    uint64_t v;
+    size_t used;
+    ck_assert_int_eq(varint_of((const uint8_t[]){0x00}, 1, &v, &used), OCR_OK);
+    ck_assert(v == 0 && used == 1);
+    ck_assert_int_eq(varint_of((const uint8_t[]){0xAC, 0x02}, 2, &v, &used), OCR_OK);
+    ck_assert(v == 300 && used == 2);
+    const uint8_t max[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+    ck_assert_int_eq(varint_of(max, 10, &v, &used), OCR_OK);
+    ck_assert(v == UINT64_MAX && used == 10);
+    // -1 as an int64 field is the same 10 bytes.
+    Buf b = {0};
+    put_varint(&b, (uint64_t)(int64_t)-1);
+    ck_assert_int_eq(b.n, 10);
+    free(b.p);
+    // Errors: truncated, more than 64 bits, more than 10 bytes.
+    ck_assert_int_eq(varint_of((const uint8_t[]){0x80}, 1, &v, &used), OCR_ERR_FORMAT);
+    ck_assert_msg(strstr(ocr_last_error(), "truncated"), "%s", ocr_last_error());
+    ck_assert_int_eq(varint_of((const uint8_t[]){0xAC}, 1, &v, &used), OCR_ERR_FORMAT);
+    const uint8_t big[10] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
+    ck_assert_int_eq(varint_of(big, 10, &v, &used), OCR_ERR_FORMAT);
+    const uint8_t longer[11] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00};
+    ck_assert_int_eq(varint_of(longer, 11, &v, &used), OCR_ERR_FORMAT);
+    ck_assert_int_eq(varint_of(NULL, 0, &v, &used), OCR_ERR_FORMAT);
+}
+END_TEST
+
+static int next_of(const uint8_t *d, size_t n, OcrPbField *f) {
+    OcrPbReader r = {d, d + n, "a test message"};
+    return ocr_pb_next(&r, f);
+}
+
+START_TEST(test_fields) {
+    OcrPbField f;
+    ck_assert_int_eq(next_of((const uint8_t[]){0x08, 0x96, 0x01}, 3, &f), 1);  // field 1 varint 150
+    ck_assert(f.field == 1 && f.wire == OCR_PB_VARINT && f.value == 150);
+    ck_assert_int_eq(next_of((const uint8_t[]){0x12, 0x02, 'h', 'i'}, 4, &f), 1);
+    ck_assert(f.field == 2 && f.wire == OCR_PB_LEN && f.len == 2 && f.data[0] == 'h');
+    ck_assert_int_eq(next_of((const uint8_t[]){0x1d, 0, 0, 0x80, 0x3f}, 5, &f), 1);  // field 3 fixed32 1.0f
+    ck_assert(f.wire == OCR_PB_I32 && f.value == 0x3f800000u);
+    ck_assert_int_eq(next_of((const uint8_t[]){0x21, 1, 2, 3, 4, 5, 6, 7, 8}, 9, &f), 1);
+    ck_assert(f.wire == OCR_PB_I64 && f.value == 0x0807060504030201ull);
+    ck_assert_int_eq(next_of(NULL, 0, &f), 0);
+    // A length past the end of the message.
+    ck_assert_int_eq(next_of((const uint8_t[]){0x12, 0x05, 'h', 'i'}, 4, &f), -1);
+    ck_assert_msg(strstr(ocr_last_error(), "claims 5 bytes"), "%s", ocr_last_error());
+    // Truncated fixed-size values and lengths.
+    ck_assert_int_eq(next_of((const uint8_t[]){0x1d, 0, 0}, 3, &f), -1);
+    ck_assert_int_eq(next_of((const uint8_t[]){0x21, 1, 2, 3}, 4, &f), -1);
+    ck_assert_int_eq(next_of((const uint8_t[]){0x12}, 1, &f), -1);
+    ck_assert_int_eq(next_of((const uint8_t[]){0x08}, 1, &f), -1);
+    // Group wire types (3, 4), reserved ones (6, 7) and field number 0.
+    ck_assert_int_eq(next_of((const uint8_t[]){0x0b}, 1, &f), -1);
+    ck_assert_msg(strstr(ocr_last_error(), "group"), "%s", ocr_last_error());
+    ck_assert_int_eq(next_of((const uint8_t[]){0x0c}, 1, &f), -1);
+    ck_assert_int_eq(next_of((const uint8_t[]){0x0e, 0x00}, 2, &f), -1);
+    ck_assert_msg(strstr(ocr_last_error(), "invalid wire type"), "%s", ocr_last_error());
+    ck_assert_int_eq(next_of((const uint8_t[]){0x0f}, 1, &f), -1);
+    ck_assert_int_eq(next_of((const uint8_t[]){0x00, 0x00}, 2, &f), -1);
+    ck_assert_msg(strstr(ocr_last_error(), "field number 0"), "%s", ocr_last_error());
+}
+END_TEST
+
+// ---- a hand-built model ---------------------------------------------------------------------------
+
+// TensorProto: name, dims (packed or not), data in raw_data or typed fields.
+static void tensor_f32(Buf *t, const char *name, const int64_t *dims, int nd, const float *v, int n, int raw,
+                       int packed_dims) {
+    if (packed_dims) {
+        Buf d = {0};
+        for (int i = 0; i < nd; i++) put_varint(&d, (uint64_t)dims[i]);
+        put_msg(t, 1, &d);
+    } else {
+        for (int i = 0; i < nd; i++) put_vfield(t, 1, (uint64_t)dims[i]);
+    }
+    put_vfield(t, 2, OCR_ONNX_FLOAT);
+    put_sfield(t, 8, name);
+    if (raw) {
+        put_lfield(t, 9, v, (size_t)n * 4);
+    } else {
+        Buf d = {0};
+        put_bytes(&d, v, (size_t)n * 4);
+        put_msg(t, 4, &d);
+    }
+}
+
+static Buf build_model(void) {
+    Buf graph = {0}, t = {0}, node = {0}, attr = {0}, vi = {0}, model = {0};
+    // initializer "w" {2, 3} raw_data
+    const float w[6] = {1, -2, 3.5f, 4, 5, -6.25f};
+    tensor_f32(&t, "w", (const int64_t[]){2, 3}, 2, w, 6, 1, 1);
+    put_msg(&graph, 5, &t);
+    // Constant node "c" = float_data {3} with unpacked dims; and an int64 Constant "shape".
+    tensor_f32(&t, "c", (const int64_t[]){3}, 1, (const float[]){0.5f, 0.25f, -1}, 3, 0, 0);
+    put_sfield(&attr, 1, "value");
+    put_vfield(&attr, 20, OCR_ONNX_ATTR_TENSOR);
+    put_msg(&attr, 5, &t);
+    put_sfield(&node, 2, "c");
+    put_sfield(&node, 4, "Constant");
+    put_msg(&node, 5, &attr);
+    put_msg(&graph, 1, &node);
+    put_vfield(&t, 1, 2);
+    put_vfield(&t, 2, OCR_ONNX_INT64);
+    put_sfield(&t, 8, "shape");
+    {
+        Buf d = {0};
+        put_varint(&d, 7);
+        put_varint(&d, (uint64_t)(int64_t)-1);
+        put_msg(&t, 7, &d);
+    }
+    put_sfield(&attr, 1, "value");
+    put_msg(&attr, 5, &t);
+    put_sfield(&node, 2, "shape");
+    put_sfield(&node, 4, "Constant");
+    put_msg(&node, 5, &attr);
+    put_msg(&graph, 1, &node);
+    // A Conv node with ints (packed), int, float and string attributes.
+    put_sfield(&node, 1, "x");
+    put_sfield(&node, 1, "w");
+    put_sfield(&node, 2, "y");
+    put_sfield(&node, 3, "conv0");
+    put_sfield(&node, 4, "Conv");
+    put_sfield(&attr, 1, "kernel_shape");
+    put_vfield(&attr, 20, OCR_ONNX_ATTR_INTS);
+    {
+        Buf d = {0};
+        put_varint(&d, 3);
+        put_varint(&d, 2);
+        put_msg(&attr, 8, &d);
+    }
+    put_msg(&node, 5, &attr);
+    put_sfield(&attr, 1, "group");
+    put_vfield(&attr, 3, 4);
+    put_msg(&node, 5, &attr);
+    put_sfield(&attr, 1, "alpha");
+    put_f32field(&attr, 2, 0.1666667f);
+    put_msg(&node, 5, &attr);
+    put_sfield(&attr, 1, "auto_pad");
+    put_sfield(&attr, 4, "NOTSET");
+    put_vfield(&attr, 13 /* doc_string as varint is never read: skipped */, 1);
+    put_msg(&node, 5, &attr);
+    put_sfield(&node, 7, "");  // domain
+    put_msg(&graph, 1, &node);
+    put_sfield(&vi, 1, "x");
+    put_msg(&graph, 11, &vi);
+    put_sfield(&vi, 1, "y");
+    put_msg(&graph, 12, &vi);
+    put_sfield(&graph, 2, "test-graph");
+    put_vfield(&model, 1, 8);
+    put_sfield(&model, 2, "hand");
+    Buf opset = {0};
+    put_sfield(&opset, 1, "");
+    put_vfield(&opset, 2, 9);
+    put_msg(&model, 8, &opset);
+    put_msg(&model, 7, &graph);
+    put_vfield(&model, 99, 12345);  // unknown field: skipped
+    return model;
+}
+
+START_TEST(test_parse_model) {
+    Buf b = build_model();
+    OcrOnnxModel *m;
+    ck_assert_msg(ocr_onnx_parse(&m, b.p, b.n, "hand.onnx") == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(m->ir_version, 8);
+    ck_assert_int_eq(m->opset, 9);
+    ck_assert_str_eq(m->producer, "hand");
+    ck_assert_int_eq(m->nnodes, 3);
+    ck_assert_int_eq(m->ninits, 1);
+    ck_assert_str_eq(m->inputs[0], "x");
+    ck_assert_str_eq(m->outputs[0], "y");
+    const OcrOnnxTensor *w = ocr_onnx_constant(m, "w");
+    ck_assert_ptr_nonnull(w);
+    ck_assert(w->ndim == 2 && w->dims[0] == 2 && w->dims[1] == 3 && w->numel == 6);
+    ck_assert(w->f32[2] == 3.5f && w->f32[5] == -6.25f);
+    const OcrOnnxTensor *c = ocr_onnx_constant(m, "c");
+    ck_assert_ptr_nonnull(c);
+    ck_assert(c->ndim == 1 && c->dims[0] == 3 && c->f32[1] == 0.25f && c->f32[2] == -1.0f);
+    const OcrOnnxTensor *s = ocr_onnx_constant(m, "shape");
+    ck_assert(s && s->i64 && s->i64[0] == 7 && s->i64[1] == -1);
+    ck_assert_ptr_null(ocr_onnx_constant(m, "nothing"));
+    const OcrOnnxNode *n = &m->nodes[2];
+    ck_assert_str_eq(n->op_type, "Conv");
+    ck_assert_str_eq(n->name, "conv0");
+    ck_assert(n->ninputs == 2 && n->noutputs == 1);
+    const OcrOnnxAttr *a = ocr_onnx_attr(n, "kernel_shape");
+    ck_assert(a && a->nints == 2 && a->ints[0] == 3 && a->ints[1] == 2 && a->type == OCR_ONNX_ATTR_INTS);
+    ck_assert_int_eq(ocr_onnx_attr(n, "group")->i, 4);
+    ck_assert(ocr_onnx_attr(n, "alpha")->f == 0.1666667f);
+    ck_assert_str_eq(ocr_onnx_attr(n, "auto_pad")->s, "NOTSET");
+    ocr_onnx_free(m);
+    // Every truncation either fails cleanly or (on a field boundary) parses; nothing crashes.
+    int failed = 0;
+    for (size_t cut = 0; cut < b.n; cut++) {
+        ocr_status_t st = ocr_onnx_parse(&m, b.p, cut, "cut.onnx");
+        if (st == OCR_OK) ocr_onnx_free(m);
+        else {
+            ck_assert_int_eq(st, OCR_ERR_FORMAT);
+            ck_assert_ptr_null(m);
+            failed++;
+        }
+    }
+    ck_assert_int_gt(failed, (int)b.n / 2);
+    // Flipping every byte one at a time must not crash either.
+    for (size_t i = 0; i < b.n; i++) {
+        uint8_t saved = b.p[i];
+        b.p[i] ^= 0xff;
+        if (ocr_onnx_parse(&m, b.p, b.n, "flip.onnx") == OCR_OK) ocr_onnx_free(m);
+        b.p[i] = saved;
+    }
+    free(b.p);
+}
+END_TEST
+
+START_TEST(test_parse_errors) {
+    OcrOnnxModel *m;
+    // raw_data that does not match dims.
+    Buf t = {0}, g = {0}, model = {0};
+    tensor_f32(&t, "bad", (const int64_t[]){2, 3}, 2, (const float[]){1, 2, 3, 4, 5}, 5, 1, 1);
+    put_msg(&g, 5, &t);
+    put_vfield(&model, 1, 8);
+    put_msg(&model, 7, &g);
+    ck_assert_int_eq(ocr_onnx_parse(&m, model.p, model.n, "bad.onnx"), OCR_ERR_FORMAT);
+    ck_assert_msg(strstr(ocr_last_error(), "bad") && strstr(ocr_last_error(), "raw_data"), "%s", ocr_last_error());
+    free(model.p);
+    memset(&model, 0, sizeof model);
+    // float_data count mismatch.
+    tensor_f32(&t, "few", (const int64_t[]){4}, 1, (const float[]){1, 2, 3}, 3, 0, 1);
+    put_msg(&g, 5, &t);
+    put_vfield(&model, 1, 8);
+    put_msg(&model, 7, &g);
+    ck_assert_int_eq(ocr_onnx_parse(&m, model.p, model.n, "few.onnx"), OCR_ERR_FORMAT);
+    ck_assert_msg(strstr(ocr_last_error(), "3 values"), "%s", ocr_last_error());
+    free(model.p);
+    memset(&model, 0, sizeof model);
+    // The graph field with a varint wire type.
+    put_vfield(&model, 1, 8);
+    put_vfield(&model, 7, 1);
+    ck_assert_int_eq(ocr_onnx_parse(&m, model.p, model.n, "wire.onnx"), OCR_ERR_FORMAT);
+    ck_assert_msg(strstr(ocr_last_error(), "wire type"), "%s", ocr_last_error());
+    free(model.p);
+    memset(&model, 0, sizeof model);
+    // External data.
+    put_vfield(&t, 1, 2);
+    put_vfield(&t, 2, OCR_ONNX_FLOAT);
+    put_sfield(&t, 8, "ext");
+    put_vfield(&t, 14, 1);
+    put_msg(&g, 5, &t);
+    put_vfield(&model, 1, 8);
+    put_msg(&model, 7, &g);
+    ck_assert_int_eq(ocr_onnx_parse(&m, model.p, model.n, "ext.onnx"), OCR_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(ocr_last_error(), "external"), "%s", ocr_last_error());
+    free(model.p);
+    memset(&model, 0, sizeof model);
+    // Not a model at all (no graph / no ir_version), and plain text.
+    put_vfield(&model, 1, 8);
+    ck_assert_int_eq(ocr_onnx_parse(&m, model.p, model.n, "nograph.onnx"), OCR_ERR_FORMAT);
+    free(model.p);
+    const char *text = "hello, this is not protobuf\n";
+    ck_assert_int_eq(ocr_onnx_parse(&m, (const uint8_t *)text, strlen(text), "text.onnx"), OCR_ERR_FORMAT);
+    // A well-formed model without the recognizer's head is rejected by the importer.
+    Buf b = build_model();
+    ck_assert(ocr_onnx_parse(&m, b.p, b.n, "hand.onnx") == OCR_OK);
+    OcrModel *om;
+    ck_assert_int_eq(ocr_import_ppocrv4_onnx(&om, m, "hand.onnx"), OCR_ERR_FORMAT);
+    ck_assert_ptr_null(om);
+    ck_assert_msg(strstr(ocr_last_error(), "MatMul"), "%s", ocr_last_error());
+    ocr_onnx_free(m);
+    free(b.p);
+}
+END_TEST
+
+// ---- import against the real export -----------------------------------------------------------------
+
+static OcrOnnxModel *load_shared(void) {
+    char path[1024];
+    if (!ocr_test_shared_path("models/ppocrv4_rec/ch_PP-OCRv4_rec_infer.onnx", path, sizeof path)) return NULL;
+    OcrOnnxModel *m;
+    ck_assert_msg(ocr_onnx_load(&m, path) == OCR_OK, "%s", ocr_last_error());
+    return m;
+}
+
+static OcrOnnxNode *nth_node(OcrOnnxModel *m, const char *op, int k) {
+    for (int i = 0; i < m->nnodes; i++)
+        if (strcmp(m->nodes[i].op_type, op) == 0 && k-- == 0) return &m->nodes[i];
+    ck_abort_msg("no %s #%d", op, k);
+    return NULL;
+}
+
+static void expect_rejected(OcrOnnxModel *m, const char *needle) {
+    OcrModel *om = (OcrModel *)1;
+    ck_assert_int_eq(ocr_import_ppocrv4_onnx(&om, m, "edited.onnx"), OCR_ERR_FORMAT);
+    ck_assert_ptr_null(om);
+    ck_assert_msg(strstr(ocr_last_error(), needle), "message \"%s\" lacks \"%s\"", ocr_last_error(), needle);
+    printf("  rejected: %s\n", ocr_last_error());
+}
+
+START_TEST(test_import_checks) {
+    OcrOnnxModel *m = load_shared();
+    if (!m) return;
+    // The real graph imports.
+    OcrModel *om;
+    ck_assert_msg(ocr_import_ppocrv4_onnx(&om, m, "ch.onnx") == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(ocr_model_param_count(om), 2688509);
+    // Conv weights are transposed OIHW -> (OC, KH, KW, C): check one element of the stem.
+    const OcrOnnxTensor *w = ocr_onnx_constant(m, "conv2d_10.w_0");
+    OcrParamTable *p = ocr_model_params(om);
+    OcrTensor ours = ocr_params_tensor(p, ocr_params_find(p, "backbone.conv1.conv.weight"));
+    // onnx [o=5][i=2][y=1][x=0] == ours [5][1][0][2]
+    ck_assert(ocr_tensor_get_f32(&ours, ((5 * 3 + 1) * 3 + 0) * 3 + 2) == w->f32[((5 * 3 + 2) * 3 + 1) * 3 + 0]);
+    OcrParamTable *st = ocr_model_stats(om);
+    OcrTensor var = ocr_params_tensor(st, ocr_params_find(st, "neck.encoder.conv4.norm._variance"));
+    ck_assert(ocr_tensor_get_f32(&var, 7) == ocr_onnx_constant(m, "batch_norm2d_151.w_2")->f32[7]);
+    ocr_model_free(om);
+
+    // A weight with another shape.
+    OcrOnnxNode *conv = nth_node(m, "Conv", 5);
+    OcrOnnxTensor *cw = (OcrOnnxTensor *)ocr_onnx_constant(m, conv->inputs[1]);
+    int64_t saved = cw->dims[0];
+    cw->dims[0] = saved / 2;
+    expect_rejected(m, "Conv #5");
+    cw->dims[0] = saved;
+    // Other strides.
+    OcrOnnxAttr *strides = (OcrOnnxAttr *)ocr_onnx_attr(nth_node(m, "Conv", 7), "strides");
+    ck_assert_ptr_nonnull(strides);
+    int64_t ss = strides->ints[0];
+    strides->ints[0] = 3;
+    expect_rejected(m, "Conv #7");
+    strides->ints[0] = ss;
+    // A missing BatchNormalization (turned into another op).
+    OcrOnnxNode *bn = nth_node(m, "BatchNormalization", 2);
+    char *saved_op = bn->op_type;
+    bn->op_type = "Identity";
+    expect_rejected(m, "BatchNormalization");
+    bn->op_type = saved_op;
+    // HardSigmoid with the textbook slope 0.2.
+    OcrOnnxAttr *alpha = (OcrOnnxAttr *)ocr_onnx_attr(nth_node(m, "HardSigmoid", 1), "alpha");
+    float sa = alpha->f;
+    alpha->f = 0.2f;
+    expect_rejected(m, "HardSigmoid");
+    alpha->f = sa;
+    // The final LayerNorm's epsilon (1e-6) replaced by 1e-5.
+    OcrOnnxNode *sq = nth_node(m, "Sqrt", 4);
+    for (int i = 0; i < m->nnodes; i++) {
+        OcrOnnxNode *n = &m->nodes[i];
+        if (strcmp(n->op_type, "Add") || strcmp(n->outputs[0], sq->inputs[0])) continue;
+        for (int k = 0; k < 2; k++) {
+            OcrOnnxTensor *c = (OcrOnnxTensor *)ocr_onnx_constant(m, n->inputs[k]);
+            if (c && c->numel == 1) {
+                float e = c->f32[0];
+                c->f32[0] = 1e-5f;
+                expect_rejected(m, "epsilon");
+                c->f32[0] = e;
+            }
+        }
+    }
+    // With every edit undone the graph imports again.
+    ck_assert_msg(ocr_import_ppocrv4_onnx(&om, m, "ch.onnx") == OCR_OK, "%s", ocr_last_error());
+    ocr_model_free(om);
+    ocr_onnx_free(m);
+}
+END_TEST
+
+int main(void) {
+    ocr_backends_init(1);
+    Suite *s = suite_create("onnx");
+    TCase *tc = tcase_create("onnx");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_varints);
+    tcase_add_test(tc, test_fields);
+    tcase_add_test(tc, test_parse_model);
+    tcase_add_test(tc, test_parse_errors);
+    tcase_add_test(tc, test_import_checks);
+    suite_add_tcase(s, tc);
+    return ocr_test_run_suite(s);
+}
