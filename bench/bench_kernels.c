@@ -160,6 +160,45 @@ static void bench_conv(const ConvLayer *L, int batch, ocr_dtype_t dt, BenchOpts 
     ocr_tensor_free(&c.dw);
 }
 
+// ---- one depthwise-separable block in sequence ----------------------------------------
+// dw 5×5 256 → pw 1×1 256→256 on 6×160 maps, forward then backward, as a network runs it:
+// OpenMP loops and OpenBLAS calls alternate, so thread hand-over costs show up here and not
+// in the per-layer table.
+typedef struct {
+    OcrTensor x, wd, h, wp, y, dy, dh, dx, dwd, dwp;
+    Conv2dParams pd, pp;
+    int part;  // -1: whole sequence; 0..3 one step
+} BlockCtx;
+
+static void run_block(void *p) {
+    BlockCtx *b = p;
+    if (b->part < 0 || b->part == 0) conv2d_forward(&b->h, &b->x, &b->wd, NULL, b->pd);
+    if (b->part < 0 || b->part == 1) conv2d_forward(&b->y, &b->h, &b->wp, NULL, b->pp);
+    if (b->part < 0 || b->part == 2) conv2d_backward(&b->dh, &b->dwp, NULL, &b->dy, &b->h, &b->wp, b->pp);
+    if (b->part < 0 || b->part == 3) conv2d_backward(&b->dx, &b->dwd, NULL, &b->dh, &b->x, &b->wd, b->pd);
+}
+
+static void bench_block(int batch, ocr_dtype_t dt, BenchOpts o) {
+    const char *name = "dw 5×5 256 + pw 256→256 @6×160";
+    if (name_filter && !strstr(name, name_filter)) return;
+    BlockCtx b;
+    const int64_t act[4] = {batch, 6, 160, 256};
+    b.x = make_tensor(dt, 4, act, 21), b.h = make_tensor(dt, 4, act, 22), b.y = make_tensor(dt, 4, act, 23);
+    b.dy = make_tensor(dt, 4, act, 24), b.dh = make_tensor(dt, 4, act, 25), b.dx = make_tensor(dt, 4, act, 26);
+    b.wd = make_tensor(dt, 4, (int64_t[]){256, 5, 5, 1}, 27), b.dwd = make_tensor(dt, 4, (int64_t[]){256, 5, 5, 1}, 28);
+    b.wp = make_tensor(dt, 4, (int64_t[]){256, 1, 1, 256}, 29), b.dwp = make_tensor(dt, 4, (int64_t[]){256, 1, 1, 256}, 30);
+    ocr_tensor_fill(&b.dwd, 0.0f), ocr_tensor_fill(&b.dwp, 0.0f);
+    b.pd = (Conv2dParams){1, 1, 2, 2, 256};
+    b.pp = (Conv2dParams){1, 1, 0, 0, 1};
+    b.part = -1;
+    double whole = time_median(run_block, &b, o), parts = 0;
+    for (b.part = 0; b.part < 4; b.part++) parts += time_median(run_block, &b, o);
+    printf("| %s | %s | %.2f | %.2f |\n", name, ocr_dtype_name(dt), whole * 1e3, parts * 1e3);
+    fflush(stdout);
+    OcrTensor *all[] = {&b.x, &b.wd, &b.h, &b.wp, &b.y, &b.dy, &b.dh, &b.dx, &b.dwd, &b.dwp};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ocr_tensor_free(all[i]);
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: bench_kernels [--threads N] [--reps N] [--warmup N] [--batch N] [--only gemm|conv] [--filter TEXT] [--clock wall|cpu]\n"
@@ -245,6 +284,11 @@ int main(int argc, char **argv) {
         printf("| layer | dtype | fwd ms | bwd ms | fwd GFLOP/s | bwd GFLOP/s |\n|---|---|---|---|---|---|\n");
         for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
             for (size_t d = 0; d < 3; d++) bench_conv(&layers[l], batch, dts[d], o);
+        printf("\n");
+        printf("## block in sequence (batch %d; forward dw, pw, backward pw, dw; vs the four steps timed apart)\n\n",
+               batch);
+        printf("| block | dtype | sequence ms | sum of steps ms |\n|---|---|---|---|\n");
+        for (size_t d = 0; d < 3; d++) bench_block(batch, dts[d], o);
         printf("\n");
     }
     return 0;

@@ -235,7 +235,7 @@ void conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, cons
     }
     CpuScratch s = {0};
     const float *dy = cpu_f32_in(&s, dout);
-    const float *x = (dweight || (dinp && is_depthwise(&g))) ? cpu_f32_in(&s, inp) : NULL;
+    const float *x = dweight ? cpu_f32_in(&s, inp) : NULL;
     const float *w = dinp ? cpu_f32_in(&s, weight) : NULL;
     float *dx = dinp ? cpu_f32_out(&s, dinp, 0) : NULL;
     float *dw = dweight ? cpu_f32_out(&s, dweight, 1) : NULL;

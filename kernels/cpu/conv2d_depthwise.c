@@ -101,18 +101,74 @@ __attribute__((target("avx2,fma"))) static void dot8_avx2(float *out, const floa
     for (int64_t t = 0; t < n; t++) s = _mm256_fmadd_ps(_mm256_loadu_ps(a + aoff[t]), _mm256_loadu_ps(b + boff[t]), s);
     _mm256_storeu_ps(out, s);
 }
+// Two outputs sharing b: out1 = init1 + Σ a[aoff[t] + as + j] · b[boff[t] + j]. Halves the
+// loads of the shared operand, which is what bounds these loops.
+__attribute__((target("avx2,fma"))) static void dot32x2_avx2(float *out0, float *out1, const float *init0,
+                                                             const float *init1, const float *a, const int64_t *aoff,
+                                                             int64_t as, const float *b, const int64_t *boff,
+                                                             int64_t n) {
+    __m256 s00, s01, s02, s03, s10, s11, s12, s13;
+    if (init0) {
+        s00 = _mm256_loadu_ps(init0), s01 = _mm256_loadu_ps(init0 + 8);
+        s02 = _mm256_loadu_ps(init0 + 16), s03 = _mm256_loadu_ps(init0 + 24);
+    } else {
+        s00 = s01 = s02 = s03 = _mm256_setzero_ps();
+    }
+    if (init1) {
+        s10 = _mm256_loadu_ps(init1), s11 = _mm256_loadu_ps(init1 + 8);
+        s12 = _mm256_loadu_ps(init1 + 16), s13 = _mm256_loadu_ps(init1 + 24);
+    } else {
+        s10 = s11 = s12 = s13 = _mm256_setzero_ps();
+    }
+    for (int64_t t = 0; t < n; t++) {
+        const float *a0 = a + aoff[t], *a1 = a0 + as, *bp = b + boff[t];
+        const __m256 b0 = _mm256_loadu_ps(bp), b1 = _mm256_loadu_ps(bp + 8);
+        const __m256 b2 = _mm256_loadu_ps(bp + 16), b3 = _mm256_loadu_ps(bp + 24);
+        s00 = _mm256_fmadd_ps(_mm256_loadu_ps(a0), b0, s00);
+        s01 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + 8), b1, s01);
+        s02 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + 16), b2, s02);
+        s03 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + 24), b3, s03);
+        s10 = _mm256_fmadd_ps(_mm256_loadu_ps(a1), b0, s10);
+        s11 = _mm256_fmadd_ps(_mm256_loadu_ps(a1 + 8), b1, s11);
+        s12 = _mm256_fmadd_ps(_mm256_loadu_ps(a1 + 16), b2, s12);
+        s13 = _mm256_fmadd_ps(_mm256_loadu_ps(a1 + 24), b3, s13);
+    }
+    _mm256_storeu_ps(out0, s00), _mm256_storeu_ps(out0 + 8, s01);
+    _mm256_storeu_ps(out0 + 16, s02), _mm256_storeu_ps(out0 + 24, s03);
+    _mm256_storeu_ps(out1, s10), _mm256_storeu_ps(out1 + 8, s11);
+    _mm256_storeu_ps(out1 + 16, s12), _mm256_storeu_ps(out1 + 24, s13);
+}
+__attribute__((target("avx2,fma"))) static void dot8x2_avx2(float *out0, float *out1, const float *init0,
+                                                            const float *init1, const float *a, const int64_t *aoff,
+                                                            int64_t as, const float *b, const int64_t *boff,
+                                                            int64_t n) {
+    __m256 s0 = init0 ? _mm256_loadu_ps(init0) : _mm256_setzero_ps();
+    __m256 s1 = init1 ? _mm256_loadu_ps(init1) : _mm256_setzero_ps();
+    for (int64_t t = 0; t < n; t++) {
+        const float *a0 = a + aoff[t];
+        const __m256 bv = _mm256_loadu_ps(b + boff[t]);
+        s0 = _mm256_fmadd_ps(_mm256_loadu_ps(a0), bv, s0);
+        s1 = _mm256_fmadd_ps(_mm256_loadu_ps(a0 + as), bv, s1);
+    }
+    _mm256_storeu_ps(out0, s0);
+    _mm256_storeu_ps(out1, s1);
+}
 #endif
+
+typedef void (*dot2_fn)(float *out0, float *out1, const float *init0, const float *init1, const float *a,
+                        const int64_t *aoff, int64_t as, const float *b, const int64_t *boff, int64_t n);
 
 typedef struct {
     dot_fn dot32, dot8;
+    dot2_fn dot32x2, dot8x2;  // NULL: two single calls
 } DotKernels;
 
 static DotKernels dot_kernels(void) {
-    DotKernels k = {dot32_c, dot8_c};
+    DotKernels k = {dot32_c, dot8_c, NULL, NULL};
 #ifdef DW_X86
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        k.dot32 = dot32_avx2, k.dot8 = dot8_avx2;
+        k.dot32 = dot32_avx2, k.dot8 = dot8_avx2, k.dot32x2 = dot32x2_avx2, k.dot8x2 = dot8x2_avx2;
     } else {
         k.dot32 = dot32_sse, k.dot8 = dot8_sse;
     }
@@ -120,13 +176,32 @@ static DotKernels dot_kernels(void) {
     return k;
 }
 
+#define OFF(p, c) ((p) ? (p) + (c) : NULL)
+
 // All channels of one pixel: blocks of 32, then of 8, then the scalar rest.
 static inline void dot_channels(const DotKernels *k, int64_t C, float *out, const float *init, const float *a,
                                 const int64_t *aoff, const float *b, const int64_t *boff, int64_t n) {
     int64_t c = 0;
-    for (; c + 32 <= C; c += 32) k->dot32(out + c, init ? init + c : NULL, a + c, aoff, b + c, boff, n);
-    for (; c + 8 <= C; c += 8) k->dot8(out + c, init ? init + c : NULL, a + c, aoff, b + c, boff, n);
-    if (c < C) dot_scalar(out + c, init ? init + c : NULL, a + c, aoff, b + c, boff, n, C - c);
+    for (; c + 32 <= C; c += 32) k->dot32(out + c, OFF(init, c), a + c, aoff, b + c, boff, n);
+    for (; c + 8 <= C; c += 8) k->dot8(out + c, OFF(init, c), a + c, aoff, b + c, boff, n);
+    if (c < C) dot_scalar(out + c, OFF(init, c), a + c, aoff, b + c, boff, n, C - c);
+}
+
+// Two outputs whose terms differ only by a shift `as` of the a operand.
+static inline void dot_channels2(const DotKernels *k, int64_t C, float *out0, float *out1, const float *init0,
+                                 const float *init1, const float *a, const int64_t *aoff, int64_t as, const float *b,
+                                 const int64_t *boff, int64_t n) {
+    int64_t c = 0;
+    if (k->dot32x2) {
+        for (; c + 32 <= C; c += 32)
+            k->dot32x2(out0 + c, out1 + c, OFF(init0, c), OFF(init1, c), a + c, aoff, as, b + c, boff, n);
+        for (; c + 8 <= C; c += 8)
+            k->dot8x2(out0 + c, out1 + c, OFF(init0, c), OFF(init1, c), a + c, aoff, as, b + c, boff, n);
+    }
+    if (c < C) {
+        dot_channels(k, C - c, out0 + c, OFF(init0, c), a + c, aoff, b + c, boff, n);
+        dot_channels(k, C - c, out1 + c, OFF(init1, c), a + as + c, aoff, b + c, boff, n);
+    }
 }
 
 typedef struct {
@@ -156,6 +231,9 @@ static void forward_rows(const DotKernels *k, float *y, const float *x, const fl
                 for (int64_t c = 0; c < C; c++) yp[c] = bias ? bias[c] : 0.0f;
                 continue;
             }
+            // The next pixel with the same tap columns shares the weight loads.
+            const int pair = ow + 1 < g->Wo && max64(0, -(iw0 + g->sw)) == kw_lo &&
+                             min64(g->KW, g->W - iw0 - g->sw) == kw_hi;
             if (kw_lo != cached_lo || kw_hi != cached_hi) {
                 nt = 0;
                 for (int64_t kh = kh_lo; kh < kh_hi; kh++)
@@ -166,9 +244,24 @@ static void forward_rows(const DotKernels *k, float *y, const float *x, const fl
                 cached_lo = kw_lo, cached_hi = kw_hi;
             }
             const float *xbase = ximg + ((ih0 + kh_lo) * g->W + iw0 + kw_lo) * C;
-            dot_channels(k, C, yp, bias, xbase, aoff, wt, boff, nt);
+            if (pair) {
+                dot_channels2(k, C, yp, yp + C, bias, bias, xbase, aoff, g->sw * C, wt, boff, nt);
+                ow++;
+            } else {
+                dot_channels(k, C, yp, bias, xbase, aoff, wt, boff, nt);
+            }
         }
     }
+}
+
+// Kernel columns that read input column iw: kw = kw0 + j·sw for output column ow = q0 − j,
+// with j in [j_lo, j_hi) keeping kw < KW and 0 <= ow < Wo.
+static void column_taps(const DwGeom *g, int64_t iw, int64_t *kw0, int64_t *q0, int64_t *j_lo, int64_t *j_hi) {
+    *kw0 = (iw + g->pw) % g->sw;
+    *q0 = (iw + g->pw - *kw0) / g->sw;
+    const int64_t nj = *kw0 < g->KW ? (g->KW - *kw0 + g->sw - 1) / g->sw : 0;
+    *j_lo = max64(0, *q0 - (g->Wo - 1));
+    *j_hi = min64(nj, *q0 + 1);
 }
 
 // ---- data gradient: input rows [r0, r1) of the N·H rows (gather, assigned) ----------------
@@ -187,31 +280,59 @@ static void backward_data_rows(const DotKernels *k, float *dx, const float *dy, 
             if (t / g->sh >= g->Ho) continue;
             khs[nk] = kh, ohs[nk] = t / g->sh, nk++;
         }
-        int64_t cached_kw0 = -1, cached_jlo = -1, cached_jhi = -1, nt = 0;
-        for (int64_t iw = 0; iw < g->W; iw++) {
-            float *dxp = dx + (r * g->W + iw) * C;
-            // Columns: kw = kw0 + j·sw, ow = q0 − j, valid for j in [j_lo, j_hi).
-            const int64_t kw0 = (iw + g->pw) % g->sw, q0 = (iw + g->pw - kw0) / g->sw;
-            const int64_t nj = kw0 < g->KW ? (g->KW - kw0 + g->sw - 1) / g->sw : 0;
-            const int64_t j_lo = max64(0, q0 - (g->Wo - 1)), j_hi = min64(nj, q0 + 1);
-            if (nk == 0 || j_lo >= j_hi) {
-                memset(dxp, 0, (size_t)C * sizeof(float));
-                continue;
+        // Columns in classes of equal iw mod sw: pixel iw + sw reads the same taps as iw, one
+        // output column on, so pairs of them share the weight loads.
+        for (int64_t res = 0; res < g->sw && res < g->W; res++) {
+            int64_t cached_jlo = -1, cached_jhi = -1, nt = 0;
+            for (int64_t iw = res; iw < g->W; iw += g->sw) {
+                float *dxp = dx + (r * g->W + iw) * C;
+                // Columns: kw = kw0 + j·sw, ow = q0 − j, valid for j in [j_lo, j_hi).
+                int64_t kw0, q0, j_lo, j_hi;
+                column_taps(g, iw, &kw0, &q0, &j_lo, &j_hi);
+                if (nk == 0 || j_lo >= j_hi) {
+                    memset(dxp, 0, (size_t)C * sizeof(float));
+                    continue;
+                }
+                int pair = 0;
+                if (iw + g->sw < g->W) {
+                    int64_t kw0b, q0b, j_lob, j_hib;
+                    column_taps(g, iw + g->sw, &kw0b, &q0b, &j_lob, &j_hib);
+                    pair = kw0b == kw0 && j_lob == j_lo && j_hib == j_hi && q0b == q0 + 1;
+                }
+                if (j_lo != cached_jlo || j_hi != cached_jhi) {  // kw0 is fixed within the class
+                    nt = 0;
+                    for (int64_t a = 0; a < nk; a++)
+                        for (int64_t j = j_lo; j < j_hi; j++, nt++) {
+                            // Relative to the pixel (ohs[0], q0 − j_lo); ow = q0 − j.
+                            aoff[nt] = ((ohs[a] - ohs[0]) * g->Wo - (j - j_lo)) * C;
+                            boff[nt] = (khs[a] * g->KW + kw0 + j * g->sw) * C;
+                        }
+                    cached_jlo = j_lo, cached_jhi = j_hi;
+                }
+                const float *dybase = dyimg + (ohs[0] * g->Wo + q0 - j_lo) * C;
+                if (pair) {
+                    dot_channels2(k, C, dxp, dxp + g->sw * C, NULL, NULL, dybase, aoff, C, wt, boff, nt);
+                    iw += g->sw;
+                } else {
+                    dot_channels(k, C, dxp, NULL, dybase, aoff, wt, boff, nt);
+                }
             }
-            if (kw0 != cached_kw0 || j_lo != cached_jlo || j_hi != cached_jhi) {
-                nt = 0;
-                for (int64_t a = 0; a < nk; a++)
-                    for (int64_t j = j_lo; j < j_hi; j++, nt++) {
-                        // Relative to the pixel (ohs[0], q0 − j_lo); ow = q0 − j.
-                        aoff[nt] = ((ohs[a] - ohs[0]) * g->Wo - (j - j_lo)) * C;
-                        boff[nt] = (khs[a] * g->KW + kw0 + j * g->sw) * C;
-                    }
-                cached_kw0 = kw0, cached_jlo = j_lo, cached_jhi = j_hi;
-            }
-            const float *dybase = dyimg + (ohs[0] * g->Wo + q0 - j_lo) * C;
-            dot_channels(k, C, dxp, NULL, dybase, aoff, wt, boff, nt);
         }
     }
+}
+
+// Output columns [ow_lo, ow_hi) whose input column ow·sw − pw + kw lies inside the image.
+static void tap_columns(const DwGeom *g, int64_t kw, int64_t *ow_lo, int64_t *ow_hi) {
+    int64_t lo = g->pw - kw, hi = g->W + g->pw - kw;  // lo <= ow·sw < hi
+    *ow_lo = lo <= 0 ? 0 : (lo + g->sw - 1) / g->sw;
+    *ow_hi = hi <= 0 ? 0 : min64(g->Wo, (hi + g->sw - 1) / g->sw);
+}
+
+// pt (C) += Σ_{ow in [lo, hi)} dout[ow] · inp[ow·sw − pw + kw] on one input row.
+static void weight_span(const DotKernels *k, const DwGeom *g, float *pt, const float *dyrow, const float *xrow,
+                        int64_t kw, int64_t lo, int64_t hi, const int64_t *aoff, const int64_t *boff) {
+    if (lo >= hi) return;
+    dot_channels(k, g->C, pt, pt, dyrow + lo * g->C, aoff, xrow + (lo * g->sw - g->pw + kw) * g->C, boff, hi - lo);
 }
 
 // ---- weight/bias gradient: partial sums over output rows [r0, r1) -------------------------
@@ -223,7 +344,6 @@ static void backward_weight_rows(const DotKernels *k, float *pw, float *pb, cons
     for (int64_t r = r0; r < r1; r++) {
         const int64_t n = r / g->Ho, oh = r % g->Ho, ih0 = oh * g->sh - g->ph;
         const int64_t kh_lo = max64(0, -ih0), kh_hi = min64(g->KH, g->H - ih0);
-        const float *ximg = x + n * g->H * g->W * C;
         const float *dyrow = dy + r * g->Wo * C;
         if (pb) {
             for (int64_t ow = 0; ow < g->Wo; ow++) {
@@ -233,17 +353,29 @@ static void backward_weight_rows(const DotKernels *k, float *pw, float *pb, cons
             }
         }
         if (!pw) continue;
+        const float *ximg = x + n * g->H * g->W * C;
         for (int64_t kh = kh_lo; kh < kh_hi; kh++) {
             const float *xrow = ximg + (ih0 + kh) * g->W * C;
-            for (int64_t kw = 0; kw < g->KW; kw++) {
-                // Output columns whose input column ow·sw − pw + kw lies inside the image.
-                int64_t lo = g->pw - kw, hi = g->W + g->pw - kw;  // lo <= ow·sw < hi
-                int64_t ow_lo = lo <= 0 ? 0 : (lo + g->sw - 1) / g->sw;
-                int64_t ow_hi = hi <= 0 ? 0 : min64(g->Wo, (hi + g->sw - 1) / g->sw);
-                if (ow_lo >= ow_hi) continue;
+            // Taps in pairs (kw, kw+1): over the output columns both see, one call shares the
+            // dout loads (the input operand of kw+1 is one pixel further, and tap kw+1's
+            // partial sums are pt + C); border columns that only one of them sees go alone.
+            for (int64_t kw = 0; kw < g->KW; kw += 2) {
                 float *pt = pw + (kh * g->KW + kw) * C;
-                dot_channels(k, C, pt, pt, dyrow + ow_lo * C, aoff, xrow + (ow_lo * g->sw - g->pw + kw) * C, boff,
-                             ow_hi - ow_lo);
+                int64_t lo0, hi0, lo1 = 0, hi1 = 0;
+                tap_columns(g, kw, &lo0, &hi0);
+                if (kw + 1 < g->KW) tap_columns(g, kw + 1, &lo1, &hi1);
+                const int64_t lo = max64(lo0, lo1), hi = min64(hi0, hi1);
+                if (kw + 1 < g->KW && lo < hi) {
+                    dot_channels2(k, C, pt, pt + C, pt, pt + C, xrow + (lo * g->sw - g->pw + kw) * C, boff, C,
+                                  dyrow + lo * C, aoff, hi - lo);
+                    weight_span(k, g, pt, dyrow, xrow, kw, lo0, lo, aoff, boff);
+                    weight_span(k, g, pt, dyrow, xrow, kw, hi, hi0, aoff, boff);
+                    weight_span(k, g, pt + C, dyrow, xrow, kw + 1, lo1, lo, aoff, boff);
+                    weight_span(k, g, pt + C, dyrow, xrow, kw + 1, hi, hi1, aoff, boff);
+                } else {
+                    weight_span(k, g, pt, dyrow, xrow, kw, lo0, hi0, aoff, boff);
+                    if (kw + 1 < g->KW) weight_span(k, g, pt + C, dyrow, xrow, kw + 1, lo1, hi1, aoff, boff);
+                }
             }
         }
     }

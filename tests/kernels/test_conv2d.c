@@ -220,6 +220,19 @@ START_TEST(test_conv_backward_f32) {
     conv2d_backward(&dx2, NULL, NULL, &t.dy, &t.x, &t.w, params(c));
     ck_assert(ocr_test_allclose_f32(dx2.data, t.dx.data, nx, 0, 0, "dinp alone"));
     ocr_tensor_free(&dx2);
+    // dweight alone and dbias alone (one call each from zero): half of what two calls added.
+    OcrTensor dw2 = ocr_test_tensor(OCR_F32, 4, t.w.shape, NULL), db2 = ocr_test_tensor(OCR_F32, 1, t.b.shape, NULL);
+    ocr_tensor_fill(&dw2, 0.0f), ocr_tensor_fill(&db2, 0.0f);
+    conv2d_backward(NULL, &dw2, NULL, &t.dy, &t.x, &t.w, params(c));
+    conv2d_backward(NULL, NULL, &db2, &t.dy, &t.x, &t.w, params(c));
+    float *half_w = malloc(sizeof(float) * (size_t)nw), half_b[256];
+    ck_assert(c->OC <= 256);
+    for (int64_t i = 0; i < nw; i++) half_w[i] = 0.5f * (((float *)t.dw.data)[i] - w0[i]);
+    for (int i = 0; i < c->OC; i++) half_b[i] = 0.5f * (((float *)t.db.data)[i] - b0[i]);
+    ck_assert(ocr_test_allclose_f32(dw2.data, half_w, nw, 1e-5, 1e-4, "dweight alone"));
+    if (c->bias) ck_assert(ocr_test_allclose_f32(db2.data, half_b, c->OC, 1e-5, 1e-4, "dbias alone"));
+    ocr_tensor_free(&dw2), ocr_tensor_free(&db2);
+    free(half_w);
 
     free_tensors(&t);
     free(vx), free(vw), free(vb), free(vdy), free(w0), free(b0), free(gx), free(gw), free(gb);
