@@ -5,5 +5,6 @@
 
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 #endif

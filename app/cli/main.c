@@ -51,6 +51,7 @@ int main(int argc, char **argv) {
     }
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 1, argv + 1);
+    if (strcmp(cmd, "synth") == 0) return cmd_synth(argc - 1, argv + 1);
     fprintf(stderr, "ocrtrain: unknown command '%s' (see ocrtrain --help)\n", cmd);
     return 2;
 }
