@@ -209,41 +209,43 @@ static int reflect101(int p, int n) {
 // getGaussianKernel(5, 1, CV_32F): exp(−x²/2) normalised, as floats (centre, ±1, ±2).
 static const float blur_k0 = 0x1.9c4868p-2f, blur_k1 = 0x1.f41fd6p-3f, blur_k2 = 0x1.be5f0ep-5f;
 
+// Round to nearest, ties to even, for 0 <= v < 2^22 (adding 1.5·2^23 leaves no fraction bits).
+static inline float round_even(float v) { return (v + 12582912.0f) - 12582912.0f; }
+
 ocr_status_t ocr_aug_blur(OcrImage *img) {
     int w = img->width, h = img->height, c = img->channels;
     size_t row = (size_t)w * c;
     float *tmp = malloc(sizeof(float) * row * h);
     if (!tmp) return ocr_set_error(OCR_ERR_OOM, "blur: out of memory");
-    // Row pass; interior columns without the border lookups. The symmetric pairs are
-    // added first (exact integers), then weighted: the order OpenCV's float path uses.
+    // Row pass. The symmetric pairs are added first (exact integers), then weighted: the
+    // order OpenCV's float path uses. Interior values in one flat loop (vectorisable).
     for (int y = 0; y < h; y++) {
         const uint8_t *s = img->pixels + (size_t)y * row;
         float *t = tmp + (size_t)y * row;
+        size_t c1 = (size_t)c, c2 = 2 * (size_t)c;
+        if (w >= 5)
+            for (size_t i = c2; i < row - c2; i++)
+                t[i] = blur_k0 * (float)s[i] + blur_k1 * (float)(s[i - c1] + s[i + c1]) +
+                       blur_k2 * (float)(s[i - c2] + s[i + c2]);
         for (int x = 0; x < w; x++) {
-            if (x >= 2 && x + 2 < w) {
-                const uint8_t *p = s + (size_t)x * c;
-                for (int k = 0; k < c; k++)
-                    t[x * c + k] = blur_k0 * (float)p[k] + blur_k1 * (float)(p[k - c] + p[k + c]) +
-                                   blur_k2 * (float)(p[k - 2 * c] + p[k + 2 * c]);
-            } else {
-                int l2 = reflect101(x - 2, w), l1 = reflect101(x - 1, w);
-                int r1 = reflect101(x + 1, w), r2 = reflect101(x + 2, w);
-                for (int k = 0; k < c; k++)
-                    t[x * c + k] = blur_k0 * (float)s[x * c + k] +
-                                   blur_k1 * (float)(s[l1 * c + k] + s[r1 * c + k]) +
-                                   blur_k2 * (float)(s[l2 * c + k] + s[r2 * c + k]);
-            }
+            if (x >= 2 && x + 2 < w) continue;
+            int l2 = reflect101(x - 2, w), l1 = reflect101(x - 1, w);
+            int r1 = reflect101(x + 1, w), r2 = reflect101(x + 2, w);
+            for (int k = 0; k < c; k++)
+                t[x * c + k] = blur_k0 * (float)s[x * c + k] + blur_k1 * (float)(s[l1 * c + k] + s[r1 * c + k]) +
+                               blur_k2 * (float)(s[l2 * c + k] + s[r2 * c + k]);
         }
     }
     // Column pass, rounded to nearest (even) and saturated.
     for (int y = 0; y < h; y++) {
-        const float *r[5];
-        for (int j = 0; j < 5; j++) r[j] = tmp + (size_t)reflect101(y + j - 2, h) * row;
+        const float *r0 = tmp + (size_t)reflect101(y - 2, h) * row, *r1 = tmp + (size_t)reflect101(y - 1, h) * row;
+        const float *r2 = tmp + (size_t)y * row;
+        const float *r3 = tmp + (size_t)reflect101(y + 1, h) * row, *r4 = tmp + (size_t)reflect101(y + 2, h) * row;
         uint8_t *d = img->pixels + (size_t)y * row;
         for (size_t i = 0; i < row; i++) {
-            float v = blur_k0 * r[2][i] + blur_k1 * (r[1][i] + r[3][i]) + blur_k2 * (r[0][i] + r[4][i]);
-            long q = lrintf(v);
-            d[i] = (uint8_t)(q < 0 ? 0 : q > 255 ? 255 : q);
+            float v = blur_k0 * r2[i] + blur_k1 * (r1[i] + r3[i]) + blur_k2 * (r0[i] + r4[i]);
+            v = v < 0.f ? 0.f : v > 255.f ? 255.f : v;
+            d[i] = (uint8_t)round_even(v);
         }
     }
     free(tmp);
@@ -251,43 +253,43 @@ ocr_status_t ocr_aug_blur(OcrImage *img) {
 }
 
 // OpenCV's vectorised HSV→BGR stores v·255 truncated (its scalar tail rounds instead).
-static uint8_t sat_trunc_u8(float v) {
+static inline uint8_t trunc_u8(float v) {
     int r = (int)v;
     return (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
-}
-
-// OpenCV's HSV2RGB_native for one pixel (h in [0, 180), s and v in [0, 1]).
-static void hsv_to_bgr(float h, float s, float v, float *b, float *g, float *r) {
-    if (s == 0.f) {
-        *b = *g = *r = v;
-        return;
-    }
-    static const int sector_data[6][3] = {{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}};
-    h *= 6.f / 180.f;
-    h = fmodf(h, 6.f);
-    int sector = (int)floorf(h);
-    h -= (float)sector;
-    if ((unsigned)sector >= 6u) sector = 0, h = 0.f;
-    float tab[4] = {v, v * (1.f - s), v * (1.f - s * h), v * (1.f - s * (1.f - h))};
-    *b = tab[sector_data[sector][0]];
-    *g = tab[sector_data[sector][1]];
-    *r = tab[sector_data[sector][2]];
 }
 
 void ocr_aug_hsv(OcrImage *img, double delta) {
     size_t n = (size_t)img->width * img->height;
     uint8_t *p = img->pixels;
     double scale = 1.0 + delta;
+    // hsv[:, :, 2] = hsv[:, :, 2] * (1 + delta): float64 stored into uint8 truncates.
+    uint8_t vnew[256];
+    for (int v = 0; v < 256; v++) {
+        int t = (int)(v * scale);
+        vnew[v] = (uint8_t)(t > 255 ? 255 : t);
+    }
     if (img->channels == 1) {
-        for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(p[i] * scale);
+        for (size_t i = 0; i < n; i++) p[i] = vnew[p[i]];
         return;
     }
+    // Tables: OpenCV's 8-bit BGR→HSV divisors (hsv_shift 12), and the float values its
+    // HSV→BGR starts from: s/255, v/255, the hue sector and fraction of h·6/180.
     enum { SHIFT = 12 };
     int sdiv[256], hdiv[256];
+    float sf[256], vf[256], hfrac[256];
+    uint8_t hsec[256];
     sdiv[0] = hdiv[0] = 0;
-    for (int i = 1; i < 256; i++) {
-        sdiv[i] = (int)lrint((double)(255 << SHIFT) / (1.0 * i));
-        hdiv[i] = (int)lrint((double)(180 << SHIFT) / (6.0 * i));
+    for (int i = 0; i < 256; i++) {
+        if (i) {
+            sdiv[i] = (int)lrint((double)(255 << SHIFT) / (1.0 * i));
+            hdiv[i] = (int)lrint((double)(180 << SHIFT) / (6.0 * i));
+        }
+        sf[i] = (float)i * (1.f / 255.f);
+        vf[i] = (float)vnew[i] * (1.f / 255.f);
+        float h = (float)i * (6.f / 180.f);
+        int sec = (int)h;
+        hsec[i] = (uint8_t)(sec < 6 ? sec : 0);
+        hfrac[i] = sec < 6 ? h - (float)sec : 0.f;
     }
     for (size_t i = 0; i < n; i++, p += 3) {
         // cv2.COLOR_BGR2HSV (8-bit): p[0] = B, p[2] = R.
@@ -297,20 +299,33 @@ void ocr_aug_hsv(OcrImage *img, double delta) {
         int vmin = b < g ? b : g;
         vmin = vmin < r ? vmin : r;
         int diff = v - vmin;
+        float V = vf[v];
+        if (diff == 0) {  // grey: S = 0, every channel is V
+            uint8_t o = trunc_u8(V * 255.f);
+            p[0] = p[1] = p[2] = o;
+            continue;
+        }
         int vr = v == r ? -1 : 0, vg = v == g ? -1 : 0;
         int s = (diff * sdiv[v] + (1 << (SHIFT - 1))) >> SHIFT;
         int hh = (vr & (g - b)) + (~vr & ((vg & (b - r + 2 * diff)) + ((~vg) & (r - g + 4 * diff))));
         hh = (hh * hdiv[diff] + (1 << (SHIFT - 1))) >> SHIFT;
         hh += hh < 0 ? 180 : 0;
-        if (hh > 255) hh = 255;
-        // hsv[:, :, 2] = hsv[:, :, 2] * (1 + delta): float64 stored into uint8 truncates.
-        int v2 = (int)(v * scale);
-        if (v2 > 255) v2 = 255;
-        float fb, fg, fr;
-        hsv_to_bgr((float)hh, (float)s * (1.f / 255.f), (float)v2 * (1.f / 255.f), &fb, &fg, &fr);
-        p[0] = sat_trunc_u8(fb * 255.f);
-        p[1] = sat_trunc_u8(fg * 255.f);
-        p[2] = sat_trunc_u8(fr * 255.f);
+        // HSV → BGR as OpenCV's HSV2RGB: tab0 = v, tab1 = v(1 − s), tab2 = v(1 − s·f),
+        // tab3 = v(1 − s(1 − f)), picked per sector.
+        float S = sf[s], f = hfrac[hh];
+        float t0 = V, t1 = V * (1.f - S), t2 = V * (1.f - S * f), t3 = V * (1.f - S * (1.f - f));
+        float ob, og, orr;
+        switch (hsec[hh]) {
+        case 0: ob = t1, og = t3, orr = t0; break;
+        case 1: ob = t1, og = t0, orr = t2; break;
+        case 2: ob = t3, og = t0, orr = t1; break;
+        case 3: ob = t0, og = t2, orr = t1; break;
+        case 4: ob = t0, og = t1, orr = t3; break;
+        default: ob = t2, og = t1, orr = t0; break;
+        }
+        p[0] = trunc_u8(ob * 255.f);
+        p[1] = trunc_u8(og * 255.f);
+        p[2] = trunc_u8(orr * 255.f);
     }
 }
 
@@ -332,23 +347,44 @@ void ocr_aug_jitter(OcrImage *img, int s) {
     }
 }
 
+// Spreads 8 bits into the low bit of 8 bytes.
+static uint64_t bits_to_bytes(uint32_t bits) {
+    uint64_t x = bits & 0xFFu;
+    x = (x | (x << 28)) & 0x0000000F0000000Full;
+    x = (x | (x << 14)) & 0x0003000300030003ull;
+    x = (x | (x << 7)) & 0x0101010101010101ull;
+    return x;
+}
+
 void ocr_aug_noise(OcrImage *img, OcrRng *rng) {
     size_t n = (size_t)img->width * img->height * img->channels;
     uint8_t *p = img->pixels;
     // One random bit per value (the sign of the noise), 128 bits per Philox call.
     uint32_t key[2] = {(uint32_t)rng->seed, (uint32_t)(rng->seed >> 32)};
+    rng->offset = (rng->offset + 3) & ~(uint64_t)3;  // whole Philox blocks, none reused
     size_t i = 0;
     while (i < n) {
-        uint32_t ctr[4] = {(uint32_t)rng->offset, (uint32_t)(rng->offset >> 32), (uint32_t)rng->stream,
+        uint32_t ctr[4] = {(uint32_t)(rng->offset / 4), (uint32_t)(rng->offset / 4 >> 32), (uint32_t)rng->stream,
                            (uint32_t)(rng->stream >> 32)};
         uint32_t out[4];
         ocr_philox4x32_10(ctr, key, out);
-        rng->offset += 4;  // consumes four 32-bit values of the stream, as ocr_rng_next_u32 would
+        rng->offset += 4;  // consumes four 32-bit values of the stream
         for (int lane = 0; lane < 4 && i < n; lane++) {
             uint32_t bits = out[lane];
-            for (int b = 0; b < 32 && i < n; b++, i++) {
-                uint8_t v = p[i];
-                p[i] = (uint8_t)(v - ((bits >> b) & 1u & (v != 0)));
+            for (int q = 0; q < 4 && i < n; q++, bits >>= 8) {
+                if (n - i >= 8) {
+                    // Eight values at once: subtract the bit from every non-zero byte (no
+                    // borrow can cross a byte).
+                    uint64_t v;
+                    memcpy(&v, p + i, 8);
+                    uint64_t nz = ((v & 0x7F7F7F7F7F7F7F7Full) + 0x7F7F7F7F7F7F7F7Full) | v;
+                    nz = (nz >> 7) & 0x0101010101010101ull;
+                    v -= bits_to_bytes(bits) & nz;
+                    memcpy(p + i, &v, 8);
+                    i += 8;
+                } else {
+                    for (int k = 0; k < 8 && i < n; k++, i++) p[i] = (uint8_t)(p[i] - (((bits >> k) & 1u) & (p[i] != 0)));
+                }
             }
         }
     }

@@ -26,10 +26,12 @@
 // - Jitter, crop, inversion: exact. Noise: N(0, √0.1)·0.5 then truncation to uint8 makes
 //   each value p → p − 1 with probability 1/2 (never below 0); a noise magnitude ≥ 1
 //   (probability 3·10⁻¹⁰ per value) is ignored.
-// - WarpMLS (TIA): text_image_aug/warp_mls.py in double precision: similarity MLS at a
+// - WarpMLS (TIA): text_image_aug/warp_mls.py: similarity MLS in double precision at a
 //   100-px grid (plus the last row/column), bilinear displacement inside a cell (with the
-//   original's di/h fractions), bilinear sampling with clamping, float32 store, truncation.
-//   Grid displacements are rounded to 1/65536 px so that a warp without displacement is
+//   original's di/h fractions), clamping, then bilinear sampling with the source position
+//   rounded to 1/256 px and the result truncated, as the original truncates its float
+//   image (it samples in float64: values can differ by 1). Grid displacements are rounded
+//   to 1/65536 px so that a warp without displacement is
 //   exactly the identity.
 //
 // Images are OcrImage (data/image.h): 8-bit, 1 or 3 channels, malloc'd pixels. Functions

@@ -68,6 +68,9 @@ static void mls_point(double x, double y, const OcrPointD *src, const OcrPointD 
     *ox = nx + qsx, *oy = ny + qsy;
 }
 
+// A position in 1/65536 px, rounded to nearest.
+static int64_t to_fix16(double v) { return (int64_t)(v >= 0 ? v * 65536.0 + 0.5 : v * 65536.0 - 0.5); }
+
 // Rounded to 1/65536 px so that floating-point noise around an exact identity vanishes.
 static double snap(double d) { return nearbyint(d * 65536.0) / 65536.0; }
 
@@ -103,7 +106,7 @@ ocr_status_t ocr_warp_mls(OcrImage *dst, const OcrImage *src, const OcrPointD *s
         }
     size_t stride = (size_t)W * c;
     const uint8_t *s = src->pixels;
-    double maxx = W - 1, maxy = H - 1;
+    int64_t maxx8 = (int64_t)(W - 1) << 8, maxy8 = (int64_t)(H - 1) << 8;
     for (int i = 0; i < H; i += MLS_GRID) {
         int ni = i + MLS_GRID, h = MLS_GRID;
         if (ni >= H) ni = H - 1, h = ni - i + 1;
@@ -117,26 +120,32 @@ ocr_status_t ocr_warp_mls(OcrImage *dst, const OcrImage *src, const OcrPointD *s
             double y11 = rdy[a0 * nxn + b0], y12 = rdy[a0 * nxn + b1], y21 = rdy[a1 * nxn + b0],
                    y22 = rdy[a1 * nxn + b1];
             for (int di = 0; di < h; di++) {
+                // The displacement is bilinear in (di/h, dj/w): along a row the source
+                // position is linear in dj, so it is stepped in 1/65536 px fixed point and
+                // sampled at 1/256 px.
                 double fr = (double)di / h;
-                uint8_t *d = out.pixels + (size_t)(i + di) * stride;
-                for (int dj = 0; dj < w; dj++) {
-                    double fc = (double)dj / w;
-                    double dx = (x11 * (1 - fc) + x12 * fc) * (1 - fr) + (x21 * (1 - fc) + x22 * fc) * fr;
-                    double dy = (y11 * (1 - fc) + y12 * fc) * (1 - fr) + (y21 * (1 - fc) + y22 * fc) * fr;
-                    double nx = j + dj + dx, ny = i + di + dy;
-                    nx = nx < 0 ? 0 : nx > maxx ? maxx : nx;
-                    ny = ny < 0 ? 0 : ny > maxy ? maxy : ny;
-                    int x0 = (int)floor(nx), y0 = (int)floor(ny), x1 = (int)ceil(nx), y1 = (int)ceil(ny);
-                    double wr = ny - y0, wc = nx - x0;
-                    const uint8_t *p00 = s + (size_t)y0 * stride + (size_t)x0 * c;
-                    const uint8_t *p01 = s + (size_t)y0 * stride + (size_t)x1 * c;
-                    const uint8_t *p10 = s + (size_t)y1 * stride + (size_t)x0 * c;
-                    const uint8_t *p11 = s + (size_t)y1 * stride + (size_t)x1 * c;
-                    uint8_t *o = d + (size_t)(j + dj) * c;
-                    for (int k = 0; k < c; k++) {
-                        double v = (p00[k] * (1 - wc) + p01[k] * wc) * (1 - wr) + (p10[k] * (1 - wc) + p11[k] * wc) * wr;
-                        float f = (float)v;  // NumPy stores into a float32 image, then clips and truncates
-                        o[k] = (uint8_t)(f < 0.f ? 0 : f > 255.f ? 255 : (int)f);
+                double ax = x11 * (1 - fr) + x21 * fr, bx = ((x12 - x11) * (1 - fr) + (x22 - x21) * fr) / w;
+                double ay = y11 * (1 - fr) + y21 * fr, by = ((y12 - y11) * (1 - fr) + (y22 - y21) * fr) / w;
+                int64_t X = to_fix16(j + ax), DX = to_fix16(1.0 + bx);
+                int64_t Y = to_fix16(i + di + ay), DY = to_fix16(by);
+                uint8_t *d = out.pixels + (size_t)(i + di) * stride + (size_t)j * c;
+                for (int dj = 0; dj < w; dj++, d += c, X += DX, Y += DY) {
+                    int64_t px = (X + 128) >> 8, py = (Y + 128) >> 8;  // in 1/256 px, rounded
+                    px = px < 0 ? 0 : px > maxx8 ? maxx8 : px;
+                    py = py < 0 ? 0 : py > maxy8 ? maxy8 : py;
+                    int x0 = (int)(px >> 8), y0 = (int)(py >> 8), wx = (int)(px & 255), wy = (int)(py & 255);
+                    int x1 = wx ? x0 + 1 : x0, y1 = wy ? y0 + 1 : y0;
+                    const uint8_t *r0 = s + (size_t)y0 * stride, *r1 = s + (size_t)y1 * stride;
+                    const uint8_t *p00 = r0 + (size_t)x0 * c, *p01 = r0 + (size_t)x1 * c;
+                    const uint8_t *p10 = r1 + (size_t)x0 * c, *p11 = r1 + (size_t)x1 * c;
+                    int ux = 256 - wx, uy = 256 - wy;
+                    if (c == 3) {
+                        d[0] = (uint8_t)(((p00[0] * ux + p01[0] * wx) * uy + (p10[0] * ux + p11[0] * wx) * wy) >> 16);
+                        d[1] = (uint8_t)(((p00[1] * ux + p01[1] * wx) * uy + (p10[1] * ux + p11[1] * wx) * wy) >> 16);
+                        d[2] = (uint8_t)(((p00[2] * ux + p01[2] * wx) * uy + (p10[2] * ux + p11[2] * wx) * wy) >> 16);
+                    } else {
+                        for (int k = 0; k < c; k++)
+                            d[k] = (uint8_t)(((p00[k] * ux + p01[k] * wx) * uy + (p10[k] * ux + p11[k] * wx) * wy) >> 16);
                     }
                 }
             }
