@@ -6,5 +6,7 @@
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_data(int argc, char **argv);
+int cmd_pack(int argc, char **argv);
 
 #endif

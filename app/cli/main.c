@@ -52,6 +52,8 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 1, argv + 1);
     if (strcmp(cmd, "synth") == 0) return cmd_synth(argc - 1, argv + 1);
+    if (strcmp(cmd, "data") == 0) return cmd_data(argc - 1, argv + 1);
+    if (strcmp(cmd, "pack") == 0) return cmd_pack(argc - 1, argv + 1);
     fprintf(stderr, "ocrtrain: unknown command '%s' (see ocrtrain --help)\n", cmd);
     return 2;
 }
