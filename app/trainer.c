@@ -13,9 +13,9 @@
 #include "app/evaluate.h"
 #include "app/feed.h"
 #include "app/optim.h"
+#include "app/step.h"
 #include "core/fileio.h"
 #include "core/timer.h"
-#include "kernels/ctc.h"
 #include "models/model.h"
 
 volatile sig_atomic_t train_stop_requested = 0;
@@ -72,11 +72,9 @@ typedef struct {
     Optimizer optim;
     int optim_ok;
     FeedBatch batch;
-    OcrTensor images, dl32, logits_buf;
-    float *losses, *clip;
-    int32_t *infeasible;
-    OcrTensor *grad_views;
-    OcrTensor **grads;
+    OcrTensor images;
+    StepCtx step;
+    int step_ok;
     FILE *metrics;
     char dir[2048];
     CkptState st;  // position and counters; saved as the checkpoint state
@@ -264,15 +262,10 @@ static ocr_status_t setup(Trainer *t) {
     int B = t->train.batch_size, H = t->train.height, W = t->train.width, C = t->train.channels;
     OCR_TRY(feed_batch_alloc(&t->batch, B, H, W, C, t->train.max_len));
     OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
-    int np = params->count;
-    t->losses = malloc((size_t)B * sizeof *t->losses);
-    t->infeasible = malloc((size_t)B * sizeof *t->infeasible);
-    t->clip = malloc((size_t)(np ? np : 1) * sizeof *t->clip);
-    t->grad_views = calloc((size_t)(np ? np : 1), sizeof *t->grad_views);
-    t->grads = calloc((size_t)(np ? np : 1), sizeof *t->grads);
+    OCR_TRY(step_ctx_init(&t->step, t->m, &t->amp, &t->optim, B, rc->use_focal_loss));
+    t->step_ok = 1;
     t->loss_window = calloc((size_t)rc->log_smooth_window, sizeof *t->loss_window);
-    if (!t->losses || !t->infeasible || !t->clip || !t->grad_views || !t->grads || !t->loss_window)
-        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    if (!t->loss_window) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
 
     res->batch_size = B;
     res->lr_scale = t->opt->lr_scale > 0 ? t->opt->lr_scale : 1.0;
@@ -306,15 +299,9 @@ static ocr_status_t setup(Trainer *t) {
 
 static void cleanup(Trainer *t) {
     if (t->metrics) fclose(t->metrics);
-    free(t->losses);
-    free(t->infeasible);
-    free(t->clip);
-    free(t->grad_views);
-    free(t->grads);
     free(t->loss_window);
+    if (t->step_ok) step_ctx_free(&t->step);
     ocr_tensor_free(&t->images);
-    ocr_tensor_free(&t->dl32);
-    ocr_tensor_free(&t->logits_buf);
     feed_batch_free(&t->batch);
     if (t->optim_ok) optim_free(&t->optim);
     if (t->amp_ok) amp_engine_free(&t->amp);
@@ -332,63 +319,16 @@ static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_coun
     int B = b->count, H = b->height, W = b->width, C = b->channels;
     feed_normalize(b, t->images.data);
     OcrTensor x = ocr_tensor_view(t->images.data, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C});
-    OcrParamTable *params = ocr_model_params(t->m);
-
-    OCR_TRY(amp_engine_begin_step(&t->amp));
-    ocr_params_zero_grads(params);
-    OCR_TRY(ocr_model_forward(t->m, &x, 1));
-    amp_engine_after_forward(&t->amp);
-    const OcrTensor *logits = amp_loss_logits(ocr_model_logits(t->m), &t->logits_buf);
-    OcrTensor *dl = ocr_model_dlogits(t->m);
-    OcrTensor *dl32 = dl;
-    if (dl->dtype != OCR_F32) {
-        if (!t->dl32.data || !ocr_tensor_same_shape(&t->dl32, logits)) {
-            ocr_tensor_free(&t->dl32);
-            OCR_TRY(ocr_tensor_alloc(&t->dl32, OCR_F32, ocr_cpu(), 3, logits->shape, OCR_MEM_ACTIVATIONS));
-        }
-        dl32 = &t->dl32;
-    }
-    OcrTensor targets = ocr_tensor_view(b->labels, OCR_I32, ocr_cpu(), 2, (int64_t[]){B, b->max_len});
-    OcrTensor lengths = ocr_tensor_view(b->lengths, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
-    OcrTensor losses = ocr_tensor_view(t->losses, OCR_F32, ocr_cpu(), 1, (int64_t[]){B});
-    OcrTensor infeas = ocr_tensor_view(t->infeasible, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
-    // zero_infinity: a label longer than the sequence (after adjacent repeats) would make the
-    // whole batch's gradient NaN and the step look like an overflow; it is zeroed and counted.
-    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, t->rc->use_focal_loss, amp_engine_loss_scale(&t->amp)};
-    double loss = ctc_loss_forward(&losses, NULL, dl32, &infeas, logits, &targets, &lengths, NULL, cp);
-    int ninf = 0;
-    for (int i = 0; i < B; i++) ninf += t->infeasible[i] != 0;
-    *infeasible_count = ninf;
-    if (dl32 != dl) amp_loss_dlogits(dl, dl32);
-    OCR_TRY(ocr_model_backward(t->m));
-
-    int skip = amp_engine_check_grads(&t->amp);
     double lr = lr_at(&t->rc->optim.lr, t->st.iter, t->steps_per_epoch, t->rc->epoch_num) * t->res->lr_scale;
-    double gnorm = NAN;
-    if (!skip) {
-        for (int i = 0; i < params->count; i++) {
-            t->grad_views[i] = ocr_params_grad(params, i);
-            t->grads[i] = &t->grad_views[i];
-        }
-        gnorm = optim_clip_factors(&t->optim, t->grads, t->amp.grad_scale, t->clip);
-        for (int i = 0; i < params->count; i++) {
-            OcrTensor w = ocr_params_tensor(params, i);
-            AdamParams p = {0};
-            optim_fill(&t->optim, i, lr, &p);
-            amp_engine_adam_params(&t->amp, i, &p);
-            p.grad_scale *= t->clip[i];
-            adam_update(&w, amp_engine_master(&t->amp, i), &t->optim.m[i], &t->optim.v[i], &t->grad_views[i], p);
-        }
-        t->optim.updates++;
-    }
-    float scale_used = amp_engine_loss_scale(&t->amp);
-    amp_engine_end_step(&t->amp);
+    StepOutcome o;
+    OCR_TRY(step_run(&t->step, &x, b->labels, b->lengths, b->max_len, lr, &o));
+    *infeasible_count = o.infeasible;
     rec->iter = t->st.iter;
-    rec->loss = (float)loss;
+    rec->loss = (float)o.loss;
     rec->lr = (float)lr;
-    rec->scale = scale_used;
-    rec->skipped = skip;
-    rec->grad_norm = (float)gnorm;
+    rec->scale = o.scale;
+    rec->skipped = o.skipped;
+    rec->grad_norm = (float)o.grad_norm;
     return OCR_OK;
 }
 
@@ -468,13 +408,31 @@ static void progress_line(Trainer *t, const StepRecord *r, double avg, double sp
     fflush(f);
 }
 
+// Training memory excludes evaluation passes (their batch and inference activations are not
+// what a training step needs): the peaks of the training segments are merged around each
+// evaluation, and the peak restarts after it.
+static void merge_training_peak(Trainer *t) {
+    OcrMemStats s = ocr_mem_stats(ocr_cpu());
+    OcrMemStats *m = &t->res->memory;
+    for (int c = 0; c < OCR_MEM_CATEGORY_COUNT; c++)
+        if (s.peak[c] > m->peak[c]) m->peak[c] = s.peak[c];
+    if (s.peak_total > m->peak_total) m->peak_total = s.peak_total;
+}
+
+static ocr_status_t evaluate_now(Trainer *t, EvalResult *er) {
+    merge_training_peak(t);
+    RecMetricOptions mo = {t->rc->ignore_space, t->rc->is_filter};
+    ocr_status_t st = evaluate(t->m, &t->eval, &t->dict, mo, er);
+    ocr_mem_reset_peak(ocr_cpu());
+    return st;
+}
+
 static ocr_status_t run_eval(Trainer *t) {
     if (!t->eval_ok) return OCR_OK;
     FILE *f = t->opt->progress;
     if (f && isatty(fileno(f))) fputc('\n', f);
     EvalResult er;
-    RecMetricOptions mo = {t->rc->ignore_space, t->rc->is_filter};
-    OCR_TRY(evaluate(t->m, &t->eval, &t->dict, mo, &er));
+    OCR_TRY(evaluate_now(t, &er));
     EvalRecord rec = {t->st.iter, er.acc, er.norm_edit_dis, er.cer};
     OCR_TRY(push_eval(t->res, &rec));
     int best = er.acc > t->st.best_acc;
@@ -612,10 +570,10 @@ static ocr_status_t loop(Trainer *t) {
     res->train_seconds = ocr_now_seconds() - t_start;
     // A stop inside an epoch (--max-steps, Ctrl-C) leaves a resumable checkpoint.
     if (t->train.next_batch != 0 || train_stop_requested) OCR_TRY(save_checkpoint(t, "latest"));
+    merge_training_peak(t);
     if (t->opt->final_eval && t->eval_ok) {
         EvalResult er;
-        RecMetricOptions mo = {rc->ignore_space, rc->is_filter};
-        OCR_TRY(evaluate(t->m, &t->eval, &t->dict, mo, &er));
+        OCR_TRY(evaluate_now(t, &er));
         res->has_final_eval = 1;
         res->acc = er.acc;
         res->norm_edit_dis = er.norm_edit_dis;
@@ -645,7 +603,6 @@ ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOpt
     }
     if (st == OCR_OK) {
         summarize(&t);
-        res->memory = ocr_mem_stats(ocr_cpu());
         if (t.train_ok) ocr_skip_stats_log(&t.train.skipped, "Train images");
         if (t.eval_ok) ocr_skip_stats_log(&t.eval.skipped, "Eval images");
     }

@@ -1,0 +1,114 @@
+#include "app/inference.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "app/checkpoint.h"
+#include "app/evaluate.h"
+#include "app/feed.h"
+#include "data/transforms.h"
+#include "eval/decode.h"
+
+ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *weights, int with_amp) {
+    memset(im, 0, sizeof *im);
+    char file[4200];
+    OCR_TRY(ckpt_weights_path(weights, file, sizeof file));
+    OCR_TRY(ocr_model_from_config(&im->m, cfg));
+    ocr_status_t st = ocr_model_load_weights(im->m, file);
+    AmpConfig ac;
+    if (st == OCR_OK) {
+        if (with_amp) st = amp_config_from_config(&ac, cfg);
+        else amp_config_init_off(&ac);
+    }
+    if (st == OCR_OK) {
+        amp_engine_init(&im->amp, &ac);
+        im->amp_ok = 1;
+        st = amp_engine_attach(&im->amp, ocr_model_ops(im->m), ocr_model_params(im->m), ocr_model_stats(im->m));
+    }
+    if (st != OCR_OK) infer_model_free(im);
+    return st;
+}
+
+void infer_model_free(InferModel *im) {
+    if (im->amp_ok) amp_engine_free(&im->amp);
+    if (im->m) ocr_model_free(im->m);
+    memset(im, 0, sizeof *im);
+}
+
+int predict_batch_width(int height, int min_width, double max_ratio) {
+    double r = (double)min_width / height;
+    if (max_ratio > r) r = max_ratio;
+    return (int)(height * r);
+}
+
+typedef struct {
+    double ratio;
+    int index;
+} RatioIndex;
+
+static int cmp_ratio(const void *a, const void *b) {
+    const RatioIndex *x = a, *y = b;
+    if (x->ratio != y->ratio) return x->ratio < y->ratio ? -1 : 1;
+    return x->index - y->index;  // stable, as Python's sort
+}
+
+ocr_status_t predict_images(OcrModel *m, const OcrDict *dict, const OcrImage *images, int n, int batch, int height,
+                            int channels, int min_width, Prediction *out) {
+    RatioIndex *ri = malloc((size_t)(n ? n : 1) * sizeof *ri);
+    if (!ri) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (images[i].pixels) ri[k++] = (RatioIndex){(double)images[i].width / images[i].height, i};
+    qsort(ri, (size_t)k, sizeof *ri, cmp_ratio);
+    ocr_status_t st = OCR_OK;
+    size_t cap = 0;
+    char *text = NULL;
+    for (int beg = 0; beg < k && st == OCR_OK; beg += batch) {
+        int cnt = k - beg < batch ? k - beg : batch;
+        double maxr = 0;
+        for (int j = 0; j < cnt; j++)
+            if (ri[beg + j].ratio > maxr) maxr = ri[beg + j].ratio;
+        int W = predict_batch_width(height, min_width, maxr);
+        FeedBatch fb;
+        st = feed_batch_alloc(&fb, cnt, height, W, channels, 1);
+        if (st != OCR_OK) break;
+        float *x = malloc((size_t)cnt * height * W * channels * sizeof *x);
+        if (!x) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        for (int j = 0; j < cnt && st == OCR_OK; j++) {
+            float vr;
+            uint8_t *dst = fb.pixels + (size_t)j * height * W * channels;
+            st = ocr_rec_resize_pad(dst, height, W, channels, &images[ri[beg + j].index], 1, &fb.widths[j], &vr);
+        }
+        fb.count = cnt;
+        if (st == OCR_OK) {
+            feed_normalize(&fb, x);
+            OcrTensor t = ocr_tensor_view(x, OCR_F32, ocr_cpu(), 4, (int64_t[]){cnt, height, W, channels});
+            st = ocr_model_forward(m, &t, 0);
+        }
+        if (st == OCR_OK) {
+            const OcrTensor *probs = ocr_model_probs(m);
+            size_t need = ctc_text_capacity((int)probs->shape[1], dict->classes, dict->num_classes);
+            if (need > cap) {
+                free(text);
+                text = malloc(need);
+                cap = text ? need : 0;
+                if (!text) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+            }
+        }
+        for (int j = 0; j < cnt && st == OCR_OK; j++) {
+            Prediction *p = &out[ri[beg + j].index];
+            st = decode_sample(m, dict, j, text, cap, &p->confidence);
+            if (st == OCR_OK) {
+                p->text = strdup(text);
+                p->ok = p->text != NULL;
+                if (!p->text) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+            }
+        }
+        free(x);
+        feed_batch_free(&fb);
+    }
+    free(text);
+    free(ri);
+    return st;
+}

@@ -1,0 +1,44 @@
+// Models for evaluation and prediction: built from the config, weights loaded strictly (every
+// tensor present with its shape, nothing extra), optionally under the config's AMP policy.
+// PaddleOCR's predictor batching (tools/infer/predict_rec.py) for `ocrtrain predict`.
+#ifndef OCR_APP_INFERENCE_H
+#define OCR_APP_INFERENCE_H
+
+#include <stdint.h>
+
+#include "amp/engine.h"
+#include "core/config.h"
+#include "data/dict.h"
+#include "data/image.h"
+#include "models/model.h"
+
+typedef struct {
+    OcrModel *m;
+    AmpEngine amp;
+    int amp_ok;
+} InferModel;
+
+// weights: a .safetensors file or a checkpoint directory. with_amp applies the config's
+// AMP policy (as PaddleOCR's eval does); otherwise the model runs in float32.
+// Errors: NOT_FOUND (no such weights), FORMAT (not safetensors, or tensors that do not match
+// this architecture), CONFIG.
+ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *weights, int with_amp);
+void infer_model_free(InferModel *im);
+
+// The predictor's batch width: int(H · max(min_width / H, max w/h of the batch)).
+int predict_batch_width(int height, int min_width, double max_ratio);
+
+typedef struct {
+    char *text;  // malloc'd UTF-8
+    float confidence;
+    int ok;      // 0: the image could not be read (error holds why)
+    char error[512];
+} Prediction;
+
+// Recognises images[0..n) (decoded, any size) in batches of `batch` sorted by aspect ratio,
+// each batch resized to height H (the config's) and padded to predict_batch_width. Results
+// in input order.
+ocr_status_t predict_images(OcrModel *m, const OcrDict *dict, const OcrImage *images, int n, int batch, int height,
+                            int channels, int min_width, Prediction *out);
+
+#endif
