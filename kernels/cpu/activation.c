@@ -17,6 +17,7 @@
 #include <strings.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 #define ACT_PAR_MIN 32768
@@ -235,7 +236,7 @@ static void act_backward_f32(float *dx, const float *dy, const float *x, int64_t
     }
 }
 
-void activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act) {
+void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "activation: out and inp sizes differ");
@@ -249,7 +250,7 @@ void activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t a
     cpu_scratch_free(&s);
 }
 
-void activation_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act) {
+void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act) {
     CPU_ASSERT_FLOAT(dinp);
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);

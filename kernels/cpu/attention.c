@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 // OpenBLAS (pthreads build) threads an sgemm of about this many multiply-adds or more. Such
@@ -87,7 +88,7 @@ static void slice_load(float *dst, const OcrTensor *t, int64_t first, int64_t n)
 
 // out (B, T, C), probs (B, H, T, T) (may be NULL when no backward follows), qkv (B, T, 3C),
 // mask (T, T) f32 or NULL.
-void attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
+void attention_forward_cpu(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
                        int num_heads, float scale, DropoutParams dropout) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(qkv);
@@ -158,7 +159,7 @@ void attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, c
 }
 
 // dqkv (B, T, 3C) assigned from dout (B, T, C), qkv and the saved probs (pre-dropout P).
-void attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
+void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
                         int num_heads, float scale, DropoutParams dropout) {
     if (!dqkv) return;
     CPU_ASSERT_FLOAT(dqkv);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 #define BN_MAX_CHUNKS 32
@@ -56,7 +57,7 @@ static void bn_batch_stats(double *mean, double *var, const float *x, int64_t M,
     }
 }
 
-void batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
+void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
                          OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                          float momentum, float eps, int training) {
     CPU_ASSERT_FLOAT(out);
@@ -136,7 +137,7 @@ void batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_r
     cpu_scratch_free(&s);
 }
 
-void batchnorm2d_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                           const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
                           const OcrTensor *save_rstd, int training) {
     CPU_ASSERT_FLOAT(dout);

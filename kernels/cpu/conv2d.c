@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 // Column buffer budget per chunk (bytes); one image is always processed even when bigger.
@@ -162,7 +163,7 @@ static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
     }
 }
 
-void conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
+void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
                     Conv2dParams p) {
     ConvGeom g = conv_geom(inp, weight, p);
     CPU_ASSERT_FLOAT(out);
@@ -213,7 +214,7 @@ void conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weigh
     cpu_scratch_free(&s);
 }
 
-void conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
                      const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p) {
     ConvGeom g = conv_geom(inp, weight, p);
     CPU_ASSERT_FLOAT(dout);

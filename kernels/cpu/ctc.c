@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ctc.h"
 
 #define CTC_NEG_INF (-INFINITY)
@@ -292,7 +293,7 @@ size_t ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dlogit
     return bytes;
 }
 
-double ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
+double ctc_loss_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
                         const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
                         const OcrTensor *input_lengths, CtcParams p) {
     CPU_ASSERT_FLOAT(logits);

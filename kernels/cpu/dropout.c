@@ -4,6 +4,7 @@
 
 #include "core/rng.h"
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 // Elements per parallel chunk; a multiple of 4 so chunks start on a Philox block.
@@ -62,9 +63,9 @@ static void dropout_apply(OcrTensor *y_t, const OcrTensor *x_t, const DropoutPar
     cpu_scratch_free(&s);
 }
 
-void dropout_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d) { dropout_apply(out, inp, &d); }
+void dropout_forward_cpu(OcrTensor *out, const OcrTensor *inp, DropoutParams d) { dropout_apply(out, inp, &d); }
 
-void dropout_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d) {
+void dropout_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d) {
     if (!dinp) return;
     dropout_apply(dinp, dout, &d);
 }
@@ -100,9 +101,9 @@ static void droppath_apply(OcrTensor *y_t, const OcrTensor *x_t, const DropoutPa
     cpu_scratch_free(&s);
 }
 
-void droppath_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d) { droppath_apply(out, inp, &d); }
+void droppath_forward_cpu(OcrTensor *out, const OcrTensor *inp, DropoutParams d) { droppath_apply(out, inp, &d); }
 
-void droppath_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d) {
+void droppath_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d) {
     if (!dinp) return;
     droppath_apply(dinp, dout, &d);
 }

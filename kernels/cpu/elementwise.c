@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 #define EW_PAR_MIN 32768
@@ -73,7 +74,7 @@ static void channel_scale_shapes(const OcrTensor *inp, const OcrTensor *scale, i
                "channel_scale: scale must be (N, 1, 1, C)");
 }
 
-void channel_scale_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale) {
+void channel_scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale) {
     CPU_ASSERT_FLOAT(out);
     int64_t N, HW, C;
     channel_scale_shapes(inp, scale, &N, &HW, &C);
@@ -93,7 +94,7 @@ void channel_scale_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor
     cpu_scratch_free(&s);
 }
 
-void channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
+void channel_scale_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
                             const OcrTensor *scale) {
     CPU_ASSERT_FLOAT(dout);
     int64_t N, HW, C;
@@ -143,7 +144,7 @@ void channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor 
 
 // ---- add, accumulate, scale, zero ------------------------------------------------------
 
-void add_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
+void add_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(a);
     CPU_ASSERT_FLOAT(b);
@@ -159,13 +160,13 @@ void add_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
     cpu_scratch_free(&s);
 }
 
-void add_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout) {
+void add_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *dout) {
     CPU_ASSERT_FLOAT(dout);
     if (da) copy_tensor(da, dout);
     if (db) copy_tensor(db, dout);
 }
 
-void accumulate(OcrTensor *dst, const OcrTensor *src) {
+void accumulate_cpu(OcrTensor *dst, const OcrTensor *src) {
     CPU_ASSERT_FLOAT(dst);
     CPU_ASSERT_FLOAT(src);
     const int64_t n = ocr_tensor_numel(dst);
@@ -179,7 +180,7 @@ void accumulate(OcrTensor *dst, const OcrTensor *src) {
     cpu_scratch_free(&s);
 }
 
-void scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha) {
+void scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, float alpha) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     const int64_t n = ocr_tensor_numel(out);
@@ -193,7 +194,7 @@ void scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha) {
     cpu_scratch_free(&s);
 }
 
-void zero_tensor(OcrTensor *t) {
+void zero_tensor_cpu(OcrTensor *t) {
     OCR_ASSERT(t->device.type == OCR_DEVICE_CPU, "zero_tensor: the CPU kernel got a non-CPU tensor");
     // All-zero bits are 0 in every dtype we have (f32, f16, bf16, i32, u8).
     if (t->data) memset(t->data, 0, ocr_tensor_bytes(t));
@@ -215,7 +216,7 @@ static void concat_check(const OcrTensor *whole, const OcrTensor *const *parts, 
     }
 }
 
-void concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count) {
+void concat_forward_cpu(OcrTensor *out, const OcrTensor *const *inputs, int count) {
     concat_check(out, inputs, count, "concat");
     const int64_t Ct = ocr_tensor_dim(out, -1);
     int64_t sum = 0;
@@ -239,7 +240,7 @@ void concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count) {
     }
 }
 
-void concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *dout) {
+void concat_backward_cpu(OcrTensor *const *dinputs, int count, const OcrTensor *dout) {
     concat_check(dout, (const OcrTensor *const *)dinputs, count, "concat_backward");
     const int64_t Ct = ocr_tensor_dim(dout, -1);
     const int64_t rows = Ct > 0 ? ocr_tensor_numel(dout) / Ct : 0;
@@ -330,11 +331,11 @@ static void permute_impl(OcrTensor *out, const OcrTensor *inp, const int *perm, 
     cpu_scratch_free(&s);
 }
 
-void permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm) {
+void permute_forward_cpu(OcrTensor *out, const OcrTensor *inp, const int *perm) {
     permute_impl(out, inp, perm, "permute");
 }
 
-void permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm) {
+void permute_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const int *perm) {
     // dinp = dout permuted by the inverse: dinp.shape[perm[i]] = dout.shape[i].
     const int nd = dout->ndim;
     OCR_ASSERT(nd >= 1 && nd <= 4, "permute_backward: ndim %d", nd);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 // Rows of a tensor viewed as a matrix whose columns are the last dimension.
@@ -42,7 +43,7 @@ static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alph
                 blas_int(N), blas_int(K), alpha, a, blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
 }
 
-void gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha, float beta) {
+void gemm_cpu(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha, float beta) {
     CPU_ASSERT_FLOAT(c);
     CPU_ASSERT_FLOAT(a);
     CPU_ASSERT_FLOAT(b);
@@ -64,7 +65,7 @@ void gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int
 
 // ---- linear -----------------------------------------------------------------------------
 
-void linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias) {
+void linear_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     CPU_ASSERT_FLOAT(weight);
@@ -110,7 +111,7 @@ static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
     }
 }
 
-void linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+void linear_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
                      const OcrTensor *inp, const OcrTensor *weight) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);
@@ -211,7 +212,7 @@ static BatchDims batch_dims(const OcrTensor *a, const OcrTensor *b, int ta, int 
     return d;
 }
 
-void matmul_batched_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
+void matmul_batched_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
                             float alpha) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(a);
@@ -230,7 +231,7 @@ void matmul_batched_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor 
 
 // With A' = op(a), B' = op(b) and out = alpha·A'·B':  dA' = alpha·dout·B'ᵀ, dB' = alpha·A'ᵀ·dout.
 // A transposed operand's gradient is the transpose of that, which swaps the factors.
-void matmul_batched_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
+void matmul_batched_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
                              const OcrTensor *b, int trans_a, int trans_b, float alpha) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(a);

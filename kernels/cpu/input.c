@@ -1,6 +1,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/input.h"
 
 void input_normalize_lut(float lut[256]) {
@@ -13,7 +14,7 @@ void input_normalize_lut(float lut[256]) {
     }
 }
 
-void input_normalize_forward(OcrTensor *out, const OcrTensor *inp) {
+void input_normalize_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
     OCR_ASSERT(inp->dtype == OCR_U8 && inp->device.type == OCR_DEVICE_CPU, "input_normalize: inp must be a CPU uint8 tensor");
     CPU_ASSERT_FLOAT(out);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "input_normalize: out and inp shapes differ");

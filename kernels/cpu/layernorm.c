@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 #define LN_MAX_CHUNKS 32
@@ -52,7 +53,7 @@ static void ln_check_vec(const OcrTensor *t, int64_t n, const char *what) {
                (long long)ocr_tensor_numel(t), (long long)n);
 }
 
-void layernorm_forward(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
+void layernorm_forward_cpu(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
                        const OcrTensor *gamma, const OcrTensor *beta, float eps) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
@@ -101,7 +102,7 @@ void layernorm_forward(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const O
     cpu_scratch_free(&s);
 }
 
-void layernorm_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                         const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *mean, const OcrTensor *rstd) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);

@@ -4,6 +4,7 @@
 
 #include "core/rng.h"
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 // Elements per parallel chunk; a multiple of 4 so each chunk starts on a Philox block.
@@ -78,7 +79,7 @@ static void store_param(OcrTensor *param, const float *w, int64_t first, int64_t
 }
 
 // ---- Adam / AdamW --------------------------------------------------------------------------
-void adam_update(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v, const OcrTensor *grad,
+void adam_update_cpu(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v, const OcrTensor *grad,
                  AdamParams p) {
     CPU_ASSERT_FLOAT(param);
     CPU_ASSERT_FLOAT(grad);
@@ -163,7 +164,7 @@ static double sum_squares(const OcrTensor *t) {
     return total;
 }
 
-double grad_global_norm(OcrTensor *const *grads, int count) {
+double grad_global_norm_cpu(OcrTensor *const *grads, int count) {
     double total = 0.0;
     for (int i = 0; i < count; i++)
         if (grads[i]) total += sum_squares(grads[i]);
@@ -195,8 +196,8 @@ static void scale_in_place(OcrTensor *t, float f) {
     }
 }
 
-double clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm) {
-    double norm = grad_global_norm(grads, count);
+double clip_grad_global_norm_cpu(OcrTensor *const *grads, int count, float max_norm) {
+    double norm = grad_global_norm_cpu(grads, count);
     if (norm > (double)max_norm) {
         float f = (float)((double)max_norm / (norm + 1e-6));
         for (int i = 0; i < count; i++)

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 #define POOL_PAR_MIN 16384
@@ -136,7 +137,7 @@ static void avgpool_generic_backward(OcrTensor *dinp, const OcrTensor *dout, con
     cpu_f32_store(dinp, dx);
 }
 
-void avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
+void avgpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
     pool_check_nhwc(out, inp, "avgpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
@@ -146,7 +147,7 @@ void avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
     cpu_scratch_free(&s);
 }
 
-void avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p) {
+void avgpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p) {
     pool_check_nhwc(dout, dinp, "avgpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
@@ -156,7 +157,7 @@ void avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p) 
     cpu_scratch_free(&s);
 }
 
-void adaptive_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp) {
+void adaptive_avgpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
     pool_check_nhwc(out, inp, "adaptive_avgpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
@@ -166,7 +167,7 @@ void adaptive_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp) {
     cpu_scratch_free(&s);
 }
 
-void adaptive_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout) {
+void adaptive_avgpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout) {
     pool_check_nhwc(dout, dinp, "adaptive_avgpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
@@ -215,7 +216,7 @@ static void max_forward(float *y, int32_t *arg, const float *x, int64_t N, int64
             }
 }
 
-void maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
+void maxpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
     pool_check_nhwc(out, inp, "maxpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
@@ -228,7 +229,7 @@ void maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
     cpu_scratch_free(&s);
 }
 
-void maxpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p) {
+void maxpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p) {
     pool_check_nhwc(dout, inp, "maxpool2d");
     CPU_ASSERT_FLOAT(dinp);
     OCR_ASSERT(ocr_tensor_same_shape(dinp, inp), "maxpool2d: dinp and inp shapes differ");

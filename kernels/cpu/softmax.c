@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
 
 // rows × C view of a tensor whose last dimension is C.
@@ -14,7 +15,7 @@ static void row_shape(const OcrTensor *t, int64_t *rows, int64_t *C) {
 }
 
 // out (..., C) = softmax(inp) over C; out may alias inp.
-void softmax_forward(OcrTensor *out, const OcrTensor *inp) {
+void softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "softmax: out and inp shapes differ");
@@ -47,7 +48,7 @@ void softmax_forward(OcrTensor *out, const OcrTensor *inp) {
 }
 
 // dinp (..., C) = out · (dout − Σ_C dout·out).
-void softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
+void softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
     if (!dinp) return;
     CPU_ASSERT_FLOAT(dinp);
     CPU_ASSERT_FLOAT(dout);
@@ -72,7 +73,7 @@ void softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *o
 }
 
 // out (..., C) = inp − max − log Σ exp(inp − max); out may alias inp.
-void log_softmax_forward(OcrTensor *out, const OcrTensor *inp) {
+void log_softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "log_softmax: out and inp shapes differ");
@@ -101,7 +102,7 @@ void log_softmax_forward(OcrTensor *out, const OcrTensor *inp) {
 }
 
 // dinp (..., C) = dout − exp(out) · Σ_C dout.
-void log_softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
+void log_softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
     if (!dinp) return;
     CPU_ASSERT_FLOAT(dinp);
     CPU_ASSERT_FLOAT(dout);

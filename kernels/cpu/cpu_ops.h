@@ -1,0 +1,104 @@
+// The CPU kernels behind the op interface: <op>_cpu has the contract of <op> in
+// kernels/ops.h (kernels/ctc.h, kernels/input.h) for CPU tensors. kernels/dispatch.c routes
+// the public names here or to the CUDA twins (kernels/cuda/*.h).
+#ifndef OCR_KERNELS_CPU_OPS_H
+#define OCR_KERNELS_CPU_OPS_H
+
+#include "kernels/ctc.h"
+#include "kernels/input.h"
+#include "kernels/ops.h"
+
+// kernels/cpu/gemm.c
+void gemm_cpu(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha, float beta);
+void linear_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias);
+void linear_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                         const OcrTensor *inp, const OcrTensor *weight);
+void matmul_batched_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
+                                float alpha);
+void matmul_batched_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
+                                 const OcrTensor *b, int trans_a, int trans_b, float alpha);
+
+// kernels/cpu/conv2d.c
+void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
+                        Conv2dParams p);
+void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                         const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p);
+
+// kernels/cpu/batchnorm.c
+void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
+                             OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma,
+                             const OcrTensor *beta, float momentum, float eps, int training);
+void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                              const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
+                              const OcrTensor *save_rstd, int training);
+
+// kernels/cpu/layernorm.c
+void layernorm_forward_cpu(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
+                           const OcrTensor *gamma, const OcrTensor *beta, float eps);
+void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                            const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *mean, const OcrTensor *rstd);
+
+// kernels/cpu/activation.c
+void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act);
+void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act);
+
+// kernels/cpu/pool.c
+void avgpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);
+void avgpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p);
+void maxpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);
+void maxpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p);
+void adaptive_avgpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp);
+void adaptive_avgpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout);
+
+// kernels/cpu/elementwise.c
+void channel_scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale);
+void channel_scale_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
+                                const OcrTensor *scale);
+void add_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b);
+void add_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *dout);
+void accumulate_cpu(OcrTensor *dst, const OcrTensor *src);
+void scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, float alpha);
+void zero_tensor_cpu(OcrTensor *t);
+void concat_forward_cpu(OcrTensor *out, const OcrTensor *const *inputs, int count);
+void concat_backward_cpu(OcrTensor *const *dinputs, int count, const OcrTensor *dout);
+void permute_forward_cpu(OcrTensor *out, const OcrTensor *inp, const int *perm);
+void permute_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const int *perm);
+
+// kernels/cpu/softmax.c
+void softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp);
+void softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
+void log_softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp);
+void log_softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
+
+// kernels/cpu/attention.c
+void attention_forward_cpu(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
+                           int num_heads, float scale, DropoutParams dropout);
+void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
+                            int num_heads, float scale, DropoutParams dropout);
+
+// kernels/cpu/dropout.c
+void dropout_forward_cpu(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
+void dropout_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
+void droppath_forward_cpu(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
+void droppath_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
+
+// kernels/cpu/cast.c
+void cast_forward_cpu(OcrTensor *out, const OcrTensor *inp);
+void cast_backward_cpu(OcrTensor *dinp, const OcrTensor *dout);
+int unscale_and_check_cpu(OcrTensor *const *grads, int count, float inv_scale, float *amax, int *nonfinite);
+
+// kernels/cpu/optim.c
+void adam_update_cpu(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v, const OcrTensor *grad,
+                     AdamParams p);
+double grad_global_norm_cpu(OcrTensor *const *grads, int count);
+double clip_grad_global_norm_cpu(OcrTensor *const *grads, int count, float max_norm);
+
+// kernels/cpu/ctc.c
+double ctc_loss_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
+                            const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
+                            const OcrTensor *input_lengths, CtcParams p);
+
+// kernels/cpu/input.c
+void input_normalize_forward_cpu(OcrTensor *out, const OcrTensor *inp);
+
+#endif
