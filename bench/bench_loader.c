@@ -2,13 +2,14 @@
 // augmentation (RecConAug prob 0.5 ×2 + RecAug defaults), from PNG files, from JPEG files
 // and from the packed cache; also without augmentation (decode + resize only).
 //
-//   bench_loader [--images N] [--repeats R] [--workers W] [--dir DIR] [--keep]
+//   bench_loader [--images N] [--repeats R] [--workers W] [--dir DIR] [--keep] [--case K]
 //
-// It generates N text-line-like images (heights 32..64, widths 60..480, grey and colour,
+// It generates N text-line-like images (or reuses those in an existing --dir) (heights 32..64, widths 60..480, grey and colour,
 // strokes on a shaded background with a little noise) in a temporary directory, writes
 // them as PNG and as JPEG (quality 90) with a label file, builds a pack, then times one
 // epoch per repeat through the real loader with W worker threads (default 1: per core)
-// and prints the median images/s of each case.
+// and prints the median images/s of each case, by wall clock and per CPU-second (the
+// process's CPU time: the per-core figure, stable on a shared machine).
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -163,13 +164,21 @@ static OcrConfig *make_config(const char *dir, const char *labels, const char *t
     return cfg;
 }
 
+// CPU seconds of the whole process (workers + the mostly waiting consumer).
+static double cpu_seconds(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
 static int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return x < y ? -1 : x > y;
 }
 
-// Median images/s over `repeats` epochs (epoch e = repeat e, so the augmentation differs).
-static double measure(OcrConfig *cfg, int repeats, double *spread) {
+// Median images/s over `repeats` epochs (epoch e = repeat e, so the augmentation differs),
+// by wall clock and per CPU-second.
+static double measure(OcrConfig *cfg, int repeats, double *spread, double *per_cpu) {
     OcrLoaderConfig lc;
     OcrDict dict;
     OcrLoader *l;
@@ -179,9 +188,9 @@ static double measure(OcrConfig *cfg, int repeats, double *spread) {
         exit(1);
     }
     ocr_loader_config_free(&lc);
-    double r[64];
+    double r[64], rc[64];
     for (int e = 0; e < repeats; e++) {
-        double t0 = ocr_now_seconds();
+        double t0 = ocr_now_seconds(), c0 = cpu_seconds();
         int64_t n = 0;
         const OcrBatch *b;
         if (ocr_loader_start_epoch(l, (uint64_t)e, 0) != OCR_OK) exit(1);
@@ -190,16 +199,19 @@ static double measure(OcrConfig *cfg, int repeats, double *spread) {
             ocr_loader_release(l, b);
         }
         r[e] = (double)n / (ocr_now_seconds() - t0);
+        rc[e] = (double)n / (cpu_seconds() - c0);
     }
     ocr_loader_destroy(l);
     ocr_dict_free(&dict);
     qsort(r, (size_t)repeats, sizeof(double), cmp_double);
+    qsort(rc, (size_t)repeats, sizeof(double), cmp_double);
     *spread = r[repeats - 1] - r[0];
+    *per_cpu = rc[repeats / 2];
     return r[repeats / 2];
 }
 
 int main(int argc, char **argv) {
-    int n = 1024, repeats = 5, workers = 1, keep = 0;
+    int n = 1024, repeats = 5, workers = 1, keep = 0, only = -1;
     const char *user_dir = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--images") && i + 1 < argc) n = atoi(argv[++i]);
@@ -207,8 +219,9 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--workers") && i + 1 < argc) workers = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--dir") && i + 1 < argc) user_dir = argv[++i];
         else if (!strcmp(argv[i], "--keep")) keep = 1;
+        else if (!strcmp(argv[i], "--case") && i + 1 < argc) only = atoi(argv[++i]);
         else {
-            fprintf(stderr, "usage: bench_loader [--images N] [--repeats R] [--workers W] [--dir DIR] [--keep]\n");
+            fprintf(stderr, "usage: bench_loader [--images N] [--repeats R] [--workers W] [--dir DIR] [--keep] [--case 0..5]\n");
             return 2;
         }
     }
@@ -220,9 +233,12 @@ int main(int argc, char **argv) {
     char dir[1024];
     if (user_dir) snprintf(dir, sizeof dir, "%s", user_dir);
     else snprintf(dir, sizeof dir, "/tmp/ocr_bench_loader_%d", (int)getpid());
-    int64_t png_bytes, jpg_bytes;
+    int64_t png_bytes = 0, jpg_bytes = 0;
     double t0 = ocr_now_seconds();
-    if (make_data(dir, n, &png_bytes, &jpg_bytes) != 0) {
+    char probe[1200];
+    snprintf(probe, sizeof probe, "%s/png.txt", dir);
+    int reuse = user_dir && ocr_file_exists(probe);  // --dir with earlier data: keep it (profiling)
+    if (!reuse && make_data(dir, n, &png_bytes, &jpg_bytes) != 0) {
         fprintf(stderr, "bench_loader: cannot generate data in %s: %s\n", dir, ocr_last_error());
         return 1;
     }
@@ -272,12 +288,13 @@ int main(int argc, char **argv) {
     printf("loader at 48x320, batch 128, %d worker thread%s, median of %d epochs of %d images:\n", workers,
            workers > 1 ? "s" : "", repeats, n);
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        if (only >= 0 && (int)c != only) continue;
         OcrConfig *cfg = make_config(dir, cases[c].labels, cases[c].transforms ? cases[c].transforms : aug_list,
                                      workers, cases[c].pack ? pack : NULL);
         if (!cfg) return 1;
-        double spread, ips = measure(cfg, repeats, &spread);
-        printf("  %-24s %8.0f images/s  (%6.0f per worker thread, spread %.0f)\n", cases[c].name, ips, ips / workers,
-               spread);
+        double spread, per_cpu, ips = measure(cfg, repeats, &spread, &per_cpu);
+        printf("  %-24s %8.0f images/s wall (spread %5.0f)   %6.0f images per CPU-second\n", cases[c].name, ips,
+               spread, per_cpu);
         fflush(stdout);
         ocr_config_free(cfg);
     }

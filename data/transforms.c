@@ -10,6 +10,10 @@
 
 #include "core/config.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 // ---- resize -------------------------------------------------------------------------
 
 #define RESIZE_COEF_BITS 11
@@ -40,23 +44,42 @@ static void linear_coeffs(int dsize, int ssize, int clamp_weights, int32_t *ofs,
 }
 
 // One source row resized horizontally into int sums (weights × pixels, scale 2^11).
-static void hresize_row(int32_t *out, const uint8_t *row, int dw, int sw, int c, const int32_t *xofs,
+// x0[x], x1[x]: byte offsets of the two taps of output pixel x (x1 = x0 at the right border).
+static void hresize_row(int32_t *out, const uint8_t *row, int dw, int c, const int32_t *x0, const int32_t *x1,
                         const int16_t *alpha) {
     if (c == 3) {
-        for (int x = 0; x < dw; x++) {
-            int s0 = xofs[x], s1 = s0 + 1 < sw ? s0 + 1 : s0;
+        for (int x = 0; x < dw; x++, out += 3) {
             int a0 = alpha[2 * x], a1 = alpha[2 * x + 1];
-            const uint8_t *p0 = row + 3 * s0, *p1 = row + 3 * s1;
-            out[3 * x] = p0[0] * a0 + p1[0] * a1;
-            out[3 * x + 1] = p0[1] * a0 + p1[1] * a1;
-            out[3 * x + 2] = p0[2] * a0 + p1[2] * a1;
+            const uint8_t *p0 = row + x0[x], *p1 = row + x1[x];
+            out[0] = p0[0] * a0 + p1[0] * a1;
+            out[1] = p0[1] * a0 + p1[1] * a1;
+            out[2] = p0[2] * a0 + p1[2] * a1;
         }
     } else {
-        for (int x = 0; x < dw; x++) {
-            int s0 = xofs[x], s1 = s0 + 1 < sw ? s0 + 1 : s0;
-            int a0 = alpha[2 * x], a1 = alpha[2 * x + 1];
-            for (int k = 0; k < c; k++) out[c * x + k] = row[c * s0 + k] * a0 + row[c * s1 + k] * a1;
-        }
+        for (int x = 0; x < dw; x++)
+            for (int k = 0; k < c; k++) out[c * x + k] = row[x0[x] + k] * alpha[2 * x] + row[x1[x] + k] * alpha[2 * x + 1];
+    }
+}
+
+// The vertical pass as OpenCV's VResizeLinearVec_32s8u: ((b0·(S0>>4))>>16 + (b1·(S1>>4))>>16 + 2)>>2
+// with 16-bit high multiplies (S>>4 <= 255·2048/16 fits in int16).
+static void vresize_row(uint8_t *d, const int32_t *s0, const int32_t *s1, size_t n, int b0, int b1) {
+    size_t i = 0;
+#if defined(__SSE2__)
+    __m128i vb0 = _mm_set1_epi16((short)b0), vb1 = _mm_set1_epi16((short)b1), two = _mm_set1_epi16(2);
+    for (; i + 8 <= n; i += 8) {
+        __m128i a = _mm_packs_epi32(_mm_srai_epi32(_mm_loadu_si128((const __m128i *)(s0 + i)), 4),
+                                    _mm_srai_epi32(_mm_loadu_si128((const __m128i *)(s0 + i + 4)), 4));
+        __m128i b = _mm_packs_epi32(_mm_srai_epi32(_mm_loadu_si128((const __m128i *)(s1 + i)), 4),
+                                    _mm_srai_epi32(_mm_loadu_si128((const __m128i *)(s1 + i + 4)), 4));
+        __m128i v = _mm_add_epi16(_mm_mulhi_epi16(a, vb0), _mm_mulhi_epi16(b, vb1));
+        v = _mm_srai_epi16(_mm_add_epi16(v, two), 2);
+        _mm_storel_epi64((__m128i *)(d + i), _mm_packus_epi16(v, v));
+    }
+#endif
+    for (; i < n; i++) {
+        int v = (((b0 * (s0[i] >> 4)) >> 16) + ((b1 * (s1[i] >> 4)) >> 16) + 2) >> 2;
+        d[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
     }
 }
 
@@ -87,14 +110,18 @@ ocr_status_t ocr_resize_linear(uint8_t *dst, int dw, int dh, const uint8_t *src,
         return OCR_OK;
     }
     size_t row = (size_t)dw * c;
-    // xofs[dw] alpha[2dw] yofs[dh] beta[2dh] rows[2][dw·c]
-    size_t bytes = sizeof(int32_t) * ((size_t)dw + dh + 2 * row) + sizeof(int16_t) * 2 * ((size_t)dw + dh);
+    // x0[dw] x1[dw] yofs[dh] rows[2][dw·c] alpha[2dw] beta[2dh]
+    size_t bytes = sizeof(int32_t) * (2 * (size_t)dw + dh + 2 * row) + sizeof(int16_t) * 2 * ((size_t)dw + dh);
     char *mem = malloc(bytes);
     if (!mem) return ocr_set_error(OCR_ERR_OOM, "resize %dx%d → %dx%d: out of memory", sw, sh, dw, dh);
-    int32_t *xofs = (int32_t *)mem, *yofs = xofs + dw, *rows = yofs + dh;
+    int32_t *x0 = (int32_t *)mem, *x1 = x0 + dw, *yofs = x1 + dw, *rows = yofs + dh;
     int16_t *alpha = (int16_t *)(rows + 2 * row), *beta = alpha + 2 * dw;
-    linear_coeffs(dw, sw, 1, xofs, alpha);
+    linear_coeffs(dw, sw, 1, x0, alpha);
     linear_coeffs(dh, sh, 0, yofs, beta);
+    for (int x = 0; x < dw; x++) {
+        x1[x] = (x0[x] + 1 < sw ? x0[x] + 1 : x0[x]) * c;
+        x0[x] *= c;
+    }
     int32_t *buf[2] = {rows, rows + row};
     int have[2] = {-1, -1};  // source row held by buf[i]
     size_t sstride = (size_t)sw * c;
@@ -110,22 +137,15 @@ ocr_status_t ocr_resize_linear(uint8_t *dst, int dw, int dh, const uint8_t *src,
                 have[1] = have[0];
                 have[0] = sy0;
             } else {
-                hresize_row(buf[0], src + (size_t)sy0 * sstride, dw, sw, c, xofs, alpha);
+                hresize_row(buf[0], src + (size_t)sy0 * sstride, dw, c, x0, x1, alpha);
                 have[0] = sy0;
             }
         }
         if (sy1 != sy0 && have[1] != sy1) {
-            hresize_row(buf[1], src + (size_t)sy1 * sstride, dw, sw, c, xofs, alpha);
+            hresize_row(buf[1], src + (size_t)sy1 * sstride, dw, c, x0, x1, alpha);
             have[1] = sy1;
         }
-        // OpenCV's VResizeLinearVec_32s8u: ((b0·(S0>>4))>>16 + (b1·(S1>>4))>>16 + 2) >> 2.
-        int b0 = beta[2 * y], b1 = beta[2 * y + 1];
-        const int32_t *s0 = buf[0], *s1 = sy1 != sy0 ? buf[1] : buf[0];
-        uint8_t *d = dst + (size_t)y * row;
-        for (size_t i = 0; i < row; i++) {
-            int v = (((b0 * (s0[i] >> 4)) >> 16) + ((b1 * (s1[i] >> 4)) >> 16) + 2) >> 2;
-            d[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v);
-        }
+        vresize_row(dst + (size_t)y * row, buf[0], sy1 != sy0 ? buf[1] : buf[0], row, beta[2 * y], beta[2 * y + 1]);
     }
     free(mem);
     return OCR_OK;
@@ -244,8 +264,8 @@ ocr_status_t ocr_aug_blur(OcrImage *img) {
         uint8_t *d = img->pixels + (size_t)y * row;
         for (size_t i = 0; i < row; i++) {
             float v = blur_k0 * r2[i] + blur_k1 * (r1[i] + r3[i]) + blur_k2 * (r0[i] + r4[i]);
-            v = v < 0.f ? 0.f : v > 255.f ? 255.f : v;
-            d[i] = (uint8_t)round_even(v);
+            int32_t q = (int32_t)round_even(v);  // the kernel is positive: q >= 0
+            d[i] = (uint8_t)(q > 255 ? 255 : q);
         }
     }
     free(tmp);
@@ -392,7 +412,8 @@ void ocr_aug_noise(OcrImage *img, OcrRng *rng) {
 
 void ocr_aug_invert(OcrImage *img) {
     size_t n = (size_t)img->width * img->height * img->channels;
-    for (size_t i = 0; i < n; i++) img->pixels[i] = (uint8_t)(255 - img->pixels[i]);
+    uint8_t *p = img->pixels;  // a local pointer: stores through uint8_t* could alias img
+    for (size_t i = 0; i < n; i++) p[i] = (uint8_t)(255 - p[i]);
 }
 
 void ocr_rec_aug_defaults(OcrRecAugParams *p) {

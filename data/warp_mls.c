@@ -7,7 +7,43 @@
 
 #include "data/transforms.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #define MLS_GRID 100
+
+#if defined(__SSE2__)
+// Bilinear 3-channel sample with 8-bit weights: ((t·uy' + b·wy') >> 15 with t, b the
+// horizontal blends (p·(256−wx) + q·wx) halved so that the 16-bit multiply-add cannot
+// overflow. Reads 4 bytes at each tap (the caller keeps the last pixel out of it).
+static inline void bilerp3_sse2(uint8_t *d, const uint8_t *p00, const uint8_t *p01, const uint8_t *p10,
+                                const uint8_t *p11, int wx, int wy) {
+    int32_t a, b, c, e;
+    memcpy(&a, p00, 4), memcpy(&b, p01, 4), memcpy(&c, p10, 4), memcpy(&e, p11, 4);
+    const __m128i z = _mm_setzero_si128();
+    __m128i wh = _mm_unpacklo_epi64(_mm_set1_epi16((short)(256 - wx)), _mm_set1_epi16((short)wx));
+    __m128i top = _mm_unpacklo_epi8(_mm_unpacklo_epi32(_mm_cvtsi32_si128(a), _mm_cvtsi32_si128(b)), z);
+    __m128i bot = _mm_unpacklo_epi8(_mm_unpacklo_epi32(_mm_cvtsi32_si128(c), _mm_cvtsi32_si128(e)), z);
+    top = _mm_mullo_epi16(top, wh);
+    bot = _mm_mullo_epi16(bot, wh);
+    top = _mm_srli_epi16(_mm_add_epi16(top, _mm_srli_si128(top, 8)), 1);  // ≤ 32640
+    bot = _mm_srli_epi16(_mm_add_epi16(bot, _mm_srli_si128(bot, 8)), 1);
+    __m128i wv = _mm_set1_epi32((int)((uint32_t)(256 - wy) | ((uint32_t)wy << 16)));
+    __m128i v = _mm_srai_epi32(_mm_madd_epi16(_mm_unpacklo_epi16(top, bot), wv), 15);
+    v = _mm_packs_epi32(v, v);
+    v = _mm_packus_epi16(v, v);
+    int32_t out = _mm_cvtsi128_si32(v);
+    memcpy(d, &out, 3);
+}
+
+// Clamps 32-bit lanes to [0, hi] (SSE2 has no 32-bit min/max).
+static inline __m128i clamp_epi32(__m128i v, __m128i hi) {
+    v = _mm_andnot_si128(_mm_cmplt_epi32(v, _mm_setzero_si128()), v);
+    __m128i gt = _mm_cmpgt_epi32(v, hi);
+    return _mm_or_si128(_mm_and_si128(gt, hi), _mm_andnot_si128(gt, v));
+}
+#endif
 
 // Grid positions along one axis: 0, 100, 200, ... below n, plus n − 1.
 static int grid_nodes(int n, int *nodes) {
@@ -107,6 +143,10 @@ ocr_status_t ocr_warp_mls(OcrImage *dst, const OcrImage *src, const OcrPointD *s
     size_t stride = (size_t)W * c;
     const uint8_t *s = src->pixels;
     int64_t maxx8 = (int64_t)(W - 1) << 8, maxy8 = (int64_t)(H - 1) << 8;
+    // 16.16 positions of this image, with room for displacements of a few image sizes,
+    // fit in 32 bits.
+    int simd_ok = W <= 4096 && H <= 4096;
+    (void)simd_ok;
     for (int i = 0; i < H; i += MLS_GRID) {
         int ni = i + MLS_GRID, h = MLS_GRID;
         if (ni >= H) ni = H - 1, h = ni - i + 1;
@@ -129,7 +169,41 @@ ocr_status_t ocr_warp_mls(OcrImage *dst, const OcrImage *src, const OcrPointD *s
                 int64_t X = to_fix16(j + ax), DX = to_fix16(1.0 + bx);
                 int64_t Y = to_fix16(i + di + ay), DY = to_fix16(by);
                 uint8_t *d = out.pixels + (size_t)(i + di) * stride + (size_t)j * c;
-                for (int dj = 0; dj < w; dj++, d += c, X += DX, Y += DY) {
+                int dj = 0;
+#if defined(__SSE2__)
+                // Four positions at a time in 32-bit lanes (the image is small enough for
+                // 16.16 fixed point there); the same rounding and clamping as below.
+                if (c == 3 && simd_ok) {
+                    __m128i xv = _mm_setr_epi32((int)X, (int)(X + DX), (int)(X + 2 * DX), (int)(X + 3 * DX));
+                    __m128i yv = _mm_setr_epi32((int)Y, (int)(Y + DY), (int)(Y + 2 * DY), (int)(Y + 3 * DY));
+                    __m128i xs4 = _mm_set1_epi32((int)(4 * DX)), ys4 = _mm_set1_epi32((int)(4 * DY));
+                    __m128i r128 = _mm_set1_epi32(128), mx = _mm_set1_epi32((int)maxx8), my = _mm_set1_epi32((int)maxy8);
+                    for (; dj + 4 <= w; dj += 4, xv = _mm_add_epi32(xv, xs4), yv = _mm_add_epi32(yv, ys4)) {
+                        int32_t pxs[4], pys[4];
+                        _mm_storeu_si128((__m128i *)pxs, clamp_epi32(_mm_srai_epi32(_mm_add_epi32(xv, r128), 8), mx));
+                        _mm_storeu_si128((__m128i *)pys, clamp_epi32(_mm_srai_epi32(_mm_add_epi32(yv, r128), 8), my));
+                        for (int q = 0; q < 4; q++, d += 3) {
+                            int x0 = pxs[q] >> 8, y0 = pys[q] >> 8, wx = pxs[q] & 255, wy = pys[q] & 255;
+                            int x1 = wx ? x0 + 1 : x0, y1 = wy ? y0 + 1 : y0;
+                            const uint8_t *r0 = s + (size_t)y0 * stride, *r1 = s + (size_t)y1 * stride;
+                            const uint8_t *p00 = r0 + (size_t)x0 * 3, *p01 = r0 + (size_t)x1 * 3;
+                            const uint8_t *p10 = r1 + (size_t)x0 * 3, *p11 = r1 + (size_t)x1 * 3;
+                            if (!(x1 == W - 1 && y1 == H - 1)) {
+                                bilerp3_sse2(d, p00, p01, p10, p11, wx, wy);
+                            } else {
+                                int ux = 256 - wx, uy = 256 - wy;
+                                for (int k = 0; k < 3; k++) {
+                                    int t = (p00[k] * ux + p01[k] * wx) >> 1, b = (p10[k] * ux + p11[k] * wx) >> 1;
+                                    d[k] = (uint8_t)((t * uy + b * wy) >> 15);
+                                }
+                            }
+                        }
+                    }
+                    X += (int64_t)dj * DX;
+                    Y += (int64_t)dj * DY;
+                }
+#endif
+                for (; dj < w; dj++, d += c, X += DX, Y += DY) {
                     int64_t px = (X + 128) >> 8, py = (Y + 128) >> 8;  // in 1/256 px, rounded
                     px = px < 0 ? 0 : px > maxx8 ? maxx8 : px;
                     py = py < 0 ? 0 : py > maxy8 ? maxy8 : py;
@@ -139,13 +213,16 @@ ocr_status_t ocr_warp_mls(OcrImage *dst, const OcrImage *src, const OcrPointD *s
                     const uint8_t *p00 = r0 + (size_t)x0 * c, *p01 = r0 + (size_t)x1 * c;
                     const uint8_t *p10 = r1 + (size_t)x0 * c, *p11 = r1 + (size_t)x1 * c;
                     int ux = 256 - wx, uy = 256 - wy;
-                    if (c == 3) {
-                        d[0] = (uint8_t)(((p00[0] * ux + p01[0] * wx) * uy + (p10[0] * ux + p11[0] * wx) * wy) >> 16);
-                        d[1] = (uint8_t)(((p00[1] * ux + p01[1] * wx) * uy + (p10[1] * ux + p11[1] * wx) * wy) >> 16);
-                        d[2] = (uint8_t)(((p00[2] * ux + p01[2] * wx) * uy + (p10[2] * ux + p11[2] * wx) * wy) >> 16);
-                    } else {
-                        for (int k = 0; k < c; k++)
-                            d[k] = (uint8_t)(((p00[k] * ux + p01[k] * wx) * uy + (p10[k] * ux + p11[k] * wx) * wy) >> 16);
+#if defined(__SSE2__)
+                    if (c == 3 && !(x1 == W - 1 && y1 == H - 1)) {
+                        bilerp3_sse2(d, p00, p01, p10, p11, wx, wy);
+                        continue;
+                    }
+#endif
+                    // The same arithmetic as bilerp3_sse2, so results do not depend on the path.
+                    for (int k = 0; k < c; k++) {
+                        int t = (p00[k] * ux + p01[k] * wx) >> 1, b = (p10[k] * ux + p11[k] * wx) >> 1;
+                        d[k] = (uint8_t)((t * uy + b * wy) >> 15);
                     }
                 }
             }

@@ -298,6 +298,23 @@ START_TEST(test_warp_identity_and_translation) {
                 ck_assert_int_eq(out.pixels[(y * 250 + x) * 3 + k], img.pixels[(y * 250 + sx) * 3 + k]);
             }
     ocr_image_free(&out);
+    // A real warp: the 3-channel result equals the three planes warped on their own (the
+    // vectorised colour path and the scalar path compute the same thing).
+    OcrPointD bent[8];
+    for (int i = 0; i < 8; i++) bent[i] = (OcrPointD){pts[i].x + (i % 3) * 1.7 - 2, pts[i].y + (i % 2) * 2.3 - 1};
+    ck_assert_int_eq(ocr_warp_mls(&out, &img, pts, bent, 8), OCR_OK);
+    for (int k = 0; k < 3; k++) {
+        OcrImage plane = make_image(250, 30, 1, NULL), po;
+        for (int i = 0; i < 250 * 30; i++) plane.pixels[i] = img.pixels[3 * i + k];
+        ck_assert_int_eq(ocr_warp_mls(&po, &plane, pts, bent, 8), OCR_OK);
+        for (int i = 0; i < 250 * 30; i++) ck_assert_int_eq(out.pixels[3 * i + k], po.pixels[i]);
+        ocr_image_free(&plane);
+        ocr_image_free(&po);
+    }
+    int moved_px = 0;
+    for (int i = 0; i < 250 * 30 * 3; i++) moved_px += out.pixels[i] != img.pixels[i];
+    ck_assert_int_gt(moved_px, 250 * 30);
+    ocr_image_free(&out);
     // Fewer than two points: a copy.
     ck_assert_int_eq(ocr_warp_mls(&out, &img, pts, moved, 1), OCR_OK);
     assert_bytes(out.pixels, img.pixels, 250 * 30 * 3, "n < 2");
