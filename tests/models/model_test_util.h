@@ -66,6 +66,16 @@ static inline void tm_randomize_bn(OcrModel *m, uint64_t seed) {
     }
 }
 
+// Random BN affine/LAB parameters, then running statistics from a calibration batch (other
+// images than the ones a test compares on), so inference activations keep a sane scale.
+static inline void tm_randomize_and_calibrate(OcrModel *m, uint64_t seed, int b, int h, int w) {
+    tm_randomize_bn(m, seed);
+    OcrTensor cal = tm_images(b, h, w, seed + 1000);
+    ocr_status_t st = ocr_model_calibrate_bn(m, &cal);
+    ck_assert_msg(st == OCR_OK, "calibrate: %s", ocr_last_error());
+    ocr_tensor_free(&cal);
+}
+
 static inline float *tm_copy_f32(const OcrTensor *t) {
     float *b = malloc((size_t)ocr_tensor_numel(t) * sizeof(float));
     ck_assert(b);
@@ -77,6 +87,17 @@ static inline double tm_max_abs(const float *a, int64_t n) {
     double m = 0;
     for (int64_t i = 0; i < n; i++) m = fmax(m, fabs(a[i]));
     return m;
+}
+
+// ‖a − b‖₂ / ‖b‖₂.
+static inline double tm_rel_l2(const float *a, const float *b, int64_t n) {
+    double num = 0, den = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = (double)a[i] - b[i];
+        num += d * d;
+        den += (double)b[i] * b[i];
+    }
+    return sqrt(num) / fmax(sqrt(den), 1e-30);
 }
 
 static inline double tm_max_diff(const float *a, const float *b, int64_t n) {

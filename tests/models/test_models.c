@@ -3,6 +3,7 @@
 // memory plan against a real forward+backward, output shapes at variable widths and
 // heights, rep-layer fusion, inference-mode BN and dropout.
 #include "kernels/backend.h"
+#include "models/svtr/blocks.h"
 #include "tests/models/model_test_util.h"
 
 static const char *const SMALL[] = {"Global.character_dict_path=\"\"", "Architecture.Head.out_channels=11", NULL};
@@ -219,7 +220,7 @@ END_TEST
 
 START_TEST(test_rep_fusion) {
     OcrModel *t = tm_model("rec_ppocrv4_ch.json", SMALL);
-    tm_randomize_bn(t, 11);
+    tm_randomize_and_calibrate(t, 11, 2, 48, 48);
     OcrTensor x = tm_images(2, 48, 48, 5);
     ck_assert(ocr_model_forward(t, &x, 0) == OCR_OK);
     float *ref = tm_copy_f32(ocr_model_logits(t));
@@ -229,20 +230,99 @@ START_TEST(test_rep_fusion) {
     ck_assert_int_eq(ocr_model_param_count(d), 2688509 - 6625 * 121 + 11 * 121);
     ck_assert(ocr_model_forward(d, &x, 0) == OCR_OK);
     float *got = tm_copy_f32(ocr_model_logits(d));
-    double scale = tm_max_abs(ref, n), diff = tm_max_diff(got, ref, n);
-    ck_assert_msg(scale > 0.1, "degenerate logits");
-    ck_assert_msg(diff <= 1e-5 * scale, "fused vs training form: max diff %g, max |logit| %g", diff, scale);
+    // Relative error ‖fused − training‖ / ‖training‖ over the logits.
+    double scale = tm_max_abs(ref, n), rel = tm_rel_l2(got, ref, n);
+    ck_assert_msg(scale > 0.1 && scale < 1e3, "degenerate logits (max %g)", scale);
+    ck_assert_msg(rel <= 1e-5, "fused vs training form: relative error %g (max diff %g, max |logit| %g)", rel,
+                  tm_max_diff(got, ref, n), scale);
     // The training form in training mode is a different function (batch statistics).
     ck_assert(ocr_model_forward(t, &x, 1) == OCR_OK);
     float *train = tm_copy_f32(ocr_model_logits(t));
     ck_assert(tm_max_diff(train, ref, n) > 1e-3 * scale);
-    ck_assert_int_eq(ocr_model_fuse(&t, d), OCR_ERR_INVALID_ARG);  // already fused
+    OcrModel *again;
+    ck_assert_int_eq(ocr_model_fuse(&again, d), OCR_ERR_INVALID_ARG);  // already fused
+    ck_assert_ptr_null(again);
     free(ref);
     free(got);
     free(train);
     ocr_tensor_free(&x);
     ocr_model_free(t);
     ocr_model_free(d);
+}
+END_TEST
+
+// One LearnableRepLayer against its fusion, for every branch combination the network uses.
+static void rep_case(int cin, int cout, int k, int sh, int sw, int groups) {
+    OcrParamTable params, stats, fparams, fstats;
+    OcrOpTable ops = {0}, fops = {0};
+    ocr_params_init_table(&params, OCR_MEM_PARAMS);
+    ocr_params_init_table(&stats, OCR_MEM_PARAMS);
+    ocr_params_init_table(&fparams, OCR_MEM_PARAMS);
+    ocr_params_init_table(&fstats, OCR_MEM_PARAMS);
+    OcrBuilder b = {&params, &stats, &ops}, fb = {&fparams, &fstats, &fops};
+    RepLayer t, f;
+    rep_build(&b, &t, "rep", cin, cout, k, sh, sw, groups, 4, 1.0f, 0.1f, 0);
+    rep_build(&fb, &f, "rep", cin, cout, k, sh, sw, groups, 4, 1.0f, 0.1f, 1);
+    ck_assert(ocr_params_alloc(&params, 3) == OCR_OK && ocr_params_alloc(&stats, 3) == OCR_OK);
+    ck_assert(ocr_params_alloc(&fparams, 3) == OCR_OK && ocr_params_alloc(&fstats, 3) == OCR_OK);
+    // Random BN statistics and affine parameters, random LAB scalars (shared by name).
+    for (int i = 0; i < stats.count; i++) {
+        OcrTensor s = ocr_params_tensor(&stats, i);
+        int var = strstr(stats.items[i].name, "_variance") != NULL;
+        for (int64_t e = 0; e < ocr_tensor_numel(&s); e++) {
+            float u = ocr_rng_uniform(9, (uint64_t)i, (uint64_t)e);
+            ocr_tensor_set_f32(&s, e, var ? 0.3f + u : u - 0.5f);
+        }
+    }
+    for (int i = 0; i < params.count; i++) {
+        if (params.items[i].role == OCR_ROLE_WEIGHT) continue;
+        OcrTensor s = ocr_params_tensor(&params, i);
+        for (int64_t e = 0; e < ocr_tensor_numel(&s); e++)
+            ocr_tensor_set_f32(&s, e, 0.5f + ocr_rng_uniform(10, (uint64_t)i, (uint64_t)e));
+        int j = ocr_params_find(&fparams, params.items[i].name);
+        if (j >= 0) {
+            OcrTensor d = ocr_params_tensor(&fparams, j);
+            for (int64_t e = 0; e < ocr_tensor_numel(&s); e++) ocr_tensor_set_f32(&d, e, ocr_tensor_get_f32(&s, e));
+        }
+    }
+    float *kern = malloc((size_t)ocr_params_tensor(&fparams, f.reparam.w).shape[0] * k * k * (cin / groups) * 4),
+          *bias = malloc((size_t)cout * 4);
+    rep_fuse(&t, &params, &stats, kern, bias);
+    OcrTensor fw = ocr_params_tensor(&fparams, f.reparam.w), fbias = ocr_params_tensor(&fparams, f.reparam.b);
+    ocr_tensor_from_f32(&fw, kern);
+    ocr_tensor_from_f32(&fbias, bias);
+    OcrTensor in = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(2, 12, 10, cin), NULL);
+    ocr_rng_fill_uniform(in.data, (size_t)ocr_tensor_numel(&in), 4, 5, 0, -2.0f, 2.0f);
+    OcrArena arena = {0}, farena = {0};
+    OcrCtx c = {.params = &params, .stats = &stats, .ops = &ops, .arena = &arena, .bn_momentum = -1.0f};
+    OcrCtx fc = {.params = &fparams, .stats = &fstats, .ops = &fops, .arena = &farena, .bn_momentum = -1.0f};
+    ck_assert(ocr_arena_begin_run(&arena, 64 << 20) == OCR_OK && ocr_arena_begin_run(&farena, 64 << 20) == OCR_OK);
+    OcrTensor *yt = rep_forward(&c, &t, &in), *yf = rep_forward(&fc, &f, &in);
+    ck_assert(ocr_tensor_same_shape(yt, yf));
+    int64_t n = ocr_tensor_numel(yt);
+    double rel = tm_rel_l2(yf->data, yt->data, n), mx = tm_max_diff(yf->data, yt->data, n);
+    ck_assert_msg(rel <= 1e-5, "rep %d->%d k%d s(%d,%d) g%d: relative error %g (max diff %g)", cin, cout, k, sh, sw,
+                  groups, rel, mx);
+    ck_assert(tm_max_abs(yt->data, n) > 0.5);
+    ocr_arena_release(&arena);
+    ocr_arena_release(&farena);
+    free(kern);
+    free(bias);
+    ocr_tensor_free(&in);
+    ocr_params_free(&params);
+    ocr_params_free(&stats);
+    ocr_params_free(&fparams);
+    ocr_params_free(&fstats);
+    ocr_ops_free(&ops);
+    ocr_ops_free(&fops);
+}
+
+START_TEST(test_rep_layer_fusion) {
+    rep_case(16, 16, 3, 1, 1, 16);  // dw 3x3: identity + 1x1 + 4 kxk
+    rep_case(24, 24, 5, 2, 1, 24);  // dw 5x5 stride (2,1): no identity
+    rep_case(24, 24, 3, 1, 2, 24);  // dw stride (1,2)
+    rep_case(32, 32, 1, 1, 1, 1);   // pw with identity, no 1x1 branch
+    rep_case(16, 40, 1, 1, 1, 1);   // pw widening: kxk branches only
 }
 END_TEST
 
@@ -317,6 +397,7 @@ int main(void) {
     tcase_add_test(tc, test_plan_matches_run);
     tcase_add_test(tc, test_variable_width_and_height);
     tcase_add_test(tc, test_rep_fusion);
+    tcase_add_test(tc, test_rep_layer_fusion);
     tcase_add_test(tc, test_inference_bn_and_dropout);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);

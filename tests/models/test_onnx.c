@@ -96,31 +96,35 @@ static int next_of(const uint8_t *d, size_t n, OcrPbField *f) {
 
 START_TEST(test_fields) {
     OcrPbField f;
-    ck_assert_int_eq(next_of((const uint8_t[]){0x08, 0x96, 0x01}, 3, &f), 1);  // field 1 varint 150
+    static const uint8_t v150[] = {0x08, 0x96, 0x01}, hi[] = {0x12, 0x02, 'h', 'i'}, one[] = {0x1d, 0, 0, 0x80, 0x3f},
+                         i64[] = {0x21, 1, 2, 3, 4, 5, 6, 7, 8}, past[] = {0x12, 0x05, 'h', 'i'}, t32[] = {0x1d, 0, 0},
+                         t64[] = {0x21, 1, 2, 3}, tlen[] = {0x12}, tvar[] = {0x08}, g3[] = {0x0b}, g4[] = {0x0c},
+                         w6[] = {0x0e, 0x00}, w7[] = {0x0f}, f0[] = {0x00, 0x00};
+    ck_assert_int_eq(next_of(v150, sizeof v150, &f), 1);  // field 1 varint 150
     ck_assert(f.field == 1 && f.wire == OCR_PB_VARINT && f.value == 150);
-    ck_assert_int_eq(next_of((const uint8_t[]){0x12, 0x02, 'h', 'i'}, 4, &f), 1);
+    ck_assert_int_eq(next_of(hi, sizeof hi, &f), 1);
     ck_assert(f.field == 2 && f.wire == OCR_PB_LEN && f.len == 2 && f.data[0] == 'h');
-    ck_assert_int_eq(next_of((const uint8_t[]){0x1d, 0, 0, 0x80, 0x3f}, 5, &f), 1);  // field 3 fixed32 1.0f
+    ck_assert_int_eq(next_of(one, sizeof one, &f), 1);  // field 3 fixed32 1.0f
     ck_assert(f.wire == OCR_PB_I32 && f.value == 0x3f800000u);
-    ck_assert_int_eq(next_of((const uint8_t[]){0x21, 1, 2, 3, 4, 5, 6, 7, 8}, 9, &f), 1);
+    ck_assert_int_eq(next_of(i64, sizeof i64, &f), 1);
     ck_assert(f.wire == OCR_PB_I64 && f.value == 0x0807060504030201ull);
     ck_assert_int_eq(next_of(NULL, 0, &f), 0);
     // A length past the end of the message.
-    ck_assert_int_eq(next_of((const uint8_t[]){0x12, 0x05, 'h', 'i'}, 4, &f), -1);
+    ck_assert_int_eq(next_of(past, sizeof past, &f), -1);
     ck_assert_msg(strstr(ocr_last_error(), "claims 5 bytes"), "%s", ocr_last_error());
-    // Truncated fixed-size values and lengths.
-    ck_assert_int_eq(next_of((const uint8_t[]){0x1d, 0, 0}, 3, &f), -1);
-    ck_assert_int_eq(next_of((const uint8_t[]){0x21, 1, 2, 3}, 4, &f), -1);
-    ck_assert_int_eq(next_of((const uint8_t[]){0x12}, 1, &f), -1);
-    ck_assert_int_eq(next_of((const uint8_t[]){0x08}, 1, &f), -1);
+    // Truncated fixed-size values, lengths and varints.
+    ck_assert_int_eq(next_of(t32, sizeof t32, &f), -1);
+    ck_assert_int_eq(next_of(t64, sizeof t64, &f), -1);
+    ck_assert_int_eq(next_of(tlen, sizeof tlen, &f), -1);
+    ck_assert_int_eq(next_of(tvar, sizeof tvar, &f), -1);
     // Group wire types (3, 4), reserved ones (6, 7) and field number 0.
-    ck_assert_int_eq(next_of((const uint8_t[]){0x0b}, 1, &f), -1);
+    ck_assert_int_eq(next_of(g3, sizeof g3, &f), -1);
     ck_assert_msg(strstr(ocr_last_error(), "group"), "%s", ocr_last_error());
-    ck_assert_int_eq(next_of((const uint8_t[]){0x0c}, 1, &f), -1);
-    ck_assert_int_eq(next_of((const uint8_t[]){0x0e, 0x00}, 2, &f), -1);
+    ck_assert_int_eq(next_of(g4, sizeof g4, &f), -1);
+    ck_assert_int_eq(next_of(w6, sizeof w6, &f), -1);
     ck_assert_msg(strstr(ocr_last_error(), "invalid wire type"), "%s", ocr_last_error());
-    ck_assert_int_eq(next_of((const uint8_t[]){0x0f}, 1, &f), -1);
-    ck_assert_int_eq(next_of((const uint8_t[]){0x00, 0x00}, 2, &f), -1);
+    ck_assert_int_eq(next_of(w7, sizeof w7, &f), -1);
+    ck_assert_int_eq(next_of(f0, sizeof f0, &f), -1);
     ck_assert_msg(strstr(ocr_last_error(), "field number 0"), "%s", ocr_last_error());
 }
 END_TEST
