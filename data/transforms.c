@@ -44,11 +44,29 @@ static void linear_coeffs(int dsize, int ssize, int clamp_weights, int32_t *ofs,
 }
 
 // One source row resized horizontally into int sums (weights × pixels, scale 2^11).
-// x0[x], x1[x]: byte offsets of the two taps of output pixel x (x1 = x0 at the right border).
+// x0[x], x1[x]: byte offsets of the two taps of output pixel x (x1 = x0 at the right border);
+// simd3: the leading output pixels whose second tap is followed by at least one more byte
+// in the row (so a 4-byte load stays inside it) and that are not the last one.
 static void hresize_row(int32_t *out, const uint8_t *row, int dw, int c, const int32_t *x0, const int32_t *x1,
-                        const int16_t *alpha) {
+                        const int16_t *alpha, int simd3) {
     if (c == 3) {
-        for (int x = 0; x < dw; x++, out += 3) {
+        int x = 0;
+#if defined(__SSE2__)
+        // (p0, p1) byte pairs widened to 16 bits, then one multiply-add per channel. The
+        // 4th lane writes one value beyond the pixel, which the next pixel overwrites.
+        const __m128i z = _mm_setzero_si128();
+        for (; x < simd3; x++, out += 3) {
+            int32_t a, b;
+            memcpy(&a, row + x0[x], 4), memcpy(&b, row + x1[x], 4);
+            __m128i pairs = _mm_unpacklo_epi8(_mm_unpacklo_epi8(_mm_cvtsi32_si128(a), _mm_cvtsi32_si128(b)), z);
+            int32_t w2;
+            memcpy(&w2, alpha + 2 * x, 4);  // (a0, a1) as two int16
+            _mm_storeu_si128((__m128i *)out, _mm_madd_epi16(pairs, _mm_set1_epi32(w2)));
+        }
+#else
+        (void)simd3;
+#endif
+        for (; x < dw; x++, out += 3) {
             int a0 = alpha[2 * x], a1 = alpha[2 * x + 1];
             const uint8_t *p0 = row + x0[x], *p1 = row + x1[x];
             out[0] = p0[0] * a0 + p1[0] * a1;
@@ -118,9 +136,11 @@ ocr_status_t ocr_resize_linear(uint8_t *dst, int dw, int dh, const uint8_t *src,
     int16_t *alpha = (int16_t *)(rows + 2 * row), *beta = alpha + 2 * dw;
     linear_coeffs(dw, sw, 1, x0, alpha);
     linear_coeffs(dh, sh, 0, yofs, beta);
+    int simd3 = 0;  // see hresize_row (x1 never decreases, so this is a prefix)
     for (int x = 0; x < dw; x++) {
         x1[x] = (x0[x] + 1 < sw ? x0[x] + 1 : x0[x]) * c;
         x0[x] *= c;
+        if (c == 3 && x1[x] + 4 <= 3 * sw && x + 1 < dw) simd3 = x + 1;
     }
     int32_t *buf[2] = {rows, rows + row};
     int have[2] = {-1, -1};  // source row held by buf[i]
@@ -137,12 +157,12 @@ ocr_status_t ocr_resize_linear(uint8_t *dst, int dw, int dh, const uint8_t *src,
                 have[1] = have[0];
                 have[0] = sy0;
             } else {
-                hresize_row(buf[0], src + (size_t)sy0 * sstride, dw, c, x0, x1, alpha);
+                hresize_row(buf[0], src + (size_t)sy0 * sstride, dw, c, x0, x1, alpha, simd3);
                 have[0] = sy0;
             }
         }
         if (sy1 != sy0 && have[1] != sy1) {
-            hresize_row(buf[1], src + (size_t)sy1 * sstride, dw, c, x0, x1, alpha);
+            hresize_row(buf[1], src + (size_t)sy1 * sstride, dw, c, x0, x1, alpha, simd3);
             have[1] = sy1;
         }
         vresize_row(dst + (size_t)y * row, buf[0], sy1 != sy0 ? buf[1] : buf[0], row, beta[2 * y], beta[2 * y + 1]);
@@ -247,8 +267,8 @@ ocr_status_t ocr_aug_blur(OcrImage *img) {
             for (size_t i = c2; i < row - c2; i++)
                 t[i] = blur_k0 * (float)s[i] + blur_k1 * (float)(s[i - c1] + s[i + c1]) +
                        blur_k2 * (float)(s[i - c2] + s[i + c2]);
-        for (int x = 0; x < w; x++) {
-            if (x >= 2 && x + 2 < w) continue;
+        // Border columns: x < 2 and x >= w − 2 (all of them when w < 5).
+        for (int x = 0; x < w; x = (x == 1 && w - 2 > 2) ? w - 2 : x + 1) {
             int l2 = reflect101(x - 2, w), l1 = reflect101(x - 1, w);
             int r1 = reflect101(x + 1, w), r2 = reflect101(x + 2, w);
             for (int k = 0; k < c; k++)
