@@ -147,6 +147,7 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     c->training = training;
     c->seed = m->arch.seed;
     c->step = m->step;
+    c->bn_momentum = -1.0f;
     c->profile = m->profile && !plan;
     c->t_last = ocr_now_seconds();
     for (int i = 0; i < m->ops.count; i++) {
@@ -280,6 +281,29 @@ ocr_status_t ocr_model_forward(OcrModel *m, const OcrTensor *images, int trainin
     m->pass_valid = 1;
     m->pass_training = training;
     return OCR_OK;
+}
+
+uint64_t ocr_model_get_step(const OcrModel *m) { return m->step; }
+void ocr_model_set_step(OcrModel *m, uint64_t step) { m->step = step; }
+
+ocr_status_t ocr_model_calibrate_bn(OcrModel *m, const OcrTensor *images) {
+    int B = (int)images->shape[0], H = (int)images->shape[1], W = (int)images->shape[2];
+    if (images->ndim != 4) return ocr_set_error(OCR_ERR_INVALID_ARG, "calibrate: images must be (B, H, W, C)");
+    if (!m->plan_valid || m->plan.batch != B || m->plan.height != H || m->plan.width != W || !m->plan.training ||
+        m->input_dtype != images->dtype) {
+        m->input_dtype = images->dtype;
+        OcrMemPlan p;
+        OCR_TRY(ocr_model_plan(m, B, H, W, 1, &p));
+    }
+    OCR_TRY(ocr_arena_begin_run(&m->arena, (size_t)m->plan.activations_bytes));
+    uint64_t step = m->step;
+    ctx_setup(m, 1, 0);
+    m->ctx.bn_momentum = 0.0f;
+    ocr_status_t st = forward_body(m, images);
+    m->step = step;
+    m->pass_valid = 0;
+    ocr_arena_reset(&m->arena);
+    return st;
 }
 
 const OcrTensor *ocr_model_logits(const OcrModel *m) { return m->pass_valid ? m->logits : NULL; }

@@ -93,6 +93,16 @@ void ocr_model_want_input_grad(OcrModel *m, int on);
 const OcrTensor *ocr_model_input_grad(const OcrModel *m);
 // An op's output from the last inference pass (NULL when unknown), for debugging and parity.
 const OcrTensor *ocr_model_op_output(const OcrModel *m, const char *op_name);
+// The step counter that seeds dropout (one increment per training forward); saved and restored
+// with a training state so a resumed run draws the same masks.
+uint64_t ocr_model_get_step(const OcrModel *m);
+void ocr_model_set_step(OcrModel *m, uint64_t step);
+
+// Sets every BN running statistic to the batch statistics of `images` (one training-mode
+// forward with momentum 0; parameters untouched, dropout as in training). For tests and for
+// re-estimating statistics, e.g. before fusing rep layers.
+ocr_status_t ocr_model_calibrate_bn(OcrModel *m, const OcrTensor *images);
+
 // Per-op wall time (OcrOpInfo.time_fwd / time_bwd) accumulates while profiling is on.
 void ocr_model_set_profile(OcrModel *m, int on);
 void ocr_model_reset_profile(OcrModel *m);

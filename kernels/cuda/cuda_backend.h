@@ -1,5 +1,11 @@
 // The CUDA backend's C interface. No CUDA types appear here: C code includes this header
 // and links the launchers, which are compiled by nvcc with extern "C" linkage.
+//
+// Execution model (docs/CUDA.md): one host thread drives the GPU. Every op is enqueued on
+// the current stream of its tensors' device and returns without waiting for the GPU, so a
+// sequence of ops can be captured into a CUDA graph. The exceptions are the ops.h functions
+// whose contract returns a host value (unscale_and_check, grad_global_norm,
+// clip_grad_global_norm, ctc_loss_forward's return value); they synchronise the stream.
 #ifndef OCR_KERNELS_CUDA_BACKEND_H
 #define OCR_KERNELS_CUDA_BACKEND_H
 
@@ -25,6 +31,43 @@ typedef struct {
 } OcrCudaDeviceInfo;
 // 0 on success; fills a message otherwise (see ocr_last_error).
 int ocr_cuda_device_info(int device, OcrCudaDeviceInfo *info);
+
+// ---- streams and devices ---------------------------------------------------------------
+// The stream ops of `device` are enqueued on (NULL = the legacy default stream, the start
+// value). The backend never creates or destroys a stream it was given.
+void ocr_cuda_set_stream(int device, ocr_stream_t stream);
+ocr_stream_t ocr_cuda_get_stream(int device);
+// Makes `device` current for the calling thread; 0 on success (message otherwise).
+int ocr_cuda_set_device(int device);
+// Waits for everything enqueued on the device's current stream; 0 on success.
+int ocr_cuda_synchronize(int device);
+
+// ---- numerics switches ---------------------------------------------------------------------
+// TF32 tensor cores for f32 GEMMs and convolutions (Global.allow_tf32). Default off: f32
+// runs are true FP32. f16/bf16 always accumulate in fp32.
+void ocr_cuda_set_allow_tf32(int allow);
+int ocr_cuda_allow_tf32(void);
+// Synchronise and check after every launch (debugging: the failing op is named at once).
+// Also on when the environment has OCR_CUDA_SYNC_DEBUG=1 at the first launch.
+void ocr_cuda_set_sync_debug(int on);
+int ocr_cuda_sync_debug(void);
+// 1 when this build has cuDNN (dense and grouped convolutions need it).
+int ocr_cuda_have_cudnn(void);
+
+// ---- memory helpers (tests, setup) ------------------------------------------------------------
+// Synchronous copy between any host/device pointers (cudaMemcpyDefault); 0 on success.
+int ocr_cuda_memcpy(void *dst, const void *src, size_t bytes);
+// Fills bytes with `value` on the device's current stream (asynchronous); 0 on success.
+int ocr_cuda_memset(int device, void *dst, int value, size_t bytes);
+// Frees the cached per-device scratch and library workspaces (charged to WORKSPACE) and
+// the cuDNN plan cache; the next op re-creates what it needs.
+void ocr_cuda_release_workspace(void);
+
+// Host-side self-test of the numerics the kernels share with core (f16/bf16 conversions of
+// every 16-bit pattern and of f32 edge cases, Philox against core/rng.h, stochastic
+// rounding): these functions are compiled for the host too, so a machine without a GPU can
+// check them. Returns 0 when all agree, else writes the first difference into msg.
+int ocr_cuda_host_selftest(char *msg, size_t msg_size);
 
 #ifdef __cplusplus
 }

@@ -261,16 +261,17 @@ OcrTensor rep_backward(OcrCtx *c, RepLayer *l, const OcrTensor *dy, int need_dx)
 }
 
 // Folds a BN (gamma, beta, running mean/var, eps 1e-5) into a kernel of `per_out` values per
-// output channel, adding kernel·t into `kernel` and beta − mean·t into `bias`.
+// output channel, adding kernel·t into `kernel` and beta − mean·t into `bias` (double sums, so
+// the fused weights are rounded once).
 static void fold_bn(const LBN *bn, const OcrParamTable *params, const OcrParamTable *stats, const float *k,
-                    int per_out, int cout, float *kernel, float *bias) {
+                    int per_out, int cout, double *kernel, double *bias) {
     OcrTensor g = ocr_params_tensor(params, bn->g), b = ocr_params_tensor(params, bn->b);
     OcrTensor m = ocr_params_tensor(stats, bn->mean), v = ocr_params_tensor(stats, bn->var);
     for (int o = 0; o < cout; o++) {
-        double std = sqrt((double)ocr_tensor_get_f32(&v, o) + bn->eps);
+        double std = sqrt((double)ocr_tensor_get_f32(&v, o) + (double)bn->eps);
         double t = ocr_tensor_get_f32(&g, o) / std;
-        for (int i = 0; i < per_out; i++) kernel[(size_t)o * per_out + i] += (float)(k[(size_t)o * per_out + i] * t);
-        bias[o] += (float)(ocr_tensor_get_f32(&b, o) - ocr_tensor_get_f32(&m, o) * t);
+        for (int i = 0; i < per_out; i++) kernel[(size_t)o * per_out + i] += k[(size_t)o * per_out + i] * t;
+        bias[o] += ocr_tensor_get_f32(&b, o) - ocr_tensor_get_f32(&m, o) * t;
     }
 }
 
@@ -279,14 +280,13 @@ void rep_fuse(const RepLayer *l, const OcrParamTable *params, const OcrParamTabl
     int cg = l->cin / l->groups, k = l->k;
     int per_out = k * k * cg;
     size_t n = (size_t)l->cout * per_out;
-    memset(kernel, 0, n * sizeof(float));
-    memset(bias, 0, (size_t)l->cout * sizeof(float));
+    double *kd = calloc(n, sizeof(double)), *bd = calloc((size_t)l->cout, sizeof(double));
     float *tmp = calloc(n, sizeof(float));
-    OCR_ASSERT(tmp);
+    OCR_ASSERT(kd && bd && tmp, "out of host memory");
     for (int i = 0; i < l->nkxk; i++) {
         OcrTensor w = ocr_params_tensor(params, l->kxk[i].conv.w);
         ocr_tensor_to_f32(&w, tmp);
-        fold_bn(&l->kxk[i].bn, params, stats, tmp, per_out, l->cout, kernel, bias);
+        fold_bn(&l->kxk[i].bn, params, stats, tmp, per_out, l->cout, kd, bd);
     }
     int c = k / 2;
     if (l->has_1x1) {
@@ -300,14 +300,18 @@ void rep_fuse(const RepLayer *l, const OcrParamTable *params, const OcrParamTabl
             for (int ci = 0; ci < cg; ci++)
                 tmp[(size_t)o * per_out + ((size_t)c * k + c) * cg + ci] = w1[(size_t)o * cg + ci];
         free(w1);
-        fold_bn(&l->c1x1.bn, params, stats, tmp, per_out, l->cout, kernel, bias);
+        fold_bn(&l->c1x1.bn, params, stats, tmp, per_out, l->cout, kd, bd);
     }
     if (l->has_identity) {
         // Output channel o reads input channel o, which is index o % cg inside its group.
         memset(tmp, 0, n * sizeof(float));
         for (int o = 0; o < l->cout; o++) tmp[(size_t)o * per_out + ((size_t)c * k + c) * cg + (o % cg)] = 1.0f;
-        fold_bn(&l->identity, params, stats, tmp, per_out, l->cout, kernel, bias);
+        fold_bn(&l->identity, params, stats, tmp, per_out, l->cout, kd, bd);
     }
+    for (size_t i = 0; i < n; i++) kernel[i] = (float)kd[i];
+    for (int o = 0; o < l->cout; o++) bias[o] = (float)bd[o];
+    free(kd);
+    free(bd);
     free(tmp);
 }
 

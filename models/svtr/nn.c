@@ -231,7 +231,8 @@ OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
         OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
-        batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, l->momentum, l->eps,
+        float momentum = c->bn_momentum >= 0.0f ? c->bn_momentum : l->momentum;
+        batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, momentum, l->eps,
                             l->training);
     }
     ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));

@@ -80,6 +80,7 @@ typedef struct {
     int training;  // BN batch statistics, dropout active, training-form pooling
     uint64_t seed; // dropout randomness: (seed, per-site stream, step-based offset)
     uint64_t step;
+    float bn_momentum;  // >= 0: overrides every BN's momentum for this pass (calibration)
     int profile;      // accumulate wall time per op (time since the previous op finished)
     double t_last;
     int failed;       // an input too small for some layer (shapes are clamped to go on)
