@@ -23,6 +23,7 @@ struct OcrModel {
     OcrTensor *logits, *probs;
     OcrTensor dlogits;
     int want_dinput;
+    int keep_all;  // inference passes keep every activation
     ocr_dtype_t input_dtype;  // of the images the plan assumed (matters for the input gradient)
     OcrTensor dinput;
     int dinput_valid;
@@ -148,6 +149,7 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     c->seed = m->arch.seed;
     c->step = m->step;
     c->bn_momentum = -1.0f;
+    c->keep_all = m->keep_all;
     c->profile = m->profile && !plan;
     c->t_last = ocr_now_seconds();
     for (int i = 0; i < m->ops.count; i++) {
@@ -176,13 +178,19 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     if (c->failed)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "input %lldx%lld: %s", (long long)x->shape[1],
                              (long long)x->shape[2], c->error);
-    if (m->arch.neck_svtr) f = svtrneck_forward(c, &m->neck, f);
+    if (m->arch.neck_svtr) {
+        OcrTensor *g = svtrneck_forward(c, &m->neck, f);
+        ocr_ctx_release(c, f);
+        f = g;
+    }
     if (c->failed)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "input %lldx%lld: %s", (long long)x->shape[1],
                              (long long)x->shape[2], c->error);
     m->seq = ocr_tensor_reshape(f, 3, (int64_t[]){f->shape[0], f->shape[2], f->shape[3]});
     m->logits = ctchead_forward(c, &m->head, &m->seq);
     m->probs = m->head.probs;
+    OcrTensor feat = m->seq;
+    ocr_ctx_release(c, &feat);
     if (c->training) m->dlogits = ocr_ctx_like(c, m->logits);
     return OCR_OK;
 }
@@ -321,8 +329,13 @@ ocr_status_t ocr_model_backward(OcrModel *m) {
     return OCR_OK;
 }
 
+void ocr_model_keep_activations(OcrModel *m, int on) {
+    m->keep_all = on;
+    m->plan_valid = 0;
+}
+
 const OcrTensor *ocr_model_op_output(const OcrModel *m, const char *op_name) {
-    if (!m->pass_valid) return NULL;
+    if (!m->pass_valid || (!m->pass_training && !m->keep_all)) return NULL;
     for (int i = 0; i < m->ops.count; i++)
         if (strcmp(m->ops.items[i].name, op_name) == 0) return m->ops.items[i].out.data ? &m->ops.items[i].out : NULL;
     return NULL;

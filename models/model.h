@@ -91,7 +91,11 @@ ocr_status_t ocr_model_backward(OcrModel *m);
 void ocr_model_want_input_grad(OcrModel *m, int on);
 // (B, H, W, C) in the images' dtype after a backward (NULL when not wanted, or with use_guide).
 const OcrTensor *ocr_model_input_grad(const OcrModel *m);
-// An op's output from the last inference pass (NULL when unknown), for debugging and parity.
+// Inference passes release every activation once nothing reads it (the plan reflects that),
+// keeping only the logits and probabilities. With keep on they keep everything, so
+// ocr_model_op_output can show any op's output (debugging, parity checks).
+void ocr_model_keep_activations(OcrModel *m, int on);
+// An op's output from the last training pass or kept inference pass (NULL otherwise).
 const OcrTensor *ocr_model_op_output(const OcrModel *m, const char *op_name);
 // The step counter that seeds dropout (one increment per training forward); saved and restored
 // with a training state so a resumed run draws the same masks.

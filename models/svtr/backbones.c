@@ -51,8 +51,14 @@ void mv1e_build(OcrBuilder *b, Mv1e *m, const char *prefix, int in_channels, Mv1
 
 OcrTensor *mv1e_forward(OcrCtx *c, Mv1e *m, const OcrTensor *x) {
     OcrTensor *y = convbn_forward(c, &m->conv1, x);
-    for (int i = 0; i < m->nblocks; i++) y = dwsep_forward(c, &m->blocks[i], y);
-    return lpool_forward(c, &m->pool, y, m->pool.kind, 0, 0);
+    for (int i = 0; i < m->nblocks; i++) {
+        OcrTensor *n = dwsep_forward(c, &m->blocks[i], y);
+        ocr_ctx_release(c, y);
+        y = n;
+    }
+    OcrTensor *p = lpool_forward(c, &m->pool, y, m->pool.kind, 0, 0);
+    ocr_ctx_release(c, y);
+    return p;
 }
 
 OcrTensor mv1e_backward(OcrCtx *c, Mv1e *m, const OcrTensor *dy, int need_dx) {
@@ -118,12 +124,18 @@ void lcnet_build(OcrBuilder *b, Lcnet *m, const char *prefix, int in_channels, L
 
 OcrTensor *lcnet_forward(OcrCtx *c, Lcnet *m, const OcrTensor *x) {
     OcrTensor *y = convbn_forward(c, &m->conv1, x);
-    for (int i = 0; i < m->nblocks; i++) y = lcblock_forward(c, &m->blocks[i], y);
+    for (int i = 0; i < m->nblocks; i++) {
+        OcrTensor *n = lcblock_forward(c, &m->blocks[i], y);
+        ocr_ctx_release(c, y);
+        y = n;
+    }
     int64_t h = y->shape[1], w = y->shape[2];
     int t = (int)(w / 2);
     if (t < 1) t = 1;
-    if (!c->training && h >= 3 && h <= 5) return lpool_forward(c, &m->pool, y, LPOOL_AVG, 0, 0);
-    return lpool_forward(c, &m->pool, y, LPOOL_ADAPTIVE, 1, t);
+    OcrTensor *p = !c->training && h >= 3 && h <= 5 ? lpool_forward(c, &m->pool, y, LPOOL_AVG, 0, 0)
+                                                    : lpool_forward(c, &m->pool, y, LPOOL_ADAPTIVE, 1, t);
+    ocr_ctx_release(c, y);
+    return p;
 }
 
 OcrTensor lcnet_backward(OcrCtx *c, Lcnet *m, const OcrTensor *dy, int need_dx) {
@@ -205,6 +217,12 @@ void svtrnet_free(SvtrNet *m) {
     m->blocks = NULL;
 }
 
+// Inference: y = op(x), then x is released (unless y is x itself, an identity dropout).
+static OcrTensor *rel(OcrCtx *c, OcrTensor *y, OcrTensor *x) {
+    if (y->data != x->data) ocr_ctx_release(c, x);
+    return y;
+}
+
 static OcrTensor as_seq(const OcrTensor *t) {
     return ocr_tensor_reshape(t, 3, (int64_t[]){t->shape[0], t->shape[1] * t->shape[2], t->shape[3]});
 }
@@ -216,27 +234,31 @@ OcrTensor *svtrnet_forward(OcrCtx *c, SvtrNet *m, const OcrTensor *x) {
                      s->img_size[0], s->img_size[1], (long long)x->shape[1], (long long)x->shape[2]);
         return (OcrTensor *)x;
     }
-    OcrTensor *y = convbn_forward(c, &m->pe[0], x);
-    y = convbn_forward(c, &m->pe[1], y);
+    OcrTensor *y0 = convbn_forward(c, &m->pe[0], x);
+    OcrTensor *y = convbn_forward(c, &m->pe[1], y0);
+    ocr_ctx_release(c, y0);
     int64_t B = y->shape[0], H = y->shape[1], W = y->shape[2];
     OcrTensor seq = as_seq(y);
     y = lposadd_forward(c, &m->pos, &seq);
-    y = ldrop_forward(c, &m->pos_drop, y);
+    ocr_ctx_release(c, &seq);
+    y = rel(c, ldrop_forward(c, &m->pos_drop, y), y);
     int bi = 0;
     for (int st = 0; st < 3; st++) {
         if (st > 0 && s->patch_merging) {
             OcrTensor map = ocr_tensor_reshape(y, 4, (int64_t[]){B, H, W, s->embed_dim[st - 1]});
-            y = lconv_forward(c, &m->sub_conv[st - 1], &map);
-            H = y->shape[1];
-            W = y->shape[2];
-            seq = as_seq(y);
+            OcrTensor *sc = lconv_forward(c, &m->sub_conv[st - 1], &map);
+            ocr_ctx_release(c, &map);
+            H = sc->shape[1];
+            W = sc->shape[2];
+            seq = as_seq(sc);
             y = lln_forward(c, &m->sub_norm[st - 1], &seq);
+            ocr_ctx_release(c, &seq);
         }
         m->grid_h[st] = H;
         m->grid_w[st] = W;
-        for (int i = 0; i < s->depth[st]; i++, bi++) y = svtrblock_forward(c, &m->blocks[bi], y, (int)H, (int)W);
+        for (int i = 0; i < s->depth[st]; i++, bi++) y = rel(c, svtrblock_forward(c, &m->blocks[bi], y, (int)H, (int)W), y);
     }
-    y = lln_forward(c, &m->norm, y);
+    y = rel(c, lln_forward(c, &m->norm, y), y);
     OcrTensor map = ocr_tensor_reshape(y, 4, (int64_t[]){B, H, W, s->embed_dim[2]});
     if (!s->last_stage) {
         // Without the last stage the map is returned as is (H must be 1 for Im2Seq).
@@ -244,9 +266,10 @@ OcrTensor *svtrnet_forward(OcrCtx *c, SvtrNet *m, const OcrTensor *x) {
         return &m->norm.y;
     }
     y = lpool_forward(c, &m->pool, &map, LPOOL_ADAPTIVE, 1, s->out_char_num);
-    y = lconv_forward(c, &m->last_conv, y);
-    y = lact_forward(c, &m->hswish, y);
-    return ldrop_forward(c, &m->last_drop, y);
+    ocr_ctx_release(c, &map);
+    y = rel(c, lconv_forward(c, &m->last_conv, y), y);
+    y = rel(c, lact_forward(c, &m->hswish, y), y);
+    return rel(c, ldrop_forward(c, &m->last_drop, y), y);
 }
 
 OcrTensor svtrnet_backward(OcrCtx *c, SvtrNet *m, const OcrTensor *dy, int need_dx) {

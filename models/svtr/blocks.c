@@ -43,9 +43,12 @@ void convbn_build(OcrBuilder *b, ConvBN *l, const char *prefix, ConvBNNames name
 
 OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x) {
     OcrTensor *y = lconv_forward(c, &l->conv, x);
-    y = lbn_forward(c, &l->bn, y);
-    if (l->has_act) y = lact_forward(c, &l->act, y);
-    return y;
+    OcrTensor *z = lbn_forward(c, &l->bn, y);
+    ocr_ctx_release(c, y);
+    if (!l->has_act) return z;
+    OcrTensor *a = lact_forward(c, &l->act, z);
+    ocr_ctx_release(c, z);
+    return a;
 }
 
 OcrTensor convbn_backward(OcrCtx *c, ConvBN *l, const OcrTensor *dy, int need_dx) {
@@ -77,12 +80,18 @@ void se_build(OcrBuilder *b, SEBlock *l, const char *prefix, int channels, float
 }
 
 OcrTensor *se_forward(OcrCtx *c, SEBlock *l, const OcrTensor *x) {
-    OcrTensor *s = lpool_forward(c, &l->pool, x, LPOOL_ADAPTIVE, 1, 1);
-    s = lconv_forward(c, &l->conv1, s);
-    s = lact_forward(c, &l->relu, s);
-    s = lconv_forward(c, &l->conv2, s);
-    s = lact_forward(c, &l->hsig, s);
-    return lmul_forward(c, &l->mul, x, s);
+    OcrTensor *p = lpool_forward(c, &l->pool, x, LPOOL_ADAPTIVE, 1, 1);
+    OcrTensor *s1 = lconv_forward(c, &l->conv1, p);
+    ocr_ctx_release(c, p);
+    OcrTensor *s2 = lact_forward(c, &l->relu, s1);
+    ocr_ctx_release(c, s1);
+    OcrTensor *s3 = lconv_forward(c, &l->conv2, s2);
+    ocr_ctx_release(c, s2);
+    OcrTensor *s4 = lact_forward(c, &l->hsig, s3);
+    ocr_ctx_release(c, s3);
+    OcrTensor *y = lmul_forward(c, &l->mul, x, s4);
+    ocr_ctx_release(c, s4);
+    return y;
 }
 
 OcrTensor se_backward(OcrCtx *c, SEBlock *l, const OcrTensor *dy, int need_dx) {
@@ -126,8 +135,14 @@ void dwsep_build(OcrBuilder *b, DWSeparable *l, const char *prefix, int cin, int
 
 OcrTensor *dwsep_forward(OcrCtx *c, DWSeparable *l, const OcrTensor *x) {
     OcrTensor *y = convbn_forward(c, &l->dw, x);
-    if (l->use_se) y = se_forward(c, &l->se, y);
-    return convbn_forward(c, &l->pw, y);
+    if (l->use_se) {
+        OcrTensor *s = se_forward(c, &l->se, y);
+        ocr_ctx_release(c, y);
+        y = s;
+    }
+    OcrTensor *out = convbn_forward(c, &l->pw, y);
+    ocr_ctx_release(c, y);
+    return out;
 }
 
 OcrTensor dwsep_backward(OcrCtx *c, DWSeparable *l, const OcrTensor *dy, int need_dx) {
@@ -216,19 +231,25 @@ OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x) {
         if (l->has_1x1) {
             lconv_forward(c, &l->c1x1.conv, x);
             sum_branch(c, l, lbn_forward(c, &l->c1x1.bn, &l->c1x1.conv.y));
+            ocr_ctx_release(c, &l->c1x1.conv.y);
             branches++;
         }
         for (int i = 0; i < l->nkxk; i++) {
             lconv_forward(c, &l->kxk[i].conv, x);
             sum_branch(c, l, lbn_forward(c, &l->kxk[i].bn, &l->kxk[i].conv.y));
+            ocr_ctx_release(c, &l->kxk[i].conv.y);
             branches++;
         }
         ocr_ctx_record(c, l->sum_op, &l->sum, (double)(branches - 1) * (double)ocr_tensor_numel(&l->sum));
         y = &l->sum;
     }
-    y = llab_forward(c, &l->lab, y);
-    y = lact_forward(c, &l->act, y);
-    return llab_forward(c, &l->act_lab, y);
+    OcrTensor *a = llab_forward(c, &l->lab, y);
+    ocr_ctx_release(c, y);
+    OcrTensor *h = lact_forward(c, &l->act, a);
+    ocr_ctx_release(c, a);
+    OcrTensor *out = llab_forward(c, &l->act_lab, h);
+    ocr_ctx_release(c, h);
+    return out;
 }
 
 OcrTensor rep_backward(OcrCtx *c, RepLayer *l, const OcrTensor *dy, int need_dx) {
@@ -330,8 +351,14 @@ void lcblock_build(OcrBuilder *b, LCBlock *l, const char *prefix, int cin, int c
 
 OcrTensor *lcblock_forward(OcrCtx *c, LCBlock *l, const OcrTensor *x) {
     OcrTensor *y = rep_forward(c, &l->dw, x);
-    if (l->use_se) y = se_forward(c, &l->se, y);
-    return rep_forward(c, &l->pw, y);
+    if (l->use_se) {
+        OcrTensor *s = se_forward(c, &l->se, y);
+        ocr_ctx_release(c, y);
+        y = s;
+    }
+    OcrTensor *out = rep_forward(c, &l->pw, y);
+    ocr_ctx_release(c, y);
+    return out;
 }
 
 OcrTensor lcblock_backward(OcrCtx *c, LCBlock *l, const OcrTensor *dy, int need_dx) {
@@ -367,22 +394,30 @@ void svtrblock_build(OcrBuilder *b, SvtrBlock *l, const char *prefix, SvtrBlockS
     ladd_build(b, &l->add2, NAME(buf, "%s.add2", prefix));
 }
 
+// Inference: y = op(x), then x is released (unless y is x itself, an identity dropout).
+static OcrTensor *then_release(OcrCtx *c, OcrTensor *y, OcrTensor *x) {
+    if (y->data != x->data) ocr_ctx_release(c, x);
+    return y;
+}
+
 OcrTensor *svtrblock_forward(OcrCtx *c, SvtrBlock *l, const OcrTensor *x, int grid_h, int grid_w) {
     OcrTensor *h = lln_forward(c, &l->norm1, x);
-    h = llinear_forward(c, &l->qkv, h);
-    h = lattn_forward(c, &l->attn, h, grid_h, grid_w);
-    h = llinear_forward(c, &l->proj, h);
-    h = ldrop_forward(c, &l->proj_drop, h);
-    h = ldrop_forward(c, &l->dp1, h);
-    OcrTensor *x1 = ladd_forward(c, &l->add1, x, h);
+    h = then_release(c, llinear_forward(c, &l->qkv, h), h);
+    h = then_release(c, lattn_forward(c, &l->attn, h, grid_h, grid_w), h);
+    h = then_release(c, llinear_forward(c, &l->proj, h), h);
+    h = then_release(c, ldrop_forward(c, &l->proj_drop, h), h);
+    h = then_release(c, ldrop_forward(c, &l->dp1, h), h);
+    OcrTensor *x1 = then_release(c, ladd_forward(c, &l->add1, x, h), h);
     h = lln_forward(c, &l->norm2, x1);
-    h = llinear_forward(c, &l->fc1, h);
-    h = lact_forward(c, &l->act, h);
-    h = ldrop_forward(c, &l->drop1, h);
-    h = llinear_forward(c, &l->fc2, h);
-    h = ldrop_forward(c, &l->drop2, h);
-    h = ldrop_forward(c, &l->dp2, h);
-    return ladd_forward(c, &l->add2, x1, h);
+    h = then_release(c, llinear_forward(c, &l->fc1, h), h);
+    h = then_release(c, lact_forward(c, &l->act, h), h);
+    h = then_release(c, ldrop_forward(c, &l->drop1, h), h);
+    h = then_release(c, llinear_forward(c, &l->fc2, h), h);
+    h = then_release(c, ldrop_forward(c, &l->drop2, h), h);
+    h = then_release(c, ldrop_forward(c, &l->dp2, h), h);
+    OcrTensor *y = then_release(c, ladd_forward(c, &l->add2, x1, h), h);
+    ocr_ctx_release(c, x1);
+    return y;
 }
 
 OcrTensor svtrblock_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy, int need_dx) {
@@ -454,17 +489,19 @@ void svtrneck_free(SvtrNeck *l) {
 
 OcrTensor *svtrneck_forward(OcrCtx *c, SvtrNeck *l, const OcrTensor *x) {
     int64_t B = x->shape[0], H = x->shape[1], W = x->shape[2];
-    OcrTensor *z = convbn_forward(c, &l->conv1, x);
-    z = convbn_forward(c, &l->conv2, z);
-    OcrTensor seq = ocr_tensor_reshape(z, 3, (int64_t[]){B, H * W, l->s.hidden});
-    z = &seq;
-    for (int i = 0; i < l->s.depth; i++) z = svtrblock_forward(c, &l->blocks[i], z, (int)H, (int)W);
-    z = lln_forward(c, &l->norm, z);
+    OcrTensor *z1 = convbn_forward(c, &l->conv1, x);
+    OcrTensor *z2 = convbn_forward(c, &l->conv2, z1);
+    ocr_ctx_release(c, z1);
+    OcrTensor seq = ocr_tensor_reshape(z2, 3, (int64_t[]){B, H * W, l->s.hidden});
+    OcrTensor *z = &seq;
+    for (int i = 0; i < l->s.depth; i++) z = then_release(c, svtrblock_forward(c, &l->blocks[i], z, (int)H, (int)W), z);
+    z = then_release(c, lln_forward(c, &l->norm, z), z);
     OcrTensor map = ocr_tensor_reshape(z, 4, (int64_t[]){B, H, W, l->s.hidden});
-    z = convbn_forward(c, &l->conv3, &map);
-    z = lconcat_forward(c, &l->cat, x, z);  // [shortcut, conv3]
-    z = convbn_forward(c, &l->conv4, z);
-    return convbn_forward(c, &l->conv1x1, z);
+    OcrTensor *c3 = convbn_forward(c, &l->conv3, &map);
+    ocr_ctx_release(c, &map);
+    z = then_release(c, lconcat_forward(c, &l->cat, x, c3), c3);  // [shortcut, conv3]
+    z = then_release(c, convbn_forward(c, &l->conv4, z), z);
+    return then_release(c, convbn_forward(c, &l->conv1x1, z), z);
 }
 
 OcrTensor svtrneck_backward(OcrCtx *c, SvtrNeck *l, const OcrTensor *dy, int need_dx) {
@@ -518,6 +555,7 @@ OcrTensor *ctchead_forward(OcrCtx *c, CtcHead *l, const OcrTensor *x) {
     } else {
         OcrTensor *h = llinear_forward(c, &l->fc1, x);
         l->logits = llinear_forward(c, &l->fc2, h);
+        ocr_ctx_release(c, h);
     }
     l->probs = c->training ? NULL : lsoftmax_forward(c, &l->softmax, l->logits);
     return l->logits;

@@ -81,6 +81,13 @@ OcrTensor ocr_ctx_new(OcrCtx *c, ocr_dtype_t dtype, int ndim, const int64_t *sha
 OcrTensor ocr_ctx_like(OcrCtx *c, const OcrTensor *t) { return ocr_arena_tensor(c->arena, t->dtype, t->ndim, t->shape); }
 void ocr_ctx_free(OcrCtx *c, OcrTensor *t) { ocr_arena_free(c->arena, t); }
 
+void ocr_ctx_release(OcrCtx *c, OcrTensor *t) {
+    if (c->training || c->keep_all || !t->data) return;
+    uintptr_t p = (uintptr_t)t->data;
+    if (p < c->arena->base || p >= c->arena->base + c->arena->top) return;
+    ocr_arena_free(c->arena, t);
+}
+
 void ocr_ctx_fail(OcrCtx *c, const char *fmt, ...) {
     if (c->failed) return;
     c->failed = 1;
@@ -236,6 +243,8 @@ OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
                             l->training);
     }
     ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
+    ocr_ctx_release(c, &l->save_rstd);
+    ocr_ctx_release(c, &l->save_mean);
     return &l->y;
 }
 
@@ -389,6 +398,8 @@ OcrTensor *lln_forward(OcrCtx *c, LLN *l, const OcrTensor *x) {
         layernorm_forward(&l->y, &l->mean, &l->rstd, x, &g, &b, l->eps);
     }
     ocr_ctx_record(c, l->op, &l->y, 5.0 * (double)ocr_tensor_numel(x));
+    ocr_ctx_release(c, &l->rstd);
+    ocr_ctx_release(c, &l->mean);
     return &l->y;
 }
 
@@ -456,6 +467,8 @@ OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, 
     if (!c->plan) attention_forward(&l->y, &l->probs, qkv, l->mask.data ? &l->mask : NULL, l->heads, l->scale, l->d);
     double tt = (double)B * T * T;
     ocr_ctx_record(c, l->op, &l->y, 4.0 * tt * l->dim + 5.0 * tt * l->heads);
+    ocr_ctx_release(c, &l->mask);
+    ocr_ctx_release(c, &l->probs);
     return &l->y;
 }
 

@@ -81,6 +81,7 @@ typedef struct {
     uint64_t seed; // dropout randomness: (seed, per-site stream, step-based offset)
     uint64_t step;
     float bn_momentum;  // >= 0: overrides every BN's momentum for this pass (calibration)
+    int keep_all;       // inference: keep every activation (debugging, parity) instead of releasing
     int profile;      // accumulate wall time per op (time since the previous op finished)
     double t_last;
     int failed;       // an input too small for some layer (shapes are clamped to go on)
@@ -97,6 +98,10 @@ ocr_dtype_t ocr_ctx_dtype(const OcrCtx *c, int op);
 OcrTensor ocr_ctx_new(OcrCtx *c, ocr_dtype_t dtype, int ndim, const int64_t *shape);
 OcrTensor ocr_ctx_like(OcrCtx *c, const OcrTensor *t);  // same shape and dtype
 void ocr_ctx_free(OcrCtx *c, OcrTensor *t);
+// Inference passes only: frees an activation that nothing reads any more (clears *t). A no-op
+// in training passes (the backward needs what the forward saved), with keep_all, and for
+// memory outside the arena (the input images).
+void ocr_ctx_release(OcrCtx *c, OcrTensor *t);
 void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops);
 // Marks the end of an op's backward (profiling).
 void ocr_ctx_bwd_done(OcrCtx *c, int op);

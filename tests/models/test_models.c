@@ -165,6 +165,50 @@ static void check_plan(const char *cfg, const char *const *ov, int B, int H, int
     ocr_model_free(m);
 }
 
+// Inference passes release dead activations: far less memory than training, same outputs as
+// a pass that keeps everything, and the real pass allocates exactly the inference plan.
+START_TEST(test_inference_memory) {
+    const char *cfgs[3] = {"rec_ppocrv3_en.json", "rec_ppocrv4_ch.json", "rec_svtr_tiny.json"};
+    const char *const svtr_ov[] = {SMALL[0], SMALL[1], "Architecture.Backbone.img_size=[32, 64]",
+                                   "Architecture.Backbone.out_char_num=8", NULL};
+    for (int k = 0; k < 3; k++) {
+        OcrModel *m = tm_model(cfgs[k], k == 2 ? svtr_ov : SMALL);
+        int H = k == 2 ? 32 : 48, W = 64;
+        OcrMemPlan inf, train, kept;
+        ck_assert(ocr_model_plan(m, 2, H, W, 1, &train) == OCR_OK);
+        ocr_model_keep_activations(m, 1);
+        ck_assert(ocr_model_plan(m, 2, H, W, 0, &kept) == OCR_OK);
+        OcrTensor x = tm_images(2, H, W, 8);
+        ck_assert(ocr_model_forward(m, &x, 0) == OCR_OK);
+        int64_t n = ocr_tensor_numel(ocr_model_logits(m));
+        float *a = tm_copy_f32(ocr_model_logits(m));
+        ck_assert_ptr_nonnull(ocr_model_op_output(m, "head.fc"));
+        ocr_model_keep_activations(m, 0);
+        ck_assert(ocr_model_plan(m, 2, H, W, 0, &inf) == OCR_OK);
+        OcrMemStats s0 = ocr_mem_stats(ocr_cpu());
+        ck_assert(ocr_model_forward(m, &x, 0) == OCR_OK);
+        OcrMemStats s1 = ocr_mem_stats(ocr_cpu());
+        ck_assert_int_eq(s1.current[OCR_MEM_ACTIVATIONS] - s0.current[OCR_MEM_ACTIVATIONS],
+                         inf.activations_bytes - kept.activations_bytes);  // the arena shrank to the plan
+        int64_t peak;
+        ocr_model_arena_usage(m, &peak, NULL);
+        ck_assert_int_eq(peak, inf.activations_bytes);
+        float *b = tm_copy_f32(ocr_model_logits(m));
+        ck_assert_int_eq(memcmp(a, b, (size_t)n * 4), 0);
+        ck_assert_ptr_nonnull(ocr_model_probs(m));
+        ck_assert_ptr_null(ocr_model_op_output(m, "head.fc"));  // released activations are not shown
+        printf("%s: activations at 2x%dx%d: training %.2f MiB, inference %.2f MiB (keeping all %.2f MiB)\n", cfgs[k],
+               H, W, train.activations_bytes / 1048576.0, inf.activations_bytes / 1048576.0,
+               kept.activations_bytes / 1048576.0);
+        ck_assert_int_lt(inf.activations_bytes * 3, kept.activations_bytes);
+        free(a);
+        free(b);
+        ocr_tensor_free(&x);
+        ocr_model_free(m);
+    }
+}
+END_TEST
+
 START_TEST(test_plan_matches_run) {
     check_plan("rec_ppocrv3_en.json", SMALL, 2, 48, 32);
     check_plan("rec_ppocrv4_ch.json", SMALL, 2, 48, 32);
@@ -371,6 +415,7 @@ START_TEST(test_inference_bn_and_dropout) {
                                        "Architecture.Backbone.out_char_num=8", "Architecture.Backbone.depth=[1, 1, 1]",
                                        "Architecture.Backbone.mixer=[\"Local\", \"Global\", \"Global\"]", NULL});
     x = tm_images(1, 32, 64, 2);
+    ocr_model_keep_activations(m, 1);
     ck_assert_msg(ocr_model_forward(m, &x, 0) == OCR_OK, "%s", ocr_last_error());
     const OcrTensor *h = ocr_model_op_output(m, "backbone.hardswish"), *d = ocr_model_op_output(m, "backbone.dropout");
     ck_assert_ptr_nonnull(h);
@@ -395,6 +440,7 @@ int main(void) {
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_init_deterministic);
     tcase_add_test(tc, test_plan_matches_run);
+    tcase_add_test(tc, test_inference_memory);
     tcase_add_test(tc, test_variable_width_and_height);
     tcase_add_test(tc, test_rep_fusion);
     tcase_add_test(tc, test_rep_layer_fusion);
