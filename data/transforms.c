@@ -298,6 +298,9 @@ static inline uint8_t trunc_u8(float v) {
     return (uint8_t)(r < 0 ? 0 : r > 255 ? 255 : r);
 }
 
+// Which of OpenCV's tab[0..3] gives B, G, R in each hue sector.
+static const uint8_t sector_pick[6][3] = {{1, 3, 0}, {1, 0, 2}, {3, 0, 1}, {0, 2, 1}, {0, 1, 3}, {2, 1, 0}};
+
 void ocr_aug_hsv(OcrImage *img, double delta) {
     size_t n = (size_t)img->width * img->height;
     uint8_t *p = img->pixels;
@@ -353,19 +356,13 @@ void ocr_aug_hsv(OcrImage *img, double delta) {
         // HSV → BGR as OpenCV's HSV2RGB: tab0 = v, tab1 = v(1 − s), tab2 = v(1 − s·f),
         // tab3 = v(1 − s(1 − f)), picked per sector.
         float S = sf[s], f = hfrac[hh];
-        float t0 = V, t1 = V * (1.f - S), t2 = V * (1.f - S * f), t3 = V * (1.f - S * (1.f - f));
-        float ob, og, orr;
-        switch (hsec[hh]) {
-        case 0: ob = t1, og = t3, orr = t0; break;
-        case 1: ob = t1, og = t0, orr = t2; break;
-        case 2: ob = t3, og = t0, orr = t1; break;
-        case 3: ob = t0, og = t2, orr = t1; break;
-        case 4: ob = t0, og = t1, orr = t3; break;
-        default: ob = t2, og = t1, orr = t0; break;
-        }
-        p[0] = trunc_u8(ob * 255.f);
-        p[1] = trunc_u8(og * 255.f);
-        p[2] = trunc_u8(orr * 255.f);
+        float tab[4] = {V, V * (1.f - S), V * (1.f - S * f), V * (1.f - S * (1.f - f))};
+        const uint8_t *sel = sector_pick[hsec[hh]];
+        // tab values lie in (−1, 256) after ×255 (V <= 1; S·f can exceed 1 by an ulp), so
+        // truncation toward zero lands in [0, 255] without clamping.
+        p[0] = (uint8_t)(int)(tab[sel[0]] * 255.f);
+        p[1] = (uint8_t)(int)(tab[sel[1]] * 255.f);
+        p[2] = (uint8_t)(int)(tab[sel[2]] * 255.f);
     }
 }
 
