@@ -115,7 +115,8 @@ __global__ void __launch_bounds__(CTC_THREADS) ctc_sample_kernel(CtcArgs a) {
             tgt[j] = c;
             bad_label |= c < 1 || c >= C;
         }
-    valid = valid && !__syncthreads_or(bad_label);
+    const int any_bad = __syncthreads_or(bad_label);  // every thread reaches the barrier
+    valid = valid && !any_bad;
     if (!valid) {  // cannot abort from the device: NaN loss and gradient, which the AMP check sees
         if (a.dlogits)
             for (int64_t i = tid; i < (int64_t)T * C; i += nt) st(a.dlogits, a.gdt, row0 + i, NAN);

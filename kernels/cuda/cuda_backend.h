@@ -53,6 +53,9 @@ void ocr_cuda_set_sync_debug(int on);
 int ocr_cuda_sync_debug(void);
 // 1 when this build has cuDNN (dense and grouped convolutions need it).
 int ocr_cuda_have_cudnn(void);
+// "driver 13000, runtime 13000, cuBLAS 13.0.2, cuDNN 91900 (built with 91900)" into buf: the
+// libraries actually loaded, for reports and for diagnosing a machine's installation.
+const char *ocr_cuda_library_versions(char *buf, size_t bufsize);
 
 // ---- memory helpers (tests, setup) ------------------------------------------------------------
 // Synchronous copy between any host/device pointers (cudaMemcpyDefault); 0 on success.

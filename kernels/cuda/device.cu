@@ -62,6 +62,22 @@ extern "C" int ocr_cuda_have_cudnn(void) {
 #endif
 }
 
+extern "C" const char *ocr_cuda_library_versions(char *buf, size_t bufsize) {
+    int drv = 0, rt = 0, maj = 0, min = 0, pat = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    cublasGetProperty(MAJOR_VERSION, &maj);
+    cublasGetProperty(MINOR_VERSION, &min);
+    cublasGetProperty(PATCH_LEVEL, &pat);
+#ifdef OCR_HAVE_CUDNN
+    snprintf(buf, bufsize, "driver %d, runtime %d, cuBLAS %d.%d.%d, cuDNN %zu (built with %d)", drv, rt, maj, min, pat,
+             cudnnGetVersion(), CUDNN_VERSION);
+#else
+    snprintf(buf, bufsize, "driver %d, runtime %d, cuBLAS %d.%d.%d, no cuDNN in this build", drv, rt, maj, min, pat);
+#endif
+    return buf;
+}
+
 // ---- per-device state ----------------------------------------------------------------------------
 // cuBLAS gets a fixed workspace of its own (32 MiB, what NVIDIA recommends for Hopper), so
 // it never allocates behind the tracker's back and stays capturable in a graph.

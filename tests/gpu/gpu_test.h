@@ -56,9 +56,10 @@ static inline int gpu_available(const char *suite) {
         return 0;
     }
     OcrCudaDeviceInfo info;
+    char versions[256];
     if (ocr_cuda_device_info(0, &info) == 0)
-        printf("%s: %s, compute capability %d.%d, %d SMs, driver %d, runtime %d\n", suite, info.name, info.major,
-               info.minor, info.multiprocessors, info.driver_version, info.runtime_version);
+        printf("%s: %s, compute capability %d.%d, %d SMs; %s\n", suite, info.name, info.major, info.minor,
+               info.multiprocessors, ocr_cuda_library_versions(versions, sizeof versions));
     return 1;
 }
 
