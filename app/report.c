@@ -469,6 +469,7 @@ static void svg_begin(Buf *b, const Axes *a, const char *title, const char *xlab
 
 static void svg_xticks(Buf *b, const Axes *a) {
     double step = nice_step(a->x1 - a->x0, 6);
+    if (step < 1) step = 1;  // iterations
     for (double x = ceil(a->x0 / step) * step; x <= a->x1 + 1e-9; x += step) {
         double X = px(a, x);
         bprintf(b, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"tk\"/>", X, a->H - a->B, X,
@@ -501,12 +502,14 @@ static void svg_yticks(Buf *b, const Axes *a, const char *fmt) {
     }
 }
 
+// In the title row, right-aligned.
 static void svg_legend(Buf *b, const Axes *a, const Report *rep) {
-    double x = a->L + 8;
+    double width = 0;
+    for (int i = 0; i < rep->n_runs; i++) width += 24 + 7.0 * (double)strlen(rep->runs[i].name);
+    double x = a->W - a->R - width;
     for (int i = 0; i < rep->n_runs; i++) {
-        bprintf(b, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"4\" fill=\"%s\"/>", x, a->T + 2.0,
-                COLORS[i % 8]);
-        bprintf(b, "<text x=\"%.1f\" y=\"%.1f\" class=\"tl\">", x + 16, a->T + 8.0);
+        bprintf(b, "<rect x=\"%.1f\" y=\"10\" width=\"12\" height=\"4\" fill=\"%s\"/>", x, COLORS[i % 8]);
+        bprintf(b, "<text x=\"%.1f\" y=\"16\" class=\"tl\">", x + 16);
         besc(b, rep->runs[i].name);
         bprintf(b, "</text>\n");
         x += 24 + 7.0 * (double)strlen(rep->runs[i].name);
@@ -568,7 +571,7 @@ static void chart_accuracy(Buf *b, const Report *rep) {
     }
     if (!any) return;
     a.x1 = (double)xmax;
-    svg_begin(b, &a, "Eval accuracy during training (final weights at the right edge)", "iteration", "accuracy");
+    svg_begin(b, &a, "Eval accuracy (final weights at the right)", "iteration", "accuracy");
     svg_yticks(b, &a, "%.1f");
     svg_xticks(b, &a);
     for (int i = 0; i < rep->n_runs; i++) {
@@ -606,7 +609,7 @@ static void chart_scale(Buf *b, const Report *rep) {
     a.y0 = lo / 2;
     a.y1 = hi * 2;
     a.x1 = (double)xmax;
-    svg_begin(b, &a, "Loss scale (log scale); red marks: skipped steps (inf/NaN gradients)", "iteration",
+    svg_begin(b, &a, "Loss scale (log); red marks: skipped steps", "iteration",
               "loss scale");
     svg_yticks(b, &a, "%g");
     svg_xticks(b, &a);
@@ -684,7 +687,7 @@ static void chart_memory(Buf *b, const Report *rep) {
 }
 
 static void chart_throughput(Buf *b, const Report *rep) {
-    double W = 760, rowh = 30, L = 90, R = 200, T = 30;
+    double W = 760, rowh = 30, L = 90, R = 280, T = 30;
     double H = T + rowh * rep->n_runs + 16;
     double maxv = 1e-9;
     for (int i = 0; i < rep->n_runs; i++)

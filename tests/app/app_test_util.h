@@ -1,0 +1,185 @@
+// Helpers for the application tests (header-only): a tiny synthetic digits dataset drawn with
+// a 5×7 bitmap font (no fonts or corpora needed), a tiny model config around it, and a way
+// to run a subcommand in-process and get its exit code.
+#ifndef OCR_TESTS_APP_APP_TEST_UTIL_H
+#define OCR_TESTS_APP_APP_TEST_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/rng.h"
+#include "data/image.h"
+#include "tests/common/test_util.h"
+
+static const unsigned char AT_FONT[10][7] = {
+    {0x0E, 0x11, 0x13, 0x15, 0x19, 0x11, 0x0E}, {0x04, 0x0C, 0x04, 0x04, 0x04, 0x04, 0x0E},
+    {0x0E, 0x11, 0x01, 0x02, 0x04, 0x08, 0x1F}, {0x1F, 0x02, 0x04, 0x02, 0x01, 0x11, 0x0E},
+    {0x02, 0x06, 0x0A, 0x12, 0x1F, 0x02, 0x02}, {0x1F, 0x10, 0x1E, 0x01, 0x01, 0x11, 0x0E},
+    {0x06, 0x08, 0x10, 0x1E, 0x11, 0x11, 0x0E}, {0x1F, 0x01, 0x02, 0x04, 0x08, 0x08, 0x08},
+    {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}, {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C},
+};
+
+// A fresh temporary directory (removed by the OS eventually; tests run forked).
+static inline char *at_tmpdir(void) {
+    char *t = malloc(256);
+    snprintf(t, 256, "/tmp/ocr_app_test_XXXXXX");
+    ck_assert_ptr_nonnull(mkdtemp(t));
+    return t;
+}
+
+static inline void at_write_text(const char *path, const char *text) {
+    ck_assert_msg(ocr_write_file_atomic(path, text, strlen(text)) == OCR_OK, "%s", ocr_last_error());
+}
+
+// n lines of 1..max_len digits in dir/<name>/ (images/*.png, labels.txt), dict in dir/dict.txt.
+// Dark digits (scale 3, 15×21) on a light, slightly noisy background; height 32.
+static inline void at_make_digits(const char *dir, const char *name, int n, int max_len, uint64_t seed) {
+    char p[1024];
+    snprintf(p, sizeof p, "%s/%s/images", dir, name);
+    ck_assert(ocr_make_dirs(p) == OCR_OK);
+    snprintf(p, sizeof p, "%s/dict.txt", dir);
+    at_write_text(p, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\n");
+    size_t cap = (size_t)n * 64 + 64, used = 0;
+    char *labels = malloc(cap);
+    OcrRng rng = ocr_rng_make(seed, 99);
+    for (int i = 0; i < n; i++) {
+        int len = (int)ocr_rng_next_int(&rng, 1, max_len);
+        char text[16];
+        for (int k = 0; k < len; k++) text[k] = (char)('0' + ocr_rng_next_int(&rng, 0, 9));
+        text[len] = '\0';
+        int x0 = (int)ocr_rng_next_int(&rng, 2, 6), y0 = (int)ocr_rng_next_int(&rng, 3, 8);
+        int W = x0 + len * 18 + (int)ocr_rng_next_int(&rng, 2, 8), H = 32;
+        OcrImage img;
+        ck_assert(ocr_image_alloc(&img, W, H, 1) == OCR_OK);
+        int bg = (int)ocr_rng_next_int(&rng, 190, 250), fg = (int)ocr_rng_next_int(&rng, 0, 60);
+        for (int y = 0; y < H; y++)
+            for (int x = 0; x < W; x++) img.pixels[y * W + x] = (uint8_t)(bg - (int)ocr_rng_next_int(&rng, 0, 12));
+        for (int k = 0; k < len; k++) {
+            const unsigned char *g = AT_FONT[text[k] - '0'];
+            for (int r = 0; r < 7; r++)
+                for (int c = 0; c < 5; c++)
+                    if (g[r] & (0x10 >> c))
+                        for (int dy = 0; dy < 3; dy++)
+                            for (int dx = 0; dx < 3; dx++) {
+                                int x = x0 + k * 18 + c * 3 + dx, y = y0 + r * 3 + dy;
+                                if (x < W && y < H) img.pixels[y * W + x] = (uint8_t)fg;
+                            }
+        }
+        snprintf(p, sizeof p, "%s/%s/images/%05d.png", dir, name, i);
+        ck_assert_msg(ocr_image_write_png(p, &img) == OCR_OK, "%s", ocr_last_error());
+        ocr_image_free(&img);
+        used += (size_t)snprintf(labels + used, cap - used, "images/%05d.png\t%s\n", i, text);
+    }
+    snprintf(p, sizeof p, "%s/%s/labels.txt", dir, name);
+    at_write_text(p, labels);
+    free(labels);
+}
+
+// The neck of the test configs: the PP-OCRv3 SVTR neck (tiny), or Im2Seq ("reshape").
+#define AT_NECK_SVTR                                                                                     \
+    "{\"name\": \"SequenceEncoder\", \"encoder_type\": \"svtr\", \"dims\": 16, \"depth\": 1, \"hidden_dims\": 32, " \
+    "\"num_heads\": 2, \"use_guide\": false, \"drop_rate\": 0.0, \"attn_drop_rate\": 0.0}"
+#define AT_NECK_RESHAPE "{\"name\": \"SequenceEncoder\", \"encoder_type\": \"reshape\"}"
+
+// A tiny PP-OCRv3-like recognizer over dir/train and dir/eval at 32×W. `extra` is spliced into
+// Global (e.g. "\"epoch_num\": 2,").
+static inline void at_write_config_neck(const char *path, const char *dir, int width, int batch, const char *extra,
+                                        double scale, const char *neck) {
+    char *text = malloc(8192);
+    snprintf(text, 8192,
+             "{\n"
+             " \"Global\": {%s \"print_batch_step\": 1000, \"save_model_dir\": \"%s/out\", \"eval_batch_step\": [0, 0],\n"
+             "   \"character_dict_path\": \"%s/dict.txt\", \"max_text_length\": 8, \"use_space_char\": false,\n"
+             "   \"seed\": 5, \"device\": \"cpu\", \"threads\": 1},\n"
+             " \"Optimizer\": {\"name\": \"Adam\", \"beta1\": 0.9, \"beta2\": 0.999,\n"
+             "   \"lr\": {\"name\": \"Cosine\", \"learning_rate\": 0.02, \"warmup_epoch\": 0.3},\n"
+             "   \"regularizer\": {\"name\": \"L2\", \"factor\": 3e-05}},\n"
+             " \"Architecture\": {\"model_type\": \"rec\", \"algorithm\": \"SVTR_LCNet\", \"Transform\": null,\n"
+             "   \"Backbone\": {\"name\": \"MobileNetV1Enhance\", \"scale\": %g, \"last_conv_stride\": [1, 2],\n"
+             "     \"last_pool_type\": \"avg\", \"last_pool_kernel_size\": [2, 2]},\n"
+             "   \"Neck\": %s,\n"
+             "   \"Head\": {\"name\": \"CTCHead\", \"fc_decay\": 1e-05}},\n"
+             " \"Loss\": {\"name\": \"CTCLoss\"},\n"
+             " \"PostProcess\": {\"name\": \"CTCLabelDecode\"},\n"
+             " \"Metric\": {\"name\": \"RecMetric\", \"main_indicator\": \"acc\"},\n"
+             " \"Train\": {\"dataset\": {\"name\": \"SimpleDataSet\", \"data_dir\": \"%s/train\",\n"
+             "     \"label_file_list\": [\"%s/train/labels.txt\"],\n"
+             "     \"transforms\": [{\"DecodeImage\": {\"img_mode\": \"BGR\", \"channel_first\": false}},\n"
+             "       {\"CTCLabelEncode\": null}, {\"RecResizeImg\": {\"image_shape\": [3, 32, %d]}},\n"
+             "       {\"KeepKeys\": {\"keep_keys\": [\"image\", \"label\", \"length\"]}}]},\n"
+             "   \"loader\": {\"shuffle\": true, \"batch_size_per_card\": %d, \"drop_last\": true, \"num_workers\": 0}},\n"
+             " \"Eval\": {\"dataset\": {\"name\": \"SimpleDataSet\", \"data_dir\": \"%s/eval\",\n"
+             "     \"label_file_list\": [\"%s/eval/labels.txt\"],\n"
+             "     \"transforms\": [{\"DecodeImage\": {\"img_mode\": \"BGR\", \"channel_first\": false}},\n"
+             "       {\"CTCLabelEncode\": null}, {\"RecResizeImg\": {\"image_shape\": [3, 32, %d]}},\n"
+             "       {\"KeepKeys\": {\"keep_keys\": [\"image\", \"label\", \"length\"]}}]},\n"
+             "   \"loader\": {\"shuffle\": false, \"batch_size_per_card\": 16, \"drop_last\": false, \"num_workers\": 0}}\n"
+             "}\n",
+             extra ? extra : "", dir, dir, scale, neck, dir, dir, width, batch, dir, dir, width);
+    at_write_text(path, text);
+    free(text);
+}
+
+static inline void at_write_config(const char *path, const char *dir, int width, int batch, const char *extra) {
+    at_write_config_neck(path, dir, width, batch, extra, 0.125, AT_NECK_SVTR);
+}
+
+// Runs a subcommand in-process with a NULL-terminated argument list (argv[0] = the command).
+typedef int (*at_cmd_fn)(int, char **);
+static inline int at_run(at_cmd_fn fn, const char *const *args) {
+    int n = 0;
+    while (args[n]) n++;
+    char **argv = calloc((size_t)n + 1, sizeof *argv);
+    for (int i = 0; i < n; i++) argv[i] = strdup(args[i]);
+    fflush(stdout);
+    int rc = fn(n, argv);
+    fflush(stdout);
+    for (int i = 0; i < n; i++) free(argv[i]);
+    free(argv);
+    return rc;
+}
+
+static inline int at_exists(const char *path) {
+    struct stat s;
+    return stat(path, &s) == 0;
+}
+
+// Whole-file byte equality.
+static inline int at_same_file(const char *a, const char *b) {
+    char *x, *y;
+    size_t nx, ny;
+    if (ocr_read_file(a, &x, &nx) != OCR_OK) return 0;
+    if (ocr_read_file(b, &y, &ny) != OCR_OK) {
+        free(x);
+        return 0;
+    }
+    int same = nx == ny && memcmp(x, y, nx) == 0;
+    free(x);
+    free(y);
+    return same;
+}
+
+// at_run with stderr captured into err (NUL-terminated, truncated to cap).
+static inline int at_run_capture(at_cmd_fn fn, const char *const *args, char *err, size_t cap) {
+    char path[] = "/tmp/ocr_app_stderr_XXXXXX";
+    int fd = mkstemp(path);
+    ck_assert_int_ge(fd, 0);
+    fflush(stderr);
+    int saved = dup(2);
+    dup2(fd, 2);
+    int rc = at_run(fn, args);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n = read(fd, err, cap - 1);
+    err[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return rc;
+}
+#endif

@@ -1,0 +1,95 @@
+// The capacity planner: for every precision the plan (fixed + batch · per sample) is within
+// 5 % of what a real training step allocates, max_batch is the largest batch in the budget,
+// low precision needs fewer bytes per sample, and the CLI's --json has the documented shape.
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+
+#include "app/capacity.h"
+#include "app/commands.h"
+#include "app/run_config.h"
+#include "core/memory.h"
+#include "tests/app/app_test_util.h"
+
+static char *g_dir;
+static char g_cfg[512];
+
+static void setup_data(void) {
+    g_dir = at_tmpdir();
+    at_make_digits(g_dir, "train", 64, 3, 11);
+    at_make_digits(g_dir, "eval", 16, 3, 12);
+    snprintf(g_cfg, sizeof g_cfg, "%s/cfg.json", g_dir);
+    at_write_config(g_cfg, g_dir, 64, 8, "\"epoch_num\": 1,");
+}
+
+START_TEST(test_capacity_plan_matches_a_real_step) {
+    OcrConfig *cfg;
+    RunConfig rc;
+    ck_assert(run_config_load(&cfg, &rc, g_cfg, NULL, 0, RUN_NEED_TRAIN) == OCR_OK);
+    for (int i = 0; i < CAPACITY_PRECISIONS; i++) {
+        CapacityPrecision cp;
+        const char *name = capacity_precision_name(i);
+        ck_assert_msg(capacity_plan(cfg, name, 1LL << 30, &cp) == OCR_OK, "%s: %s", name, ocr_last_error());
+        ck_assert(cp.fixed_bytes > 0 && cp.bytes_per_sample > 0 && cp.max_batch > 0);
+        ck_assert(capacity_bytes(&cp, cp.max_batch) <= 1LL << 30);
+        ck_assert(capacity_bytes(&cp, cp.max_batch + 1) > 1LL << 30);
+        int batch = 6;
+        OcrMemStats ms;
+        ck_assert_msg(capacity_measure(cfg, name, batch, &ms) == OCR_OK, "%s", ocr_last_error());
+        double planned = (double)capacity_bytes(&cp, batch), real = (double)ms.peak_total;
+        ck_assert_msg(fabs(planned - real) <= 0.05 * real, "%s: planned %.0f bytes, a real step allocated %.0f",
+                      name, planned, real);
+        // The per-sample bytes of the low-precision levels are below FP32's (activations halve).
+        if (i > 0) {
+            CapacityPrecision f;
+            ck_assert(capacity_plan(cfg, "fp32", 0, &f) == OCR_OK);
+            ck_assert_msg(cp.bytes_per_sample < f.bytes_per_sample, "%s per sample %lld >= fp32 %lld", name,
+                          (long long)cp.bytes_per_sample, (long long)f.bytes_per_sample);
+        }
+    }
+    ocr_config_free(cfg);
+    // The CLI's JSON shape.
+    char path[] = "/tmp/ocr_app_stdout_XXXXXX";
+    int fd = mkstemp(path);
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    const char *a[] = {"capacity", "-c", g_cfg, "--memory", "256M", "--json", NULL};
+    int rc2 = at_run(cmd_capacity, a);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    ck_assert_int_eq(rc2, 0);
+    char *text;
+    size_t size;
+    ck_assert(ocr_read_file(path, &text, &size) == OCR_OK);
+    unlink(path);
+    close(fd);
+    cJSON *o = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(o);
+    ck_assert(cJSON_GetObjectItem(o, "memory_bytes")->valuedouble == 256.0 * 1048576);
+    cJSON *arr = cJSON_GetObjectItem(o, "precisions");
+    ck_assert_int_eq(cJSON_GetArraySize(arr), 4);
+    const char *names[] = {"fp32", "fp16-o1", "fp16-o2", "bf16-o2"};
+    for (int i = 0; i < 4; i++) {
+        cJSON *p = cJSON_GetArrayItem(arr, i);
+        ck_assert_str_eq(cJSON_GetObjectItem(p, "name")->valuestring, names[i]);
+        ck_assert(cJSON_GetObjectItem(p, "max_batch")->valuedouble > 0);
+        ck_assert(cJSON_HasObjectItem(p, "bytes_per_sample") && cJSON_HasObjectItem(p, "fixed_bytes"));
+    }
+    cJSON_Delete(o);
+    free(text);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("app_capacity");
+    TCase *tc = tcase_create("t");
+    tcase_set_timeout(tc, 300);
+    tcase_add_unchecked_fixture(tc, setup_data, NULL);
+    tcase_add_test(tc, test_capacity_plan_matches_a_real_step);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return ocr_test_run_suite(suite()); }

@@ -1,0 +1,117 @@
+// A run stopped inside an epoch and resumed from `latest` with Global.checkpoints is
+// bit-identical to an uninterrupted one: weights, optimizer state and every step's loss; in FP32
+// and in FP16-O2 with a dynamic loss scale (masters, scaler state, skipped steps).
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+
+#include "app/capacity.h"
+#include "app/commands.h"
+#include "app/run_config.h"
+#include "core/memory.h"
+#include "tests/app/app_test_util.h"
+
+static char *g_dir;
+static char g_cfg[512];
+
+static void setup_data(void) {
+    g_dir = at_tmpdir();
+    at_make_digits(g_dir, "train", 64, 3, 11);
+    at_make_digits(g_dir, "eval", 16, 3, 12);
+    snprintf(g_cfg, sizeof g_cfg, "%s/cfg.json", g_dir);
+    at_write_config(g_cfg, g_dir, 64, 8, "\"epoch_num\": 2,");
+}
+
+// The "loss" of every training line of a metrics.jsonl (n = how many).
+static double *read_losses(const char *dir, int *n) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    char *text;
+    size_t size;
+    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
+    double *v = malloc(4096 * sizeof *v);
+    *n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        ck_assert_msg(o != NULL, "metrics.jsonl line is not JSON: %s", line);
+        ck_assert(cJSON_HasObjectItem(o, "iter"));
+        const cJSON *l = cJSON_GetObjectItem(o, "loss");
+        if (l) {
+            const char *keys[] = {"epoch", "lr", "loss_scale", "skipped", "samples_per_s", "step_time_s", NULL};
+            for (int k = 0; keys[k]; k++) ck_assert_msg(cJSON_HasObjectItem(o, keys[k]), "no %s in %s", keys[k], line);
+            if (cJSON_IsNumber(l) && *n < 4096) v[(*n)++] = l->valuedouble;
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+    return v;
+}
+
+// Runs the same schedule uninterrupted and as stop (after `stop` iterations) + resume, and
+// checks that the final weights, optimizer state and per-step losses are identical.
+static void resume_case(const char *tag, const char *const *extra, int stop) {
+    char a_dir[600], b_dir[600], ova[700], ovb[700], ck[700], steps[16];
+    snprintf(a_dir, sizeof a_dir, "%s/resume_%s_a", g_dir, tag);
+    snprintf(b_dir, sizeof b_dir, "%s/resume_%s_b", g_dir, tag);
+    snprintf(ova, sizeof ova, "Global.save_model_dir=%s", a_dir);
+    snprintf(ovb, sizeof ovb, "Global.save_model_dir=%s", b_dir);
+    snprintf(ck, sizeof ck, "Global.checkpoints=%s/latest", b_dir);
+    snprintf(steps, sizeof steps, "%d", stop);
+    const char *args[32];
+    int n;
+#define BUILD(...)                                                   \
+    do {                                                             \
+        const char *base_[] = {__VA_ARGS__, NULL};                   \
+        n = 0;                                                       \
+        for (int i_ = 0; base_[i_]; i_++) args[n++] = base_[i_];     \
+        for (int i_ = 0; extra && extra[i_]; i_++) args[n++] = extra[i_]; \
+        args[n] = NULL;                                              \
+    } while (0)
+    BUILD("train", "-c", g_cfg, "-o", ova);
+    ck_assert_int_eq(at_run(cmd_train, args), 0);
+    BUILD("train", "-c", g_cfg, "--max-steps", steps, "-o", ovb);
+    ck_assert_int_eq(at_run(cmd_train, args), 0);
+    BUILD("train", "-c", g_cfg, "-o", ovb, ck);
+    ck_assert_int_eq(at_run(cmd_train, args), 0);
+#undef BUILD
+    const char *files[] = {"latest/model.safetensors", "latest/optimizer.safetensors", NULL};
+    for (int i = 0; files[i]; i++) {
+        char pa[800], pb[800];
+        snprintf(pa, sizeof pa, "%s/%s", a_dir, files[i]);
+        snprintf(pb, sizeof pb, "%s/%s", b_dir, files[i]);
+        ck_assert_msg(at_same_file(pa, pb), "%s: %s differs between the uninterrupted and the resumed run", tag,
+                      files[i]);
+    }
+    int na, nb;
+    double *la = read_losses(a_dir, &na), *lb = read_losses(b_dir, &nb);
+    ck_assert_int_eq(na, nb);
+    for (int i = 0; i < na; i++) ck_assert_msg(la[i] == lb[i], "%s: loss of step %d differs", tag, i + 1);
+    free(la);
+    free(lb);
+}
+
+START_TEST(test_resume_is_bit_identical_fp32) {
+    // 8 steps per epoch, 2 epochs: stop inside the second epoch.
+    resume_case("fp32", NULL, 11);
+}
+END_TEST
+
+START_TEST(test_resume_is_bit_identical_fp16_o2) {
+    const char *amp[] = {"--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16", "--scale_loss",
+                         "65536", "--use_dynamic_loss_scaling", "true", "-o", "Global.incr_every_n_steps=3", NULL};
+    resume_case("fp16", amp, 7);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("app_resume");
+    TCase *tc = tcase_create("t");
+    tcase_set_timeout(tc, 300);
+    tcase_add_unchecked_fixture(tc, setup_data, NULL);
+    tcase_add_test(tc, test_resume_is_bit_identical_fp32);
+    tcase_add_test(tc, test_resume_is_bit_identical_fp16_o2);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return ocr_test_run_suite(suite()); }

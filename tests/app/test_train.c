@@ -1,0 +1,200 @@
+// Training end to end on a tiny synthetic digits task: the loss falls; eval and predict read
+// what train wrote; fine-tuning loads matching tensors only; compare writes a valid report.
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+
+#include "app/capacity.h"
+#include "app/commands.h"
+#include "app/run_config.h"
+#include "core/memory.h"
+#include "tests/app/app_test_util.h"
+
+static char *g_dir;
+static char g_cfg[512];
+
+static void setup_data(void) {
+    g_dir = at_tmpdir();
+    at_make_digits(g_dir, "train", 64, 3, 11);
+    at_make_digits(g_dir, "eval", 16, 3, 12);
+    snprintf(g_cfg, sizeof g_cfg, "%s/cfg.json", g_dir);
+    at_write_config(g_cfg, g_dir, 64, 8, "\"epoch_num\": 3,");
+}
+
+// The "loss" of every training line of a metrics.jsonl (n = how many).
+static double *read_losses(const char *dir, int *n) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    char *text;
+    size_t size;
+    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
+    double *v = malloc(4096 * sizeof *v);
+    *n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        ck_assert_msg(o != NULL, "metrics.jsonl line is not JSON: %s", line);
+        ck_assert(cJSON_HasObjectItem(o, "iter"));
+        const cJSON *l = cJSON_GetObjectItem(o, "loss");
+        if (l) {
+            const char *keys[] = {"epoch", "lr", "loss_scale", "skipped", "samples_per_s", "step_time_s", NULL};
+            for (int k = 0; keys[k]; k++) ck_assert_msg(cJSON_HasObjectItem(o, keys[k]), "no %s in %s", keys[k], line);
+            if (cJSON_IsNumber(l) && *n < 4096) v[(*n)++] = l->valuedouble;
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+    return v;
+}
+
+START_TEST(test_train_loss_falls) {
+    char out[600], ov[700];
+    snprintf(out, sizeof out, "%s/run_loss", g_dir);
+    snprintf(ov, sizeof ov, "Global.save_model_dir=%s", out);
+    const char *a[] = {"train", "-c", g_cfg, "-o", ov, "Global.epoch_num=4", NULL};
+    ck_assert_int_eq(at_run(cmd_train, a), 0);
+    int n;
+    double *l = read_losses(out, &n);
+    ck_assert_int_eq(n, 32);
+    double first = 0, last = 0;
+    for (int i = 0; i < 4; i++) first += l[i] / 4, last += l[n - 1 - i] / 4;
+    ck_assert_msg(last < 0.6 * first, "loss did not fall: first %.3f, last %.3f", first, last);
+    free(l);
+    char p[700];
+    snprintf(p, sizeof p, "%s/latest/model.safetensors", out);
+    ck_assert(at_exists(p));
+    snprintf(p, sizeof p, "%s/config.json", out);
+    ck_assert(at_exists(p));
+}
+END_TEST
+
+START_TEST(test_eval_and_predict_after_training) {
+    char out[600], ov[700], w[700];
+    snprintf(out, sizeof out, "%s/run_ep", g_dir);
+    snprintf(ov, sizeof ov, "Global.save_model_dir=%s", out);
+    const char *a[] = {"train", "-c", g_cfg, "-o", ov, "Global.epoch_num=1", NULL};
+    ck_assert_int_eq(at_run(cmd_train, a), 0);
+    snprintf(w, sizeof w, "%s/latest", out);
+    // eval --json on stdout
+    char path[] = "/tmp/ocr_app_stdout_XXXXXX";
+    int fd = mkstemp(path);
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    const char *e[] = {"eval", "-c", g_cfg, "--weights", w, "--json", NULL};
+    int rc = at_run(cmd_eval, e);
+    char img1[700], img2[700];
+    snprintf(img1, sizeof img1, "%s/eval/images/00000.png", g_dir);
+    snprintf(img2, sizeof img2, "%s/eval/images/00001.png", g_dir);
+    const char *p[] = {"predict", "-c", g_cfg, "--weights", w, "--batch", "1", img1, img2, NULL};
+    int rc2 = at_run(cmd_predict, p);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    ck_assert_int_eq(rc, 0);
+    ck_assert_int_eq(rc2, 0);
+    char *text;
+    size_t size;
+    ck_assert(ocr_read_file(path, &text, &size) == OCR_OK);
+    unlink(path);
+    close(fd);
+    // The JSON object, then two prediction lines in input order.
+    char *brace = strrchr(text, '}');
+    ck_assert_ptr_nonnull(brace);
+    brace[1] = '\0';
+    cJSON *o = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(o);
+    ck_assert_int_eq(cJSON_GetObjectItem(o, "samples")->valueint, 16);
+    double acc = cJSON_GetObjectItem(o, "accuracy")->valuedouble;
+    ck_assert(acc >= 0 && acc <= 1);
+    ck_assert(cJSON_HasObjectItem(o, "norm_edit_distance") && cJSON_HasObjectItem(o, "cer") &&
+              cJSON_HasObjectItem(o, "samples_per_s"));
+    cJSON_Delete(o);
+    char *lines = brace + 2;
+    char *l1 = strstr(lines, img1), *l2 = strstr(lines, img2);
+    ck_assert_msg(l1 && l2 && l1 < l2, "predictions missing or out of order: %s", lines);
+    int tabs = 0;
+    for (char *c = l1; *c && *c != '\n'; c++) tabs += *c == '\t';
+    ck_assert_int_eq(tabs, 2);
+    float conf = strtof(strrchr(strtok(l1, "\n"), '\t') + 1, NULL);
+    ck_assert(conf >= 0 && conf <= 1);
+    free(text);
+}
+END_TEST
+
+START_TEST(test_finetune_loads_matching_tensors_only) {
+    char out[600], ov[700], ft[600], ov2[700], pre[700], dict2[700], dov[800];
+    snprintf(out, sizeof out, "%s/run_pre", g_dir);
+    snprintf(ov, sizeof ov, "Global.save_model_dir=%s", out);
+    const char *a[] = {"train", "-c", g_cfg, "--max-steps", "2", "-o", ov, NULL};
+    ck_assert_int_eq(at_run(cmd_train, a), 0);
+    // Another dictionary (one more class): the head changes shape, the rest loads.
+    snprintf(dict2, sizeof dict2, "%s/dict11.txt", g_dir);
+    at_write_text(dict2, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\nx\n");
+    snprintf(ft, sizeof ft, "%s/run_ft", g_dir);
+    snprintf(ov2, sizeof ov2, "Global.save_model_dir=%s", ft);
+    snprintf(pre, sizeof pre, "Global.pretrained_model=%s/latest/model.safetensors", out);
+    snprintf(dov, sizeof dov, "Global.character_dict_path=%s", dict2);
+    char err[8192];
+    const char *b[] = {"train", "-c", g_cfg, "--max-steps", "1", "-o", ov2, pre, dov, NULL};
+    ck_assert_int_eq(at_run_capture(cmd_train, b, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "head.fc.weight") && strstr(err, "initial values"), "%s", err);
+    // The strict loaders refuse the mismatch: eval with the fine-tuned config on the old weights.
+    char w[700];
+    snprintf(w, sizeof w, "%s/latest", out);
+    const char *e[] = {"eval", "-c", g_cfg, "--weights", w, "-o", dov, NULL};
+    ck_assert_int_eq(at_run_capture(cmd_eval, e, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "head.fc"), "%s", err);
+}
+END_TEST
+
+START_TEST(test_compare_writes_a_report) {
+    char out[600];
+    snprintf(out, sizeof out, "%s/cmp", g_dir);
+    const char *a[] = {"compare", "-c", g_cfg, "--out", out, "--dtypes", "bfloat16", "--max-steps", "3", NULL};
+    int rc = at_run(cmd_compare, a);
+    ck_assert_msg(rc == 0 || rc == 3, "compare exited %d", rc);
+    char p[700];
+    const char *files[] = {"report.json", "report.md", "report.html", NULL};
+    for (int i = 0; files[i]; i++) {
+        snprintf(p, sizeof p, "%s/%s", out, files[i]);
+        ck_assert_msg(at_exists(p), "%s missing", p);
+    }
+    snprintf(p, sizeof p, "%s/report.json", out);
+    char *text;
+    size_t size;
+    ck_assert(ocr_read_file(p, &text, &size) == OCR_OK);
+    cJSON *o = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(o);
+    cJSON *runs = cJSON_GetObjectItem(o, "runs");
+    ck_assert_int_eq(cJSON_GetArraySize(runs), 2);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetArrayItem(runs, 0), "name")->valuestring, "fp32");
+    cJSON *r1 = cJSON_GetArrayItem(runs, 1);
+    ck_assert_str_eq(cJSON_GetObjectItem(r1, "name")->valuestring, "bf16-o2");
+    ck_assert_int_eq(cJSON_GetObjectItem(r1, "steps")->valueint, 3);
+    ck_assert(cJSON_GetObjectItem(r1, "samples_per_s")->valuedouble > 0);
+    cJSON *mem = cJSON_GetObjectItem(r1, "peak_memory_bytes");
+    double act1 = cJSON_GetObjectItem(mem, "activations")->valuedouble;
+    double act0 = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetArrayItem(runs, 0), "peak_memory_bytes"),
+                                      "activations")->valuedouble;
+    ck_assert_msg(act1 < 0.75 * act0, "bf16-o2 activations %.0f vs fp32 %.0f", act1, act0);
+    cJSON *v = cJSON_GetObjectItem(o, "verdict");
+    ck_assert_int_eq(cJSON_GetObjectItem(v, "exit_code")->valueint, rc);
+    cJSON_Delete(o);
+    free(text);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("app_train");
+    TCase *tc = tcase_create("t");
+    tcase_set_timeout(tc, 300);
+    tcase_add_unchecked_fixture(tc, setup_data, NULL);
+    tcase_add_test(tc, test_train_loss_falls);
+    tcase_add_test(tc, test_eval_and_predict_after_training);
+    tcase_add_test(tc, test_finetune_loads_matching_tensors_only);
+    tcase_add_test(tc, test_compare_writes_a_report);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return ocr_test_run_suite(suite()); }
