@@ -6,7 +6,15 @@
 int cmd_info(int argc, char **argv);
 int cmd_import(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_train(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_predict(int argc, char **argv);
+int cmd_capacity(int argc, char **argv);
+int cmd_compare(int argc, char **argv);
 int cmd_data(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+
+// The version string main passes on (report.json's build.version).
+void app_set_version(const char *version);
 
 #endif

@@ -49,9 +49,15 @@ int main(int argc, char **argv) {
         printf("ocrtrain %s (backends: %s)\n", OCR_VERSION, ocr_build_backends());
         return 0;
     }
+    app_set_version(OCR_VERSION);
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 1, argv + 1);
     if (strcmp(cmd, "synth") == 0) return cmd_synth(argc - 1, argv + 1);
+    if (strcmp(cmd, "train") == 0) return cmd_train(argc - 1, argv + 1);
+    if (strcmp(cmd, "eval") == 0) return cmd_eval(argc - 1, argv + 1);
+    if (strcmp(cmd, "predict") == 0) return cmd_predict(argc - 1, argv + 1);
+    if (strcmp(cmd, "capacity") == 0) return cmd_capacity(argc - 1, argv + 1);
+    if (strcmp(cmd, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 1, argv + 1);
     if (strcmp(cmd, "pack") == 0) return cmd_pack(argc - 1, argv + 1);
     fprintf(stderr, "ocrtrain: unknown command '%s' (see ocrtrain --help)\n", cmd);
