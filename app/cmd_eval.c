@@ -74,7 +74,7 @@ int cmd_eval(int argc, char **argv) {
     EvalResult er;
     if (st == OCR_OK) st = ocr_dict_load(&dict, rc.dict_path, rc.use_space_char);
     dict_ok = st == OCR_OK;
-    if (st == OCR_OK) st = feed_open(&feed, cfg, &rc, "Eval", &dict, 0);
+    if (st == OCR_OK) st = feed_open(&feed, cfg, "Eval", &dict, 0, 0);
     feed_ok = dict_ok && st == OCR_OK;
     if (st == OCR_OK) st = infer_model_load(&im, cfg, weights, 1);
     if (st == OCR_OK) {
@@ -86,7 +86,11 @@ int cmd_eval(int argc, char **argv) {
         fprintf(stderr, "ocrtrain eval: %s\n", ocr_last_error());
         code = app_exit_code(st);
     } else {
-        if (feed_ok) ocr_skip_stats_log(&feed.skipped, "Eval images");
+        if (feed_ok) {
+            OcrSkipStats sk;
+            feed_skip_stats(&feed, &sk);
+            ocr_skip_stats_log(&sk, "Eval images");
+        }
         if (json) {
             cJSON *o = cJSON_CreateObject();
             cJSON_AddStringToObject(o, "weights", weights);

@@ -26,23 +26,20 @@ ocr_status_t decode_sample(const OcrModel *m, const OcrDict *dict, int b, char *
 
 ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOptions mopt, EvalResult *out) {
     memset(out, 0, sizeof *out);
-    int B = feed->batch_size, H = feed->height, W = feed->width, C = feed->channels;
+    int B = feed->max_batch, H = feed->max_height, W = feed->max_width, C = feed->channels;
     FeedBatch batch;
-    OCR_TRY(feed_batch_alloc(&batch, B, H, W, C, feed->max_len));
     OcrTensor images;
-    ocr_status_t st = ocr_tensor_alloc(&images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA);
-    if (st != OCR_OK) {
-        feed_batch_free(&batch);
-        return st;
-    }
+    OCR_TRY(ocr_tensor_alloc(&images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
+    ocr_status_t st = OCR_OK;
     size_t cap = 4096;
     char *pred = malloc(cap), *ref = malloc(cap);
     if (!pred || !ref) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
     TextMetric metric;
     text_metric_init(&metric, mopt.ignore_space, mopt.is_filter);
-    int64_t skipped0 = ocr_skip_stats_total(&feed->skipped);
-    int64_t saved_epoch = feed->epoch, saved_batch = feed->next_batch;
-    feed_seek(feed, 0, 0);
+    OcrSkipStats sk;
+    feed_skip_stats(feed, &sk);
+    int64_t skipped0 = ocr_skip_stats_total(&sk);
+    if (st == OCR_OK) st = feed_seek(feed, 0, 0);
     double t0 = ocr_now_seconds();
     while (st == OCR_OK) {
         int end;
@@ -50,7 +47,8 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
         if (st != OCR_OK || end) break;
         if (batch.count == 0) continue;
         feed_normalize(&batch, images.data);
-        OcrTensor x = ocr_tensor_view(images.data, OCR_F32, ocr_cpu(), 4, (int64_t[]){batch.count, H, W, C});
+        OcrTensor x = ocr_tensor_view(images.data, OCR_F32, ocr_cpu(), 4,
+                                      (int64_t[]){batch.count, batch.height, batch.width, batch.channels});
         st = ocr_model_forward(m, &x, 0);
         for (int b = 0; st == OCR_OK && b < batch.count; b++) {
             float conf;
@@ -61,7 +59,6 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
         }
     }
     double secs = ocr_now_seconds() - t0;
-    feed_seek(feed, saved_epoch, saved_batch);
     if (st == OCR_OK) {
         out->acc = text_metric_acc(&metric);
         out->norm_edit_dis = text_metric_norm_edit_dis(&metric);
@@ -69,11 +66,11 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
         out->samples = metric.count;
         out->seconds = secs;
         out->samples_per_s = secs > 0 ? (double)metric.count / secs : 0;
-        out->skipped = ocr_skip_stats_total(&feed->skipped) - skipped0;
+        feed_skip_stats(feed, &sk);
+        out->skipped = ocr_skip_stats_total(&sk) - skipped0;
     }
     free(pred);
     free(ref);
     ocr_tensor_free(&images);
-    feed_batch_free(&batch);
     return st;
 }

@@ -19,8 +19,7 @@ typedef struct {
     int64_t skipped;  // images that could not be loaded
 } EvalResult;
 
-// Runs one pass over the whole feed (from its first batch); the feed's position is restored
-// afterwards. images: a scratch buffer of batch·H·W·C floats (NULL: allocated here).
+// Runs one pass over the whole feed (from its first batch).
 ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOptions mopt, EvalResult *out);
 
 // Greedy decode of sample b of the model's last inference pass (probabilities (B, T, C) of any

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "core/memory.h"
-#include "core/rng.h"
 
 ocr_status_t feed_batch_alloc(FeedBatch *b, int capacity, int height, int width, int channels, int max_len) {
     memset(b, 0, sizeof *b);
@@ -13,6 +12,7 @@ ocr_status_t feed_batch_alloc(FeedBatch *b, int capacity, int height, int width,
     b->width = width;
     b->channels = channels;
     b->max_len = max_len;
+    b->owned = 1;
     // The batch buffer is the run's DATA memory (what a device would hold as the input batch).
     b->pixels = ocr_mem_alloc(ocr_cpu(), OCR_MEM_DATA, (size_t)capacity * height * width * channels);
     b->labels = calloc((size_t)capacity * max_len, sizeof *b->labels);
@@ -27,222 +27,120 @@ ocr_status_t feed_batch_alloc(FeedBatch *b, int capacity, int height, int width,
 }
 
 void feed_batch_free(FeedBatch *b) {
-    ocr_mem_free(b->pixels);
-    free(b->labels);
-    free(b->lengths);
-    free(b->widths);
-    free(b->index);
+    if (b->owned) {
+        ocr_mem_free(b->pixels);
+        free(b->labels);
+        free(b->lengths);
+        free(b->widths);
+        free(b->index);
+    }
     memset(b, 0, sizeof *b);
 }
 
-ocr_status_t feed_open(Feed *f, const OcrConfig *cfg, const RunConfig *rc, const char *split, const OcrDict *dict,
-                       int training) {
+ocr_status_t feed_open(Feed *f, const OcrConfig *cfg, const char *split, const OcrDict *dict, int training,
+                       int batch_override) {
     memset(f, 0, sizeof *f);
-    const DataConfig *dc = strcmp(split, "Train") == 0 ? &rc->train : &rc->eval;
-    if (!dc->present) return ocr_set_error(OCR_ERR_CONFIG, "%s: the %s section is missing", ocr_config_source(cfg), split);
-    char p[64];
-    snprintf(p, sizeof p, "%s.dataset.transforms", split);
-    OCR_TRY(ocr_transforms_parse(&f->tl, cfg, p, rc->max_text_length));
-    if (!f->tl.has_resize)
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s needs a RecResizeImg entry (multi-scale training is not "
-                             "supported yet)", ocr_config_source(cfg), p);
-    OcrDatasetOptions opt = {0};
-    opt.data_dir = dc->data_dir;
-    opt.label_files = dc->label_files;
-    opt.num_label_files = dc->n_label_files;
-    opt.ratios = dc->n_ratios ? dc->ratios : NULL;
-    opt.num_ratios = dc->n_ratios;
-    opt.delimiter = dc->delimiter;
-    opt.max_text_length = rc->max_text_length;
-    opt.seed = rc->seed;
-    ocr_status_t st = ocr_dataset_open(&f->ds, &opt, dict);
-    if (st != OCR_OK) return ocr_wrap_error(st, "%s dataset", split);
-    ocr_skip_stats_log(&f->ds.skipped, split);
+    OCR_TRY(ocr_loader_config_parse(&f->lc, cfg, split));
+    f->lc_ok = 1;
+    f->lc.train = training;
+    OcrSamplerOptions *so = &f->lc.sampler;
+    if (batch_override > 0) {
+        // Every scale keeps its share of the first scale's batch.
+        double r = (double)batch_override / so->scales[0].batch_size;
+        for (int i = 0; i < so->num_scales; i++) {
+            int b = (int)(so->scales[i].batch_size * r + 0.5);
+            so->scales[i].batch_size = b < 1 ? 1 : b;
+        }
+        so->scales[0].batch_size = batch_override;
+    }
+    f->batch_size = so->scales[0].batch_size;
+    f->max_batch = ocr_sampler_max_batch(so);
+    for (int i = 0; i < so->num_scales; i++) {
+        if (so->scales[i].height > f->max_height) f->max_height = so->scales[i].height;
+        if (so->scales[i].width > f->max_width) f->max_width = so->scales[i].width;
+    }
+    f->channels = f->lc.transforms.channels;
+    f->max_len = f->lc.max_text_length;
     f->dict = dict;
     f->training = training;
-    f->shuffle = dc->shuffle;
-    f->drop_last = dc->drop_last;
-    f->batch_size = dc->batch_size;
-    f->seed = rc->seed;
-    f->height = f->tl.resize_h;
-    f->width = f->tl.resize_w;
-    f->channels = f->tl.channels;
-    f->max_len = rc->max_text_length;
-    f->epoch = -1;
-    feed_seek(f, 0, 0);
-    if (!f->order) {
-        ocr_dataset_close(&f->ds);
-        return ocr_set_error(OCR_ERR_OOM, "sample order: out of memory");
-    }
-    if (feed_batches_per_epoch(f) == 0) {
-        int64_t n = ocr_dataset_size(&f->ds);
+    ocr_status_t st = ocr_loader_create(&f->loader, &f->lc, dict);
+    if (st != OCR_OK) {
         feed_close(f);
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: %lld samples make no batch of %d with drop_last (lower "
-                             "%s.loader.batch_size_per_card)", split, (long long)n, dc->batch_size, split);
+        return ocr_wrap_error(st, "%s dataset", split);
     }
-    return OCR_OK;
+    ocr_skip_stats_log(ocr_loader_label_skips(f->loader), split);
+    st = feed_seek(f, 0, 0);
+    if (st == OCR_OK && f->batches_per_epoch == 0) {
+        int64_t n = ocr_loader_num_samples(f->loader);
+        st = ocr_set_error(OCR_ERR_CONFIG, "%s: %lld samples make no batch of %d with drop_last (lower "
+                           "%s.loader.batch_size_per_card)", split, (long long)n, f->batch_size, split);
+    }
+    if (st != OCR_OK) feed_close(f);
+    return st;
 }
 
 void feed_close(Feed *f) {
-    if (f->order) ocr_dataset_close(&f->ds);
-    free(f->order);
+    if (f->loader) {
+        if (f->held) ocr_loader_release(f->loader, f->held);
+        ocr_loader_destroy(f->loader);
+    }
+    if (f->lc_ok) ocr_loader_config_free(&f->lc);
     memset(f, 0, sizeof *f);
 }
 
-int64_t feed_num_samples(const Feed *f) { return ocr_dataset_size(&f->ds); }
+int64_t feed_num_samples(const Feed *f) { return ocr_loader_num_samples(f->loader); }
+int64_t feed_batches_per_epoch(const Feed *f) { return f->batches_per_epoch; }
 
-int64_t feed_batches_per_epoch(const Feed *f) {
-    int64_t n = ocr_dataset_size(&f->ds);
-    return f->drop_last ? n / f->batch_size : (n + f->batch_size - 1) / f->batch_size;
-}
-
-static void start_epoch(Feed *f, int64_t epoch) {
-    ocr_dataset_set_epoch(&f->ds, (uint64_t)epoch);
-    int64_t n = ocr_dataset_size(&f->ds);
-    if (n > f->order_n || !f->order) {
-        free(f->order);
-        f->order = malloc((size_t)(n ? n : 1) * sizeof *f->order);
-        f->order_n = f->order ? n : 0;
+ocr_status_t feed_seek(Feed *f, int64_t epoch, int64_t batch) {
+    if (f->held) {
+        ocr_loader_release(f->loader, f->held);
+        f->held = NULL;
     }
-    if (!f->order) return;
-    f->order_n = n;
-    for (int64_t i = 0; i < n; i++) f->order[i] = i;
-    if (f->shuffle) {
-        // Fisher-Yates from the end; draws depend only on (seed, epoch).
-        OcrRng r = ocr_rng_make(f->seed, FEED_SHUFFLE_STREAM + (uint64_t)epoch);
-        for (int64_t i = n - 1; i > 0; i--) {
-            int64_t j = ocr_rng_next_int(&r, 0, i);
-            int64_t t = f->order[i];
-            f->order[i] = f->order[j];
-            f->order[j] = t;
-        }
-    }
+    OCR_TRY(ocr_loader_start_epoch(f->loader, (uint64_t)epoch, batch));
     f->epoch = epoch;
-}
-
-void feed_seek(Feed *f, int64_t epoch, int64_t batch) {
-    if (epoch != f->epoch || !f->order) start_epoch(f, epoch);
     f->next_batch = batch;
-}
-
-static uint64_t mix64(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return x;
-}
-
-// Loads sample idx; a data problem is counted and reported as *bad = 1 with OCR_OK.
-static ocr_status_t load(Feed *f, int64_t idx, OcrImage *img, int *bad) {
-    ocr_skip_reason_t reason;
-    *bad = 0;
-    ocr_status_t st = ocr_dataset_load_image(&f->ds, idx, f->tl.order, img, &reason);
-    if (st == OCR_OK) return OCR_OK;
-    if (reason == OCR_SKIP_REASON_COUNT) return st;
-    ocr_skip_stats_add(&f->skipped, reason, "%s", ocr_last_error());
-    *bad = 1;
+    f->batches_per_epoch = ocr_loader_num_batches(f->loader);
     return OCR_OK;
-}
-
-// One sample into slot s of the batch: image (augmented when training), labels.
-static ocr_status_t fill_slot(Feed *f, FeedBatch *b, int s, int64_t idx, OcrRng *rng, int *bad) {
-    OcrImage img = {0};
-    OCR_TRY(load(f, idx, &img, bad));
-    if (*bad) return OCR_OK;
-    OcrSample smp;
-    ocr_status_t st = ocr_dataset_get(&f->ds, idx, &smp);
-    if (st != OCR_OK) {
-        ocr_image_free(&img);
-        return st;
-    }
-    int32_t *lab = b->labels + (size_t)s * b->max_len;
-    memset(lab, 0, (size_t)b->max_len * sizeof *lab);
-    int len = smp.label_len < b->max_len ? smp.label_len : b->max_len;
-    memcpy(lab, smp.label, (size_t)len * sizeof *lab);
-    if (f->training) {
-        for (int k = 0; k < f->tl.num_ops && st == OCR_OK; k++) {
-            if (f->tl.ops[k] == OCR_TOP_REC_AUG) {
-                st = ocr_rec_aug(&img, &f->tl.rec_aug, rng);
-                continue;
-            }
-            // RecConAug: with probability prob, append up to ext_data_num random samples.
-            const OcrRecConAugParams *ca = &f->tl.con_aug;
-            if (ocr_rng_next_uniform(rng) >= ca->prob) continue;
-            for (int e = 0; e < ca->ext_data_num && st == OCR_OK; e++) {
-                int64_t j = ocr_rng_next_int(rng, 0, ocr_dataset_size(&f->ds) - 1);
-                OcrImage ext = {0};
-                int ebad;
-                st = load(f, j, &ext, &ebad);
-                if (st != OCR_OK || ebad) break;
-                OcrSample es;
-                st = ocr_dataset_get(&f->ds, j, &es);
-                if (st == OCR_OK && ocr_rec_con_aug_fits(ca, len, img.width, img.height, es.label_len, ext.width,
-                                                         ext.height) &&
-                    len + es.label_len <= b->max_len) {
-                    st = ocr_rec_con_aug_merge(&img, &ext, ca->image_h);
-                    if (st == OCR_OK) {
-                        memcpy(lab + len, es.label, (size_t)es.label_len * sizeof *lab);
-                        len += es.label_len;
-                    }
-                } else {
-                    ocr_image_free(&ext);
-                    break;
-                }
-                ocr_image_free(&ext);
-            }
-        }
-    }
-    if (st == OCR_OK) {
-        int rw;
-        float vr;
-        uint8_t *dst = b->pixels + (size_t)s * b->height * b->width * b->channels;
-        st = ocr_rec_resize_pad(dst, b->height, b->width, b->channels, &img, f->tl.padding, &rw, &vr);
-        b->widths[s] = rw;
-    }
-    ocr_image_free(&img);
-    b->lengths[s] = len;
-    b->index[s] = idx;
-    return st;
 }
 
 ocr_status_t feed_next(Feed *f, FeedBatch *b, int *end) {
     *end = 0;
-    b->count = 0;
-    int64_t nb = feed_batches_per_epoch(f);
-    if (f->next_batch >= nb) {
-        feed_seek(f, f->epoch + 1, 0);
-        if (!f->order) return ocr_set_error(OCR_ERR_OOM, "sample order: out of memory");
+    memset(b, 0, sizeof *b);
+    if (f->held) {
+        ocr_loader_release(f->loader, f->held);
+        f->held = NULL;
+    }
+    if (f->next_batch >= f->batches_per_epoch) {
+        OCR_TRY(feed_seek(f, f->epoch + 1, 0));
         *end = 1;
         return OCR_OK;
     }
-    OCR_ASSERT(b->capacity >= f->batch_size && b->height == f->height && b->width == f->width &&
-               b->channels == f->channels && b->max_len == f->max_len);
-    int64_t first = f->next_batch * f->batch_size;
-    int64_t last = first + f->batch_size;
-    if (last > f->order_n) last = f->order_n;
-    int slot = 0;
-    for (int64_t k = first; k < last; k++) {
-        int64_t idx = f->order[k];
-        uint64_t stream = FEED_AUG_STREAM ^ mix64(((uint64_t)f->epoch << 40) ^ (uint64_t)k);
-        OcrRng rng = ocr_rng_make(f->seed, stream);
-        int bad = 1;
-        // Training replaces a bad sample by a random one (bounded: a dataset of bad images
-        // ends with an error rather than a hang); evaluation leaves it out.
-        for (int attempt = 0; bad && attempt < 16; attempt++) {
-            OCR_TRY(fill_slot(f, b, slot, idx, &rng, &bad));
-            if (!bad || !f->training) break;
-            idx = ocr_rng_next_int(&rng, 0, ocr_dataset_size(&f->ds) - 1);
-        }
-        if (bad && f->training)
-            return ocr_set_error(OCR_ERR_FORMAT, "16 samples in a row could not be loaded (last: %s)",
-                                 ocr_last_error());
-        if (!bad) slot++;
+    const OcrBatch *ob;
+    OCR_TRY(ocr_loader_next(f->loader, &ob));
+    if (!ob) {
+        OCR_TRY(feed_seek(f, f->epoch + 1, 0));
+        *end = 1;
+        return OCR_OK;
     }
-    b->count = slot;
+    f->held = ob;
     f->next_batch++;
+    b->capacity = b->count = ob->size;
+    b->height = ob->height;
+    b->width = ob->width;
+    b->channels = ob->channels;
+    b->max_len = ob->max_text_length;
+    b->pixels = ob->images;
+    b->labels = ob->labels;
+    b->lengths = ob->lengths;
+    b->widths = ob->widths;
+    b->index = ob->indices;
     return OCR_OK;
+}
+
+void feed_skip_stats(const Feed *f, OcrSkipStats *out) {
+    OcrLoaderStats st;
+    ocr_loader_stats(f->loader, &st);
+    *out = st.skipped;
 }
 
 void feed_normalize(const FeedBatch *b, float *images) {

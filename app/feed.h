@@ -1,15 +1,11 @@
-// Batches for the trainer and the evaluator: a dataset split (Train or Eval) read in a
-// deterministic order, decoded, augmented and resized into uint8 NHWC batches with padded
-// CTC labels.
+// Batches for the trainer and the evaluator: a thin layer over the data library's threaded
+// loader (data/loader.h: dataset or packed cache → transforms → uint8 NHWC batches, in order,
+// prefetched by worker threads).
 //
-// Everything random is a pure function of (Global.seed, epoch, position in the epoch): the
-// shuffle of epoch e comes from Philox stream FEED_SHUFFLE_STREAM + e, the augmentation of
-// the sample at position k of epoch e from a stream derived from (e, k). So a run resumed
-// at (epoch, batch) sees exactly the batches an uninterrupted run would have seen.
-//
-// A sample whose image is missing or corrupt is counted by reason (reported at the end) and
-// replaced: in training by a sample drawn at random (PaddleOCR's behaviour), in evaluation
-// it is left out (the batch is shorter), so every sample is scored at most once.
+// Everything random is a pure function of (Global.seed, epoch, position in the epoch), so a
+// run resumed at (epoch, batch) sees exactly the batches an uninterrupted run would have seen.
+// A sample whose image is missing or corrupt is counted by reason and replaced (a random
+// sample in training, the next one in evaluation), as PaddleOCR does.
 #ifndef OCR_APP_FEED_H
 #define OCR_APP_FEED_H
 
@@ -20,53 +16,55 @@
 #include "core/tensor.h"
 #include "data/dataset.h"
 #include "data/dict.h"
-#include "data/transforms.h"
+#include "data/loader.h"
 
-#define FEED_SHUFFLE_STREAM 0x4665656400000000ull  // "Feed" << 32
-#define FEED_AUG_STREAM 0x4175670000000000ull      // "Aug" << 40
-
+// A batch: views into the loader's buffer (or owned buffers, feed_batch_alloc).
 typedef struct {
-    int capacity;            // B
-    int count;               // samples filled (the last evaluation batch may be short)
+    int capacity;            // B the buffers hold
+    int count;               // samples in this batch
     int height, width, channels;
     int max_len;             // label columns
-    uint8_t *pixels;         // (B, H, W, C)
-    int32_t *labels;         // (B, max_len), zero-padded
-    int32_t *lengths;        // (B)
-    int32_t *widths;         // (B) resized widths: columns past them are padding
-    int64_t *index;          // (B) dataset indices of the (first) sample
+    uint8_t *pixels;         // (count, H, W, C)
+    int32_t *labels;         // (count, max_len), zero-padded
+    int32_t *lengths;        // (count)
+    int32_t *widths;         // (count) resized widths: columns past them are padding
+    int64_t *index;          // (count) dataset indices
+    int owned;
 } FeedBatch;
 
+// Owned buffers (for prediction, which builds its own batches).
 ocr_status_t feed_batch_alloc(FeedBatch *b, int capacity, int height, int width, int channels, int max_len);
 void feed_batch_free(FeedBatch *b);
 
 typedef struct {
-    OcrDataset ds;
-    OcrTransformList tl;
+    OcrLoaderConfig lc;
+    OcrLoader *loader;
+    int lc_ok;
     const OcrDict *dict;
     int training;
-    int shuffle, drop_last, batch_size;
-    uint64_t seed;
-    int height, width, channels, max_len;
-    int64_t epoch;        // current epoch (0-based)
-    int64_t next_batch;   // next batch of the epoch
-    int64_t *order;       // this epoch's sample order
-    int64_t order_n;
-    OcrSkipStats skipped; // image problems met while loading
+    int batch_size;                   // the configured batch (the first scale's)
+    int max_batch, max_height, max_width;  // over the scales: what buffers must hold
+    int channels, max_len;
+    int64_t epoch, next_batch;        // the position of the next batch
+    int64_t batches_per_epoch;
+    const OcrBatch *held;             // the batch handed out last (released by the next call)
 } Feed;
 
-// split: "Train" or "Eval". The dictionary must outlive the feed. Missing label files are
-// OCR_ERR_NOT_FOUND naming them; an empty dataset OCR_ERR_FORMAT.
-ocr_status_t feed_open(Feed *f, const OcrConfig *cfg, const RunConfig *rc, const char *split, const OcrDict *dict,
-                       int training);
+// split: "Train" or "Eval". batch_override > 0 replaces loader.batch_size_per_card (every
+// scale's batch is scaled alike). The dictionary must outlive the feed. Missing label files
+// are OCR_ERR_NOT_FOUND naming them; an empty dataset OCR_ERR_FORMAT.
+ocr_status_t feed_open(Feed *f, const OcrConfig *cfg, const char *split, const OcrDict *dict, int training,
+                       int batch_override);
 void feed_close(Feed *f);
 int64_t feed_batches_per_epoch(const Feed *f);
 int64_t feed_num_samples(const Feed *f);
-// Positions the feed at batch `batch` of epoch `epoch` (resume).
-void feed_seek(Feed *f, int64_t epoch, int64_t batch);
-// The next batch of the current epoch into b (capacity >= batch_size); *end = 1 (and nothing
-// filled) when the epoch is over; the next call starts the following epoch.
+// Positions the feed at batch `batch` of epoch `epoch` (resume; evaluation restarts).
+ocr_status_t feed_seek(Feed *f, int64_t epoch, int64_t batch);
+// The next batch of the current epoch into b (views, valid until the next call); *end = 1
+// (nothing filled) when the epoch is over; the next call starts the following epoch.
 ocr_status_t feed_next(Feed *f, FeedBatch *b, int *end);
+// Image problems met so far (skipped and replaced samples).
+void feed_skip_stats(const Feed *f, OcrSkipStats *out);
 
 // Normalises a batch into images (count, H, W, C) f32: (x/255 − 0.5)/0.5, and exactly 0
 // (PaddleOCR's pad value) in the padded columns. images must hold count·H·W·C floats.

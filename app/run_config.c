@@ -10,7 +10,7 @@
 
 #include "amp/engine.h"
 #include "core/fileio.h"
-#include "data/transforms.h"
+#include "data/loader.h"
 #include "models/model.h"
 
 // ---- known keys ---------------------------------------------------------------------------
@@ -42,11 +42,7 @@ static const char *const REG_KEYS[] = {"name", "factor", NULL};
 static const char *const LOSS_KEYS[] = {"name", "use_focal_loss", NULL};
 static const char *const POST_KEYS[] = {"name", "character_dict_path", "use_space_char", NULL};
 static const char *const METRIC_KEYS[] = {"name", "main_indicator", "ignore_space", "is_filter", NULL};
-static const char *const SPLIT_KEYS[] = {"dataset", "loader", NULL};
-static const char *const DATASET_KEYS[] = {"name",      "data_dir",   "label_file_list", "ratio_list", "delimiter",
-                                           "transforms", "ext_op_transform_idx", NULL};
-static const char *const LOADER_KEYS[] = {"shuffle", "batch_size_per_card", "drop_last", "num_workers",
-                                          "use_shared_memory", NULL};
+static const char *const SPLIT_KEYS[] = {"dataset", "loader", "sampler", NULL};
 
 static const char *SHORTHANDS[][2] = {
     {"--use_amp", "Global.use_amp"},
@@ -236,80 +232,29 @@ static ocr_status_t read_optimizer(const OcrConfig *cfg, OptimConfig *o) {
 }
 
 static ocr_status_t read_split(const OcrConfig *cfg, const char *split, DataConfig *d, int train) {
-    char p[128];
+    (void)train;
     memset(d, 0, sizeof *d);
     if (!ocr_config_has(cfg, split)) return OCR_OK;
     d->present = 1;
     OCR_TRY(ocr_config_check_keys(cfg, split, SPLIT_KEYS));
-    snprintf(p, sizeof p, "%s.dataset", split);
-    if (!ocr_config_has(cfg, p)) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s is missing", src(cfg), p);
-    OCR_TRY(ocr_config_check_keys(cfg, p, DATASET_KEYS));
-    static const char *const names[] = {"SimpleDataSet", NULL};
-    snprintf(p, sizeof p, "%s.dataset.name", split);
-    OCR_TRY(check_name(cfg, p, names, NULL));
-    snprintf(p, sizeof p, "%s.dataset.data_dir", split);
-    OCR_TRY(ocr_config_get_string(cfg, p, "", &d->data_dir));
-    snprintf(p, sizeof p, "%s.dataset.label_file_list", split);
-    const cJSON *lst = ocr_config_node(cfg, p);
-    if (!lst || cJSON_IsNull(lst))
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s is missing (a list of label files)", src(cfg), p);
-    if (cJSON_IsString(lst)) {
-        d->label_files[d->n_label_files++] = lst->valuestring;
-    } else if (cJSON_IsArray(lst)) {
-        const cJSON *it;
-        cJSON_ArrayForEach(it, lst) {
-            if (!cJSON_IsString(it) || !it->valuestring[0])
-                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must hold file names (strings)", src(cfg), p);
-            if (d->n_label_files >= RUN_MAX_LABEL_FILES)
-                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s: at most %d files", src(cfg), p, RUN_MAX_LABEL_FILES);
-            d->label_files[d->n_label_files++] = it->valuestring;
-        }
-    } else {
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be a list of file names", src(cfg), p);
-    }
-    if (d->n_label_files == 0) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s is empty", src(cfg), p);
+    // Dataset, transforms, sampler and loader keys are the data library's to validate.
+    OcrLoaderConfig lc;
+    OCR_TRY(ocr_loader_config_parse(&lc, cfg, split));
+    d->batch_size = lc.sampler.scales[0].batch_size;
+    d->shuffle = lc.sampler.shuffle;
+    d->drop_last = lc.sampler.drop_last;
+    d->num_workers = lc.num_workers;
     // Missing label files stop the run here, before anything is written.
-    for (int i = 0; i < d->n_label_files; i++)
-        if (!ocr_file_exists(d->label_files[i]))
-            return ocr_set_error(OCR_ERR_NOT_FOUND, "%s: %s: label file %s does not exist", src(cfg), p,
-                                 d->label_files[i]);
-    snprintf(p, sizeof p, "%s.dataset.ratio_list", split);
-    OCR_TRY(ocr_config_get_double_list(cfg, p, d->ratios, RUN_MAX_LABEL_FILES, &d->n_ratios));
-    for (int i = 0; i < d->n_ratios; i++)
-        if (!(d->ratios[i] > 0 && d->ratios[i] <= 1))
-            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s values must be in (0, 1], got %g", src(cfg), p, d->ratios[i]);
-    if (d->n_ratios > 1 && d->n_ratios != d->n_label_files)
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s has %d values for %d label files", src(cfg), p, d->n_ratios,
-                             d->n_label_files);
-    snprintf(p, sizeof p, "%s.dataset.delimiter", split);
-    OCR_TRY(ocr_config_get_string(cfg, p, "\t", &d->delimiter));
-    if (!d->delimiter[0]) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must not be empty", src(cfg), p);
-    snprintf(p, sizeof p, "%s.dataset.ext_op_transform_idx", split);
-    int64_t v;
-    OCR_TRY(get_int_range(cfg, p, 1, 0, 16, &v));
-
-    snprintf(p, sizeof p, "%s.loader", split);
-    OCR_TRY(ocr_config_check_keys(cfg, p, LOADER_KEYS));
-    snprintf(p, sizeof p, "%s.loader.shuffle", split);
-    OCR_TRY(ocr_config_get_bool(cfg, p, train, &d->shuffle));
-    snprintf(p, sizeof p, "%s.loader.drop_last", split);
-    OCR_TRY(ocr_config_get_bool(cfg, p, train, &d->drop_last));
-    snprintf(p, sizeof p, "%s.loader.batch_size_per_card", split);
-    OCR_TRY(get_int_range(cfg, p, train ? 128 : 128, 1, 1 << 16, &v));
-    d->batch_size = (int)v;
-    snprintf(p, sizeof p, "%s.loader.num_workers", split);
-    OCR_TRY(get_int_range(cfg, p, 0, 0, 256, &v));
-    d->num_workers = (int)v;
-    int b;
-    snprintf(p, sizeof p, "%s.loader.use_shared_memory", split);
-    OCR_TRY(ocr_config_get_bool(cfg, p, 1, &b));
-    // The transform list (keys, order, values) is the data library's to validate.
-    OcrTransformList tl;
-    snprintf(p, sizeof p, "%s.dataset.transforms", split);
-    int64_t mtl;
-    OCR_TRY(ocr_config_get_int(cfg, "Global.max_text_length", 25, &mtl));
-    OCR_TRY(ocr_transforms_parse(&tl, cfg, p, (int)mtl));
-    return OCR_OK;
+    ocr_status_t st = OCR_OK;
+    for (int i = 0; i < lc.num_label_files && !lc.pack_file; i++)
+        if (!ocr_file_exists(lc.label_files[i]))
+            st = ocr_set_error(OCR_ERR_NOT_FOUND, "%s: %s.dataset.label_file_list: label file %s does not exist",
+                               ocr_config_source(cfg), split, lc.label_files[i]);
+    if (st == OCR_OK && lc.pack_file && !ocr_file_exists(lc.pack_file))
+        st = ocr_set_error(OCR_ERR_NOT_FOUND, "%s: %s.loader.pack_file %s does not exist (ocrtrain pack writes it)",
+                           ocr_config_source(cfg), split, lc.pack_file);
+    ocr_loader_config_free(&lc);
+    return st;
 }
 
 // ---- the whole config --------------------------------------------------------------------------

@@ -18,7 +18,6 @@
 typedef enum { LR_COSINE = 0, LR_PIECEWISE, LR_CONST } lr_kind_t;
 
 #define RUN_MAX_PIECES 16
-#define RUN_MAX_LABEL_FILES 16
 
 typedef struct {
     lr_kind_t kind;
@@ -42,14 +41,10 @@ typedef struct {
     double clip_norm_global;  // global norm clipping (ClipGradByGlobalNorm); 0: off
 } OptimConfig;
 
+// The split's loader settings (dataset, transforms and loader keys are validated by the data
+// library's ocr_loader_config_parse; the feed reads them again from the config).
 typedef struct {
-    int present;               // the section exists
-    const char *data_dir;      // owned by the config
-    const char *label_files[RUN_MAX_LABEL_FILES];
-    int n_label_files;
-    double ratios[RUN_MAX_LABEL_FILES];
-    int n_ratios;
-    const char *delimiter;
+    int present;  // the section exists
     int shuffle, drop_last, batch_size, num_workers;
 } DataConfig;
 

@@ -20,12 +20,6 @@
 
 volatile sig_atomic_t train_stop_requested = 0;
 
-// The model's training-forward counter drives its dropout draws; a resumed run must continue
-// it. These entry points are optional (weak) until models/model.h declares them: without
-// them a resume is exact only for networks without dropout (a warning says so).
-extern uint64_t ocr_model_get_step(const OcrModel *m) __attribute__((weak));
-extern void ocr_model_set_step(OcrModel *m, uint64_t step) __attribute__((weak));
-
 // Whether the model library runs networks on a CUDA device in this build. The models run on
 // the CPU backend only so far (ocr_model_forward refuses device tensors).
 #define APP_MODELS_ON_GPU 0
@@ -81,7 +75,6 @@ typedef struct {
     int64_t steps_per_epoch, total_iters;
     double *loss_window;
     int64_t window_n;
-    int resumed_without_step;
 } Trainer;
 
 static ocr_status_t push_step(TrainResult *r, const StepRecord *s) {
@@ -115,7 +108,7 @@ static void fill_state_from_run(Trainer *t) {
     s->epoch = t->train.epoch;
     s->batch_in_epoch = t->train.next_batch;
     s->updates = t->optim.updates;
-    s->model_step = ocr_model_get_step ? ocr_model_get_step(t->m) : 0;
+    s->model_step = ocr_model_get_step(t->m);  // dropout draws continue from here on resume
     s->seed = t->rc->seed;
     s->loss_scale = t->amp.scaler.scale;
     s->scaler_good = t->amp.scaler.good_steps;
@@ -174,11 +167,10 @@ static ocr_status_t setup(Trainer *t) {
 
     OCR_TRY(ocr_dict_load(&t->dict, rc->dict_path, rc->use_space_char));
     t->dict_ok = 1;
-    OCR_TRY(feed_open(&t->train, cfg, rc, "Train", &t->dict, 1));
+    OCR_TRY(feed_open(&t->train, cfg, "Train", &t->dict, 1, t->opt->batch_size));
     t->train_ok = 1;
-    if (t->opt->batch_size > 0) t->train.batch_size = t->opt->batch_size;
     if (rc->eval.present) {
-        OCR_TRY(feed_open(&t->eval, cfg, rc, "Eval", &t->dict, 0));
+        OCR_TRY(feed_open(&t->eval, cfg, "Eval", &t->dict, 0, 0));
         t->eval_ok = 1;
     }
     t->steps_per_epoch = feed_batches_per_epoch(&t->train);
@@ -246,21 +238,18 @@ static ocr_status_t setup(Trainer *t) {
         t->amp.stats.steps = t->st.amp_step;
         t->amp.stats.skipped_steps = t->st.skipped_steps;
         t->amp.stats.scale = amp_scaler_scale(&t->amp.scaler);
-        if (ocr_model_set_step)
-            ocr_model_set_step(t->m, t->st.model_step);
-        else
-            t->resumed_without_step = 1;
+        ocr_model_set_step(t->m, t->st.model_step);
         if (t->st.iter >= t->total_iters)
             ocr_log(OCR_LOG_WARN, "%s is at iteration %lld of %lld: nothing left to train", ckdir,
                     (long long)t->st.iter, (long long)t->total_iters);
-        feed_seek(&t->train, t->st.epoch, t->st.batch_in_epoch);
+        OCR_TRY(feed_seek(&t->train, t->st.epoch, t->st.batch_in_epoch));
         ocr_log(OCR_LOG_INFO, "resuming from %s: iteration %lld, epoch %lld, batch %lld", ckdir, (long long)t->st.iter,
                 (long long)t->st.epoch + 1, (long long)t->st.batch_in_epoch);
     }
 
     // Buffers of one step.
-    int B = t->train.batch_size, H = t->train.height, W = t->train.width, C = t->train.channels;
-    OCR_TRY(feed_batch_alloc(&t->batch, B, H, W, C, t->train.max_len));
+    // Room for the largest batch of any scale.
+    int B = t->train.max_batch, H = t->train.max_height, W = t->train.max_width, C = t->train.channels;
     OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
     OCR_TRY(step_ctx_init(&t->step, t->m, &t->amp, &t->optim, B, rc->use_focal_loss));
     t->step_ok = 1;
@@ -302,7 +291,6 @@ static void cleanup(Trainer *t) {
     free(t->loss_window);
     if (t->step_ok) step_ctx_free(&t->step);
     ocr_tensor_free(&t->images);
-    feed_batch_free(&t->batch);
     if (t->optim_ok) optim_free(&t->optim);
     if (t->amp_ok) amp_engine_free(&t->amp);
     if (t->m) ocr_model_free(t->m);
@@ -556,7 +544,7 @@ static ocr_status_t loop(Trainer *t) {
         if (t->train.next_batch >= t->steps_per_epoch) {
             // End of an epoch: the next batch is the first of the following one.
             int64_t done = t->train.epoch + 1;
-            feed_seek(&t->train, done, 0);
+            OCR_TRY(feed_seek(&t->train, done, 0));
             if (rc->eval_every == 0) OCR_TRY(run_eval(t));
             OCR_TRY(save_checkpoint(t, "latest"));
             if (rc->save_epoch_step > 0 && done % rc->save_epoch_step == 0) {
@@ -596,15 +584,19 @@ ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOpt
     ocr_mem_reset_peak(ocr_cpu());
     ocr_status_t st = setup(&t);
     if (st == OCR_OK) {
-        if (t.resumed_without_step)
-            ocr_log(OCR_LOG_WARN, "this build cannot restore the model's dropout counter: a resumed run repeats "
-                    "dropout masks (exact only without dropout)");
         st = loop(&t);
     }
     if (st == OCR_OK) {
         summarize(&t);
-        if (t.train_ok) ocr_skip_stats_log(&t.train.skipped, "Train images");
-        if (t.eval_ok) ocr_skip_stats_log(&t.eval.skipped, "Eval images");
+        OcrSkipStats sk;
+        if (t.train_ok) {
+            feed_skip_stats(&t.train, &sk);
+            ocr_skip_stats_log(&sk, "Train images");
+        }
+        if (t.eval_ok) {
+            feed_skip_stats(&t.eval, &sk);
+            ocr_skip_stats_log(&sk, "Eval images");
+        }
     }
     cleanup(&t);
     return st;

@@ -103,6 +103,13 @@ START_TEST(test_resume_is_bit_identical_fp16_o2) {
 }
 END_TEST
 
+START_TEST(test_resume_is_bit_identical_with_dropout) {
+    // Dropout masks come from (seed, site, the model's step counter): the checkpoint carries it.
+    const char *drop[] = {"-o", "Architecture.Neck.drop_rate=0.2", "Architecture.Neck.attn_drop_rate=0.2", NULL};
+    resume_case("dropout", drop, 5);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("app_resume");
     TCase *tc = tcase_create("t");
@@ -110,6 +117,7 @@ static Suite *suite(void) {
     tcase_add_unchecked_fixture(tc, setup_data, NULL);
     tcase_add_test(tc, test_resume_is_bit_identical_fp32);
     tcase_add_test(tc, test_resume_is_bit_identical_fp16_o2);
+    tcase_add_test(tc, test_resume_is_bit_identical_with_dropout);
     suite_add_tcase(s, tc);
     return s;
 }
