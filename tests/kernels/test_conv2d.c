@@ -187,7 +187,7 @@ END_TEST
 START_TEST(test_conv_backward_f32) {
     const ConvCase *c = &cases[_i];
     int64_t nx = n_x(c), nw = n_w(c), ny = n_y(c);
-    if ((nx + nw) * ny * c->KH * c->KW > 400000000LL) return;  // keep finite differences cheap (wide case: other tests)
+    if ((nx + nw) * ny * c->KH * c->KW > 40000000LL) return;  // keep finite differences cheap (covered by the other tests)
     float *vx = random_floats(nx, 110), *vw = random_floats(nw, 111), *vb = random_floats(c->OC, 112);
     float *vdy = random_floats(ny, 113), *w0 = random_floats(nw, 114), *b0 = random_floats(c->OC, 115);
     ConvTensors t = make_tensors(c, OCR_F32, vx, vw, vb, vdy, w0, b0);
