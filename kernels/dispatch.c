@@ -10,6 +10,7 @@
 
 #ifdef OCR_HAVE_CUDA
 #include "kernels/cuda/activation.h"
+#include "kernels/cuda/affine.h"
 #include "kernels/cuda/cast.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/ctc.h"
@@ -281,6 +282,35 @@ void zero_tensor(OcrTensor *t) {
         zero_tensor_cpu(t);
 }
 
+void scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias) {
+    if (ON_CUDA("scalar_affine_forward", out, inp, scale, bias))
+        CUDA_CALL(scalar_affine_forward_cuda(out, inp, scale, bias));
+    else
+        scalar_affine_forward_cpu(out, inp, scale, bias);
+}
+
+void scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
+                            const OcrTensor *inp, const OcrTensor *scale) {
+    if (ON_CUDA("scalar_affine_backward", dinp, dscale, dbias, dout, inp, scale))
+        CUDA_CALL(scalar_affine_backward_cuda(dinp, dscale, dbias, dout, inp, scale));
+    else
+        scalar_affine_backward_cpu(dinp, dscale, dbias, dout, inp, scale);
+}
+
+void batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
+    if (ON_CUDA("batch_broadcast_add_forward", out, inp, pos))
+        CUDA_CALL(batch_broadcast_add_forward_cuda(out, inp, pos));
+    else
+        batch_broadcast_add_forward_cpu(out, inp, pos);
+}
+
+void batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
+    if (ON_CUDA("batch_broadcast_add_backward", dinp, dpos, dout))
+        CUDA_CALL(batch_broadcast_add_backward_cuda(dinp, dpos, dout));
+    else
+        batch_broadcast_add_backward_cpu(dinp, dpos, dout);
+}
+
 void concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count) {
     if (route_list("concat_forward", inputs, count, out))
         CUDA_CALL(concat_forward_cuda(out, inputs, count));
@@ -353,6 +383,13 @@ void attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor 
         CUDA_CALL(attention_backward_cuda(dqkv, dout, qkv, probs, num_heads, scale, dropout));
     else
         attention_backward_cpu(dqkv, dout, qkv, probs, num_heads, scale, dropout);
+}
+
+void attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w) {
+    if (ON_CUDA("attention_local_mask", mask))
+        CUDA_CALL(attention_local_mask_cuda(mask, grid_h, grid_w, window_h, window_w));
+    else
+        attention_local_mask_cpu(mask, grid_h, grid_w, window_h, window_w);
 }
 
 // ---- dropout, drop path -------------------------------------------------------------------------------------
@@ -451,9 +488,11 @@ double ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, 
     return ctc_loss_forward_cpu(losses, loss, dlogits, infeasible, logits, targets, target_lengths, input_lengths, p);
 }
 
-void input_normalize_forward(OcrTensor *out, const OcrTensor *inp) {
-    if (ON_CUDA("input_normalize_forward", out, inp))
-        CUDA_CALL(input_normalize_forward_cuda(out, inp));
+void input_normalize_forward(OcrTensor *out, const OcrTensor *inp) { input_normalize_padded_forward(out, inp, NULL); }
+
+void input_normalize_padded_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *widths) {
+    if (ON_CUDA("input_normalize_forward", out, inp, widths))
+        CUDA_CALL(input_normalize_forward_cuda(out, inp, widths));
     else
-        input_normalize_forward_cpu(out, inp);
+        input_normalize_forward_cpu(out, inp, widths);
 }

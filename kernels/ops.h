@@ -134,6 +134,23 @@ void scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha);
 // Sets every element to zero (any dtype, any device).
 void zero_tensor(OcrTensor *t);
 
+// LearnableAffineBlock (PPLCNetV3): out = scale · inp + bias, any shape, with scale and bias
+// 1-element tensors on the same device (read there: no host round trip). Two roundings, as
+// Paddle's `scale * x + bias` (the product is not fused into the add). out may alias inp.
+void scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias);
+// dinp = scale · dout (assigned); dscale += Σ dout·inp, dbias += Σ dout (1 element each,
+// accumulated). The sums run in double over fixed chunks of 2048 elements in a fixed order
+// (see kernels/cpu/affine.c), so they do not depend on the thread count or the device.
+void scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
+                            const OcrTensor *inp, const OcrTensor *scale);
+
+// A positional embedding added to every batch entry: out (B, ...) = inp (B, ...) + pos (1, ...)
+// (SVTRNet: (B, T, C) + (1, T, C)). out may alias inp.
+void batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos);
+// dinp = dout (assigned; may be NULL); dpos (1, ...) += Σ_b dout[b] (summed in double in
+// batch order, accumulated).
+void batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout);
+
 // Concatenation along the last (channel) dimension: out (..., ΣC_i) from inputs (..., C_i).
 void concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count);
 // Splits dout back into the dinputs (assigned; NULL entries skipped).
@@ -177,6 +194,12 @@ void attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, c
 // dqkv (B, T, 3·C) assigned.
 void attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
                         int num_heads, float scale, DropoutParams dropout);
+
+// The additive mask (T, T) f32, T = grid_h · grid_w, of PaddleOCR's local mixer: query (h, w)
+// sees the keys in rows h − window_h/2 .. h + window_h − 1 − window_h/2 and columns
+// w − window_w/2 .. w + window_w − 1 − window_w/2 (0 there, −inf elsewhere). Written on the
+// mask's device, so a model on the GPU builds it without a host copy.
+void attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);
 
 // ---- dropout, drop path -----------------------------------------------------------------
 void dropout_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);

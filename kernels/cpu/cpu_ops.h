@@ -98,7 +98,15 @@ double ctc_loss_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogi
                             const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
                             const OcrTensor *input_lengths, CtcParams p);
 
-// kernels/cpu/input.c
-void input_normalize_forward_cpu(OcrTensor *out, const OcrTensor *inp);
+// kernels/cpu/input.c (widths may be NULL: every column is an image column)
+void input_normalize_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *widths);
+
+// kernels/cpu/affine.c
+void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias);
+void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
+                                const OcrTensor *inp, const OcrTensor *scale);
+void batch_broadcast_add_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos);
+void batch_broadcast_add_backward_cpu(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout);
+void attention_local_mask_cpu(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);
 
 #endif

@@ -22,8 +22,9 @@ void concat_forward_cuda(OcrTensor *out, const OcrTensor *const *inputs, int cou
 void concat_backward_cuda(OcrTensor *const *dinputs, int count, const OcrTensor *dout);
 void permute_forward_cuda(OcrTensor *out, const OcrTensor *inp, const int *perm);
 void permute_backward_cuda(OcrTensor *dinp, const OcrTensor *dout, const int *perm);
-// kernels/input.h: out = (p / 255 − 0.5) / 0.5 from a uint8 batch, bit-identical to the CPU.
-void input_normalize_forward_cuda(OcrTensor *out, const OcrTensor *inp);
+// kernels/input.h: out = (p / 255 − 0.5) / 0.5 from a uint8 batch, bit-identical to the CPU;
+// with widths (N) int32 on the device, columns x >= widths[b] are 0 (widths may be NULL).
+void input_normalize_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *widths);
 
 #ifdef __cplusplus
 }

@@ -309,7 +309,7 @@ OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x) {
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
     if (!c->plan) {
         OcrTensor s = ocr_ctx_param(c, l->s), b = ocr_ctx_param(c, l->b);
-        ocr_scalar_affine_forward(&l->y, x, &s, &b);
+        scalar_affine_forward(&l->y, x, &s, &b);
     }
     ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
     return &l->y;
@@ -320,7 +320,7 @@ OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx) {
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
     if (!c->plan) {
         OcrTensor s = ocr_ctx_param(c, l->s), ds = ocr_ctx_grad(c, l->s), db = ocr_ctx_grad(c, l->b);
-        ocr_scalar_affine_backward(need_dx ? &dx : NULL, &ds, &db, dy, &l->x, &s);
+        scalar_affine_backward(need_dx ? &dx : NULL, &ds, &db, dy, &l->x, &s);
     }
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
@@ -434,20 +434,7 @@ void lattn_build(OcrBuilder *b, LAttn *l, const char *name, int dim, int heads, 
     l->stream = ocr_params_stream(name);
 }
 
-// PaddleOCR's local mixer: query (h, w) sees keys in rows h − hk/2 .. h + hk − 1 − hk/2 and
-// columns w − wk/2 .. w + wk − 1 − wk/2 (a window centred on the query); −inf elsewhere.
-static void fill_local_mask(float *m, int gh, int gw, int hk, int wk) {
-    int t = gh * gw;
-    for (int q = 0; q < t; q++) {
-        int qh = q / gw, qw = q % gw;
-        for (int k = 0; k < t; k++) {
-            int kh = k / gw, kw = k % gw;
-            int dh = kh - qh + hk / 2, dw = kw - qw + wk / 2;
-            m[(size_t)q * t + k] = (dh >= 0 && dh < hk && dw >= 0 && dw < wk) ? 0.0f : -INFINITY;
-        }
-    }
-}
-
+// PaddleOCR's local mixer masks keys outside a window centred on the query (attention_local_mask).
 OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, int grid_w) {
     OCR_ASSERT(qkv->ndim == 3 && qkv->shape[2] == 3 * l->dim);
     int64_t B = qkv->shape[0], T = qkv->shape[1];
@@ -460,7 +447,7 @@ OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, 
         l->grid_h = grid_h;
         l->grid_w = grid_w;
         l->mask = ocr_ctx_new(c, OCR_F32, 2, (int64_t[]){T, T});
-        if (!c->plan) fill_local_mask(l->mask.data, grid_h, grid_w, l->local_hk, l->local_wk);
+        if (!c->plan) attention_local_mask(&l->mask, grid_h, grid_w, l->local_hk, l->local_wk);
     }
     DropoutParams d = {l->attn_drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, c->training, c->seed, l->stream, c->step << 32};
     l->d = d;
@@ -611,7 +598,7 @@ OcrTensor *lposadd_forward(OcrCtx *c, LPosAdd *l, const OcrTensor *x) {
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
     if (!c->plan) {
         OcrTensor pos = ocr_ctx_param(c, l->pos);
-        ocr_batch_broadcast_add_forward(&l->y, x, &pos);
+        batch_broadcast_add_forward(&l->y, x, &pos);
     }
     ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(x));
     return &l->y;
@@ -622,7 +609,7 @@ OcrTensor lposadd_backward(OcrCtx *c, LPosAdd *l, const OcrTensor *dy, int need_
     if (need_dx) dx = ocr_ctx_like(c, dy);
     if (!c->plan) {
         OcrTensor dpos = ocr_ctx_grad(c, l->pos);
-        ocr_batch_broadcast_add_backward(need_dx ? &dx : NULL, &dpos, dy);
+        batch_broadcast_add_backward(need_dx ? &dx : NULL, &dpos, dy);
     }
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
@@ -702,92 +689,4 @@ OcrTensor *lsoftmax_forward(OcrCtx *c, LSoftmax *l, const OcrTensor *x) {
     if (!c->plan) softmax_forward(&l->y, x);
     ocr_ctx_record(c, l->op, &l->y, 3.0 * (double)ocr_tensor_numel(x));
     return &l->y;
-}
-
-// ---- CPU kernels for the scalar affine and the broadcast add ------------------------------------------------------------
-// Low-precision tensors go through fp32 copies, as the op library does.
-
-static float *f32_copy(const OcrTensor *t) {
-    int64_t n = ocr_tensor_numel(t);
-    float *b = malloc((size_t)(n ? n : 1) * sizeof(float));
-    OCR_ASSERT(b, "out of host memory");
-    ocr_tensor_to_f32(t, b);
-    return b;
-}
-
-void ocr_scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias) {
-    OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp));
-    OCR_ASSERT(inp->device.type == OCR_DEVICE_CPU, "scalar affine: CPU only");
-    int64_t n = ocr_tensor_numel(inp);
-    float s = ocr_tensor_get_f32(scale, 0), b = ocr_tensor_get_f32(bias, 0);
-    if (inp->dtype == OCR_F32 && out->dtype == OCR_F32) {
-        const float *x = inp->data;
-        float *y = out->data;
-#pragma omp parallel for schedule(static)
-        for (int64_t i = 0; i < n; i++) y[i] = s * x[i] + b;
-        return;
-    }
-    float *x = f32_copy(inp);
-    for (int64_t i = 0; i < n; i++) x[i] = s * x[i] + b;
-    ocr_tensor_from_f32(out, x);
-    free(x);
-}
-
-void ocr_scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
-                                const OcrTensor *inp, const OcrTensor *scale) {
-    int64_t n = ocr_tensor_numel(inp);
-    OCR_ASSERT(ocr_tensor_numel(dout) == n);
-    float s = ocr_tensor_get_f32(scale, 0);
-    const float *dy = dout->dtype == OCR_F32 ? dout->data : NULL;
-    const float *x = inp->dtype == OCR_F32 ? inp->data : NULL;
-    float *dyc = NULL, *xc = NULL;
-    if (!dy) dy = dyc = f32_copy(dout);
-    if (!x) x = xc = f32_copy(inp);
-    // Deterministic for a fixed thread count: per-thread partials summed in thread order.
-    double sum_dx = 0.0, sum_d = 0.0;
-#pragma omp parallel for schedule(static) reduction(+ : sum_dx, sum_d)
-    for (int64_t i = 0; i < n; i++) {
-        sum_dx += (double)dy[i] * x[i];
-        sum_d += dy[i];
-    }
-    if (dscale) ocr_tensor_set_f32(dscale, 0, ocr_tensor_get_f32(dscale, 0) + (float)sum_dx);
-    if (dbias) ocr_tensor_set_f32(dbias, 0, ocr_tensor_get_f32(dbias, 0) + (float)sum_d);
-    if (dinp) {
-        if (dinp->dtype == OCR_F32) {
-            float *dx = dinp->data;
-#pragma omp parallel for schedule(static)
-            for (int64_t i = 0; i < n; i++) dx[i] = s * dy[i];
-        } else {
-            float *tmp = malloc((size_t)n * sizeof(float));
-            OCR_ASSERT(tmp);
-            for (int64_t i = 0; i < n; i++) tmp[i] = s * dy[i];
-            ocr_tensor_from_f32(dinp, tmp);
-            free(tmp);
-        }
-    }
-    free(dyc);
-    free(xc);
-}
-
-void ocr_batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
-    int64_t n = ocr_tensor_numel(inp), per = ocr_tensor_numel(pos);
-    OCR_ASSERT(n % per == 0 && ocr_tensor_numel(out) == n);
-    float *x = f32_copy(inp), *p = f32_copy(pos);
-    for (int64_t i = 0; i < n; i++) x[i] += p[i % per];
-    ocr_tensor_from_f32(out, x);
-    free(x);
-    free(p);
-}
-
-void ocr_batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
-    int64_t n = ocr_tensor_numel(dout), per = ocr_tensor_numel(dpos);
-    OCR_ASSERT(n % per == 0);
-    float *dy = f32_copy(dout);
-    if (dinp) ocr_tensor_from_f32(dinp, dy);
-    double *acc = calloc((size_t)per, sizeof(double));
-    OCR_ASSERT(acc);
-    for (int64_t i = 0; i < n; i++) acc[i % per] += dy[i];
-    for (int64_t i = 0; i < per; i++) ocr_tensor_set_f32(dpos, i, ocr_tensor_get_f32(dpos, i) + (float)acc[i]);
-    free(acc);
-    free(dy);
 }

@@ -267,12 +267,4 @@ typedef struct {
 void lsoftmax_build(OcrBuilder *b, LSoftmax *l, const char *name);
 OcrTensor *lsoftmax_forward(OcrCtx *c, LSoftmax *l, const OcrTensor *x);
 
-// CPU kernels the op library does not have yet (scalar affine with tensor-held scalars,
-// broadcast add over the batch). Exposed for tests.
-void ocr_scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias);
-void ocr_scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
-                                const OcrTensor *inp, const OcrTensor *scale);
-void ocr_batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos);
-void ocr_batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout);
-
 #endif

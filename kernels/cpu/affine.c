@@ -1,0 +1,174 @@
+// Small ops of the networks that have no home in a larger family: the LearnableAffineBlock
+// (scalar_affine), SVTRNet's positional embedding (batch_broadcast_add) and the local
+// mixer's attention mask.
+//
+// The scalar gradients of scalar_affine_backward are sums over every element. They run in
+// double with one fixed shape that kernels/cuda/affine.cu reproduces exactly, so the CPU and
+// the GPU give the same bits and no result depends on the thread count:
+//   chunk k = elements [k·2048, (k + 1)·2048); lane t of 256 sums elements k·2048 + t + 256·j,
+//   j = 0..7, in order; the 256 lane sums are combined by a halving tree (lane t += lane
+//   t + s for s = 128, 64, ..., 1); the chunk sums are added in chunk order.
+// Products dout·inp of two fp32 values are exact in double, so only the additions round.
+#include <math.h>
+#include <string.h>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/cpu_ops.h"
+#include "kernels/ops.h"
+
+#define AFFINE_LANES 256
+#define AFFINE_PER_LANE 8
+#define AFFINE_CHUNK (AFFINE_LANES * AFFINE_PER_LANE)
+#define AFFINE_PAR_MIN 32768
+
+// ---- scalar affine -------------------------------------------------------------------------
+
+static float scalar_of(const OcrTensor *t, const char *what) {
+    CPU_ASSERT_FLOAT(t);
+    OCR_ASSERT(ocr_tensor_numel(t) == 1, "scalar_affine: %s must have one element", what);
+    return ocr_tensor_get_f32(t, 0);
+}
+
+void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(inp);
+    const int64_t n = ocr_tensor_numel(inp);
+    OCR_ASSERT(ocr_tensor_numel(out) == n, "scalar_affine: out and inp sizes differ");
+    const float s = scalar_of(scale, "scale"), b = scalar_of(bias, "bias");
+    CpuScratch sc = {0};
+    const float *x = cpu_f32_in(&sc, inp);
+    float *y = cpu_f32_out(&sc, out, 0);
+#pragma omp parallel for schedule(static) if (n >= AFFINE_PAR_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        float t = s * x[i];  // rounded on its own (ISO C: no contraction into an FMA)
+        y[i] = t + b;
+    }
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&sc);
+}
+
+// The chunk sums of Σ a_i·b_i (b == NULL: Σ a_i) in the fixed shape described at the top.
+static double chunk_sum(const float *a, const float *b, int64_t n, int64_t k) {
+    double lane[AFFINE_LANES];
+    const int64_t base = k * AFFINE_CHUNK;
+    for (int t = 0; t < AFFINE_LANES; t++) {
+        double acc = 0.0;
+        for (int j = 0; j < AFFINE_PER_LANE; j++) {
+            int64_t i = base + t + (int64_t)AFFINE_LANES * j;
+            if (i < n) acc += b ? (double)a[i] * (double)b[i] : (double)a[i];
+        }
+        lane[t] = acc;
+    }
+    for (int s = AFFINE_LANES / 2; s > 0; s >>= 1)
+        for (int t = 0; t < s; t++) lane[t] += lane[t + s];
+    return lane[0];
+}
+
+static double fixed_sum(CpuScratch *sc, const float *a, const float *b, int64_t n) {
+    const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
+    if (chunks == 0) return 0.0;
+    double *part = cpu_scratch_bytes(sc, (size_t)chunks * sizeof(double));
+#pragma omp parallel for schedule(static) if (chunks > 4)
+    for (int64_t k = 0; k < chunks; k++) part[k] = chunk_sum(a, b, n, k);
+    double total = 0.0;
+    for (int64_t k = 0; k < chunks; k++) total += part[k];
+    return total;
+}
+
+// t[0] += (float)sum, rounded into t's dtype.
+static void accumulate_scalar(OcrTensor *t, double sum, const char *what) {
+    (void)scalar_of(t, what);
+    ocr_tensor_set_f32(t, 0, ocr_tensor_get_f32(t, 0) + (float)sum);
+}
+
+void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
+                                const OcrTensor *inp, const OcrTensor *scale) {
+    CPU_ASSERT_FLOAT(dout);
+    const int64_t n = ocr_tensor_numel(dout);
+    CpuScratch sc = {0};
+    const float *dy = cpu_f32_in(&sc, dout);
+    if (dscale) {
+        CPU_ASSERT_FLOAT(inp);
+        OCR_ASSERT(ocr_tensor_numel(inp) == n, "scalar_affine_backward: inp and dout sizes differ");
+        accumulate_scalar(dscale, fixed_sum(&sc, dy, cpu_f32_in(&sc, inp), n), "dscale");
+    }
+    if (dbias) accumulate_scalar(dbias, fixed_sum(&sc, dy, NULL, n), "dbias");
+    if (dinp) {
+        CPU_ASSERT_FLOAT(dinp);
+        OCR_ASSERT(ocr_tensor_numel(dinp) == n, "scalar_affine_backward: dinp and dout sizes differ");
+        const float s = scalar_of(scale, "scale");
+        float *dx = cpu_f32_out(&sc, dinp, 0);
+#pragma omp parallel for schedule(static) if (n >= AFFINE_PAR_MIN)
+        for (int64_t i = 0; i < n; i++) dx[i] = s * dy[i];
+        cpu_f32_store(dinp, dx);
+    }
+    cpu_scratch_free(&sc);
+}
+
+// ---- batch broadcast add ---------------------------------------------------------------------
+
+// Elements per batch entry; asserts pos is (1, ...) with inp's trailing dimensions.
+static int64_t broadcast_per(const OcrTensor *inp, const OcrTensor *pos, const char *op) {
+    OCR_ASSERT(inp->ndim == pos->ndim && pos->shape[0] == 1, "%s: pos must be (1, ...) with inp's rank", op);
+    for (int d = 1; d < inp->ndim; d++)
+        OCR_ASSERT(inp->shape[d] == pos->shape[d], "%s: dimension %d differs (%lld vs %lld)", op, d,
+                   (long long)inp->shape[d], (long long)pos->shape[d]);
+    return ocr_tensor_numel(pos);
+}
+
+void batch_broadcast_add_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(inp);
+    CPU_ASSERT_FLOAT(pos);
+    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batch_broadcast_add: out and inp shapes differ");
+    const int64_t per = broadcast_per(inp, pos, "batch_broadcast_add"), B = inp->shape[0];
+    CpuScratch sc = {0};
+    const float *x = cpu_f32_in(&sc, inp), *p = cpu_f32_in(&sc, pos);
+    float *y = cpu_f32_out(&sc, out, 0);
+#pragma omp parallel for schedule(static) if (B * per >= AFFINE_PAR_MIN)
+    for (int64_t b = 0; b < B; b++)
+        for (int64_t j = 0; j < per; j++) y[b * per + j] = x[b * per + j] + p[j];
+    cpu_f32_store(out, y);
+    cpu_scratch_free(&sc);
+}
+
+void batch_broadcast_add_backward_cpu(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
+    CPU_ASSERT_FLOAT(dout);
+    if (dinp) {
+        OCR_ASSERT(ocr_tensor_same_shape(dinp, dout), "batch_broadcast_add_backward: dinp and dout shapes differ");
+        cast_forward_cpu(dinp, dout);  // a copy; raw bits when the dtypes agree
+    }
+    if (!dpos) return;
+    CPU_ASSERT_FLOAT(dpos);
+    const int64_t per = broadcast_per(dout, dpos, "batch_broadcast_add_backward"), B = dout->shape[0];
+    CpuScratch sc = {0};
+    const float *dy = cpu_f32_in(&sc, dout);
+    float *dp = cpu_f32_out(&sc, dpos, 1);
+#pragma omp parallel for schedule(static) if (B * per >= AFFINE_PAR_MIN)
+    for (int64_t j = 0; j < per; j++) {
+        double acc = 0.0;
+        for (int64_t b = 0; b < B; b++) acc += dy[b * per + j];
+        dp[j] = dp[j] + (float)acc;
+    }
+    cpu_f32_store(dpos, dp);
+    cpu_scratch_free(&sc);
+}
+
+// ---- local attention mask ----------------------------------------------------------------------
+
+void attention_local_mask_cpu(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w) {
+    const int64_t T = (int64_t)grid_h * grid_w;
+    OCR_ASSERT(mask->device.type == OCR_DEVICE_CPU && mask->dtype == OCR_F32 && mask->ndim == 2 &&
+                   mask->shape[0] == T && mask->shape[1] == T,
+               "attention_local_mask: mask must be a CPU f32 (%lld, %lld) tensor", (long long)T, (long long)T);
+    OCR_ASSERT(window_h > 0 && window_w > 0, "attention_local_mask: window %dx%d", window_h, window_w);
+    float *m = mask->data;
+#pragma omp parallel for schedule(static) if (T * T >= AFFINE_PAR_MIN)
+    for (int64_t q = 0; q < T; q++) {
+        const int64_t qh = q / grid_w, qw = q % grid_w;
+        for (int64_t k = 0; k < T; k++) {
+            const int64_t dh = k / grid_w - qh + window_h / 2, dw = k % grid_w - qw + window_w / 2;
+            m[q * T + k] = (dh >= 0 && dh < window_h && dw >= 0 && dw < window_w) ? 0.0f : -INFINITY;
+        }
+    }
+}

@@ -1,0 +1,218 @@
+// Scalar affine (LearnableAffineBlock), batch broadcast add (positional embedding) and the
+// local attention mask on the GPU: the same arithmetic as kernels/cpu/affine.c, bit for bit.
+//
+// - Elementwise results are one fp32 operation each with round-to-nearest intrinsics (no
+//   contraction of scale·x + bias into an FMA), rounded once into the output's dtype.
+// - The two scalar gradients use the CPU's fixed reduction shape: one block of 256 threads per
+//   chunk of 2048 elements, thread t summing elements t + 256·j (j = 0..7) in order in double,
+//   a halving tree over the 256 sums in shared memory, the chunk sums added in order by one
+//   thread. The scale and bias are read on the device (no host round trip, graph-capturable).
+// - The positional-embedding gradient sums the batch in order in double per element.
+#include "kernels/cuda/affine.h"
+#include "kernels/cuda/cuda_internal.h"
+
+#define AFF_THREADS 256
+#define AFF_PER_LANE 8
+#define AFF_CHUNK (AFF_THREADS * AFF_PER_LANE)
+
+#define GRID_STRIDE(i, n) \
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < (n); i += (int64_t)gridDim.x * blockDim.x)
+
+// ---- scalar affine ---------------------------------------------------------------------------
+
+static void assert_scalar(const OcrTensor *t, const char *what) {
+    CUDA_ASSERT_FLOAT(t);
+    OCR_ASSERT(ocr_tensor_numel(t) == 1, "scalar_affine: %s must have one element", what);
+}
+
+__global__ void scalar_affine_fwd_kernel(void *y, int ydt, const void *x, int xdt, const void *s, int sdt,
+                                         const void *b, int bdt, int64_t n) {
+    const float sv = ld(s, sdt, 0), bv = ld(b, bdt, 0);
+    GRID_STRIDE(i, n) { st(y, ydt, i, __fadd_rn(__fmul_rn(sv, ld(x, xdt, i)), bv)); }
+}
+
+extern "C" void scalar_affine_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale,
+                                           const OcrTensor *bias) {
+    CUDA_ASSERT_FLOAT(out);
+    CUDA_ASSERT_FLOAT(inp);
+    assert_scalar(scale, "scale");
+    assert_scalar(bias, "bias");
+    const int64_t n = ocr_tensor_numel(inp);
+    OCR_ASSERT(ocr_tensor_numel(out) == n, "scalar_affine: out and inp sizes differ");
+    if (n == 0) return;
+    CudaCtx ctx = cuda_enter(out);
+    scalar_affine_fwd_kernel<<<cuda_blocks(n, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(
+        out->data, out->dtype, inp->data, inp->dtype, scale->data, scale->dtype, bias->data, bias->dtype, n);
+    OCR_CUDA_LAUNCHED();
+}
+
+// part_s[k] = Σ dy·x and part_b[k] = Σ dy over chunk k (x NULL: no part_s), in the fixed shape.
+__global__ void __launch_bounds__(AFF_THREADS) scalar_affine_chunks_kernel(double *part_s, double *part_b,
+                                                                          const void *dy, int dydt, const void *x,
+                                                                          int xdt, int64_t n, int64_t chunks) {
+    __shared__ double sh_s[AFF_THREADS], sh_b[AFF_THREADS];
+    const int t = threadIdx.x;
+    for (int64_t k = blockIdx.x; k < chunks; k += gridDim.x) {
+        double acc_s = 0.0, acc_b = 0.0;
+        const int64_t base = k * AFF_CHUNK;
+        for (int j = 0; j < AFF_PER_LANE; j++) {
+            const int64_t i = base + t + (int64_t)AFF_THREADS * j;
+            if (i < n) {
+                const double g = (double)ld(dy, dydt, i);
+                if (x) acc_s = __dadd_rn(acc_s, __dmul_rn(g, (double)ld(x, xdt, i)));
+                acc_b = __dadd_rn(acc_b, g);
+            }
+        }
+        sh_s[t] = acc_s;
+        sh_b[t] = acc_b;
+        __syncthreads();
+        for (int s = AFF_THREADS / 2; s > 0; s >>= 1) {
+            if (t < s) {
+                sh_s[t] = __dadd_rn(sh_s[t], sh_s[t + s]);
+                sh_b[t] = __dadd_rn(sh_b[t], sh_b[t + s]);
+            }
+            __syncthreads();
+        }
+        if (t == 0) {
+            if (x) part_s[k] = sh_s[0];
+            part_b[k] = sh_b[0];
+        }
+        __syncthreads();
+    }
+}
+
+// dscale += Σ part_s, dbias += Σ part_b (chunk order; either output may be NULL).
+__global__ void scalar_affine_finish_kernel(void *ds, int dsdt, void *db, int dbdt, const double *part_s,
+                                            const double *part_b, int64_t chunks) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    if (ds) {
+        double tot = 0.0;
+        for (int64_t k = 0; k < chunks; k++) tot = __dadd_rn(tot, part_s[k]);
+        st(ds, dsdt, 0, __fadd_rn(ld(ds, dsdt, 0), (float)tot));
+    }
+    if (db) {
+        double tot = 0.0;
+        for (int64_t k = 0; k < chunks; k++) tot = __dadd_rn(tot, part_b[k]);
+        st(db, dbdt, 0, __fadd_rn(ld(db, dbdt, 0), (float)tot));
+    }
+}
+
+__global__ void scalar_affine_dinp_kernel(void *dx, int dxdt, const void *dy, int dydt, const void *s, int sdt,
+                                          int64_t n) {
+    const float sv = ld(s, sdt, 0);
+    GRID_STRIDE(i, n) { st(dx, dxdt, i, __fmul_rn(sv, ld(dy, dydt, i))); }
+}
+
+extern "C" void scalar_affine_backward_cuda(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias,
+                                            const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *scale) {
+    CUDA_ASSERT_FLOAT(dout);
+    const int64_t n = ocr_tensor_numel(dout);
+    CudaCtx ctx = cuda_enter(dout);
+    if (dscale || dbias) {
+        if (dscale) {
+            assert_scalar(dscale, "dscale");
+            CUDA_ASSERT_FLOAT(inp);
+            OCR_ASSERT(ocr_tensor_numel(inp) == n, "scalar_affine_backward: inp and dout sizes differ");
+        }
+        if (dbias) assert_scalar(dbias, "dbias");
+        const int64_t chunks = (n + AFF_CHUNK - 1) / AFF_CHUNK;
+        double *part = (double *)cuda_scratch(ctx, (size_t)(2 * (chunks > 0 ? chunks : 1)) * sizeof(double));
+        if (chunks > 0) {
+            const unsigned grid = (unsigned)(chunks < (1 << 20) ? chunks : (1 << 20));
+            scalar_affine_chunks_kernel<<<grid, AFF_THREADS, 0, ctx.stream>>>(
+                part, part + chunks, dout->data, dout->dtype, dscale ? inp->data : NULL, dscale ? inp->dtype : 0, n,
+                chunks);
+            OCR_CUDA_LAUNCHED();
+        }
+        scalar_affine_finish_kernel<<<1, 1, 0, ctx.stream>>>(
+            dscale ? dscale->data : NULL, dscale ? dscale->dtype : 0, dbias ? dbias->data : NULL,
+            dbias ? dbias->dtype : 0, part, part + chunks, chunks);
+        OCR_CUDA_LAUNCHED();
+    }
+    if (dinp) {
+        CUDA_ASSERT_FLOAT(dinp);
+        assert_scalar(scale, "scale");
+        OCR_ASSERT(ocr_tensor_numel(dinp) == n, "scalar_affine_backward: dinp and dout sizes differ");
+        if (n == 0) return;
+        scalar_affine_dinp_kernel<<<cuda_blocks(n, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(
+            dinp->data, dinp->dtype, dout->data, dout->dtype, scale->data, scale->dtype, n);
+        OCR_CUDA_LAUNCHED();
+    }
+}
+
+// ---- batch broadcast add -----------------------------------------------------------------------
+
+static int64_t broadcast_per(const OcrTensor *inp, const OcrTensor *pos, const char *op) {
+    OCR_ASSERT(inp->ndim == pos->ndim && pos->shape[0] == 1, "%s: pos must be (1, ...) with inp's rank", op);
+    for (int d = 1; d < inp->ndim; d++)
+        OCR_ASSERT(inp->shape[d] == pos->shape[d], "%s: dimension %d differs (%lld vs %lld)", op, d,
+                   (long long)inp->shape[d], (long long)pos->shape[d]);
+    return ocr_tensor_numel(pos);
+}
+
+__global__ void broadcast_add_kernel(void *y, int ydt, const void *x, int xdt, const void *p, int pdt, int64_t per,
+                                     int64_t n) {
+    GRID_STRIDE(i, n) { st(y, ydt, i, __fadd_rn(ld(x, xdt, i), ld(p, pdt, i % per))); }
+}
+
+extern "C" void batch_broadcast_add_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
+    CUDA_ASSERT_FLOAT(out);
+    CUDA_ASSERT_FLOAT(inp);
+    CUDA_ASSERT_FLOAT(pos);
+    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batch_broadcast_add: out and inp shapes differ");
+    const int64_t per = broadcast_per(inp, pos, "batch_broadcast_add"), n = ocr_tensor_numel(inp);
+    if (n == 0) return;
+    CudaCtx ctx = cuda_enter(out);
+    broadcast_add_kernel<<<cuda_blocks(n, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(
+        out->data, out->dtype, inp->data, inp->dtype, pos->data, pos->dtype, per, n);
+    OCR_CUDA_LAUNCHED();
+}
+
+__global__ void broadcast_add_dpos_kernel(void *dp, int dpdt, const void *dy, int dydt, int64_t per, int64_t B) {
+    GRID_STRIDE(j, per) {
+        double acc = 0.0;
+        for (int64_t b = 0; b < B; b++) acc = __dadd_rn(acc, (double)ld(dy, dydt, b * per + j));
+        st(dp, dpdt, j, __fadd_rn(ld(dp, dpdt, j), (float)acc));
+    }
+}
+
+extern "C" void batch_broadcast_add_backward_cuda(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
+    CUDA_ASSERT_FLOAT(dout);
+    CudaCtx ctx = cuda_enter(dout);
+    const int64_t n = ocr_tensor_numel(dout);
+    if (dinp) {
+        CUDA_ASSERT_FLOAT(dinp);
+        OCR_ASSERT(ocr_tensor_same_shape(dinp, dout), "batch_broadcast_add_backward: dinp and dout shapes differ");
+        cuda_copy_2d(ctx, dinp->data, dinp->dtype, n, dout->data, dout->dtype, n, 1, n);
+    }
+    if (!dpos) return;
+    CUDA_ASSERT_FLOAT(dpos);
+    const int64_t per = broadcast_per(dout, dpos, "batch_broadcast_add_backward");
+    if (per == 0) return;
+    broadcast_add_dpos_kernel<<<cuda_blocks(per, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(
+        dpos->data, dpos->dtype, dout->data, dout->dtype, per, dout->shape[0]);
+    OCR_CUDA_LAUNCHED();
+}
+
+// ---- local attention mask ----------------------------------------------------------------------
+
+__global__ void local_mask_kernel(float *m, int64_t T, int gw, int wh, int ww) {
+    GRID_STRIDE(i, T * T) {
+        const int64_t q = i / T, k = i - q * T;
+        const int64_t dh = k / gw - q / gw + wh / 2, dw = k % gw - q % gw + ww / 2;
+        m[i] = (dh >= 0 && dh < wh && dw >= 0 && dw < ww) ? 0.0f : __int_as_float((int)0xff800000u);
+    }
+}
+
+extern "C" void attention_local_mask_cuda(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w) {
+    const int64_t T = (int64_t)grid_h * grid_w;
+    OCR_ASSERT(mask->device.type == OCR_DEVICE_CUDA && mask->dtype == OCR_F32 && mask->ndim == 2 &&
+                   mask->shape[0] == T && mask->shape[1] == T,
+               "attention_local_mask: mask must be a CUDA f32 (%lld, %lld) tensor", (long long)T, (long long)T);
+    OCR_ASSERT(window_h > 0 && window_w > 0, "attention_local_mask: window %dx%d", window_h, window_w);
+    if (T == 0) return;
+    CudaCtx ctx = cuda_enter(mask);
+    local_mask_kernel<<<cuda_blocks(T * T, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>((float *)mask->data, T, grid_w,
+                                                                                      window_h, window_w);
+    OCR_CUDA_LAUNCHED();
+}
