@@ -7,6 +7,7 @@
 #include "app/optim.h"
 #include "app/step.h"
 #include "core/rng.h"
+#include "data/loader.h"
 #include "data/transforms.h"
 #include "models/model.h"
 
@@ -56,7 +57,19 @@ typedef struct {
     Optimizer optim;
     int optim_ok;
     int H, W, C, max_len;
+    // The loaders a training run holds (data/loader.c: prefetch + 1 batch buffers each, sized
+    // for the largest batch): bytes per training sample in the ring, and the Eval ring's bytes.
+    int64_t ring_per_sample;
+    int64_t eval_ring_bytes;
 } Built;
+
+// One loader buffer for `batch` samples of H×W×C with labels of L (data/loader.c's layout).
+static int64_t ring_slot_bytes(int64_t batch, int H, int W, int C, int L) {
+#define A64(x) (((x) + 63) / 64 * 64)
+    return A64(batch * H * W * C) + A64(4 * batch) + A64(4 * batch) + A64(4 * batch * L) + A64(4 * batch) +
+           A64(8 * batch);
+#undef A64
+}
 
 static void built_free(Built *b) {
     if (b->optim_ok) optim_free(&b->optim);
@@ -80,7 +93,27 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
         b->W = tl.resize_w;
         b->C = tl.channels;
         b->max_len = rc.max_text_length;
-        st = ocr_model_from_config(&b->m, b->cfg);
+        OcrLoaderConfig lc;
+        st = ocr_loader_config_parse(&lc, b->cfg, "Train");
+        if (st == OCR_OK) {
+            int slots = lc.prefetch + 1 < 2 ? 2 : lc.prefetch + 1;
+            b->ring_per_sample = slots * (int64_t)(b->H * b->W * b->C + 4 * b->max_len + 24);
+            ocr_loader_config_free(&lc);
+        }
+        if (st == OCR_OK && rc.eval.present) {
+            st = ocr_loader_config_parse(&lc, b->cfg, "Eval");
+            if (st == OCR_OK) {
+                int slots = lc.prefetch + 1 < 2 ? 2 : lc.prefetch + 1, eb = ocr_sampler_max_batch(&lc.sampler);
+                int eh = 0, ew = 0;
+                for (int i = 0; i < lc.sampler.num_scales; i++) {
+                    if (lc.sampler.scales[i].height > eh) eh = lc.sampler.scales[i].height;
+                    if (lc.sampler.scales[i].width > ew) ew = lc.sampler.scales[i].width;
+                }
+                b->eval_ring_bytes = slots * ring_slot_bytes(eb, eh, ew, lc.transforms.channels, lc.max_text_length);
+                ocr_loader_config_free(&lc);
+            }
+        }
+        if (st == OCR_OK) st = ocr_model_from_config(&b->m, b->cfg);
     }
     AmpConfig ac;
     if (st == OCR_OK) st = amp_config_from_config(&ac, b->cfg);
@@ -99,8 +132,9 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
 // the last step, *peak = its whole statistics.
 static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
     int B = batch, H = b->H, W = b->W, C = b->C;
-    // The buffers a training run holds: f32 images and the uint8 batch (DATA).
-    uint8_t *u8 = ocr_mem_alloc(ocr_cpu(), OCR_MEM_DATA, (size_t)B * H * W * C);
+    // The buffers a training run holds besides the model's: the f32 images and the loaders'
+    // batch rings (DATA).
+    uint8_t *u8 = ocr_mem_alloc(ocr_cpu(), OCR_MEM_DATA, (size_t)(B * b->ring_per_sample + b->eval_ring_bytes));
     OcrTensor images;
     ocr_status_t st = u8 ? ocr_tensor_alloc(&images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA)
                          : ocr_set_error(OCR_ERR_OOM, "out of memory");
@@ -124,7 +158,8 @@ static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
     if (level < OCR_LOG_ERROR) ocr_log_set_level(OCR_LOG_ERROR);
     if (st == OCR_OK) st = step_ctx_init(&sc, b->m, &b->amp, &b->optim, B, 0);
     for (int s = 0; st == OCR_OK && s < steps; s++) {
-        // The last step is measured: everything of the run is live, scratch at its steady state.
+        // The last step is measured: everything of the run is live, scratch at its steady state
+        // (the trainer measures from its first step too, after the model is set up).
         if (s == steps - 1) ocr_mem_reset_peak(ocr_cpu());
         StepOutcome o;
         st = step_run(&sc, &images, labels, lengths, b->max_len, 1e-4, &o);
@@ -171,7 +206,8 @@ ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t 
     int64_t act_slope = p2.activations_bytes - p1.activations_bytes;
     S[OCR_MEM_ACTIVATIONS] = act_slope;
     F[OCR_MEM_ACTIVATIONS] = p1.activations_bytes - act_slope;
-    S[OCR_MEM_DATA] = (int64_t)b.H * b.W * b.C * (int64_t)(sizeof(float) + 1);
+    S[OCR_MEM_DATA] = (int64_t)b.H * b.W * b.C * (int64_t)sizeof(float) + b.ring_per_sample;
+    F[OCR_MEM_DATA] = b.eval_ring_bytes;
     // Low-precision logits: the loss gets an f32 copy (scratch) and writes an f32 gradient.
     const OcrOpTable *ops = ocr_model_ops(b.m);
     if (ops->count > 0 && ops->items[ops->count - 1].compute_dtype != OCR_F32) {
@@ -179,23 +215,27 @@ ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t 
         S[OCR_MEM_ACTIVATIONS] += tc;
         S[OCR_MEM_WORKSPACE] += tc;
     }
-    // Op scratch: measured at batch 1 and 2, extrapolated linearly (see capacity.h).
+    // Op scratch: measured at two batches and extrapolated linearly (see capacity.h). Scratch
+    // blocks are at least 1 MiB (core/memory.c), so small batches all measure the same block:
+    // the points are taken where scratch grows with the batch.
     built_free(&b);
     OcrMemStats m1, m2;
-    for (int k = 1; k <= 2 && st == OCR_OK; k++) {
+    const int b1 = CAPACITY_PROBE_LO, b2 = CAPACITY_PROBE_HI;
+    for (int k = 0; k < 2 && st == OCR_OK; k++) {
         ocr_workspace_release();
         Built pb;
         st = build(&pb, cfg, precision);
-        if (st == OCR_OK) st = probe(&pb, k, 2, k == 1 ? &m1 : &m2);
+        if (st == OCR_OK) st = probe(&pb, k ? b2 : b1, 2, k ? &m2 : &m1);
         if (pb.m) built_free(&pb);
     }
     ocr_workspace_release();
     if (st != OCR_OK) return st;
     int64_t tc_ws = S[OCR_MEM_WORKSPACE];
-    int64_t ws_slope = m2.peak[OCR_MEM_WORKSPACE] - m1.peak[OCR_MEM_WORKSPACE];
+    int64_t ws_slope = (m2.peak[OCR_MEM_WORKSPACE] - m1.peak[OCR_MEM_WORKSPACE]) / (b2 - b1);
     if (ws_slope < tc_ws) ws_slope = tc_ws;
     S[OCR_MEM_WORKSPACE] = ws_slope;
-    F[OCR_MEM_WORKSPACE] = m1.peak[OCR_MEM_WORKSPACE] - ws_slope;
+    F[OCR_MEM_WORKSPACE] = m2.peak[OCR_MEM_WORKSPACE] - b2 * ws_slope;
+    if (F[OCR_MEM_WORKSPACE] < 0) F[OCR_MEM_WORKSPACE] = 0;
     for (int c = 0; c < OCR_MEM_CATEGORY_COUNT; c++) {
         out->fixed_bytes += F[c];
         out->bytes_per_sample += S[c];

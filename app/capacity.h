@@ -5,13 +5,16 @@
 //   fixed      = parameters (in their working dtype) + gradients + BN statistics + optimizer
 //                moments (2 × f32) + O2 masters (f32) + O1 cast cache + the AMP BN snapshot +
 //                the batch-independent part of activations and op scratch;
+//                the Eval loader's batch buffers;
 //   per_sample = activations (the model's exact plan: saved tensors, their gradients, dlogits)
-//                + the input batch (f32 images and the uint8 batch) + the f32 loss logits and
-//                their gradient when the network's logits are low precision + op scratch.
-// Everything but op scratch comes from the plan (ocr_model_plan and the tables; nothing is
-// allocated for it). The ops size their scratch (im2col buffers, f32 views of f16 tensors)
-// themselves, so the planner measures it with two probe steps at batch 1 and 2 and
-// extrapolates linearly; capacity_verify runs a real step and checks the total.
+//                + the input batch (f32 images, and the Train loader's prefetch + 1 uint8
+//                batch buffers) + the f32 loss logits and their gradient when the network's
+//                logits are low precision + op scratch.
+// Everything but op scratch comes from the plan (ocr_model_plan, the tables and the loader
+// settings; nothing is allocated for it). The ops size their scratch (im2col buffers, f32
+// views of f16 tensors) themselves, so the planner measures it with two probe steps
+// (CAPACITY_PROBE_LO and _HI samples) and extrapolates linearly; capacity_measure runs a real
+// step and the tests check the total.
 #ifndef OCR_APP_CAPACITY_H
 #define OCR_APP_CAPACITY_H
 
@@ -22,6 +25,10 @@
 #include "core/memory.h"
 
 #define CAPACITY_PRECISIONS 4
+// The batches of the two scratch probes (small enough to be cheap, large enough to leave the
+// 1 MiB minimum scratch block of core/memory.c behind).
+#define CAPACITY_PROBE_LO 4
+#define CAPACITY_PROBE_HI 16
 
 typedef struct {
     char name[16];              // "fp32", "fp16-o1", "fp16-o2", "bf16-o2"

@@ -519,6 +519,9 @@ static ocr_status_t loop(Trainer *t) {
     if (t->opt->max_iters > 0 && t->opt->max_iters < stop) stop = t->opt->max_iters;
     double t_start = ocr_now_seconds();
     double ema = 0;
+    // Training memory is measured from here: the set-up's transients (an O2 conversion holds
+    // both copies of the parameters for a moment) are not what a step needs.
+    ocr_mem_reset_peak(ocr_cpu());
     while (t->st.iter < stop && !train_stop_requested) {
         double t0 = ocr_now_seconds();
         int end;

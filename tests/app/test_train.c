@@ -184,6 +184,37 @@ START_TEST(test_compare_writes_a_report) {
 }
 END_TEST
 
+START_TEST(test_compare_batch_max) {
+    char out[600];
+    snprintf(out, sizeof out, "%s/cmpmax", g_dir);
+    const char *a[] = {"compare", "-c", g_cfg, "--out", out, "--dtypes", "bfloat16", "--batch", "max", "--memory", "48M",
+                       "--max-steps", "1", "-o", "Global.eval_batch_step=[0,1000]", NULL};
+    int rc = at_run(cmd_compare, a);
+    ck_assert_msg(rc == 0 || rc == 3, "compare exited %d", rc);
+    char p[700];
+    snprintf(p, sizeof p, "%s/report.json", out);
+    char *text;
+    size_t size;
+    ck_assert(ocr_read_file(p, &text, &size) == OCR_OK);
+    cJSON *o = cJSON_Parse(text);
+    ck_assert_ptr_nonnull(o);
+    cJSON *runs = cJSON_GetObjectItem(o, "runs");
+    cJSON *r0 = cJSON_GetArrayItem(runs, 0), *r1 = cJSON_GetArrayItem(runs, 1);
+    int b0 = cJSON_GetObjectItem(r0, "batch_size")->valueint, b1 = cJSON_GetObjectItem(r1, "batch_size")->valueint;
+    // Each run at its precision's largest batch: bf16-o2 fits more samples than fp32, and the
+    // learning rate follows the batch linearly (configured batch 8, rate 0.02).
+    ck_assert_msg(b1 > b0 && b0 > 8, "batches fp32 %d, bf16-o2 %d", b0, b1);
+    ck_assert(fabs(cJSON_GetObjectItem(r0, "lr_scale")->valuedouble - b0 / 8.0) < 1e-9);
+    ck_assert(fabs(cJSON_GetObjectItem(r1, "learning_rate")->valuedouble - 0.02 * b1 / 8.0) < 1e-9);
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "settings"), "batch")->valuestring, "max");
+    // The planned batch fits the budget: peak memory of the run stays under it.
+    double peak = cJSON_GetObjectItem(cJSON_GetObjectItem(r1, "peak_memory_bytes"), "total")->valuedouble;
+    ck_assert_msg(peak <= 48.0 * 1048576 * 1.05, "bf16-o2 at batch %d peaked at %.0f bytes", b1, peak);
+    cJSON_Delete(o);
+    free(text);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("app_train");
     TCase *tc = tcase_create("t");
@@ -193,6 +224,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_eval_and_predict_after_training);
     tcase_add_test(tc, test_finetune_loads_matching_tensors_only);
     tcase_add_test(tc, test_compare_writes_a_report);
+    tcase_add_test(tc, test_compare_batch_max);
     suite_add_tcase(s, tc);
     return s;
 }
