@@ -237,7 +237,9 @@ ocr_status_t amp_engine_attach(AmpEngine *e, OcrOpTable *ops, OcrParamTable *par
     }
     for (int i = 0; i < np; i++) {
         const OcrParamInfo *p = &params->items[i];
-        int op = amp_param_owner(ops, p->name);
+        // The model records each parameter's op; tables built by hand fall back to the names.
+        int recorded = params->ops_recorded && p->op >= 0 && p->op < ops->count;
+        int op = recorded ? p->op : amp_param_owner(ops, p->name);
         e->param_op[i] = op;
         e->grad_scale[i] = 1.0f;
         ocr_dtype_t d = op >= 0 ? ops->items[op].compute_dtype : OCR_F32;

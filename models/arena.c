@@ -30,13 +30,14 @@ void ocr_arena_begin_plan(OcrArena *a) {
 ocr_status_t ocr_arena_begin_run(OcrArena *a, size_t capacity) {
     forget(a);
     a->planning = 0;
-    if (!a->block || a->capacity != capacity) {
+    if (!a->block || a->capacity != capacity || !ocr_device_equal(a->block_device, a->device)) {
         ocr_mem_free(a->block);
         a->block = NULL;
         a->capacity = 0;
-        a->block = ocr_mem_alloc(ocr_cpu(), OCR_MEM_ACTIVATIONS, capacity);
+        a->block = ocr_mem_alloc(a->device, OCR_MEM_ACTIVATIONS, capacity);
         if (!a->block) return ocr_wrap_error(OCR_ERR_OOM, "allocating %zu bytes of activations", capacity);
         a->capacity = capacity;
+        a->block_device = a->device;
     }
     a->base = (uintptr_t)a->block;
     return OCR_OK;
@@ -45,9 +46,11 @@ ocr_status_t ocr_arena_begin_run(OcrArena *a, size_t capacity) {
 void ocr_arena_reset(OcrArena *a) { forget(a); }
 
 void ocr_arena_release(OcrArena *a) {
+    ocr_device_t device = a->device;
     ocr_mem_free(a->block);
     free(a->free_list);
     memset(a, 0, sizeof *a);
+    a->device = device;
 }
 
 static size_t arena_alloc(OcrArena *a, size_t size) {
@@ -74,7 +77,7 @@ static size_t arena_alloc(OcrArena *a, size_t size) {
 
 OcrTensor ocr_arena_tensor(OcrArena *a, ocr_dtype_t dtype, int ndim, const int64_t *shape) {
     OCR_ASSERT(a->base != 0, "arena used outside a pass");
-    OcrTensor t = ocr_tensor_view(NULL, dtype, ocr_cpu(), ndim, shape);
+    OcrTensor t = ocr_tensor_view(NULL, dtype, a->device, ndim, shape);
     size_t size = ocr_arena_round(ocr_tensor_bytes(&t));
     size_t off = arena_alloc(a, size);
     t.data = (void *)(a->base + off);

@@ -29,14 +29,16 @@ typedef struct {
     OcrArenaRange *free_list;  // sorted by offset, all below top
     int nfree, free_cap;
     int planning;
+    ocr_device_t device;        // where real passes allocate (the model's device; CPU when zeroed)
+    ocr_device_t block_device;  // where `block` lives
 } OcrArena;
 
 #define OCR_ARENA_ALIGN 64
 
 // Starts a planning pass (forgets every range; keeps nothing allocated).
 void ocr_arena_begin_plan(OcrArena *a);
-// Starts a real pass over `capacity` bytes; reuses the current block when it is that big
-// already, otherwise (re)allocates it from the tracked allocator.
+// Starts a real pass over `capacity` bytes on a->device; reuses the current block when it is
+// that big already and on that device, otherwise (re)allocates it from the tracked allocator.
 ocr_status_t ocr_arena_begin_run(OcrArena *a, size_t capacity);
 // Forgets every range (the block stays allocated).
 void ocr_arena_reset(OcrArena *a);

@@ -7,6 +7,7 @@
 
 #include "core/safetensors.h"
 #include "core/timer.h"
+#include "kernels/input.h"
 
 struct OcrModel {
     OcrArch arch;
@@ -20,11 +21,14 @@ struct OcrModel {
     OcrArena arena;
     OcrCtx ctx;
     OcrTensor seq;  // the head's input view (B, T, C)
+    OcrTensor xin;  // the network input of the pass; a uint8 batch's normalised copy lives in the arena
     OcrTensor *logits, *probs;
     OcrTensor dlogits;
     int want_dinput;
     int keep_all;  // inference passes keep every activation
-    ocr_dtype_t input_dtype;  // of the images the plan assumed (matters for the input gradient)
+    ocr_dtype_t input_dtype;  // of the float images ocr_model_plan assumes (matters for the input gradient)
+    ocr_dtype_t plan_input;   // the input dtype of the current plan (OCR_U8: ocr_model_forward_u8)
+    AmpCastCache *cast_cache; // O1 (ocr_model_set_cast_cache), NULL otherwise
     OcrTensor dinput;
     int dinput_valid;
     int pass_valid, pass_training;
@@ -82,6 +86,7 @@ ocr_status_t ocr_model_create(OcrModel **out, const OcrArch *arch) {
     m->arch = *arch;
     ocr_params_init_table(&m->params, OCR_MEM_PARAMS);
     ocr_params_init_table(&m->stats, OCR_MEM_PARAMS);
+    m->arena.device = m->params.device;
     build(m);
     ocr_status_t st = ocr_params_alloc(&m->params, arch->seed);
     if (st == OCR_OK) st = ocr_params_alloc(&m->stats, arch->seed);
@@ -152,6 +157,7 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     c->keep_all = m->keep_all;
     c->profile = m->profile && !plan;
     c->t_last = ocr_now_seconds();
+    c->cast_cache = plan ? NULL : m->cast_cache;
     for (int i = 0; i < m->ops.count; i++) {
         memset(&m->ops.items[i].out, 0, sizeof m->ops.items[i].out);
         m->ops.items[i].flops = 0;
@@ -160,6 +166,7 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     m->logits = m->probs = NULL;
     memset(&m->dlogits, 0, sizeof m->dlogits);
     memset(&m->dinput, 0, sizeof m->dinput);
+    memset(&m->xin, 0, sizeof m->xin);
     m->dinput_valid = 0;
 }
 
@@ -171,6 +178,8 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     case OCR_BACKBONE_LCNETV3: f = lcnet_forward(c, &m->lcnet, x); break;
     case OCR_BACKBONE_SVTRNET: f = svtrnet_forward(c, &m->svtr, x); break;
     }
+    m->xin = *x;
+    if (f->data != x->data) ocr_ctx_release(c, &m->xin);  // inference: only arena memory is released
     if (!c->failed && f->shape[1] != 1) {
         ocr_ctx_fail(c, "the backbone's output map has %lld rows and Im2Seq needs 1 (is the input height right?)",
                      (long long)f->shape[1]);
@@ -193,6 +202,14 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     ocr_ctx_release(c, &feat);
     if (c->training) m->dlogits = ocr_ctx_like(c, m->logits);
     return OCR_OK;
+}
+
+// Frees the normalised batch of a uint8 pass once the first layer's backward has run.
+static void release_input(OcrModel *m) {
+    OcrArena *a = &m->arena;
+    uintptr_t p = (uintptr_t)m->xin.data;
+    if (p && p >= a->base && p < a->base + a->top) ocr_ctx_free(&m->ctx, &m->xin);
+    memset(&m->xin, 0, sizeof m->xin);
 }
 
 static void backward_body(OcrModel *m) {
@@ -218,6 +235,7 @@ static void backward_body(OcrModel *m) {
     case OCR_BACKBONE_SVTRNET: dx = svtrnet_backward(c, &m->svtr, &dfeat, need); break;
     }
     ocr_ctx_free(c, &dfeat);
+    release_input(m);
     // The input gradient stays in the arena until the next pass.
     m->dinput = dx;
     m->dinput_valid = need && dx.data != NULL;
@@ -230,7 +248,18 @@ void ocr_model_want_input_grad(OcrModel *m, int on) {
 
 const OcrTensor *ocr_model_input_grad(const OcrModel *m) { return m->dinput_valid ? &m->dinput : NULL; }
 
-ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int training, OcrMemPlan *plan) {
+// The network's input: float images as they are, or a uint8 batch normalised into the arena
+// (in the first op's compute dtype, so autocast has nothing left to round).
+static OcrTensor network_input(OcrModel *m, const OcrTensor *images, const OcrTensor *widths) {
+    if (images->dtype != OCR_U8) return *images;
+    OcrCtx *c = &m->ctx;
+    OcrTensor x = ocr_ctx_new(c, m->ops.items[0].compute_dtype, 4, images->shape);
+    if (!c->plan) input_normalize_padded_forward(&x, images, widths);
+    return x;
+}
+
+static ocr_status_t plan_pass(OcrModel *m, int batch, int height, int width, int training, ocr_dtype_t in_dtype,
+                              OcrMemPlan *plan) {
     memset(plan, 0, sizeof *plan);
     if (batch < 1 || height < 1 || width < 1)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "plan: batch %d, height %d and width %d must be positive", batch,
@@ -238,8 +267,9 @@ ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int t
     m->pass_valid = 0;
     ctx_setup(m, training, 1);
     ocr_arena_begin_plan(&m->arena);
-    OcrTensor x = ocr_tensor_view(NULL, m->input_dtype, ocr_cpu(), 4,
-                                  (int64_t[]){batch, height, width, m->arch.in_channels});
+    OcrTensor images = ocr_tensor_view(NULL, in_dtype, m->params.device, 4,
+                                       (int64_t[]){batch, height, width, m->arch.in_channels});
+    OcrTensor x = network_input(m, &images, NULL);
     ocr_status_t st = forward_body(m, &x);
     if (st != OCR_OK) {
         ocr_arena_reset(&m->arena);
@@ -260,34 +290,101 @@ ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int t
     plan->stats_bytes = (int64_t)m->stats.bytes;
     plan->activations_bytes = (int64_t)m->arena.peak;
     plan->flops = flops;
+    plan->input_u8 = in_dtype == OCR_U8;
     ocr_arena_reset(&m->arena);
     m->plan = *plan;
+    m->plan_input = in_dtype;
     m->plan_valid = 1;
+    return OCR_OK;
+}
+
+ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int training, OcrMemPlan *plan) {
+    return plan_pass(m, batch, height, width, training, m->input_dtype, plan);
+}
+
+ocr_status_t ocr_model_plan_u8(OcrModel *m, int batch, int height, int width, int training, OcrMemPlan *plan) {
+    return plan_pass(m, batch, height, width, training, OCR_U8, plan);
+}
+
+static const char *device_str(ocr_device_t d, char *buf) { return ocr_device_name(d, buf, 16); }
+
+// O1: a cache made stale by an optimizer step (or a weight load) is refreshed from the
+// parameters before the pass reads it, so passes outside a training step (evaluation) see the
+// current weights in low precision, as autocast would.
+static ocr_status_t refresh_cast_cache(OcrModel *m) {
+    AmpCastCache *cc = m->cast_cache;
+    if (!cc || cc->valid) return OCR_OK;
+    OcrTensor *views = malloc((size_t)(m->params.count ? m->params.count : 1) * sizeof *views);
+    if (!views) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    for (int i = 0; i < m->params.count; i++) views[i] = ocr_params_tensor(&m->params, i);
+    amp_cast_cache_refresh(cc, views);
+    free(views);
+    return OCR_OK;
+}
+
+// Plans when the step's shape differs from the current plan, then starts the real pass.
+static ocr_status_t begin_pass(OcrModel *m, const OcrTensor *images, int training) {
+    int B = (int)images->shape[0], H = (int)images->shape[1], W = (int)images->shape[2];
+    ocr_dtype_t in = images->dtype;
+    if (!m->plan_valid || m->plan.batch != B || m->plan.height != H || m->plan.width != W ||
+        m->plan.training != training || m->plan_input != in) {
+        if (in != OCR_U8) m->input_dtype = in;
+        OcrMemPlan p;
+        OCR_TRY(plan_pass(m, B, H, W, training, in, &p));
+    }
+    OCR_TRY(refresh_cast_cache(m));
+    return ocr_arena_begin_run(&m->arena, (size_t)m->plan.activations_bytes);
+}
+
+// Shape, dtype and device of a batch (widths: (B) int32 or NULL).
+static ocr_status_t check_images(const OcrModel *m, const OcrTensor *images, const OcrTensor *widths, int u8) {
+    char d[96], a[16], b[16];
+    if (images->ndim != 4 || images->shape[3] != m->arch.in_channels ||
+        (u8 ? images->dtype != OCR_U8 : !ocr_dtype_is_float(images->dtype)))
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "forward: images must be (B, H, W, %d) %s, got %s",
+                             m->arch.in_channels, u8 ? "uint8" : "float", ocr_tensor_describe(images, d, sizeof d));
+    if (!ocr_device_equal(images->device, m->params.device))
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "forward: the images are on %s, the model's parameters on %s",
+                             device_str(images->device, a), device_str(m->params.device, b));
+    if (widths) {
+        if (widths->dtype != OCR_I32 || ocr_tensor_numel(widths) != images->shape[0])
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "forward: widths must be %lld int32 values, got %s",
+                                 (long long)images->shape[0], ocr_tensor_describe(widths, d, sizeof d));
+        if (!ocr_device_equal(widths->device, images->device))
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "forward: the widths are on %s, the images on %s",
+                                 device_str(widths->device, a), device_str(images->device, b));
+    }
+    return OCR_OK;
+}
+
+static ocr_status_t forward_pass(OcrModel *m, const OcrTensor *images, const OcrTensor *widths, int training) {
+    OCR_TRY(begin_pass(m, images, training));
+    if (training) m->step++;
+    ctx_setup(m, training, 0);
+    OcrTensor x = network_input(m, images, widths);
+    OCR_TRY(forward_body(m, &x));
+    m->pass_valid = 1;
+    m->pass_training = training;
     return OCR_OK;
 }
 
 ocr_status_t ocr_model_forward(OcrModel *m, const OcrTensor *images, int training) {
     m->pass_valid = 0;
-    if (images->ndim != 4 || images->shape[3] != m->arch.in_channels || !ocr_dtype_is_float(images->dtype)) {
-        char d[96];
-        return ocr_set_error(OCR_ERR_INVALID_ARG, "forward: images must be (B, H, W, %d) float, got %s",
-                             m->arch.in_channels, ocr_tensor_describe(images, d, sizeof d));
-    }
-    if (images->device.type != OCR_DEVICE_CPU)
-        return ocr_set_error(OCR_ERR_UNSUPPORTED, "forward: the models run on the CPU backend only so far");
-    int B = (int)images->shape[0], H = (int)images->shape[1], W = (int)images->shape[2];
-    if (!m->plan_valid || m->plan.batch != B || m->plan.height != H || m->plan.width != W ||
-        m->plan.training != training || m->input_dtype != images->dtype) {
-        m->input_dtype = images->dtype;
-        OcrMemPlan p;
-        OCR_TRY(ocr_model_plan(m, B, H, W, training, &p));
-    }
-    OCR_TRY(ocr_arena_begin_run(&m->arena, (size_t)m->plan.activations_bytes));
-    if (training) m->step++;
-    ctx_setup(m, training, 0);
-    OCR_TRY(forward_body(m, images));
-    m->pass_valid = 1;
-    m->pass_training = training;
+    OCR_TRY(check_images(m, images, NULL, 0));
+    return forward_pass(m, images, NULL, training);
+}
+
+ocr_status_t ocr_model_forward_u8(OcrModel *m, const OcrTensor *images, const OcrTensor *widths, int training) {
+    m->pass_valid = 0;
+    OCR_TRY(check_images(m, images, widths, 1));
+    return forward_pass(m, images, widths, training);
+}
+
+ocr_status_t ocr_model_set_cast_cache(OcrModel *m, AmpCastCache *cache) {
+    if (cache && cache->count != m->params.count)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "cast cache: built for %d parameters, the model has %d",
+                             cache->count, m->params.count);
+    m->cast_cache = cache;
     return OCR_OK;
 }
 
@@ -295,15 +392,8 @@ uint64_t ocr_model_get_step(const OcrModel *m) { return m->step; }
 void ocr_model_set_step(OcrModel *m, uint64_t step) { m->step = step; }
 
 ocr_status_t ocr_model_calibrate_bn(OcrModel *m, const OcrTensor *images) {
-    int B = (int)images->shape[0], H = (int)images->shape[1], W = (int)images->shape[2];
-    if (images->ndim != 4) return ocr_set_error(OCR_ERR_INVALID_ARG, "calibrate: images must be (B, H, W, C)");
-    if (!m->plan_valid || m->plan.batch != B || m->plan.height != H || m->plan.width != W || !m->plan.training ||
-        m->input_dtype != images->dtype) {
-        m->input_dtype = images->dtype;
-        OcrMemPlan p;
-        OCR_TRY(ocr_model_plan(m, B, H, W, 1, &p));
-    }
-    OCR_TRY(ocr_arena_begin_run(&m->arena, (size_t)m->plan.activations_bytes));
+    OCR_TRY(check_images(m, images, NULL, 0));
+    OCR_TRY(begin_pass(m, images, 1));
     uint64_t step = m->step;
     ctx_setup(m, 1, 0);
     m->ctx.bn_momentum = 0.0f;

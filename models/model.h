@@ -2,8 +2,9 @@
 // the config's `Architecture` section with PaddleOCR key names.
 //
 //   OcrModel *m;  ocr_model_from_config(&m, cfg);          // parameters initialised
-//   OcrMemPlan p; ocr_model_plan(m, B, H, W, 1, &p);        // exact activation bytes, nothing allocated
-//   ocr_model_forward(m, images, 1);                        // images (B, H, W, 3) NHWC, any float dtype
+//   OcrMemPlan p; ocr_model_plan_u8(m, B, H, W, 1, &p);     // exact activation bytes, nothing allocated
+//   ocr_model_forward_u8(m, batch, widths, 1);              // the loader's uint8 batch, normalised here
+//     (or ocr_model_forward(m, images, 1) with images already normalised, any float dtype)
 //   fill ocr_model_dlogits(m) from the loss;  ocr_model_backward(m);   // gradients accumulate
 //
 // Every tensor a step needs for its activations (saved activations, their gradients, the
@@ -19,6 +20,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/tensor.h"
+#include "amp/weights.h"
 #include "models/params.h"
 #include "models/svtr/backbones.h"
 
@@ -72,15 +74,30 @@ typedef struct {
     int64_t params_bytes, grads_bytes, stats_bytes;
     int64_t activations_bytes;  // exactly what a real step allocates (OCR_MEM_ACTIVATIONS)
     double flops;               // forward FLOPs for the whole batch
+    int input_u8;               // planned for ocr_model_forward_u8 (the normalised batch is an activation)
 } OcrMemPlan;
 
 // Plans one step (forward, and backward when training) without allocating anything.
 // A size the network cannot take (too small, wrong for SVTRNet's positional embedding, a
 // map that is not 1 row high at the neck) is OCR_ERR_INVALID_ARG with a message.
+// This plans ocr_model_forward with float images of the dtype the last such forward used (f32
+// at first); ocr_model_plan_u8 plans ocr_model_forward_u8.
 ocr_status_t ocr_model_plan(OcrModel *m, int batch, int height, int width, int training, OcrMemPlan *plan);
+ocr_status_t ocr_model_plan_u8(OcrModel *m, int batch, int height, int width, int training, OcrMemPlan *plan);
 
 // Forward pass; training selects BN batch statistics, dropout and the training-form pool.
+// images (B, H, W, C) of any float dtype, on the model's device (the parameters' device; a
+// batch elsewhere is OCR_ERR_INVALID_ARG). A pass plans itself first when its shape, dtype or
+// mode differs from the last plan.
 ocr_status_t ocr_model_forward(OcrModel *m, const OcrTensor *images, int training);
+// The same from the loader's batch (data/loader.h OcrBatch): images (B, H, W, C) uint8 and
+// widths (B) int32 (each sample's resized width; NULL: no padding), both on the model's
+// device. The batch is normalised on that device (kernels/input.h) into the activation arena,
+// in the first layer's compute dtype: (p/255 − 0.5)/0.5 bit-identical to PaddleOCR's float32
+// recipe for columns x < widths[b], and exactly 0 — PaddleOCR's pad value — for x >= widths[b]
+// (the loader pads with byte 128 there). Planned by ocr_model_plan_u8; the input gradient
+// (ocr_model_want_input_grad) is that of the normalised batch.
+ocr_status_t ocr_model_forward_u8(OcrModel *m, const OcrTensor *images, const OcrTensor *widths, int training);
 const OcrTensor *ocr_model_logits(const OcrModel *m);  // (B, T, classes)
 const OcrTensor *ocr_model_probs(const OcrModel *m);   // softmax (inference passes only)
 // The gradient of the loss with respect to the logits (training passes): fill it, then backward.
@@ -106,6 +123,15 @@ void ocr_model_set_step(OcrModel *m, uint64_t step);
 // forward with momentum 0; parameters untouched, dropout as in training). For tests and for
 // re-estimating statistics, e.g. before fusing rep layers.
 ocr_status_t ocr_model_calibrate_bn(OcrModel *m, const OcrTensor *images);
+
+// AMP O1 (amp/engine.h): ops read the low-precision copies of the cast cache (AmpEngine.cache
+// after amp_engine_attach) instead of the f32 parameters: conv/linear weights and biases and
+// embeddings of ops that run in low precision. Gradients still go to the f32 parameters. A
+// cache made stale by an optimizer step is refreshed from the parameters before the next pass
+// reads it (so evaluation between steps sees the current weights). The cache must be built
+// for this model's parameter table (count checked; OCR_ERR_INVALID_ARG otherwise) and outlive
+// its use; NULL detaches it.
+ocr_status_t ocr_model_set_cast_cache(OcrModel *m, AmpCastCache *cache);
 
 // Per-op wall time (OcrOpInfo.time_fwd / time_bwd) accumulates while profiling is on.
 void ocr_model_set_profile(OcrModel *m, int on);

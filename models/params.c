@@ -5,6 +5,7 @@
 
 #include "core/memory.h"
 #include "core/rng.h"
+#include "kernels/ops.h"
 
 void ocr_params_init_table(OcrParamTable *t, ocr_mem_category_t category) {
     memset(t, 0, sizeof *t);
@@ -44,6 +45,7 @@ int ocr_params_add(OcrParamTable *t, const char *name, int ndim, const int64_t *
     p->lr_mult = 1.0f;
     p->decay_kind = OCR_DECAY_GLOBAL;
     p->role = role;
+    p->op = -1;
     return t->count++;
 }
 
@@ -108,7 +110,10 @@ ocr_status_t ocr_params_alloc_grads(OcrParamTable *t) {
 }
 
 void ocr_params_zero_grads(OcrParamTable *t) {
-    if (t->grad) memset(t->grad, 0, t->bytes);
+    if (!t->grad) return;
+    // Through the op library, so the buffer may live on any device.
+    OcrTensor all = ocr_tensor_view(t->grad, OCR_U8, t->device, 1, (int64_t[]){(int64_t)t->bytes});
+    zero_tensor(&all);
 }
 
 void ocr_params_free(OcrParamTable *t) {

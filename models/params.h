@@ -57,6 +57,8 @@ typedef struct {
     ocr_decay_kind_t decay_kind;
     float decay;  // coefficient for OCR_DECAY_FIXED
     ocr_param_role_t role;
+    int op;  // index of the owning op in the model's op table (nn.h OcrOpTable); -1: none
+             // (valid when the table's ops_recorded is set: a zeroed entry is not "op 0")
 } OcrParamInfo;
 
 #define OCR_PARAM_ALIGN 64
@@ -70,6 +72,7 @@ typedef struct {
     void *grad;     // gradients (OCR_MEM_GRADS), NULL until ocr_params_alloc_grads
     ocr_device_t device;
     ocr_mem_category_t category;
+    int ops_recorded;  // the model's builder filled every entry's `op` (hand-made tables: 0)
 } OcrParamTable;
 
 void ocr_params_init_table(OcrParamTable *t, ocr_mem_category_t category);

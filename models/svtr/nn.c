@@ -40,6 +40,8 @@ int ocr_build_param(OcrBuilder *b, int op, const char *name, int ndim, const int
     t->items[i].lr_mult = attr.lr_mult;
     t->items[i].decay_kind = attr.decay_kind;
     t->items[i].decay = attr.decay;
+    t->items[i].op = op;
+    t->ops_recorded = 1;
     if (role != OCR_ROLE_STAT && op >= 0) b->ops->items[op].params += t->items[i].numel;
     return i;
 }
@@ -71,6 +73,10 @@ static char *join(char *buf, size_t n, const char *a, const char *b) { return oc
 // ---- context helpers ----------------------------------------------------------------------
 
 OcrTensor ocr_ctx_param(const OcrCtx *c, int i) { return ocr_params_tensor(c->params, i); }
+OcrTensor ocr_ctx_weight(const OcrCtx *c, int i) {
+    const OcrTensor *low = c->cast_cache ? amp_cast_cache_get(c->cast_cache, i) : NULL;
+    return low ? *low : ocr_params_tensor(c->params, i);
+}
 OcrTensor ocr_ctx_grad(const OcrCtx *c, int i) { return ocr_params_grad(c->params, i); }
 OcrTensor ocr_ctx_stat(const OcrCtx *c, int i) { return ocr_params_tensor(c->stats, i); }
 ocr_dtype_t ocr_ctx_dtype(const OcrCtx *c, int op) { return c->ops->items[op].compute_dtype; }
@@ -134,6 +140,37 @@ static int out_size(int64_t in, int k, int s, int p) {
     return (int)(num / s + 1);
 }
 
+// ---- autocast (see nn.h) ------------------------------------------------------------------------
+
+// The input op `op` runs on: x itself, or (*cast = 1) a new arena copy in the op's compute
+// dtype when that dtype would round x.
+static OcrTensor autocast_input(OcrCtx *c, int op, const OcrTensor *x, int *cast) {
+    ocr_dtype_t d = ocr_ctx_dtype(c, op);
+    *cast = x->dtype != d && d != OCR_F32;
+    if (!*cast) return *x;
+    OcrTensor t = ocr_ctx_new(c, d, x->ndim, x->shape);
+    if (!c->plan) cast_forward(&t, x);
+    return t;
+}
+
+// Inference: the copy is dead once the op has run.
+static void autocast_done(OcrCtx *c, OcrTensor *x, int cast) {
+    if (cast) ocr_ctx_release(c, x);
+}
+
+// Backward of the cast: the input gradient in the input's dtype (frees *dx); then the copy goes.
+static OcrTensor autocast_backward(OcrCtx *c, OcrTensor *dx, OcrTensor *x, int cast, ocr_dtype_t in_dtype) {
+    if (!cast) return *dx;
+    OcrTensor g = {0};
+    if (dx->data) {
+        g = ocr_ctx_new(c, in_dtype, dx->ndim, dx->shape);
+        if (!c->plan) cast_backward(&g, dx);
+        ocr_ctx_free(c, dx);
+    }
+    ocr_ctx_free(c, x);
+    return g;
+}
+
 static OcrTensor shaped(const OcrTensor *x, int64_t last) {
     int64_t shape[OCR_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
@@ -183,15 +220,17 @@ OcrTensor *lconv_forward(OcrCtx *c, LConv *l, const OcrTensor *x) {
         if (ho <= 0) ho = 1;
         if (wo <= 0) wo = 1;
     }
-    l->x = *x;
+    l->in_dtype = x->dtype;
+    l->x = autocast_input(c, l->op, x, &l->xcast);
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, (int64_t[]){n, ho, wo, l->cout});
     if (!c->plan) {
-        OcrTensor w = ocr_ctx_param(c, l->w), bias;
-        if (l->b >= 0) bias = ocr_ctx_param(c, l->b);
-        conv2d_forward(&l->y, x, &w, l->b >= 0 ? &bias : NULL, l->p);
+        OcrTensor w = ocr_ctx_weight(c, l->w), bias;
+        if (l->b >= 0) bias = ocr_ctx_weight(c, l->b);
+        conv2d_forward(&l->y, &l->x, &w, l->b >= 0 ? &bias : NULL, l->p);
     }
     double pos = (double)n * ho * wo * l->cout;
     ocr_ctx_record(c, l->op, &l->y, 2.0 * pos * l->kh * l->kw * (l->cin / l->p.groups) + (l->b >= 0 ? pos : 0));
+    autocast_done(c, &l->x, l->xcast);
     return &l->y;
 }
 
@@ -199,11 +238,12 @@ OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx) 
     OcrTensor dx = {0};
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
     if (!c->plan) {
-        OcrTensor w = ocr_ctx_param(c, l->w), dw = ocr_ctx_grad(c, l->w), db;
+        OcrTensor w = ocr_ctx_weight(c, l->w), dw = ocr_ctx_grad(c, l->w), db;
         if (l->b >= 0) db = ocr_ctx_grad(c, l->b);
         conv2d_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w, l->p);
     }
     ocr_ctx_free(c, &l->y);
+    dx = autocast_backward(c, &dx, &l->x, l->xcast, l->in_dtype);
     ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
@@ -345,16 +385,18 @@ void llinear_build(OcrBuilder *b, LLinear *l, const char *name, int in, int out,
 
 OcrTensor *llinear_forward(OcrCtx *c, LLinear *l, const OcrTensor *x) {
     OCR_ASSERT(x->shape[x->ndim - 1] == l->in, "%s: expected %d input features", c->ops->items[l->op].name, l->in);
-    l->x = *x;
+    l->in_dtype = x->dtype;
+    l->x = autocast_input(c, l->op, x, &l->xcast);
     OcrTensor d = shaped(x, l->out);
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), d.ndim, d.shape);
     if (!c->plan) {
-        OcrTensor w = ocr_ctx_param(c, l->w), b;
-        if (l->b >= 0) b = ocr_ctx_param(c, l->b);
-        linear_forward(&l->y, x, &w, l->b >= 0 ? &b : NULL);
+        OcrTensor w = ocr_ctx_weight(c, l->w), b;
+        if (l->b >= 0) b = ocr_ctx_weight(c, l->b);
+        linear_forward(&l->y, &l->x, &w, l->b >= 0 ? &b : NULL);
     }
     double rows = (double)ocr_tensor_numel(x) / l->in;
     ocr_ctx_record(c, l->op, &l->y, 2.0 * rows * l->in * l->out + (l->b >= 0 ? rows * l->out : 0));
+    autocast_done(c, &l->x, l->xcast);
     return &l->y;
 }
 
@@ -362,11 +404,12 @@ OcrTensor llinear_backward(OcrCtx *c, LLinear *l, const OcrTensor *dy, int need_
     OcrTensor dx = {0};
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
     if (!c->plan) {
-        OcrTensor w = ocr_ctx_param(c, l->w), dw = ocr_ctx_grad(c, l->w), db;
+        OcrTensor w = ocr_ctx_weight(c, l->w), dw = ocr_ctx_grad(c, l->w), db;
         if (l->b >= 0) db = ocr_ctx_grad(c, l->b);
         linear_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w);
     }
     ocr_ctx_free(c, &l->y);
+    dx = autocast_backward(c, &dx, &l->x, l->xcast, l->in_dtype);
     ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
@@ -438,7 +481,8 @@ void lattn_build(OcrBuilder *b, LAttn *l, const char *name, int dim, int heads, 
 OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, int grid_w) {
     OCR_ASSERT(qkv->ndim == 3 && qkv->shape[2] == 3 * l->dim);
     int64_t B = qkv->shape[0], T = qkv->shape[1];
-    l->x = *qkv;
+    l->in_dtype = qkv->dtype;
+    l->x = autocast_input(c, l->op, qkv, &l->xcast);
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 3, (int64_t[]){B, T, l->dim});
     l->probs = ocr_ctx_new(c, OCR_F32, 4, (int64_t[]){B, l->heads, T, T});
     memset(&l->mask, 0, sizeof l->mask);
@@ -451,11 +495,13 @@ OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, 
     }
     DropoutParams d = {l->attn_drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, c->training, c->seed, l->stream, c->step << 32};
     l->d = d;
-    if (!c->plan) attention_forward(&l->y, &l->probs, qkv, l->mask.data ? &l->mask : NULL, l->heads, l->scale, l->d);
+    if (!c->plan)
+        attention_forward(&l->y, &l->probs, &l->x, l->mask.data ? &l->mask : NULL, l->heads, l->scale, l->d);
     double tt = (double)B * T * T;
     ocr_ctx_record(c, l->op, &l->y, 4.0 * tt * l->dim + 5.0 * tt * l->heads);
     ocr_ctx_release(c, &l->mask);
     ocr_ctx_release(c, &l->probs);
+    autocast_done(c, &l->x, l->xcast);
     return &l->y;
 }
 
@@ -468,6 +514,7 @@ OcrTensor lattn_backward(OcrCtx *c, LAttn *l, const OcrTensor *dy, int need_dx) 
     ocr_ctx_free(c, &l->mask);
     ocr_ctx_free(c, &l->probs);
     ocr_ctx_free(c, &l->y);
+    dx = autocast_backward(c, &dx, &l->x, l->xcast, l->in_dtype);
     ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
@@ -597,7 +644,7 @@ void lposadd_build(OcrBuilder *b, LPosAdd *l, const char *name, int tokens, int 
 OcrTensor *lposadd_forward(OcrCtx *c, LPosAdd *l, const OcrTensor *x) {
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
     if (!c->plan) {
-        OcrTensor pos = ocr_ctx_param(c, l->pos);
+        OcrTensor pos = ocr_ctx_weight(c, l->pos);
         batch_broadcast_add_forward(&l->y, x, &pos);
     }
     ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(x));

@@ -11,11 +11,17 @@
 //   consumer of that output has run its backward by then).
 // - In a planning pass (ctx->plan) the same code runs without touching any data: only the
 //   arena allocations and the op table's shapes and FLOPs are recorded.
+// - Autocast (AMP, docs/AMP.md): the GEMM layers (conv2d, linear, attention) run on a copy of
+//   their input in their compute dtype when that dtype would round the input (an f32 map into
+//   an f16 conv); the copy comes from the arena (planned like any activation), is what the
+//   backward reads, and the input gradient is cast back to the input's dtype. Widening into
+//   f32 is exact and makes no copy: the kernels read any dtype.
 #ifndef OCR_MODELS_SVTR_NN_H
 #define OCR_MODELS_SVTR_NN_H
 
 #include <stdint.h>
 
+#include "amp/weights.h"
 #include "core/tensor.h"
 #include "kernels/ops.h"
 #include "models/arena.h"
@@ -86,12 +92,17 @@ typedef struct {
     double t_last;
     int failed;       // an input too small for some layer (shapes are clamped to go on)
     char error[256];  // the first such message
+    const AmpCastCache *cast_cache;  // O1: low-precision copies of parameters (NULL: none)
 } OcrCtx;
 
 // Records the first shape error of a pass (the model turns it into a status).
 void ocr_ctx_fail(OcrCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 OcrTensor ocr_ctx_param(const OcrCtx *c, int i);
+// The tensor an op computes with for parameter i: its low-precision copy in the O1 cast cache
+// when the cache has one (conv/linear weights and biases, embeddings of low-precision ops),
+// else the parameter itself. Gradients always go to ocr_ctx_grad (f32 at O1).
+OcrTensor ocr_ctx_weight(const OcrCtx *c, int i);
 OcrTensor ocr_ctx_grad(const OcrCtx *c, int i);
 OcrTensor ocr_ctx_stat(const OcrCtx *c, int i);
 ocr_dtype_t ocr_ctx_dtype(const OcrCtx *c, int op);
@@ -113,7 +124,9 @@ typedef struct {
     int op, w, b;  // b = -1 without bias
     int cin, cout, kh, kw;
     Conv2dParams p;
-    OcrTensor x, y;
+    OcrTensor x, y;          // x: the input the op ran on (the autocast copy when xcast)
+    int xcast;               // x is this layer's own autocast copy of its input
+    ocr_dtype_t in_dtype;    // the input's dtype (its gradient's dtype)
 } LConv;
 void lconv_build(OcrBuilder *b, LConv *l, const char *name, int cin, int cout, int kh, int kw, int sh, int sw, int ph,
                  int pw, int groups, int bias, OcrInit winit, OcrInit binit, OcrParamAttr wattr, OcrParamAttr battr);
@@ -155,7 +168,9 @@ OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx);
 typedef struct {
     int op, w, b;
     int in, out;
-    OcrTensor x, y;
+    OcrTensor x, y;  // as LConv
+    int xcast;
+    ocr_dtype_t in_dtype;
 } LLinear;
 void llinear_build(OcrBuilder *b, LLinear *l, const char *name, int in, int out, int bias, OcrInit winit,
                    OcrInit binit, OcrParamAttr attr);
@@ -183,7 +198,9 @@ typedef struct {
     int grid_h, grid_w;      // token grid of the last forward (for the local mask)
     uint64_t stream;
     DropoutParams d;
-    OcrTensor x, y, probs, mask;
+    OcrTensor x, y, probs, mask;  // x: qkv as the op ran on it (autocast, as LConv)
+    int xcast;
+    ocr_dtype_t in_dtype;
 } LAttn;
 void lattn_build(OcrBuilder *b, LAttn *l, const char *name, int dim, int heads, float attn_drop, int local_hk,
                  int local_wk);

@@ -1,8 +1,5 @@
 // The AMP engine on a real network (PP-OCRv3 en): a short training run in FP32, FP16-O1,
 // FP16-O2 and BF16-O2 on fixed synthetic data; the losses must agree (heavy: CI skips it).
-//
-// PENDING: this file links ocr_models, but tests/amp links only ocr_amp (CMakeLists.txt,
-// OCR_TEST_LIB_amp). Once that is `ocr_models`, rename it to test_model_heavy.c.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +29,7 @@ static void setup(const char *name, const char *const *overrides, OcrModel **m, 
     amp_engine_init(e, &ac);
     ck_assert_msg(amp_engine_attach(e, ocr_model_ops(*m), ocr_model_params(*m), ocr_model_stats(*m)) == OCR_OK, "%s",
                   ocr_last_error());
+    if (e->cfg.policy.level == OCR_AMP_O1) ck_assert_int_eq(ocr_model_set_cast_cache(*m, &e->cache), OCR_OK);
     ocr_config_free(cfg);
 }
 
