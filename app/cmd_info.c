@@ -1,11 +1,16 @@
 // ocrtrain info -c CFG [--json] [-o Key.path=value ...]: the model's layer table (every op
 // instance with its output shape at the config's input size, parameters and compute dtype),
-// the parameter total and the forward FLOPs per sample.
+// the parameter total and the forward FLOPs per sample. The compute dtypes are those the AMP
+// policy gives from the config's Global AMP keys (use_amp, amp_level, amp_dtype, the custom
+// lists, amp_fp32_layers), resolved as the trainer resolves them (amp_engine_attach: each op's
+// input is the op before it), with the op's class and the reason in --json.
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "amp/engine.h"
+#include "amp/policy.h"
 #include "app/commands.h"
 #include "core/config.h"
 #include "models/model.h"
@@ -81,7 +86,8 @@ int cmd_info(int argc, char **argv) {
         }
     }
     OcrArch arch;
-    if (ocr_arch_from_config(&arch, cfg) != OCR_OK) {
+    AmpConfig amp;
+    if (ocr_arch_from_config(&arch, cfg) != OCR_OK || amp_config_from_config(&amp, cfg) != OCR_OK) {
         fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
         ocr_config_free(cfg);
         return 2;
@@ -91,11 +97,50 @@ int cmd_info(int argc, char **argv) {
     ocr_status_t st = ocr_model_create(&m, &arch);
     if (st != OCR_OK) {
         fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
+        amp_config_free(&amp);
         return st == OCR_ERR_OOM ? 1 : 2;
     }
+    // The policy on the op table, before the plan (activation bytes follow the dtypes).
+    OcrOpTable *optab = ocr_model_ops(m);
+    const AmpPolicy *pol = &amp.policy;
+    int nops = optab->count;
+    AmpOpEntry *entries = malloc((size_t)(nops ? nops : 1) * sizeof *entries);
+    ocr_dtype_t *dtypes = malloc((size_t)(nops ? nops : 1) * sizeof *dtypes);
+    amp_reason_t *reasons = malloc((size_t)(nops ? nops : 1) * sizeof *reasons);
+    int hits[AMP_MAX_LIST] = {0};
+    if (!entries || !dtypes || !reasons) {
+        fprintf(stderr, "ocrtrain info: out of host memory\n");
+        free(entries), free(dtypes), free(reasons);
+        amp_config_free(&amp);
+        ocr_model_free(m);
+        return 1;
+    }
+    for (int i = 0; i < nops; i++) {
+        entries[i].name = optab->items[i].name;
+        entries[i].type = optab->items[i].type;
+        entries[i].input = i - 1;
+    }
+    amp_policy_resolve(pol, entries, nops, dtypes, reasons, hits);
+    free(entries);
+    for (int k = 0; k < pol->n_fp32_layers; k++) {
+        if (hits[k] == 0) {
+            fprintf(stderr,
+                    "ocrtrain info: %s: Global.amp_fp32_layers: pattern \"%s\" matches no layer of this model "
+                    "(`ocrtrain info` without it lists the layer names)\n",
+                    cfg_path, pol->fp32_layers[k]);
+            free(dtypes), free(reasons);
+            amp_config_free(&amp);
+            ocr_model_free(m);
+            return 2;
+        }
+    }
+    for (int i = 0; i < nops; i++) optab->items[i].compute_dtype = dtypes[i];
+    free(dtypes);
     OcrMemPlan plan;
     if (ocr_model_plan(m, 1, arch.img_h, arch.img_w, 0, &plan) != OCR_OK) {
         fprintf(stderr, "ocrtrain info: %s (input %dx%d from the config)\n", ocr_last_error(), arch.img_h, arch.img_w);
+        free(reasons);
+        amp_config_free(&amp);
         ocr_model_free(m);
         return 2;
     }
@@ -119,6 +164,9 @@ int cmd_info(int argc, char **argv) {
         cJSON_AddNumberToObject(root, "bn_stats_total", (double)stats);
         cJSON_AddNumberToObject(root, "flops_per_sample", plan.flops);
         cJSON_AddNumberToObject(root, "activation_bytes_per_sample_inference", (double)plan.activations_bytes);
+        cJSON *ampj = cJSON_AddObjectToObject(root, "amp");
+        cJSON_AddStringToObject(ampj, "level", amp_level_name(pol->level));
+        cJSON_AddStringToObject(ampj, "dtype", ocr_dtype_name(pol->level == OCR_AMP_O0 ? OCR_F32 : pol->dtype));
         cJSON *layers = cJSON_AddArrayToObject(root, "layers");
         for (int i = 0; i < ops->count; i++) {
             const OcrOpInfo *o = &ops->items[i];
@@ -130,6 +178,8 @@ int cmd_info(int argc, char **argv) {
             cJSON_AddNumberToObject(l, "params", (double)o->params);
             cJSON_AddNumberToObject(l, "flops", o->flops);
             cJSON_AddStringToObject(l, "compute_dtype", ocr_dtype_name(o->compute_dtype));
+            cJSON_AddStringToObject(l, "amp_class", amp_op_class_name(amp_policy_op_class(pol, o->type)));
+            cJSON_AddStringToObject(l, "amp_reason", amp_reason_name(reasons[i]));
             cJSON_AddItemToArray(layers, l);
         }
         char *text = cJSON_Print(root);
@@ -141,6 +191,11 @@ int cmd_info(int argc, char **argv) {
                arch.neck_svtr ? "EncoderWithSVTR" : "Im2Seq", arch.num_classes);
         printf("input: %dx%dx%d (C x H x W); tensors below are NHWC with batch 1; sequence length %d\n",
                arch.in_channels, arch.img_h, arch.img_w, plan.seq_len);
+        if (pol->level == OCR_AMP_O0)
+            printf("precision: float32 (AMP off)\n");
+        else
+            printf("precision: AMP %s, %s (dtype column: each layer's compute dtype under the policy)\n",
+                   amp_level_name(pol->level), ocr_dtype_name(pol->dtype));
         printf("%-58s %-11s %-18s %10s  %s\n", "layer", "type", "output (NHWC)", "params", "dtype");
         for (int i = 0; i < ops->count; i++) {
             const OcrOpInfo *o = &ops->items[i];
@@ -153,6 +208,8 @@ int cmd_info(int argc, char **argv) {
         printf("forward FLOPs per sample: %.4g G (%s)\n", plan.flops / 1e9, fmt_count((int64_t)plan.flops, a, sizeof a));
         printf("ops: %d\n", ops->count);
     }
+    free(reasons);
+    amp_config_free(&amp);
     ocr_model_free(m);
     return 0;
 }

@@ -1,7 +1,9 @@
 // The `ocrtrain info` and `ocrtrain import` commands, run as a user runs them (the built
 // binary; skips when it has not been built). info --json must give the architecture's
-// parameter totals and a layer list; bad configs exit 2 with a message; import writes the
-// weights, and rejects a damaged file with exit 1 without writing anything.
+// parameter totals and a layer list, with each layer's compute dtype under the config's AMP
+// keys (O1: white ops low precision, black ops f32, grey ops their input's dtype; O2 with
+// amp_fp32_layers); bad configs exit 2 with a message; import writes the weights, and rejects
+// a damaged file with exit 1 without writing anything.
 #include <cjson/cJSON.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,6 +99,105 @@ START_TEST(test_info_errors) {
 }
 END_TEST
 
+static const char *jstr(const cJSON *o, const char *key) {
+    const cJSON *v = cJSON_GetObjectItem(o, key);
+    ck_assert_msg(cJSON_IsString(v), "no string %s", key);
+    return v->valuestring;
+}
+
+static int is_type(const char *t, const char *const *list) {
+    for (int i = 0; list[i]; i++)
+        if (strcmp(t, list[i]) == 0) return 1;
+    return 0;
+}
+
+static const char *const WHITE[] = {"conv2d", "linear", "attention", NULL};
+static const char *const BLACK[] = {"softmax", "layernorm", NULL};
+
+static cJSON *info_json(const char *args, double *act_bytes) {
+    char *out;
+    ck_assert_int_eq(run(args, &out, 0), 0);
+    cJSON *j = cJSON_Parse(out);
+    ck_assert_msg(j, "not JSON: %.200s", out);
+    free(out);
+    *act_bytes = cJSON_GetObjectItem(j, "activation_bytes_per_sample_inference")->valuedouble;
+    return j;
+}
+
+START_TEST(test_info_amp) {
+    if (!have_binary()) return;
+    double f32_bytes, o1_bytes, o2_bytes;
+    cJSON *j = info_json("info -c configs/rec_svtr_tiny.json --json", &f32_bytes);
+    ck_assert_str_eq(jstr(cJSON_GetObjectItem(j, "amp"), "level"), "O0");
+    cJSON_Delete(j);
+    // O1: white → float16, black → float32, grey → the dtype of the op before it.
+    j = info_json("info -c configs/rec_svtr_tiny.json --json -o Global.use_amp=true -o Global.amp_level=O1", &o1_bytes);
+    ck_assert_str_eq(jstr(cJSON_GetObjectItem(j, "amp"), "level"), "O1");
+    ck_assert_str_eq(jstr(cJSON_GetObjectItem(j, "amp"), "dtype"), "float16");
+    const char *prev = "float32";
+    int white = 0, black = 0, follow16 = 0, follow32 = 0;
+    for (const cJSON *l = cJSON_GetObjectItem(j, "layers")->child; l; l = l->next) {
+        const char *t = jstr(l, "type"), *d = jstr(l, "compute_dtype"), *want;
+        if (is_type(t, WHITE)) {
+            want = "float16", white++;
+            ck_assert_str_eq(jstr(l, "amp_class"), "white");
+        } else if (is_type(t, BLACK)) {
+            want = "float32", black++;
+            ck_assert_str_eq(jstr(l, "amp_reason"), "black list");
+        } else {
+            want = prev;
+            ck_assert_str_eq(jstr(l, "amp_reason"), "follows input");
+            if (strcmp(prev, "float16") == 0) follow16++;
+            else follow32++;
+        }
+        ck_assert_msg(strcmp(d, want) == 0, "%s (%s): %s, expected %s", jstr(l, "name"), t, d, want);
+        prev = d;
+    }
+    ck_assert(white > 10 && black > 5 && follow16 > 5 && follow32 > 0);
+    cJSON_Delete(j);
+    // O2, bfloat16, the head kept in float32 by name.
+    j = info_json("info -c configs/rec_ppocrv3_en.json --json -o Global.use_amp=true -o Global.amp_dtype=bfloat16 "
+                  "-o Global.amp_fp32_layers='[\"head.*\"]'",
+                  &o2_bytes);
+    ck_assert_str_eq(jstr(cJSON_GetObjectItem(j, "amp"), "level"), "O2");
+    ck_assert_str_eq(jstr(cJSON_GetObjectItem(j, "amp"), "dtype"), "bfloat16");
+    int head = 0;
+    for (const cJSON *l = cJSON_GetObjectItem(j, "layers")->child; l; l = l->next) {
+        const char *n = jstr(l, "name"), *t = jstr(l, "type"), *d = jstr(l, "compute_dtype");
+        if (strncmp(n, "head.", 5) == 0) {
+            head++;
+            ck_assert_str_eq(d, "float32");
+            ck_assert_str_eq(jstr(l, "amp_reason"), "amp_fp32_layers");
+        } else {
+            ck_assert_msg(strcmp(d, is_type(t, BLACK) ? "float32" : "bfloat16") == 0, "%s: %s", n, d);
+        }
+    }
+    ck_assert_int_ge(head, 1);
+    cJSON_Delete(j);
+    double v3_f32;
+    cJSON_Delete(info_json("info -c configs/rec_ppocrv3_en.json --json", &v3_f32));
+    // Low-precision activations take less memory in the plan.
+    ck_assert(o2_bytes < 0.75 * v3_f32);
+    ck_assert(o1_bytes < f32_bytes);
+    // The text table says so too.
+    char *out;
+    ck_assert_int_eq(run("info -c configs/rec_ppocrv3_en.json -o Global.use_amp=true", &out, 0), 0);
+    ck_assert_msg(strstr(out, "precision: AMP O2, float16"), "%.400s", out);
+    ck_assert_msg(strstr(out, "head.fc                ") && strstr(out, "float16"), "%.400s", out);
+    free(out);
+    // AMP config errors are config errors here too.
+    ck_assert_int_eq(run("info -c configs/rec_ppocrv3_en.json -o Global.use_amp=true "
+                         "-o Global.amp_fp32_layers='[\"nek.*\"]'",
+                         &out, 1),
+                     2);
+    ck_assert_msg(strstr(out, "nek.*") && strstr(out, "matches no layer"), "%s", out);
+    free(out);
+    ck_assert_int_eq(run("info -c configs/rec_ppocrv3_en.json -o Global.amp_levl=O1", &out, 1), 2);
+    ck_assert_msg(strstr(out, "did you mean Global.amp_level"), "%s", out);
+    free(out);
+}
+END_TEST
+
 START_TEST(test_import) {
     if (!have_binary()) return;
     char onnx[1024];
@@ -142,6 +243,7 @@ int main(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_info_json);
     tcase_add_test(tc, test_info_errors);
+    tcase_add_test(tc, test_info_amp);
     tcase_add_test(tc, test_import);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
