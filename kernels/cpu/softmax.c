@@ -34,14 +34,17 @@ void softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
             for (int64_t j = 0; j < C; j++) yr[j] = 0.0f;
             continue;
         }
-        float sum = 0.0f;
+        // The sum is kept in double: with one dominant term near 1 and thousands of tiny ones
+        // (a confident step over 6625 classes), a float sum drops every term below half an ulp
+        // of the running total and comes out ~3e-5 low, which scales every probability up.
+        double sum = 0.0;
         for (int64_t j = 0; j < C; j++) {
             float e = expf(xr[j] - mx);  // reads xr[j] before the (possibly aliased) write
             yr[j] = e;
             sum += e;
         }
-        float inv = 1.0f / sum;
-        for (int64_t j = 0; j < C; j++) yr[j] *= inv;
+        double inv = 1.0 / sum;
+        for (int64_t j = 0; j < C; j++) yr[j] = (float)(yr[j] * inv);
     }
     cpu_f32_store(out, y);
     cpu_scratch_free(&s);
@@ -92,9 +95,9 @@ void log_softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
             for (int64_t j = 0; j < C; j++) yr[j] = -INFINITY;
             continue;
         }
-        float sum = 0.0f;
+        double sum = 0.0;  // double for the same reason as in softmax_forward_cpu
         for (int64_t j = 0; j < C; j++) sum += expf(xr[j] - mx);
-        float shift = mx + logf(sum);
+        float shift = mx + (float)log(sum);
         for (int64_t j = 0; j < C; j++) yr[j] = xr[j] - shift;
     }
     cpu_f32_store(out, y);

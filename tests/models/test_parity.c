@@ -145,6 +145,11 @@ static Dict load_dict(void) {
     return d;
 }
 
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static void run_parity(OcrModel *m) {
     Dict dict = load_dict();
     ck_assert_int_eq(dict.n, 6625);
@@ -152,6 +157,7 @@ static void run_parity(OcrModel *m) {
     ck_assert_int_eq(cJSON_GetArraySize(images), 24);
     int steps = 0, exact = 0, relaxed = 0;  // checks beyond 1e-4 that the sensitivity allowance covered
     double worst_prob = 0, worst_maxprob = 0;
+    double maxprob_diffs[878];
     for (int k = 0; k < 24; k++) {
         const cJSON *im = cJSON_GetArrayItem(images, k);
         const char *id = cJSON_GetObjectItem(im, "id")->valuestring;
@@ -172,9 +178,11 @@ static void run_parity(OcrModel *m) {
         ck_assert_int_eq(pt->shape[2], 6625);
         float *probs = tm_copy_f32(pt);
         // A step whose output moves under rounding-level changes of the input is as
-        // uncertain in onnxruntime (its own optimisation levels differ by up to 5.4e-4):
-        // such a step gets 1e-4 plus ten times the move caused by ±1e-7 relative input
-        // perturbations; every other step must be within 1e-4 as is.
+        // uncertain in onnxruntime: at img_17 step 3 the golden probabilities are 2.8e-4 from
+        // a float64 evaluation of the same ONNX graph (onnxruntime's own optimisation levels
+        // differ by 4.4e-4 there), so not even an exact implementation is within 1e-4 of it.
+        // Such a step gets 1e-4 plus ten times the move caused by ±1e-7 relative input
+        // perturbations; every other step must be within 1e-4 as is (docs/MODELS.md).
         float *sens = calloc((size_t)T, sizeof(float));
         for (int sgn = -1; sgn <= 1; sgn += 2) {
             OcrTensor xp = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, H, W, 3), NULL);
@@ -204,6 +212,7 @@ static void run_parity(OcrModel *m) {
             ck_assert_msg(best == want, "%s step %d: argmax %d, onnxruntime %d", id, t, best, want);
             double dmp = fabs(row[best] - cJSON_GetArrayItem(mp, t)->valuedouble);
             if (dmp > worst_maxprob) worst_maxprob = dmp;
+            if (steps < 878) maxprob_diffs[steps] = dmp;
             ck_assert_msg(dmp <= 1e-4 + 10.0 * sens[t], "%s step %d: max probability differs by %g", id, t, dmp);
             if (dmp > 1e-4) {
                 relaxed++;
@@ -258,9 +267,17 @@ static void run_parity(OcrModel *m) {
            "max |prob diff| %.3g, max |maxprob diff| %.3g\n",
            steps, exact, worst_prob, worst_maxprob);
     ck_assert_int_eq(steps, 878);
-    // The sensitivity allowance is for isolated near-ties, not a blanket tolerance.
+    // The typical step is far inside 1e-4: a systematic error (the softmax denominator over
+    // 6625 classes summed in float, which drops the tiny terms) moved the median to ~2e-6,
+    // while the remaining rounding noise leaves it near 2e-7.
+    qsort(maxprob_diffs, 878, sizeof(double), cmp_double);
+    printf("median |maxprob diff| %.3g\n", maxprob_diffs[439]);
+    ck_assert_msg(maxprob_diffs[439] <= 1e-6, "median |maxprob diff| %g > 1e-6", maxprob_diffs[439]);
+    // The sensitivity allowance is for isolated near-ties, not a blanket tolerance: only
+    // img_17 step 3 (its max probability and its full row) and img_22 step 22 need it; at
+    // both the golden value itself is 2.8e-4 and 1.1e-4 from a float64 evaluation.
     printf("%d checks needed the sensitivity allowance\n", relaxed);
-    ck_assert_int_le(relaxed, 4);
+    ck_assert_int_le(relaxed, 3);
     free(dict.chars);
     free(dict.data);
 }
