@@ -116,7 +116,12 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
         if (st == OCR_OK) st = ocr_model_from_config(&b->m, b->cfg);
     }
     AmpConfig ac;
+    // The precision overrides can make config notes ("scale_loss is ignored with bfloat16")
+    // that say nothing about the user's config: keep them quiet here.
+    ocr_log_level_t level = ocr_log_get_level();
+    if (level < OCR_LOG_WARN) ocr_log_set_level(OCR_LOG_WARN);
     if (st == OCR_OK) st = amp_config_from_config(&ac, b->cfg);
+    ocr_log_set_level(level);
     if (st == OCR_OK) {
         amp_engine_init(&b->amp, &ac);
         b->amp_ok = 1;

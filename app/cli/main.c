@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/runtime.h"
 #include "kernels/backend.h"
 
 #ifndef OCR_VERSION
@@ -36,6 +37,7 @@ static void print_usage(FILE *out) {
 }
 
 int main(int argc, char **argv) {
+    app_tune_runtime(argv);
     if (argc < 2) {
         print_usage(stderr);
         return 2;
