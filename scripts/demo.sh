@@ -112,7 +112,8 @@ if [ $rc -ne 0 ] && [ $rc -ne 3 ]; then
     exit $rc
 fi
 say "done"
-echo "report: $(pwd)/$OUT_DIR/report.html   (also report.md and report.json)"
+case "$OUT_DIR" in /*) REPORT="$OUT_DIR/report.html" ;; *) REPORT="$(pwd)/$OUT_DIR/report.html" ;; esac
+echo "report: $REPORT   (also report.md and report.json)"
 if [ $rc -eq 3 ]; then
     echo "verdict: an AMP accuracy differs from FP32 by more than the tolerance (see the report's noise column)"
 fi
