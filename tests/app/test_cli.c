@@ -9,6 +9,7 @@
 #include "app/checkpoint.h"
 #include "app/cli_common.h"
 #include "app/commands.h"
+#include "app/inference.h"
 #include "app/optim.h"
 #include "app/report.h"
 #include "app/run_config.h"
@@ -209,6 +210,16 @@ START_TEST(test_optimizer_param_rules) {
     ck_assert(fabs(f[2] - 2.0 / (sqrt(13.0) + 1e-6)) < 1e-6);
     optim_free(&o);
     ocr_params_free(&t);
+}
+END_TEST
+
+START_TEST(test_predict_batch_width) {
+    // PaddleOCR's predictor: W = int(H · max(min_width / H, widest w/h of the batch)).
+    ck_assert_int_eq(predict_batch_width(48, 320, 2.0), 320);
+    ck_assert_int_eq(predict_batch_width(48, 320, 10.0), 480);
+    ck_assert_int_eq(predict_batch_width(48, 320, 7.123), 341);  // int() truncates
+    ck_assert_int_eq(predict_batch_width(32, 320, 0.5), 320);
+    ck_assert_int_eq(predict_batch_width(32, 100, 4.0), 128);
 }
 END_TEST
 
@@ -525,6 +536,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_lr_schedules);
     tcase_add_test(tc, test_optimizer_param_rules);
     tcase_add_test(tc, test_memory_size_parsing);
+    tcase_add_test(tc, test_predict_batch_width);
     tcase_add_test(tc, test_train_bad_input);
     tcase_add_test(tc, test_eval_predict_bad_weights);
     tcase_add_test(tc, test_capacity_compare_bad_input);
