@@ -4,8 +4,8 @@
 #include <string.h>
 
 #include "core/timer.h"
-#include "app/text_metric.h"
 #include "eval/decode.h"
+#include "eval/metrics.h"
 
 ocr_status_t decode_sample(const OcrModel *m, const OcrDict *dict, int b, char *text, size_t cap, float *conf) {
     const OcrTensor *probs = ocr_model_probs(m);
@@ -34,8 +34,8 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
     size_t cap = 4096;
     char *pred = malloc(cap), *ref = malloc(cap);
     if (!pred || !ref) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    TextMetric metric;
-    text_metric_init(&metric, mopt.ignore_space, mopt.is_filter);
+    RecMetric metric;
+    rec_metric_init(&metric, mopt);
     OcrSkipStats sk;
     feed_skip_stats(feed, &sk);
     int64_t skipped0 = ocr_skip_stats_total(&sk);
@@ -55,14 +55,15 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
             st = decode_sample(m, dict, b, pred, cap, &conf);
             if (st != OCR_OK) break;
             feed_label_text(dict, &batch, b, ref, cap);
-            st = text_metric_add(&metric, pred, ref);
+            st = rec_metric_add(&metric, pred, ref);
         }
     }
     double secs = ocr_now_seconds() - t0;
     if (st == OCR_OK) {
-        out->acc = text_metric_acc(&metric);
-        out->norm_edit_dis = text_metric_norm_edit_dis(&metric);
-        out->cer = text_metric_cer(&metric);
+        RecMetricResult r = rec_metric_get(&metric);
+        out->acc = r.acc;
+        out->norm_edit_dis = r.norm_edit_dis;
+        out->cer = r.cer;
         out->samples = metric.count;
         out->seconds = secs;
         out->samples_per_s = secs > 0 ? (double)metric.count / secs : 0;

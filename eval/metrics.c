@@ -40,10 +40,10 @@ int64_t ocr_levenshtein(const uint32_t *a, size_t na, const uint32_t *b, size_t 
 // UTF-8 → code points in a malloc'ed array (at least one element). NULL on OOM.
 static uint32_t *decode_alloc(const char *s, size_t *n) {
     size_t len = strlen(s);
-    size_t count = ocr_utf8_decode(NULL, 0, s, len);
+    size_t count = text_utf8_decode(NULL, 0, s, len);
     uint32_t *cp = malloc(sizeof(uint32_t) * (count + 1));
     if (!cp) return NULL;
-    ocr_utf8_decode(cp, count, s, len);
+    text_utf8_decode(cp, count, s, len);
     *n = count;
     return cp;
 }

@@ -31,7 +31,7 @@ static int decode_one(const unsigned char *s, size_t n, uint32_t *cp) {
     return len;
 }
 
-size_t ocr_utf8_decode(uint32_t *out, size_t cap, const char *s, size_t len) {
+size_t text_utf8_decode(uint32_t *out, size_t cap, const char *s, size_t len) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0, count = 0;
     while (i < len) {
@@ -48,9 +48,9 @@ size_t ocr_utf8_decode(uint32_t *out, size_t cap, const char *s, size_t len) {
     return count;
 }
 
-size_t ocr_utf8_length(const char *s) { return ocr_utf8_decode(NULL, 0, s, strlen(s)); }
+size_t text_utf8_length(const char *s) { return text_utf8_decode(NULL, 0, s, strlen(s)); }
 
-int ocr_utf8_encode(char *buf, uint32_t cp) {
+int text_utf8_encode(char *buf, uint32_t cp) {
     unsigned char *b = (unsigned char *)buf;
     if (cp >= 0xDC80 && cp <= 0xDCFF) {
         b[0] = (unsigned char)(cp - 0xDC00);
@@ -79,7 +79,7 @@ int ocr_utf8_encode(char *buf, uint32_t cp) {
     return 4;
 }
 
-int ocr_utf8_valid(const char *s, size_t len) {
+int text_utf8_valid(const char *s, size_t len) {
     const unsigned char *p = (const unsigned char *)s;
     size_t i = 0;
     while (i < len) {

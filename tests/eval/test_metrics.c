@@ -11,7 +11,7 @@
 
 static int64_t lev(const char *a, const char *b) {
     uint32_t ca[64], cb[64];
-    size_t na = ocr_utf8_decode(ca, 64, a, strlen(a)), nb = ocr_utf8_decode(cb, 64, b, strlen(b));
+    size_t na = text_utf8_decode(ca, 64, a, strlen(a)), nb = text_utf8_decode(cb, 64, b, strlen(b));
     ck_assert(na <= 64 && nb <= 64);
     return ocr_levenshtein(ca, na, cb, nb);
 }
@@ -20,15 +20,15 @@ START_TEST(test_utf8) {
     // "a中𝄞": 1 + 3 + 4 bytes, 3 code points.
     const char *s = "a\xe4\xb8\xad\xf0\x9d\x84\x9e";
     uint32_t cp[8];
-    ck_assert_uint_eq(ocr_utf8_decode(cp, 8, s, strlen(s)), 3);
+    ck_assert_uint_eq(text_utf8_decode(cp, 8, s, strlen(s)), 3);
     ck_assert_uint_eq(cp[0], 'a');
     ck_assert_uint_eq(cp[1], 0x4E2D);
     ck_assert_uint_eq(cp[2], 0x1D11E);
-    ck_assert_uint_eq(ocr_utf8_length(s), 3);
-    ck_assert(ocr_utf8_valid(s, strlen(s)));
+    ck_assert_uint_eq(text_utf8_length(s), 3);
+    ck_assert(text_utf8_valid(s, strlen(s)));
     char buf[16];
     size_t n = 0;
-    for (int i = 0; i < 3; i++) n += (size_t)ocr_utf8_encode(buf + n, cp[i]);
+    for (int i = 0; i < 3; i++) n += (size_t)text_utf8_encode(buf + n, cp[i]);
     ck_assert_uint_eq(n, strlen(s));
     ck_assert(memcmp(buf, s, n) == 0);
 
@@ -36,20 +36,20 @@ START_TEST(test_utf8) {
     const char *bad[] = {"\xff", "\xc0\xaf", "\xed\xa0\x80", "\xe4\xb8", "\x80", "\xf4\x90\x80\x80"};
     const size_t bad_cps[] = {1, 2, 3, 2, 1, 4};
     for (int i = 0; i < 6; i++) {
-        ck_assert_msg(!ocr_utf8_valid(bad[i], strlen(bad[i])), "case %d accepted", i);
-        size_t k = ocr_utf8_decode(cp, 8, bad[i], strlen(bad[i]));
+        ck_assert_msg(!text_utf8_valid(bad[i], strlen(bad[i])), "case %d accepted", i);
+        size_t k = text_utf8_decode(cp, 8, bad[i], strlen(bad[i]));
         ck_assert_uint_eq(k, bad_cps[i]);
         n = 0;
         for (size_t j = 0; j < k; j++) {
             ck_assert(cp[j] >= 0xDC80 && cp[j] <= 0xDCFF);
-            n += (size_t)ocr_utf8_encode(buf + n, cp[j]);
+            n += (size_t)text_utf8_encode(buf + n, cp[j]);
         }
         ck_assert(n == strlen(bad[i]) && memcmp(buf, bad[i], n) == 0);
     }
     // Decoding more than cap: the count is still exact.
-    ck_assert_uint_eq(ocr_utf8_decode(cp, 1, "abc", 3), 3);
+    ck_assert_uint_eq(text_utf8_decode(cp, 1, "abc", 3), 3);
     ck_assert_uint_eq(cp[0], 'a');
-    ck_assert_int_eq(ocr_utf8_encode(buf, 0xD800), 3);  // a lone surrogate becomes U+FFFD
+    ck_assert_int_eq(text_utf8_encode(buf, 0xD800), 3);  // a lone surrogate becomes U+FFFD
     ck_assert(memcmp(buf, "\xef\xbf\xbd", 3) == 0);
 }
 END_TEST
