@@ -292,8 +292,56 @@ void ocr_config_free(OcrConfig *cfg) {
 
 // ---- setting values ------------------------------------------------------------
 
-// Value text -> JSON node: JSON when it parses as one; a plain string otherwise. Text that
-// starts like a list, object or quoted string but does not parse is an error (a typo in a
+// A flat list of plain items, as PaddleOCR's `-o Key=[a.txt, b.txt]` (a YAML flow sequence):
+// "[" items separated by commas "]" where no item holds a bracket, brace or quote. Each item
+// (trimmed) is a JSON scalar when it parses as one (numbers, true, false, null), otherwise a
+// string. NULL when the text is not such a list (or memory runs out).
+static cJSON *parse_plain_list(const char *p) {
+    size_t n = strlen(p);
+    while (n > 0 && isspace((unsigned char)p[n - 1])) n--;
+    if (n < 2 || p[0] != '[' || p[n - 1] != ']') return NULL;
+    for (size_t i = 1; i + 1 < n; i++)
+        if (strchr("[]{}\"'", p[i])) return NULL;
+    cJSON *list = cJSON_CreateArray();
+    if (!list) return NULL;
+    const char *q = p + 1, *end = p + n - 1;
+    int empty = 1;
+    for (const char *r = q; r < end; r++) empty &= isspace((unsigned char)*r) != 0;
+    while (!empty && q <= end) {
+        const char *comma = memchr(q, ',', (size_t)(end - q));
+        const char *stop = comma ? comma : end;
+        const char *a = q, *b = stop;
+        while (a < b && isspace((unsigned char)*a)) a++;
+        while (b > a && isspace((unsigned char)b[-1])) b--;
+        if (a == b) {  // "[a,,b]" or a trailing comma: not a plain list
+            cJSON_Delete(list);
+            return NULL;
+        }
+        char *item = malloc((size_t)(b - a) + 1);
+        if (item) {
+            memcpy(item, a, (size_t)(b - a));
+            item[b - a] = '\0';
+        }
+        cJSON *v = item ? cJSON_Parse(item) : NULL;
+        if (item && (!v || cJSON_IsArray(v) || cJSON_IsObject(v))) {
+            cJSON_Delete(v);
+            v = cJSON_CreateString(item);
+        }
+        free(item);
+        if (!v) {
+            cJSON_Delete(list);
+            return NULL;
+        }
+        cJSON_AddItemToArray(list, v);
+        if (!comma) break;
+        q = comma + 1;
+    }
+    return list;
+}
+
+// Value text -> JSON node: JSON when it parses as one; then a flat list of plain items
+// ([a.txt, b.txt], see parse_plain_list); a plain string otherwise. Text that starts like a
+// list, object or quoted string but is neither is an error (a typo in a
 // list should not silently become a string).
 static ocr_status_t parse_value(const OcrConfig *cfg, const char *path, const char *text, cJSON **out) {
     *out = NULL;
@@ -305,6 +353,13 @@ static ocr_status_t parse_value(const OcrConfig *cfg, const char *path, const ch
     }
     const char *p = text;
     while (isspace((unsigned char)*p)) p++;
+    if (*p == '[') {
+        v = parse_plain_list(p);
+        if (v) {
+            *out = v;
+            return OCR_OK;
+        }
+    }
     if (*p == '[' || *p == '{' || *p == '"') {
         size_t pos = end && end >= text ? (size_t)(end - text) : 0;
         return ocr_set_error(OCR_ERR_CONFIG, "%s: value for %s is not valid JSON (error at character %zu): %s",

@@ -297,6 +297,21 @@ START_TEST(test_override_kinds) {
     apply_ok(cfg, "Global.expr=c=d");
     ck_assert_int_eq(ocr_config_get_string(cfg, "Global.expr", NULL, &s), OCR_OK);
     ck_assert_str_eq(s, "c=d");
+    // PaddleOCR's unquoted lists ([a.txt, b.txt], YAML's flow sequence): plain items are
+    // strings unless they are JSON scalars.
+    apply_ok(cfg, "Train.dataset.label_file_list=[./a b.txt, /data/c.txt]");
+    const cJSON *list = ocr_config_node(cfg, "Train.dataset.label_file_list");
+    ck_assert_int_eq(cJSON_GetArraySize(list), 2);
+    ck_assert_str_eq(cJSON_GetArrayItem(list, 0)->valuestring, "./a b.txt");
+    ck_assert_str_eq(cJSON_GetArrayItem(list, 1)->valuestring, "/data/c.txt");
+    apply_ok(cfg, "Global.eval_batch_step=[0, 2e3]");
+    ck_assert(cJSON_IsNumber(cJSON_GetArrayItem(ocr_config_node(cfg, "Global.eval_batch_step"), 1)));
+    apply_ok(cfg, "Global.mixed=[x, 3, true, null]");
+    list = ocr_config_node(cfg, "Global.mixed");
+    ck_assert(cJSON_IsString(cJSON_GetArrayItem(list, 0)) && cJSON_IsNumber(cJSON_GetArrayItem(list, 1)));
+    ck_assert(cJSON_IsTrue(cJSON_GetArrayItem(list, 2)) && cJSON_IsNull(cJSON_GetArrayItem(list, 3)));
+    apply_ok(cfg, "Global.none=[ ]");
+    ck_assert_int_eq(cJSON_GetArraySize(ocr_config_node(cfg, "Global.none")), 0);
     // Spaces around the key are dropped.
     apply_ok(cfg, " Global.epoch_num =3");
     ck_assert_int_eq(ocr_config_get_int(cfg, "Global.epoch_num", 0, &i), OCR_OK);
@@ -347,6 +362,10 @@ START_TEST(test_override_errors) {
     assert_error_has("empty segment", NULL, NULL, NULL);
     ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.image_shape=[1, 2"), OCR_ERR_CONFIG);
     assert_error_has("Global.image_shape", "not valid JSON", NULL, NULL);
+    ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.l=[a,,b]"), OCR_ERR_CONFIG);
+    assert_error_has("Global.l", "not valid JSON", NULL, NULL);
+    ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.l=[a, [b]]"), OCR_ERR_CONFIG);
+    assert_error_has("Global.l", "not valid JSON", NULL, NULL);
     ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.obj={\"a\": }"), OCR_ERR_CONFIG);
     assert_error_has("Global.obj", "not valid JSON", NULL, NULL);
     ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.s=\"unterminated"), OCR_ERR_CONFIG);
