@@ -2,6 +2,8 @@
 // checks that its tensors share one device and runs the CPU kernel (kernels/cpu, <op>_cpu)
 // or the CUDA one (kernels/cuda, <op>_cuda). The check is a short loop over the op's tensor
 // pointers, so the CPU path costs a few comparisons per call.
+#include <string.h>
+
 #include "core/error.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ctc.h"
@@ -12,6 +14,7 @@
 #include "kernels/cuda/activation.h"
 #include "kernels/cuda/affine.h"
 #include "kernels/cuda/cast.h"
+#include "kernels/cuda/cuda_backend.h"
 #include "kernels/cuda/conv.h"
 #include "kernels/cuda/ctc.h"
 #include "kernels/cuda/dropout.h"
@@ -495,4 +498,22 @@ void input_normalize_padded_forward(OcrTensor *out, const OcrTensor *inp, const 
         CUDA_CALL(input_normalize_forward_cuda(out, inp, widths));
     else
         input_normalize_forward_cpu(out, inp, widths);
+}
+
+// ---- copies ----------------------------------------------------------------------------------------
+
+void copy_bytes(ocr_device_t dst_device, void *dst, ocr_device_t src_device, const void *src, size_t bytes) {
+    if (bytes == 0) return;
+    if (dst_device.type == OCR_DEVICE_CPU && src_device.type == OCR_DEVICE_CPU) {
+        memmove(dst, src, bytes);
+        return;
+    }
+#ifdef OCR_HAVE_CUDA
+    int d = dst_device.type == OCR_DEVICE_CUDA ? dst_device.index : -1;
+    int s = src_device.type == OCR_DEVICE_CUDA ? src_device.index : -1;
+    if (ocr_cuda_copy_bytes(d, dst, s, src, bytes) != 0)
+        ocr_abort_("copy_bytes", __FILE__, __LINE__, " %zu bytes: %s", bytes, ocr_last_error());
+#else
+    OCR_ASSERT(0, "copy_bytes: a CUDA device, but this build has no CUDA backend");
+#endif
 }

@@ -248,4 +248,12 @@ double grad_global_norm(OcrTensor *const *grads, int count);
 // Returns the norm before clipping.
 double clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm);
 
+// ---- memory movement ------------------------------------------------------------------------
+// Copies `bytes` from src (on src_device) to dst (on dst_device), any pair of devices. CPU to
+// CPU is memcpy. A copy that touches a CUDA device is enqueued on that device's current stream
+// (the destination's when both are devices), so it follows the work enqueued before it; it
+// waits for completion when one side is host memory (the host buffer may be reused or read on
+// return) and returns at once for device-to-device copies. A CUDA failure aborts.
+void copy_bytes(ocr_device_t dst_device, void *dst, ocr_device_t src_device, const void *src, size_t bytes);
+
 #endif

@@ -295,9 +295,10 @@ static void check_i32(const OcrTensor *t, int64_t n, const char *what) {
                "%s must be a CUDA int32 tensor of %lld elements", what, (long long)n);
 }
 
-extern "C" double ctc_loss_forward_cuda(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
-                                        const OcrTensor *logits, const OcrTensor *targets,
-                                        const OcrTensor *target_lengths, const OcrTensor *input_lengths, CtcParams p) {
+// Checks and enqueues both kernels; *scratch_out[0] receives the reduced loss (double).
+static CudaCtx ctc_enqueue(double **scratch_out, OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits,
+                           OcrTensor *infeasible, const OcrTensor *logits, const OcrTensor *targets,
+                           const OcrTensor *target_lengths, const OcrTensor *input_lengths, CtcParams p) {
     CUDA_ASSERT_FLOAT(logits);
     OCR_ASSERT(logits->ndim == 3, "logits must be (B, T, C)");
     const int64_t B = logits->shape[0], T = logits->shape[1], C = logits->shape[2];
@@ -354,6 +355,24 @@ extern "C" double ctc_loss_forward_cuda(OcrTensor *losses, OcrTensor *loss, OcrT
                                                infeasible ? (int32_t *)infeasible->data : NULL, a.nll, a.tlen, (int)B,
                                                a.reduction, a.zero_infinity, a.focal);
     OCR_CUDA_LAUNCHED();
+    *scratch_out = scratch;
+    return ctx;
+}
+
+extern "C" void ctc_loss_forward_async_cuda(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits,
+                                            OcrTensor *infeasible, const OcrTensor *logits, const OcrTensor *targets,
+                                            const OcrTensor *target_lengths, const OcrTensor *input_lengths,
+                                            CtcParams p) {
+    double *scratch;
+    (void)ctc_enqueue(&scratch, losses, loss, dlogits, infeasible, logits, targets, target_lengths, input_lengths, p);
+}
+
+extern "C" double ctc_loss_forward_cuda(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
+                                        const OcrTensor *logits, const OcrTensor *targets,
+                                        const OcrTensor *target_lengths, const OcrTensor *input_lengths, CtcParams p) {
+    double *scratch;
+    CudaCtx ctx =
+        ctc_enqueue(&scratch, losses, loss, dlogits, infeasible, logits, targets, target_lengths, input_lengths, p);
     cudaStreamCaptureStatus cap = cudaStreamCaptureStatusNone;
     OCR_CUDA_CHECK(cudaStreamIsCapturing(ctx.stream, &cap));
     if (cap != cudaStreamCaptureStatusNone) return NAN;

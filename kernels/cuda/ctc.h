@@ -19,6 +19,11 @@ double ctc_loss_forward_cuda(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlog
                              const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
                              const OcrTensor *input_lengths, CtcParams p);
 
+// The same computation without the return value: only enqueued, never waits (read `loss`).
+void ctc_loss_forward_async_cuda(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
+                                 const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
+                                 const OcrTensor *input_lengths, CtcParams p);
+
 #ifdef __cplusplus
 }
 #endif

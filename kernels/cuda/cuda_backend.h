@@ -65,6 +65,45 @@ int ocr_cuda_memset(int device, void *dst, int value, size_t bytes);
 // Frees the cached per-device scratch and library workspaces (charged to WORKSPACE) and
 // the cuDNN plan cache; the next op re-creates what it needs.
 void ocr_cuda_release_workspace(void);
+// The same, keeping the cuDNN plan cache (host descriptors and the algorithm chosen per shape,
+// no device memory): later runs in the process use the same algorithms, so they compute the
+// same bits (the trainer releases this way after each run).
+void ocr_cuda_release_buffers(void);
+
+
+// ---- copies between devices (kernels/ops.h copy_bytes) -------------------------------------------
+// Copies bytes between host memory (device -1) and CUDA devices, on the current stream of the
+// CUDA side (the destination's when both are devices). Waits for the copy when one side is
+// host memory (the host buffer is free or filled on return); device-to-device copies return
+// at once. 0 on success (message otherwise).
+int ocr_cuda_copy_bytes(int dst_device, void *dst, int src_device, const void *src, size_t bytes);
+
+// ---- streams, events, pinned memory, graphs (the trainer's GPU step) ---------------------------------
+typedef struct CUevent_st *ocr_event_t;
+typedef struct CUgraphExec_st *ocr_graph_exec_t;
+// A non-blocking stream on `device` (no implicit ordering with the legacy default stream).
+int ocr_cuda_stream_create(int device, ocr_stream_t *out);
+void ocr_cuda_stream_destroy(ocr_stream_t stream);
+int ocr_cuda_stream_synchronize(ocr_stream_t stream);
+// Events without timing (cudaEventDisableTiming): ordering and host waits only.
+int ocr_cuda_event_create(int device, ocr_event_t *out);
+void ocr_cuda_event_destroy(ocr_event_t event);
+int ocr_cuda_event_record(ocr_event_t event, ocr_stream_t stream);
+// Later work on `stream` waits for `event` (on the device; the host does not wait).
+int ocr_cuda_stream_wait_event(ocr_stream_t stream, ocr_event_t event);
+// The host waits for the event.
+int ocr_cuda_event_synchronize(ocr_event_t event);
+// Page-locked host memory (asynchronous copies need it); NULL with a message on failure.
+void *ocr_cuda_host_alloc(size_t bytes);
+void ocr_cuda_host_free(void *ptr);
+// Asynchronous copy on `stream` (cudaMemcpyDefault); the host side must be pinned memory.
+int ocr_cuda_memcpy_async(void *dst, const void *src, size_t bytes, ocr_stream_t stream);
+// Capture of everything enqueued on `stream` (thread-local mode: another thread's CUDA calls
+// are not affected) into an instantiated graph. A failed capture is ended and reported.
+int ocr_cuda_graph_capture_begin(ocr_stream_t stream);
+int ocr_cuda_graph_capture_end(ocr_stream_t stream, ocr_graph_exec_t *out);
+int ocr_cuda_graph_launch(ocr_graph_exec_t graph, ocr_stream_t stream);
+void ocr_cuda_graph_destroy(ocr_graph_exec_t graph);
 
 // Host-side self-test of the numerics the kernels share with core (f16/bf16 conversions of
 // every 16-bit pattern and of f32 edge cases, Philox against core/rng.h, stochastic

@@ -289,6 +289,47 @@ __device__ __forceinline__ float warp_max(float v) {
     return v;
 }
 
+
+// ---- Adam/AdamW element math (optim.cu, train_step.cu) ------------------------------------------------
+// kernels/cpu/optim.c's update, operation for operation, with round-to-nearest intrinsics the
+// compiler may not contract into FMAs.
+struct AdamConsts {
+    float step_size, inv_sqrt_bc2, decay, l2;
+    float b1, b2, omb1, omb2, gs, eps;
+    uint64_t sr_seed, sr_stream;
+};
+
+// One thread per group of four elements (one Philox block of draws).
+// Elements 4·grp .. 4·grp+3 of one tensor; stochastic rounding draws Philox block grp.
+__device__ __forceinline__ void adam_group(void *param, int pdt, float *w, float *m, float *v, const void *g, int gdt,
+                                           int64_t n, int write_param, const AdamConsts &k, int64_t grp) {
+    uint32_t r[4] = {0, 0, 0, 0};
+    const int sr = write_param && pdt != OCR_F32 && k.sr_seed != 0;
+    if (sr) philox_block(k.sr_seed, k.sr_stream, (uint64_t)grp, r);
+#pragma unroll
+    for (int l = 0; l < 4; l++) {
+        const int64_t i = 4 * grp + l;
+        if (i >= n) break;
+        float wi = w[i];
+        const float gi = __fadd_rn(__fmul_rn(ld(g, gdt, i), k.gs), __fmul_rn(k.l2, wi));
+        wi = __fmul_rn(wi, k.decay);
+        const float mi = __fadd_rn(__fmul_rn(k.b1, m[i]), __fmul_rn(k.omb1, gi));
+        const float vi = __fadd_rn(__fmul_rn(k.b2, v[i]), __fmul_rn(__fmul_rn(k.omb2, gi), gi));
+        m[i] = mi;
+        v[i] = vi;
+        const float denom = __fadd_rn(__fmul_rn(__fsqrt_rn(vi), k.inv_sqrt_bc2), k.eps);
+        const float wn = __fsub_rn(wi, __fdiv_rn(__fmul_rn(k.step_size, mi), denom));
+        w[i] = wn;
+        if (!write_param) continue;
+        if (pdt == OCR_F32)
+            ((float *)param)[i] = wn;
+        else if (!sr)
+            st(param, pdt, i, wn);
+        else
+            ((uint16_t *)param)[i] = pdt == OCR_F16 ? sr_to_f16(wn, r[l]) : sr_to_bf16(wn, r[l]);
+    }
+}
+
 // ---- shared internal launchers (defined in the family files) ---------------------------------
 // dst[r·dld + c] = src[r·sld + c] for r < rows, c < cols, converting dtypes (elementwise.cu).
 void cuda_copy_2d(const CudaCtx &ctx, void *dst, int ddt, int64_t dld, const void *src, int sdt, int64_t sld,
@@ -301,5 +342,8 @@ void cuda_scale_inplace(const CudaCtx &ctx, void *x, int dt, int64_t n, float al
 void cuda_bias_grad(const CudaCtx &ctx, const OcrTensor *dbias, const void *d, int ddt, int64_t rows, int64_t C);
 // Drops the cached cuDNN plans of every device (conv.cu).
 void cuda_conv_release(void);
+// The device's dropout step source for graph replays, or NULL (train_step.cu; see
+// ocr_cuda_set_dropout_step_source in train_step.h).
+const uint64_t *cuda_dropout_step_source(int device);
 
 #endif

@@ -222,8 +222,120 @@ extern "C" int ocr_cuda_memset(int device, void *dst, int value, size_t bytes) {
     return OCR_CUDA_CHECK_STATUS(cudaMemsetAsync(dst, value, bytes, g_dev[device].stream)) ? 0 : 1;
 }
 
+extern "C" int ocr_cuda_copy_bytes(int dst_device, void *dst, int src_device, const void *src, size_t bytes) {
+    if (bytes == 0) return 0;
+    const int dev = dst_device >= 0 ? dst_device : src_device;
+    if (dev < 0) {
+        memcpy(dst, src, bytes);
+        return 0;
+    }
+    if (ocr_cuda_set_device(dev)) return 1;
+    cudaStream_t s = g_dev[dev].stream;
+    if (!OCR_CUDA_CHECK_STATUS(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, s))) return 1;
+    if (dst_device < 0 || src_device < 0)
+        if (!OCR_CUDA_CHECK_STATUS(cudaStreamSynchronize(s))) return 1;
+    return 0;
+}
+
+extern "C" int ocr_cuda_stream_create(int device, ocr_stream_t *out) {
+    *out = NULL;
+    if (ocr_cuda_set_device(device)) return 1;
+    cudaStream_t s;
+    if (!OCR_CUDA_CHECK_STATUS(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking))) return 1;
+    *out = (ocr_stream_t)s;
+    return 0;
+}
+
+extern "C" void ocr_cuda_stream_destroy(ocr_stream_t stream) {
+    if (stream) cudaStreamDestroy((cudaStream_t)stream);
+}
+
+extern "C" int ocr_cuda_stream_synchronize(ocr_stream_t stream) {
+    return OCR_CUDA_CHECK_STATUS(cudaStreamSynchronize((cudaStream_t)stream)) ? 0 : 1;
+}
+
+extern "C" int ocr_cuda_event_create(int device, ocr_event_t *out) {
+    *out = NULL;
+    if (ocr_cuda_set_device(device)) return 1;
+    cudaEvent_t e;
+    if (!OCR_CUDA_CHECK_STATUS(cudaEventCreateWithFlags(&e, cudaEventDisableTiming))) return 1;
+    *out = (ocr_event_t)e;
+    return 0;
+}
+
+extern "C" void ocr_cuda_event_destroy(ocr_event_t event) {
+    if (event) cudaEventDestroy((cudaEvent_t)event);
+}
+
+extern "C" int ocr_cuda_event_record(ocr_event_t event, ocr_stream_t stream) {
+    return OCR_CUDA_CHECK_STATUS(cudaEventRecord((cudaEvent_t)event, (cudaStream_t)stream)) ? 0 : 1;
+}
+
+extern "C" int ocr_cuda_stream_wait_event(ocr_stream_t stream, ocr_event_t event) {
+    return OCR_CUDA_CHECK_STATUS(cudaStreamWaitEvent((cudaStream_t)stream, (cudaEvent_t)event, 0)) ? 0 : 1;
+}
+
+extern "C" int ocr_cuda_event_synchronize(ocr_event_t event) {
+    return OCR_CUDA_CHECK_STATUS(cudaEventSynchronize((cudaEvent_t)event)) ? 0 : 1;
+}
+
+extern "C" void *ocr_cuda_host_alloc(size_t bytes) {
+    void *p = NULL;
+    if (!OCR_CUDA_CHECK_STATUS(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault))) {
+        cudaGetLastError();
+        return NULL;
+    }
+    return p;
+}
+
+extern "C" void ocr_cuda_host_free(void *ptr) {
+    if (ptr) cudaFreeHost(ptr);
+}
+
+extern "C" int ocr_cuda_memcpy_async(void *dst, const void *src, size_t bytes, ocr_stream_t stream) {
+    if (bytes == 0) return 0;
+    return OCR_CUDA_CHECK_STATUS(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, (cudaStream_t)stream)) ? 0 : 1;
+}
+
+extern "C" int ocr_cuda_graph_capture_begin(ocr_stream_t stream) {
+    return OCR_CUDA_CHECK_STATUS(cudaStreamBeginCapture((cudaStream_t)stream, cudaStreamCaptureModeThreadLocal)) ? 0
+                                                                                                                : 1;
+}
+
+extern "C" int ocr_cuda_graph_capture_end(ocr_stream_t stream, ocr_graph_exec_t *out) {
+    *out = NULL;
+    cudaGraph_t g = NULL;
+    if (!OCR_CUDA_CHECK_STATUS(cudaStreamEndCapture((cudaStream_t)stream, &g))) {
+        if (g) cudaGraphDestroy(g);
+        cudaGetLastError();
+        return 1;
+    }
+    cudaGraphExec_t exec = NULL;
+    const int ok = OCR_CUDA_CHECK_STATUS(cudaGraphInstantiate(&exec, g, 0));
+    cudaGraphDestroy(g);
+    if (!ok) return 1;
+    *out = (ocr_graph_exec_t)exec;
+    return 0;
+}
+
+extern "C" int ocr_cuda_graph_launch(ocr_graph_exec_t graph, ocr_stream_t stream) {
+    return OCR_CUDA_CHECK_STATUS(cudaGraphLaunch((cudaGraphExec_t)graph, (cudaStream_t)stream)) ? 0 : 1;
+}
+
+extern "C" void ocr_cuda_graph_destroy(ocr_graph_exec_t graph) {
+    if (graph) cudaGraphExecDestroy((cudaGraphExec_t)graph);
+}
+
+static void release_buffers(void);
+
 extern "C" void ocr_cuda_release_workspace(void) {
     cuda_conv_release();
+    release_buffers();
+}
+
+extern "C" void ocr_cuda_release_buffers(void) { release_buffers(); }
+
+static void release_buffers(void) {
     for (int i = 0; i < OCR_MAX_DEVICES; i++) {
         DeviceState &d = g_dev[i];
         int used = d.cublas != NULL || d.cublas_ws != NULL;

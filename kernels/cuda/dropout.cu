@@ -9,7 +9,9 @@
 // Training with 0 < p < 1. One thread per Philox block (four consecutive draw indices):
 // block k covers indices 4k .. 4k+3, i.e. elements 4k − offset .. (clipped to [0, n)).
 __global__ void dropout_kernel(void *y, int ydt, const void *x, int xdt, int64_t n, float p, float keep_scale,
-                               uint64_t seed, uint64_t stream, uint64_t offset) {
+                               uint64_t seed, uint64_t stream, uint64_t offset, const uint64_t *step_src) {
+    // A replayed graph's offset: the launch's (step 0) plus this step's counter from the device.
+    if (step_src) offset += *step_src << 32;
     const uint64_t first_blk = offset >> 2, last_blk = (offset + (uint64_t)n - 1) >> 2;
     const uint64_t nblk = last_blk - first_blk + 1;
     for (uint64_t t = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; t < nblk; t += (uint64_t)gridDim.x * blockDim.x) {
@@ -49,7 +51,8 @@ static void dropout_apply(OcrTensor *y, const OcrTensor *x, const DropoutParams 
         const float keep_scale = upscale ? 1.0f / (1.0f - d.p) : 1.0f;
         const int64_t nblk = (int64_t)(((d.offset + (uint64_t)n - 1) >> 2) - (d.offset >> 2) + 1);
         dropout_kernel<<<cuda_blocks(nblk, DROP_THREADS), DROP_THREADS, 0, ctx.stream>>>(
-            y->data, y->dtype, x->data, x->dtype, n, d.p, keep_scale, d.seed, d.stream, d.offset);
+            y->data, y->dtype, x->data, x->dtype, n, d.p, keep_scale, d.seed, d.stream, d.offset,
+            cuda_dropout_step_source(ctx.device));
     } else {
         // Inference (or p = 0): identity, except downscale-in-infer multiplies by 1 − p.
         const float f = (!upscale && !d.training) ? 1.0f - d.p : 1.0f;
@@ -73,7 +76,9 @@ extern "C" void dropout_backward_cuda(OcrTensor *dinp, const OcrTensor *dout, Dr
 // (Paddle divides by keep_prob whatever the dropout mode); a dropped sample gives zeros,
 // even for inf/NaN inputs.
 __global__ void droppath_kernel(void *y, int ydt, const void *x, int xdt, int64_t N, int64_t per, int n0, int active,
-                                float p, float keep_scale, uint64_t seed, uint64_t stream, uint64_t offset) {
+                                float p, float keep_scale, uint64_t seed, uint64_t stream, uint64_t offset,
+                                const uint64_t *step_src) {
+    if (step_src) offset += *step_src << 32;
     const int64_t n = n0 + (int64_t)blockIdx.y;
     if (n >= N) return;
     float f = 1.0f;
@@ -100,7 +105,8 @@ static void droppath_apply(OcrTensor *y, const OcrTensor *x, const DropoutParams
         const unsigned gy = (unsigned)(N - n0 < 65535 ? N - n0 : 65535);
         droppath_kernel<<<dim3(gx, gy), DROP_THREADS, 0, ctx.stream>>>(y->data, y->dtype, x->data, x->dtype, N, per,
                                                                        (int)n0, active, d.p, keep_scale, d.seed,
-                                                                       d.stream, d.offset);
+                                                                       d.stream, d.offset,
+                                                                       cuda_dropout_step_source(ctx.device));
         OCR_CUDA_LAUNCHED();
     }
 }

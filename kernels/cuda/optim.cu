@@ -14,43 +14,13 @@
 #define NORM_CHUNK 8192
 #define NORM_THREADS 256
 
-struct AdamConsts {
-    float step_size, inv_sqrt_bc2, decay, l2;
-    float b1, b2, omb1, omb2, gs, eps;
-    uint64_t sr_seed, sr_stream;
-};
-
-// One thread per group of four elements (one Philox block of draws).
+// One thread per group of four elements (one Philox block of draws): adam_group in
+// cuda_internal.h, shared with the fused multi-tensor pass of train_step.cu.
 __global__ void adam_kernel(void *param, int pdt, float *w, float *m, float *v, const void *g, int gdt, int64_t n,
                             int write_param, AdamConsts k) {
     const int64_t groups = (n + 3) / 4;
-    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < groups; t += (int64_t)gridDim.x * blockDim.x) {
-        uint32_t r[4] = {0, 0, 0, 0};
-        const int sr = write_param && pdt != OCR_F32 && k.sr_seed != 0;
-        if (sr) philox_block(k.sr_seed, k.sr_stream, (uint64_t)t, r);
-#pragma unroll
-        for (int l = 0; l < 4; l++) {
-            const int64_t i = 4 * t + l;
-            if (i >= n) break;
-            float wi = w[i];
-            const float gi = __fadd_rn(__fmul_rn(ld(g, gdt, i), k.gs), __fmul_rn(k.l2, wi));
-            wi = __fmul_rn(wi, k.decay);
-            const float mi = __fadd_rn(__fmul_rn(k.b1, m[i]), __fmul_rn(k.omb1, gi));
-            const float vi = __fadd_rn(__fmul_rn(k.b2, v[i]), __fmul_rn(__fmul_rn(k.omb2, gi), gi));
-            m[i] = mi;
-            v[i] = vi;
-            const float denom = __fadd_rn(__fmul_rn(__fsqrt_rn(vi), k.inv_sqrt_bc2), k.eps);
-            const float wn = __fsub_rn(wi, __fdiv_rn(__fmul_rn(k.step_size, mi), denom));
-            w[i] = wn;
-            if (!write_param) continue;
-            if (pdt == OCR_F32)
-                ((float *)param)[i] = wn;
-            else if (!sr)
-                st(param, pdt, i, wn);
-            else
-                ((uint16_t *)param)[i] = pdt == OCR_F16 ? sr_to_f16(wn, r[l]) : sr_to_bf16(wn, r[l]);
-        }
-    }
+    for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < groups; t += (int64_t)gridDim.x * blockDim.x)
+        adam_group(param, pdt, w, m, v, g, gdt, n, write_param, k, t);
 }
 
 extern "C" void adam_update_cuda(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v,

@@ -123,9 +123,10 @@ struct AttnDrop {
     float p, keep_scale, infer_factor;
     int active;  // training with p > 0: draw masks
     uint64_t seed, stream, offset;
+    const uint64_t *step_src;  // graph replay: + (*step_src << 32) (train_step.h)
 };
 
-static AttnDrop attn_drop(const DropoutParams &d) {
+static AttnDrop attn_drop(const DropoutParams &d, int device) {
     AttnDrop a;
     const int upscale = d.mode == OCR_DROPOUT_UPSCALE_IN_TRAIN;
     a.p = d.p;
@@ -136,13 +137,15 @@ static AttnDrop attn_drop(const DropoutParams &d) {
     a.seed = d.seed;
     a.stream = d.stream;
     a.offset = d.offset;
+    a.step_src = cuda_dropout_step_source(device);
     return a;
 }
 
 // The factor P entry `idx` (its index within probs) is multiplied by.
 __device__ __forceinline__ float attn_factor(const AttnDrop &d, uint64_t idx) {
     if (!d.active) return d.infer_factor;
-    return u32_to_uniform(philox_u32(d.seed, d.stream, d.offset + idx)) >= d.p ? d.keep_scale : 0.0f;
+    const uint64_t base = d.step_src ? d.offset + (*d.step_src << 32) : d.offset;
+    return u32_to_uniform(philox_u32(d.seed, d.stream, base + idx)) >= d.p ? d.keep_scale : 0.0f;
 }
 
 struct AttnFwdArgs {
@@ -352,7 +355,7 @@ extern "C" void attention_forward_cuda(OcrTensor *out, OcrTensor *probs, const O
     a.mask = mask ? (const float *)mask->data : NULL;
     a.T = (int)T, a.C = (int)C, a.H = (int)H, a.D = (int)D;
     a.scale = scale;
-    a.drop = attn_drop(dropout);
+    a.drop = attn_drop(dropout, ctx.device);
     const size_t rows_bytes = (size_t)ATT_WARPS * (size_t)(D + T) * sizeof(float);
     const size_t kv_bytes = 2 * (size_t)T * (size_t)D * sizeof(float);
     const size_t limit = (size_t)cuda_max_smem_optin(ctx);
@@ -395,7 +398,7 @@ extern "C" void attention_backward_cuda(OcrTensor *dqkv, const OcrTensor *dout, 
     a.probs_dt = probs->dtype;
     a.T = (int)T, a.C = (int)C, a.H = (int)H, a.D = (int)D;
     a.scale = scale;
-    a.drop = attn_drop(dropout);
+    a.drop = attn_drop(dropout, ctx.device);
     const size_t qkvo_bytes = 4 * (size_t)T * (size_t)D * sizeof(float);
     const size_t mats_bytes = 2 * (size_t)TT * sizeof(float);
     const size_t limit = (size_t)cuda_max_smem_optin(ctx);

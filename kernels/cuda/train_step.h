@@ -1,0 +1,117 @@
+// Device-side pieces of a GPU training step that never waits for the host (docs/CUDA.md,
+// "The GPU training step"): the loss scale, the found-inf flag, Adam's update counter and the
+// step's learning rate live in device memory (OcrDevStep); one fused multi-tensor pass does
+// unscale + finite check + per-tensor norms, one tiny kernel the clip factors, one the
+// Adam/AdamW update of every parameter (skipped on the device when found_inf is set), and one
+// the scale update (amp/scaler.h's state machine, statement for statement).
+//
+// Everything is enqueued on the current stream of the device (ocr_cuda_set_stream) without
+// allocating or synchronising, so the whole step can be captured into a CUDA graph. No CUDA
+// types appear here.
+#ifndef OCR_KERNELS_CUDA_TRAIN_STEP_H
+#define OCR_KERNELS_CUDA_TRAIN_STEP_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#include "core/tensor.h"
+
+// What the host writes before each step (a pinned slot copied into OcrDevStep.in on the
+// compute stream, so a graph replay reads this step's values).
+typedef struct {
+    double lr;              // the schedule's learning rate of this iteration (times lr_scale)
+    uint64_t sr_seed;       // stochastic rounding seed of this step (0: round to nearest)
+    uint64_t dropout_step;  // the model's dropout step counter for this step's training forward
+} OcrDevStepInput;
+
+// The device state of the step loop (one per trainer, in device memory). The host reads a copy
+// once per step, asynchronously, for logging and checkpoints.
+typedef struct {
+    OcrDevStepInput in;
+    float scale;            // the loss scale the next step multiplies the loss gradient by
+    float inv_scale;        // (float)(1.0 / (double)scale)
+    float scale_used;       // the scale of the step that just ran
+    int found_inf;          // this step's gradients held inf/NaN: the update was skipped
+    int event;              // amp_scale_event_t of this step's scale update
+    int pad_;
+    int64_t good_steps, bad_steps, steps, overflow_steps;  // amp/scaler.h AmpScaler counters
+    int64_t updates;        // optimizer updates applied so far (Adam's t = updates + 1)
+    double grad_norm;       // global norm of this step's true gradients (before clipping)
+    float loss;             // this step's reduced CTC loss (copied from the loss tensor)
+    int infeasible;         // samples of this step with no CTC alignment (zeroed)
+} OcrDevStep;
+
+// The scaler configuration (amp/scaler.h AmpScalerConfig, by value; no amp types here).
+typedef struct {
+    int enabled, dynamic;
+    double incr_ratio, decr_ratio;
+    int64_t incr_every_n_steps, decr_every_n_nan_or_inf;
+    double min_scale, max_scale;
+} OcrDevScalerConfig;
+
+// One parameter of the fused optimizer pass.
+typedef struct {
+    void *param;            // working parameter (any float dtype)
+    float *master;          // f32 master (O2) or NULL (param is f32, updated in place)
+    float *m, *v;           // f32 moments
+    void *grad;             // gradient (any float dtype)
+    int64_t numel;
+    int param_dtype, grad_dtype;
+    float lr_mult;          // Optimizer.lr_mult[i]
+    float decay;            // its decay coefficient
+    int decoupled;          // AdamW-style decay
+    int grad_scaled;        // 1: a low-precision gradient left scaled (O2): checked, not unscaled;
+                            // the optimizer applies inv_scale (amp/check.h)
+} OcrFusedTensor;
+
+typedef struct {
+    float beta1, beta2, eps;
+    double clip_norm;         // per-tensor ClipGradByNorm (0: off)
+    double clip_norm_global;  // ClipGradByGlobalNorm (0: off)
+    int stochastic_rounding;  // O2: round master -> param with in.sr_seed, stream = tensor index
+} OcrFusedAdamConfig;
+
+typedef struct OcrFusedAdam OcrFusedAdam;
+
+// Builds the device tables for `count` parameters on `device` (every pointer of t on it) and
+// the bias-correction table 1 − β^t for t = 1 .. max_updates, formed on the host in double as
+// kernels/cpu/optim.c forms them (beyond the table the device computes pow itself).
+// Allocates from the tracked allocator (OCR_MEM_OPTIMIZER) and synchronises: call it before the
+// loop. NULL with a message on failure.
+OcrFusedAdam *ocr_fused_adam_create(int device, const OcrFusedTensor *t, int count, OcrFusedAdamConfig cfg,
+                                    int64_t max_updates);
+void ocr_fused_adam_free(OcrFusedAdam *fa);
+// Per-tensor results of the last pass (device arrays of count): nonfinite flags and the max
+// |g| over finite values as stored (scaled for grad_scaled tensors), as float bits.
+const int *ocr_fused_adam_nonfinite(const OcrFusedAdam *fa);
+const unsigned *ocr_fused_adam_amax_bits(const OcrFusedAdam *fa);
+
+// Start of a step: clears found_inf and the per-tensor results (enqueued).
+void ocr_fused_adam_begin(OcrFusedAdam *fa, OcrDevStep *state);
+// After the backward: unscale (f32 gradients, in place by state->inv_scale) + finite check +
+// per-tensor sums of squares; clip factors and state->grad_norm; Adam/AdamW on every parameter
+// unless state->found_inf (read on the device); then the scale update and the update counter.
+void ocr_fused_adam_step(OcrFusedAdam *fa, OcrDevStep *state, OcrDevScalerConfig scaler);
+
+// out = inp · state->scale, rounded once into out's dtype (out may alias inp): the loss
+// gradient times the device-held loss scale.
+void ocr_dev_scale_by_loss_scale(OcrTensor *out, const OcrTensor *inp, const OcrDevStep *state);
+// dst[0 .. bytes) = src when state->found_inf (BN running statistics after an overflow).
+void ocr_dev_restore_if_inf(int device, void *dst, const void *src, size_t bytes, const OcrDevStep *state);
+// state->loss = loss[0]; state->infeasible = Σ infeasible[0 .. n) (device tensors; either may be NULL).
+void ocr_dev_step_record(OcrDevStep *state, const OcrTensor *loss, const OcrTensor *infeasible);
+
+// Dropout in a replayed graph: while set (non-NULL), the dropout and attention-dropout kernels
+// of `device` add (*dropout_step << 32) to the offset they were launched with. The trainer
+// captures with the model's step counter at 0 and writes the real counter into
+// OcrDevStep.in.dropout_step each step, so replays draw each step's own masks, bit-identical to
+// an eager step. NULL (the default) restores plain launches.
+void ocr_cuda_set_dropout_step_source(int device, const uint64_t *dropout_step);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
