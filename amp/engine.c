@@ -158,8 +158,14 @@ static ocr_status_t convert_o2(AmpEngine *e, const ocr_dtype_t *want) {
             size_t sz = (size_t)t->items[i].numel * ocr_dtype_size(has[i] ? want[i] : t->items[i].dtype);
             bytes = (bytes + sz + OCR_PARAM_ALIGN - 1) / OCR_PARAM_ALIGN * OCR_PARAM_ALIGN;
         }
-        fresh = ocr_mem_calloc(t->device, t->category, bytes);
-        if (!fresh) st = ocr_wrap_error(OCR_ERR_OOM, "O2 working parameters (%zu bytes)", bytes);
+        fresh = ocr_mem_alloc(t->device, t->category, bytes);
+        if (!fresh) {
+            st = ocr_wrap_error(OCR_ERR_OOM, "O2 working parameters (%zu bytes)", bytes);
+        } else {
+            // Zeroed (the alignment gaps included) through the op library: any device.
+            OcrTensor z = ocr_tensor_view(fresh, OCR_U8, t->device, 1, (int64_t[]){(int64_t)bytes});
+            zero_tensor(&z);
+        }
     }
     if (st != OCR_OK) {
         amp_master_free(&e->master);
@@ -176,7 +182,7 @@ static ocr_status_t convert_o2(AmpEngine *e, const ocr_dtype_t *want) {
         if (has[i])
             cast_forward(&dst, amp_master_get(&e->master, i));
         else
-            memcpy(dst.data, old[i].data, ocr_tensor_bytes(&dst));
+            copy_bytes(t->device, dst.data, t->device, old[i].data, ocr_tensor_bytes(&dst));
         off = (off + ocr_tensor_bytes(&dst) + OCR_PARAM_ALIGN - 1) / OCR_PARAM_ALIGN * OCR_PARAM_ALIGN;
     }
     OCR_ASSERT(off == bytes);
@@ -273,7 +279,7 @@ ocr_status_t amp_engine_begin_step(AmpEngine *e) {
     OCR_ASSERT(e->ops, "amp engine: attach it to a model first");
     OCR_ASSERT(!e->in_step, "amp engine: begin_step twice without end_step");
     if (e->bnstats && e->bnstats->data && e->bnstats->bytes)
-        OCR_TRY(amp_snapshot_take(&e->bn, e->bnstats->data, e->bnstats->bytes));
+        OCR_TRY(amp_snapshot_take_on(&e->bn, e->bnstats->device, e->bnstats->data, e->bnstats->bytes));
     if (e->cfg.policy.level == OCR_AMP_O1 && !e->cache.valid) {
         for (int i = 0; i < e->params->count; i++) e->param_views[i] = view_in(e->params, e->params->data, i);
         amp_cast_cache_refresh(&e->cache, e->param_views);
@@ -299,7 +305,19 @@ void amp_engine_after_forward(AmpEngine *e) {
         if (!sample) continue;
         if (ran && o->out.data && ocr_dtype_is_float(o->out.dtype)) {
             int64_t bad;
-            float a = amp_tensor_amax(&o->out, &bad);
+            float a;
+            if (o->out.device.type == OCR_DEVICE_CPU) {
+                a = amp_tensor_amax(&o->out, &bad);
+            } else {
+                // Sampled every amp_activation_stats_every steps: a host copy (waits for the device).
+                size_t nb = ocr_tensor_bytes(&o->out);
+                void *h = malloc(nb ? nb : 1);
+                OCR_ASSERT(h, "out of host memory");
+                copy_bytes(ocr_cpu(), h, o->out.device, o->out.data, nb);
+                OcrTensor hv = ocr_tensor_view(h, o->out.dtype, ocr_cpu(), o->out.ndim, o->out.shape);
+                a = amp_tensor_amax(&hv, &bad);
+                free(h);
+            }
             e->stats.act_amax[i] = bad ? INFINITY : a;
         } else {
             e->stats.act_amax[i] = -1.0f;
@@ -338,6 +356,45 @@ int amp_engine_check_grads(AmpEngine *e) {
     }
     e->checked = 1;
     return e->last.found_inf;
+}
+
+void amp_engine_record_device_step(AmpEngine *e, int found_inf, const int *nonfinite, const float *amax_stored) {
+    OCR_ASSERT(e->ops, "amp engine: attach it to a model first");
+    OCR_ASSERT(!e->in_step, "amp engine: a device step is recorded outside begin_step/end_step");
+    OcrParamTable *t = e->params;
+    int n = t->count;
+    float inv = amp_scaler_inv_scale(&e->scaler);  // the mirror still holds this step's scale
+    AmpCheckResult r = {0, 0, -1, inv};
+    for (int i = 0; i < n; i++) {
+        int lowp = t->items[i].dtype != OCR_F32;
+        e->grad_amax[i] = lowp ? amax_stored[i] * inv : amax_stored[i];
+        e->grad_nonfinite[i] = nonfinite[i] != 0;
+        e->grad_scale[i] = lowp ? inv : 1.0f;
+        if (nonfinite[i]) {
+            r.bad_count++;
+            if (i > r.first_bad) r.first_bad = i;
+        }
+    }
+    r.found_inf = found_inf != 0;
+    AmpStats *s = &e->stats;
+    for (int l = 0; l < s->n_layers; l++) {
+        s->grad_amax[l] = 0.0f;
+        s->grad_nonfinite[l] = 0;
+    }
+    e->last_layer = -1;
+    for (int i = 0; i < n; i++) {
+        int l = e->param_op[i];
+        if (l < 0) continue;
+        if (e->grad_amax[i] > s->grad_amax[l]) s->grad_amax[l] = e->grad_amax[i];
+        if (e->grad_nonfinite[i]) {
+            s->grad_nonfinite[l] = 1;
+            if (l > e->last_layer) e->last_layer = l;
+        }
+    }
+    e->last = r;
+    e->in_step = 1;
+    e->checked = 1;
+    amp_engine_end_step(e);
 }
 
 void amp_engine_adam_params(const AmpEngine *e, int i, AdamParams *p) {

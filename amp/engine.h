@@ -115,6 +115,16 @@ int amp_engine_adam_step(AmpEngine *e, OcrTensor *m, OcrTensor *v, amp_adam_fill
 // scale before and after (warning); updates the scaler and the statistics.
 void amp_engine_end_step(AmpEngine *e);
 
+// ---- the GPU step (app/step.c, kernels/cuda/train_step.h) -------------------------------------
+// On a CUDA device the check, the update, the BN restore and the scale update run on the device
+// and the host learns a step's outcome later (asynchronously). This records it, in step order:
+// the per-layer gradient statistics, the skip bookkeeping and warning (first bad layer), the host
+// mirror of the scaler (amp_scaler_update, which reproduces the device's scale), the step count.
+// nonfinite[i] / amax_stored[i]: per parameter as the fused pass left them (amax as stored,
+// i.e. still scaled for low-precision gradients). Does not touch the BN statistics (the device
+// restored them) or any device memory.
+void amp_engine_record_device_step(AmpEngine *e, int found_inf, const int *nonfinite, const float *amax_stored);
+
 // The loss always gets f32 logits: returns logits when f32, else casts them into *buf (a
 // WORKSPACE tensor allocated or resized on demand; free it with ocr_tensor_free).
 const OcrTensor *amp_loss_logits(const OcrTensor *logits, OcrTensor *buf);

@@ -26,8 +26,11 @@ ocr_status_t amp_cast_cache_init(AmpCastCache *c, const OcrTensor *params, const
         bytes = align_up(bytes + (size_t)ocr_tensor_numel(&params[i]) * ocr_dtype_size(cast_dtype[i]));
     }
     c->bytes = bytes;
+    ocr_device_t dev = count > 0 ? params[0].device : ocr_cpu();
+    for (int i = 1; i < count; i++)
+        OCR_ASSERT(ocr_device_equal(params[i].device, dev), "cast cache: parameters on two devices");
     if (bytes) {
-        c->buffer = ocr_mem_alloc(ocr_cpu(), OCR_MEM_PARAMS, bytes);
+        c->buffer = ocr_mem_alloc(dev, OCR_MEM_PARAMS, bytes);
         if (!c->buffer) {
             amp_cast_cache_free(c);
             return ocr_wrap_error(OCR_ERR_OOM, "cast cache (%zu bytes)", bytes);
@@ -75,8 +78,11 @@ ocr_status_t amp_master_init(AmpMaster *m, const OcrTensor *values, const int *h
     for (int i = 0; i < count; i++)
         if (has_master[i]) bytes = align_up(bytes + (size_t)ocr_tensor_numel(&values[i]) * sizeof(float));
     m->bytes = bytes;
+    ocr_device_t dev = count > 0 ? values[0].device : ocr_cpu();
+    for (int i = 1; i < count; i++)
+        OCR_ASSERT(ocr_device_equal(values[i].device, dev), "master weights: values on two devices");
     if (bytes) {
-        m->buffer = ocr_mem_alloc(ocr_cpu(), OCR_MEM_MASTER, bytes);
+        m->buffer = ocr_mem_alloc(dev, OCR_MEM_MASTER, bytes);
         if (!m->buffer) {
             amp_master_free(m);
             return ocr_wrap_error(OCR_ERR_OOM, "master weights (%zu bytes)", bytes);
@@ -116,21 +122,26 @@ uint64_t amp_stochastic_round_seed(uint64_t base, int64_t step) {
 
 // ---- snapshots --------------------------------------------------------------------------------
 
-ocr_status_t amp_snapshot_take(AmpSnapshot *s, const void *data, size_t bytes) {
-    if (s->saved && s->bytes != bytes) amp_snapshot_free(s);
+ocr_status_t amp_snapshot_take_on(AmpSnapshot *s, ocr_device_t device, const void *data, size_t bytes) {
+    if (s->saved && (s->bytes != bytes || !ocr_device_equal(s->device, device))) amp_snapshot_free(s);
     if (!s->saved) {
-        s->saved = ocr_mem_alloc(ocr_cpu(), OCR_MEM_WORKSPACE, bytes);
+        s->saved = ocr_mem_alloc(device, OCR_MEM_WORKSPACE, bytes);
         if (!s->saved) return ocr_wrap_error(OCR_ERR_OOM, "snapshot of %zu bytes", bytes);
         s->bytes = bytes;
+        s->device = device;
     }
-    if (bytes) memcpy(s->saved, data, bytes);
+    if (bytes) copy_bytes(device, s->saved, device, data, bytes);
     s->valid = 1;
     return OCR_OK;
 }
 
+ocr_status_t amp_snapshot_take(AmpSnapshot *s, const void *data, size_t bytes) {
+    return amp_snapshot_take_on(s, ocr_cpu(), data, bytes);
+}
+
 void amp_snapshot_restore(const AmpSnapshot *s, void *data, size_t bytes) {
     OCR_ASSERT(s->valid && s->bytes == bytes, "snapshot restore: no snapshot of %zu bytes was taken", bytes);
-    if (bytes) memcpy(data, s->saved, bytes);
+    if (bytes) copy_bytes(s->device, data, s->device, s->saved, bytes);
 }
 
 void amp_snapshot_free(AmpSnapshot *s) {

@@ -27,7 +27,8 @@ typedef struct {
 } AmpCastCache;
 
 // cast_dtype[i] is f16/bf16 to cache parameter i in that dtype, f32 to leave it alone.
-// params[i] must be f32 CPU tensors. The copies are made by the first refresh.
+// params[i] must be f32 tensors on one device; the copies live there (cast on that device).
+// The copies are made by the first refresh.
 ocr_status_t amp_cast_cache_init(AmpCastCache *c, const OcrTensor *params, const ocr_dtype_t *cast_dtype, int count);
 // Casts every cached parameter (nearest even); marks the cache valid.
 void amp_cast_cache_refresh(AmpCastCache *c, const OcrTensor *params);
@@ -47,7 +48,8 @@ typedef struct {
 } AmpMaster;
 
 // has_master[i] != 0 gives parameter i an f32 master holding values[i] (f32 tensors, the
-// parameter's full-precision values before it is turned into low precision).
+// parameter's full-precision values before it is turned into low precision). The masters live
+// on the values' device.
 ocr_status_t amp_master_init(AmpMaster *m, const OcrTensor *values, const int *has_master, int count);
 // The master of parameter i for adam_update's `master` argument (NULL: none).
 OcrTensor *amp_master_get(AmpMaster *m, int i);
@@ -59,14 +61,19 @@ uint64_t amp_stochastic_round_seed(uint64_t base_seed, int64_t step);
 
 // ---- snapshots --------------------------------------------------------------------------------
 typedef struct {
-    void *saved;  // OCR_MEM_WORKSPACE, kept between steps
+    void *saved;  // OCR_MEM_WORKSPACE on `device`, kept between steps
     size_t bytes;
     int valid;
+    ocr_device_t device;
 } AmpSnapshot;
 
 // Copies `bytes` from data (CPU memory); allocates on first use or when the size changes.
 ocr_status_t amp_snapshot_take(AmpSnapshot *s, const void *data, size_t bytes);
-// Writes the saved copy back (asserts a valid snapshot of the same size).
+// The same for data on `device`; on a CUDA device the copy is enqueued on its current stream
+// (asynchronous, capturable: the allocation happens on the first call only).
+ocr_status_t amp_snapshot_take_on(AmpSnapshot *s, ocr_device_t device, const void *data, size_t bytes);
+// Writes the saved copy back to data on the snapshot's device (asserts a valid snapshot of the
+// same size).
 void amp_snapshot_restore(const AmpSnapshot *s, void *data, size_t bytes);
 void amp_snapshot_free(AmpSnapshot *s);
 

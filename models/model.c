@@ -8,6 +8,7 @@
 #include "core/safetensors.h"
 #include "core/timer.h"
 #include "kernels/input.h"
+#include "kernels/ops.h"
 
 struct OcrModel {
     OcrArch arch;
@@ -117,6 +118,32 @@ void ocr_model_free(OcrModel *m) {
 }
 
 const OcrArch *ocr_model_arch(const OcrModel *m) { return &m->arch; }
+
+ocr_device_t ocr_model_device(const OcrModel *m) { return m->params.device; }
+
+ocr_status_t ocr_model_to_device(OcrModel *m, ocr_device_t device) {
+    if (ocr_device_equal(device, m->params.device)) return OCR_OK;
+    char name[16];
+    ocr_device_name(device, name, sizeof name);
+    if (device.type == OCR_DEVICE_CUDA) {
+#ifndef OCR_HAVE_CUDA
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "model to %s: this build has no CUDA backend", name);
+#else
+        int n = ocr_cuda_device_count();
+        if (device.index < 0 || device.index >= n)
+            return ocr_set_error(OCR_ERR_NOT_FOUND, "model to %s: %d CUDA device(s) usable", name, n);
+#endif
+    }
+    if (m->cast_cache)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "model to %s: move the model before attaching the AMP engine", name);
+    m->pass_valid = 0;
+    m->plan_valid = 0;
+    ocr_arena_release(&m->arena);
+    OCR_TRY(ocr_params_to_device(&m->params, device));
+    OCR_TRY(ocr_params_to_device(&m->stats, device));
+    m->arena.device = device;
+    return OCR_OK;
+}
 OcrParamTable *ocr_model_params(OcrModel *m) { return &m->params; }
 OcrParamTable *ocr_model_stats(OcrModel *m) { return &m->stats; }
 OcrOpTable *ocr_model_ops(OcrModel *m) { return &m->ops; }
@@ -460,7 +487,9 @@ static ocr_status_t copy_table(OcrParamTable *dst, const OcrParamTable *src) {
     return OCR_OK;
 }
 
-static ocr_status_t fuse_rep(OcrModel *d, const RepLayer *dl, const OcrModel *t, const RepLayer *tl) {
+// t_params / t_stats: host views of the training model's tables.
+static ocr_status_t fuse_rep(OcrModel *d, const RepLayer *dl, const OcrParamTable *t_params,
+                             const OcrParamTable *t_stats, const RepLayer *tl) {
     OcrTensor w = ocr_params_tensor(&d->params, dl->reparam.w), b = ocr_params_tensor(&d->params, dl->reparam.b);
     float *k = malloc((size_t)ocr_tensor_numel(&w) * sizeof(float)), *bias = malloc((size_t)tl->cout * sizeof(float));
     if (!k || !bias) {
@@ -468,7 +497,7 @@ static ocr_status_t fuse_rep(OcrModel *d, const RepLayer *dl, const OcrModel *t,
         free(bias);
         return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     }
-    rep_fuse(tl, &t->params, &t->stats, k, bias);
+    rep_fuse(tl, t_params, t_stats, k, bias);
     ocr_tensor_from_f32(&w, k);
     ocr_tensor_from_f32(&b, bias);
     free(k);
@@ -486,12 +515,26 @@ ocr_status_t ocr_model_fuse(OcrModel **out, const OcrModel *t) {
     a.lcnet.deploy = 1;
     OcrModel *d;
     OCR_TRY(ocr_model_create(&d, &a));
-    ocr_status_t st = copy_table(&d->params, &t->params);
-    if (st == OCR_OK) st = copy_table(&d->stats, &t->stats);
-    for (int i = 0; st == OCR_OK && i < t->lcnet.nblocks; i++) {
-        st = fuse_rep(d, &d->lcnet.blocks[i].dw, t, &t->lcnet.blocks[i].dw);
-        if (st == OCR_OK) st = fuse_rep(d, &d->lcnet.blocks[i].pw, t, &t->lcnet.blocks[i].pw);
+    // The deploy model is built on the CPU from host copies and then moved to t's device.
+    OcrParamTable hp, hs;
+    ocr_status_t st = ocr_params_host_copy(&t->params, &hp);
+    if (st == OCR_OK) {
+        st = ocr_params_host_copy(&t->stats, &hs);
+        if (st != OCR_OK) ocr_params_host_release(&hp);
     }
+    if (st != OCR_OK) {
+        ocr_model_free(d);
+        return st;
+    }
+    st = copy_table(&d->params, &hp);
+    if (st == OCR_OK) st = copy_table(&d->stats, &hs);
+    for (int i = 0; st == OCR_OK && i < t->lcnet.nblocks; i++) {
+        st = fuse_rep(d, &d->lcnet.blocks[i].dw, &hp, &hs, &t->lcnet.blocks[i].dw);
+        if (st == OCR_OK) st = fuse_rep(d, &d->lcnet.blocks[i].pw, &hp, &hs, &t->lcnet.blocks[i].pw);
+    }
+    ocr_params_host_release(&hp);
+    ocr_params_host_release(&hs);
+    if (st == OCR_OK) st = ocr_model_to_device(d, t->params.device);
     for (int i = 0; i < d->ops.count; i++)
         for (int j = 0; j < t->ops.count; j++)
             if (strcmp(d->ops.items[i].name, t->ops.items[j].name) == 0)
@@ -510,7 +553,17 @@ ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
     int n = m->params.count + m->stats.count;
     OcrNamedTensor *ts = calloc((size_t)n, sizeof *ts);
     if (!ts) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    const OcrParamTable *tables[2] = {&m->params, &m->stats};
+    OcrParamTable host[2];
+    ocr_status_t hst = ocr_params_host_copy(&m->params, &host[0]);
+    if (hst == OCR_OK) {
+        hst = ocr_params_host_copy(&m->stats, &host[1]);
+        if (hst != OCR_OK) ocr_params_host_release(&host[0]);
+    }
+    if (hst != OCR_OK) {
+        free(ts);
+        return hst;
+    }
+    const OcrParamTable *tables[2] = {&host[0], &host[1]};
     int k = 0;
     for (int t = 0; t < 2; t++) {
         for (int i = 0; i < tables[t]->count; i++, k++) {
@@ -530,6 +583,8 @@ ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
                                 {"deploy", deploy}};
     ocr_status_t st = ocr_safetensors_write(path, ts, n, meta, 4);
     free(ts);
+    ocr_params_host_release(&host[0]);
+    ocr_params_host_release(&host[1]);
     return st;
 }
 
@@ -573,8 +628,20 @@ ocr_status_t ocr_model_load_weights(OcrModel *m, const char *path) {
             s = ocr_set_error(OCR_ERR_FORMAT, "%s: tensor %s is not part of this model (wrong architecture?)", path,
                               name);
     }
-    if (s == OCR_OK) s = load_table(&m->params, st, path);
-    if (s == OCR_OK) s = load_table(&m->stats, st, path);
+    // Into host copies of the tables, then onto the model's device; a failure leaves the
+    // model's buffers untouched.
+    OcrParamTable hp = {0}, hs = {0};
+    if (s == OCR_OK) s = ocr_params_host_copy(&m->params, &hp);
+    if (s == OCR_OK) s = ocr_params_host_copy(&m->stats, &hs);
+    if (s == OCR_OK) s = load_table(&hp, st, path);
+    if (s == OCR_OK) s = load_table(&hs, st, path);
+    if (s == OCR_OK) {
+        ocr_params_upload(&m->params, hp.data);
+        ocr_params_upload(&m->stats, hs.data);
+        if (m->cast_cache) amp_cast_cache_invalidate(m->cast_cache);
+    }
+    free(hp.data);
+    free(hs.data);
     ocr_safetensors_close(st);
     return s;
 }

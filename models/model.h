@@ -59,6 +59,15 @@ ocr_status_t ocr_model_from_config(OcrModel **out, const OcrConfig *cfg);
 void ocr_model_free(OcrModel *m);
 
 const OcrArch *ocr_model_arch(const OcrModel *m);
+
+// Moves the model to `device` (a model is created on the CPU): parameters, their gradients and
+// the BN statistics go there, and every later pass plans and allocates its activation arena
+// there. Call it before amp_engine_attach (the AMP engine's cast cache, masters and snapshots
+// are made on the parameters' device) and before the first pass. A CUDA device this build or
+// machine does not have is OCR_ERR_UNSUPPORTED / OCR_ERR_NOT_FOUND. Weights save, load and
+// fusion work on a model on any device (through host copies).
+ocr_status_t ocr_model_to_device(OcrModel *m, ocr_device_t device);
+ocr_device_t ocr_model_device(const OcrModel *m);
 OcrParamTable *ocr_model_params(OcrModel *m);
 OcrParamTable *ocr_model_stats(OcrModel *m);
 OcrOpTable *ocr_model_ops(OcrModel *m);

@@ -89,8 +89,63 @@ void ocr_params_init_entry(OcrParamTable *t, int i, uint64_t seed) {
     case OCR_INIT_TRUNC_NORMAL: ocr_rng_fill_trunc_normal(tmp, n, seed, stream, 0, p->init.a, p->init.b); break;
     }
     OcrTensor v = ocr_params_tensor(t, i);
-    ocr_tensor_from_f32(&v, tmp);
+    if (t->device.type == OCR_DEVICE_CPU) {
+        ocr_tensor_from_f32(&v, tmp);
+    } else {
+        // Rounded on the host into the entry's dtype, then copied to the table's device.
+        void *h = malloc(ocr_tensor_bytes(&v) ? ocr_tensor_bytes(&v) : 1);
+        OCR_ASSERT(h, "out of host memory");
+        OcrTensor hv = ocr_tensor_view(h, v.dtype, ocr_cpu(), v.ndim, v.shape);
+        ocr_tensor_from_f32(&hv, tmp);
+        copy_bytes(t->device, v.data, ocr_cpu(), h, ocr_tensor_bytes(&v));
+        free(h);
+    }
     free(tmp);
+}
+
+static ocr_status_t move_buffer(void **buf, ocr_device_t from, ocr_device_t to, ocr_mem_category_t cat, size_t bytes) {
+    if (!*buf) return OCR_OK;
+    void *fresh = ocr_mem_alloc(to, cat, bytes);
+    if (!fresh) return ocr_wrap_error(OCR_ERR_OOM, "moving %zu bytes of %s", bytes, ocr_mem_category_name(cat));
+    copy_bytes(to, fresh, from, *buf, bytes);
+    // A device-to-device copy is asynchronous; freeing device memory (cudaFree) waits for it.
+    ocr_mem_free(*buf);
+    *buf = fresh;
+    return OCR_OK;
+}
+
+ocr_status_t ocr_params_to_device(OcrParamTable *t, ocr_device_t device) {
+    if (ocr_device_equal(t->device, device)) return OCR_OK;
+    if (!t->data) {
+        t->device = device;
+        return OCR_OK;
+    }
+    OCR_TRY(move_buffer(&t->data, t->device, device, t->category, t->bytes));
+    OCR_TRY(move_buffer(&t->grad, t->device, device, OCR_MEM_GRADS, t->bytes));
+    t->device = device;
+    return OCR_OK;
+}
+
+ocr_status_t ocr_params_host_copy(const OcrParamTable *t, OcrParamTable *host) {
+    *host = *t;
+    host->grad = NULL;
+    host->device = ocr_cpu();
+    host->data = NULL;
+    if (!t->data) return OCR_OK;
+    host->data = malloc(t->bytes ? t->bytes : 1);
+    if (!host->data) return ocr_set_error(OCR_ERR_OOM, "host copy of %zu bytes of parameters", t->bytes);
+    copy_bytes(ocr_cpu(), host->data, t->device, t->data, t->bytes);
+    return OCR_OK;
+}
+
+void ocr_params_host_release(OcrParamTable *host) {
+    free(host->data);
+    memset(host, 0, sizeof *host);
+}
+
+void ocr_params_upload(OcrParamTable *t, const void *host_data) {
+    OCR_ASSERT(t->data, "upload: parameter buffer not allocated");
+    copy_bytes(t->device, t->data, ocr_cpu(), host_data, t->bytes);
 }
 
 ocr_status_t ocr_params_alloc(OcrParamTable *t, uint64_t seed) {
@@ -104,8 +159,9 @@ ocr_status_t ocr_params_alloc(OcrParamTable *t, uint64_t seed) {
 
 ocr_status_t ocr_params_alloc_grads(OcrParamTable *t) {
     if (t->grad) return OCR_OK;
-    t->grad = ocr_mem_calloc(t->device, OCR_MEM_GRADS, t->bytes);
+    t->grad = ocr_mem_alloc(t->device, OCR_MEM_GRADS, t->bytes);
     if (!t->grad) return ocr_wrap_error(OCR_ERR_OOM, "allocating %zu bytes of gradients", t->bytes);
+    ocr_params_zero_grads(t);  // through the op library: any device
     return OCR_OK;
 }
 

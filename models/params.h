@@ -90,6 +90,19 @@ ocr_status_t ocr_params_alloc_grads(OcrParamTable *t);
 void ocr_params_zero_grads(OcrParamTable *t);
 void ocr_params_free(OcrParamTable *t);
 
+// Moves the buffers (parameters, and gradients when allocated) to `device`, keeping their
+// categories; a no-op when they are there already. Everything later allocated for the table
+// (gradients) goes to that device too. Waits for the copies.
+ocr_status_t ocr_params_to_device(OcrParamTable *t, ocr_device_t device);
+// Host access to a table on any device: a copy of the table whose `data` is a host copy of the
+// parameter buffer (plain malloc, device CPU, no gradients; items are shared with t, so it
+// must not outlive t or be passed to ocr_params_free). Release it with ocr_params_host_release.
+ocr_status_t ocr_params_host_copy(const OcrParamTable *t, OcrParamTable *host);
+void ocr_params_host_release(OcrParamTable *host);
+// Writes a host image of the whole buffer (t->bytes, as ocr_params_host_copy made it) back into
+// t's buffer on its device.
+void ocr_params_upload(OcrParamTable *t, const void *host_data);
+
 // Re-initialises one entry from its rule (used by tests and by init).
 void ocr_params_init_entry(OcrParamTable *t, int i, uint64_t seed);
 // Views into the buffers.
