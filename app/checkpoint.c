@@ -11,6 +11,7 @@
 
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "kernels/ops.h"
 
 // dir + "/" + name into out; 0 when it does not fit (the caller reports it).
 static int path_join(char *out, size_t cap, const char *dir, const char *name) {
@@ -54,9 +55,11 @@ static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEn
     int n = t->count;
     OcrNamedTensor *ts = calloc((size_t)(3 * n + 1), sizeof *ts);
     char **names = calloc((size_t)(3 * n + 1), sizeof *names);
-    if (!ts || !names) {
+    void **host = calloc((size_t)(3 * n + 1), sizeof *host);
+    if (!ts || !names || !host) {
         free(ts);
         free(names);
+        free(host);
         return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     }
     int k = 0;
@@ -79,6 +82,18 @@ static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEn
             ts[k].ndim = p->ndim;
             memcpy(ts[k].shape, p->shape, sizeof ts[k].shape);
             ts[k].data = src[j]->data;
+            if (src[j]->device.type != OCR_DEVICE_CPU) {
+                // A GPU run's moments and masters are written from host copies.
+                size_t nb = ocr_tensor_bytes(src[j]);
+                void *h = malloc(nb ? nb : 1);
+                if (!h) {
+                    st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+                    break;
+                }
+                copy_bytes(ocr_cpu(), h, src[j]->device, src[j]->data, nb);
+                ts[k].data = h;
+                host[k] = h;
+            }
             k++;
         }
     }
@@ -88,8 +103,9 @@ static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEn
         OcrMetadataEntry meta[2] = {{"format", "ocrtrain-optimizer"}, {"updates", upd}};
         st = ocr_safetensors_write(path, ts, k, meta, 2);
     }
-    for (int i = 0; i < 3 * n + 1; i++) free(names[i]);
+    for (int i = 0; i < 3 * n + 1; i++) free(names[i]), free(host[i]);
     free(names);
+    free(host);
     free(ts);
     return st;
 }
@@ -287,7 +303,7 @@ static ocr_status_t copy_named(const OcrSafetensors *st, const char *name, const
     for (int d = 0; d < nt->ndim; d++) numel *= nt->shape[d];
     if (nt->dtype != OCR_F32 || numel != ocr_tensor_numel(dst))
         return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has another shape or dtype than this model's", path, name);
-    memcpy(dst->data, nt->data, (size_t)numel * sizeof(float));
+    copy_bytes(dst->device, dst->data, ocr_cpu(), nt->data, (size_t)numel * sizeof(float));  // any device
     return OCR_OK;
 }
 

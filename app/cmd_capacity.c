@@ -6,6 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef OCR_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 #include "app/capacity.h"
 #include "app/cli_common.h"
 #include "app/commands.h"
@@ -82,6 +85,15 @@ int cmd_capacity(int argc, char **argv) {
     }
     char dev[32];
     st = app_resolve_device(rc.device_name, dev, sizeof dev);
+#ifdef OCR_HAVE_CUDA
+    if (st == OCR_OK && memory == 0 && strncmp(dev, "cuda", 4) == 0) {
+        // On a GPU the budget defaults to the device's free memory now.
+        ocr_device_t d;
+        OcrCudaDeviceInfo ci;
+        if (ocr_device_parse(dev, &d) == OCR_OK && ocr_cuda_device_info(d.index, &ci) == 0)
+            memory = (int64_t)ci.free_memory;
+    }
+#endif
     if (st == OCR_OK && memory == 0)
         st = ocr_set_error(OCR_ERR_INVALID_ARG, "--memory SIZE is required when planning for the CPU (the device "
                            "here is %s)", dev);

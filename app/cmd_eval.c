@@ -76,7 +76,7 @@ int cmd_eval(int argc, char **argv) {
     dict_ok = st == OCR_OK;
     if (st == OCR_OK) st = feed_open(&feed, cfg, "Eval", &dict, 0, 0);
     feed_ok = dict_ok && st == OCR_OK;
-    if (st == OCR_OK) st = infer_model_load(&im, cfg, weights, 1);
+    if (st == OCR_OK) st = infer_model_load(&im, cfg, weights, 1, dev);
     if (st == OCR_OK) {
         RecMetricOptions mo = {rc.ignore_space, rc.is_filter};
         st = evaluate(im.m, &feed, &dict, mo, &er);

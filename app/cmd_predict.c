@@ -94,7 +94,7 @@ int cmd_predict(int argc, char **argv) {
     if (st == OCR_OK && (!images || !pred)) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
     if (st == OCR_OK) st = ocr_dict_load(&dict, rc.dict_path, rc.use_space_char);
     dict_ok = st == OCR_OK;
-    if (st == OCR_OK) st = infer_model_load(&im, cfg, weights, 0);
+    if (st == OCR_OK) st = infer_model_load(&im, cfg, weights, 0, dev);
     // The height and channel order of the eval transforms (PaddleOCR's rec_image_shape).
     OcrTransformList tl;
     if (st == OCR_OK)

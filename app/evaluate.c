@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "core/timer.h"
+#include "kernels/ops.h"
 #include "eval/decode.h"
 #include "eval/metrics.h"
 
@@ -16,9 +17,23 @@ ocr_status_t decode_sample(const OcrModel *m, const OcrDict *dict, int b, char *
     float stackbuf[4096];
     float *row = (size_t)T * C <= sizeof stackbuf / sizeof *stackbuf ? stackbuf : malloc((size_t)T * C * sizeof(float));
     if (!row) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    OcrTensor v = ocr_tensor_view((char *)probs->data + (size_t)b * T * C * ocr_dtype_size(probs->dtype), probs->dtype,
-                                  probs->device, 2, (int64_t[]){T, C});
-    ocr_tensor_to_f32(&v, row);
+    size_t esz = ocr_dtype_size(probs->dtype);
+    const char *src = (const char *)probs->data + (size_t)b * T * C * esz;
+    if (probs->device.type == OCR_DEVICE_CPU) {
+        OcrTensor v = ocr_tensor_view((void *)src, probs->dtype, probs->device, 2, (int64_t[]){T, C});
+        ocr_tensor_to_f32(&v, row);
+    } else {
+        // A GPU pass: the sample's rows to the host (waits for the forward), converted there.
+        void *h = malloc((size_t)T * C * esz);
+        if (!h) {
+            if (row != stackbuf) free(row);
+            return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        }
+        copy_bytes(ocr_cpu(), h, probs->device, src, (size_t)T * C * esz);
+        OcrTensor v = ocr_tensor_view(h, probs->dtype, ocr_cpu(), 2, (int64_t[]){T, C});
+        ocr_tensor_to_f32(&v, row);
+        free(h);
+    }
     ocr_status_t st = ctc_greedy_decode(text, cap, conf, row, T, C, 0, dict->classes);
     if (row != stackbuf) free(row);
     return st;
@@ -28,8 +43,13 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
     memset(out, 0, sizeof *out);
     int B = feed->max_batch, H = feed->max_height, W = feed->max_width, C = feed->channels;
     FeedBatch batch;
-    OcrTensor images;
-    OCR_TRY(ocr_tensor_alloc(&images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
+    OcrTensor images = {0};
+    ocr_device_t dev = ocr_model_device(m);
+    FeedUpload *up = NULL;
+    if (dev.type == OCR_DEVICE_CPU)
+        OCR_TRY(ocr_tensor_alloc(&images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
+    else
+        OCR_TRY(feed_upload_open(&up, dev, B, H, W, C, feed->max_len));
     ocr_status_t st = OCR_OK;
     size_t cap = 4096;
     char *pred = malloc(cap), *ref = malloc(cap);
@@ -46,10 +66,18 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
         st = feed_next(feed, &batch, &end);
         if (st != OCR_OK || end) break;
         if (batch.count == 0) continue;
-        feed_normalize(&batch, images.data);
-        OcrTensor x = ocr_tensor_view(images.data, OCR_F32, ocr_cpu(), 4,
-                                      (int64_t[]){batch.count, batch.height, batch.width, batch.channels});
-        st = ocr_model_forward(m, &x, 0);
+        if (!up) {
+            feed_normalize(&batch, images.data);
+            OcrTensor x = ocr_tensor_view(images.data, OCR_F32, ocr_cpu(), 4,
+                                          (int64_t[]){batch.count, batch.height, batch.width, batch.channels});
+            st = ocr_model_forward(m, &x, 0);
+        } else {
+            // On the GPU: the uint8 batch is uploaded and normalised there.
+            FeedDeviceBatch db;
+            st = feed_upload(up, &batch, &db);
+            if (st == OCR_OK) st = ocr_model_forward_u8(m, &db.images, &db.widths, 0);
+            feed_upload_consumed(up);
+        }
         for (int b = 0; st == OCR_OK && b < batch.count; b++) {
             float conf;
             st = decode_sample(m, dict, b, pred, cap, &conf);
@@ -73,5 +101,6 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
     free(pred);
     free(ref);
     ocr_tensor_free(&images);
+    feed_upload_close(up);
     return st;
 }

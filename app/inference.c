@@ -7,10 +7,13 @@
 #include "app/checkpoint.h"
 #include "app/evaluate.h"
 #include "app/feed.h"
+#include "app/trainer.h"
+#include "kernels/ops.h"
 #include "data/transforms.h"
 #include "eval/decode.h"
 
-ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *weights, int with_amp) {
+ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *weights, int with_amp,
+                              const char *device) {
     memset(im, 0, sizeof *im);
     char file[4200];
     OCR_TRY(ckpt_weights_path(weights, file, sizeof file));
@@ -20,6 +23,16 @@ ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *
     if (st == OCR_OK) {
         if (with_amp) st = amp_config_from_config(&ac, cfg);
         else amp_config_init_off(&ac);
+    }
+    ocr_device_t dev = ocr_cpu();
+    if (st == OCR_OK && device) st = ocr_device_parse(device, &dev);
+    if (st == OCR_OK && dev.type == OCR_DEVICE_CUDA) {
+        // Weights are read on the host; the model moves before the AMP engine makes its copies.
+        AppDeviceInfo info;
+        ocr_dtype_t want = ac.policy.level == OCR_AMP_O0 ? OCR_F32 : ac.policy.dtype;
+        st = app_device_prepare(device, want, 0, &info);
+        if (st == OCR_OK) st = ocr_model_to_device(im->m, dev);
+        if (st != OCR_OK) amp_config_free(&ac);
     }
     if (st == OCR_OK) {
         amp_engine_init(&im->amp, &ac);
@@ -73,18 +86,32 @@ ocr_status_t predict_images(OcrModel *m, const OcrDict *dict, const OcrImage *im
         FeedBatch fb;
         st = feed_batch_alloc(&fb, cnt, height, W, channels, 1);
         if (st != OCR_OK) break;
-        float *x = malloc((size_t)cnt * height * W * channels * sizeof *x);
-        if (!x) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        ocr_device_t dev = ocr_model_device(m);
+        float *x = dev.type == OCR_DEVICE_CPU ? malloc((size_t)cnt * height * W * channels * sizeof *x) : NULL;
+        if (dev.type == OCR_DEVICE_CPU && !x) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
         for (int j = 0; j < cnt && st == OCR_OK; j++) {
             float vr;
             uint8_t *dst = fb.pixels + (size_t)j * height * W * channels;
             st = ocr_rec_resize_pad(dst, height, W, channels, &images[ri[beg + j].index], 1, &fb.widths[j], &vr);
         }
         fb.count = cnt;
-        if (st == OCR_OK) {
+        if (st == OCR_OK && x) {
             feed_normalize(&fb, x);
             OcrTensor t = ocr_tensor_view(x, OCR_F32, ocr_cpu(), 4, (int64_t[]){cnt, height, W, channels});
             st = ocr_model_forward(m, &t, 0);
+        } else if (st == OCR_OK) {
+            // On the GPU: the uint8 batch and its widths are copied there and normalised there.
+            OcrTensor di = {0}, dw = {0};
+            st = ocr_tensor_alloc(&di, OCR_U8, dev, 4, (int64_t[]){cnt, height, W, channels}, OCR_MEM_DATA);
+            if (st == OCR_OK) st = ocr_tensor_alloc(&dw, OCR_I32, dev, 1, (int64_t[]){cnt}, OCR_MEM_DATA);
+            if (st == OCR_OK) {
+                copy_bytes(dev, di.data, ocr_cpu(), fb.pixels, ocr_tensor_bytes(&di));
+                copy_bytes(dev, dw.data, ocr_cpu(), fb.widths, ocr_tensor_bytes(&dw));
+                st = ocr_model_forward_u8(m, &di, &dw, 0);
+            }
+            // Decoding below reads the probabilities; the inputs are free once the forward ran.
+            ocr_tensor_free(&di);
+            ocr_tensor_free(&dw);
         }
         if (st == OCR_OK) {
             const OcrTensor *probs = ocr_model_probs(m);

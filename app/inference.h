@@ -22,7 +22,10 @@ typedef struct {
 // AMP policy (as PaddleOCR's eval does); otherwise the model runs in float32.
 // Errors: NOT_FOUND (no such weights), FORMAT (not safetensors, or tensors that do not match
 // this architecture), CONFIG.
-ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *weights, int with_amp);
+// device: a resolved device name ("cpu", "cuda:0"; NULL: the CPU). On a GPU the model and the
+// AMP engine's copies live there and predictions run there.
+ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *weights, int with_amp,
+                              const char *device);
 void infer_model_free(InferModel *im);
 
 // The predictor's batch width: int(H · max(min_width / H, max w/h of the batch)).

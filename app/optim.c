@@ -30,8 +30,15 @@ ocr_status_t optim_init(Optimizer *o, const OptimConfig *cfg, const OcrParamTabl
     int64_t numel = 0;
     for (int i = 0; i < n; i++) numel += params->items[i].numel;
     size_t bytes = (size_t)(numel ? numel : 1) * sizeof(float);
-    o->m_buf = ocr_mem_calloc(params->device, OCR_MEM_OPTIMIZER, bytes);
-    o->v_buf = ocr_mem_calloc(params->device, OCR_MEM_OPTIMIZER, bytes);
+    // Zeroed through the op library, so the moments may live on any device.
+    o->m_buf = ocr_mem_alloc(params->device, OCR_MEM_OPTIMIZER, bytes);
+    o->v_buf = ocr_mem_alloc(params->device, OCR_MEM_OPTIMIZER, bytes);
+    if (o->m_buf && o->v_buf) {
+        OcrTensor zm = ocr_tensor_view(o->m_buf, OCR_U8, params->device, 1, (int64_t[]){(int64_t)bytes});
+        OcrTensor zv = ocr_tensor_view(o->v_buf, OCR_U8, params->device, 1, (int64_t[]){(int64_t)bytes});
+        zero_tensor(&zm);
+        zero_tensor(&zv);
+    }
     o->m = calloc(pn, sizeof *o->m);
     o->v = calloc(pn, sizeof *o->v);
     o->decay = calloc(pn, sizeof *o->decay);

@@ -129,6 +129,15 @@ static cJSON *run_json(const ReportRun *run) {
     cJSON_AddNumberToObject(o, "skipped_steps", (double)r->skipped_steps);
     cJSON_AddNumberToObject(o, "final_loss_scale", r->final_scale);
     cJSON_AddNumberToObject(o, "infeasible_samples", (double)r->infeasible_samples);
+    if (r->device_info.gpu) {
+        // The GPU step: graph use, and the tracker against the runtime's own count.
+        cJSON_AddBoolToObject(o, "cuda_graph", r->cuda_graph);
+        cJSON_AddNumberToObject(o, "graph_captures", (double)r->graph_captures);
+        cJSON_AddNumberToObject(o, "graph_replays", (double)r->graph_replays);
+        cJSON_AddNumberToObject(o, "device_tracked_bytes", (double)r->device_tracked_bytes);
+        cJSON_AddNumberToObject(o, "device_runtime_used_bytes", (double)r->device_runtime_used);
+        cJSON_AddNumberToObject(o, "pinned_host_bytes", (double)r->pinned_bytes);
+    }
     cJSON *ov = cJSON_AddArrayToObject(o, "overflow_locations");
     for (int i = 0; i < r->n_overflow_layers; i++) {
         cJSON *e = cJSON_CreateObject();
@@ -185,6 +194,22 @@ char *report_json(const Report *rep) {
     cJSON_AddStringToObject(d, "name", rep->device);
     cJSON_AddStringToObject(d, "kind", strncmp(rep->device, "cuda", 4) == 0 ? "gpu" : "cpu");
     cJSON_AddNumberToObject(d, "threads", rep->threads);
+    const AppDeviceInfo *gi = rep->n_runs > 0 ? &rep->runs[0].r.device_info : NULL;
+    if (gi && gi->gpu) {
+        cJSON *g = cJSON_AddObjectToObject(d, "gpu");
+        char cc[16];
+        snprintf(cc, sizeof cc, "%d.%d", gi->cc_major, gi->cc_minor);
+        cJSON_AddStringToObject(g, "name", gi->name);
+        cJSON_AddStringToObject(g, "compute_capability", cc);
+        cJSON_AddNumberToObject(g, "multiprocessors", gi->multiprocessors);
+        cJSON_AddNumberToObject(g, "total_memory_bytes", (double)gi->total_memory);
+        cJSON_AddNumberToObject(g, "free_memory_at_start_bytes", (double)gi->free_memory_at_start);
+        cJSON_AddNumberToObject(g, "driver_version", gi->driver_version);
+        cJSON_AddNumberToObject(g, "runtime_version", gi->runtime_version);
+        cJSON_AddStringToObject(g, "libraries", gi->libraries);
+        cJSON_AddBoolToObject(g, "allow_tf32", gi->allow_tf32);
+        cJSON_AddStringToObject(g, "note", gi->note);
+    }
     cJSON_AddStringToObject(d, "low_precision_note",
                             strncmp(rep->device, "cuda", 4) == 0
                                 ? "tensor-core kernels"
@@ -401,6 +426,23 @@ static void markdown(Buf *b, const Report *rep, const MachineInfo *mi) {
             mi->hostname, mi->os, mi->cpu_model, mi->cpu_cores, fmt_bytes(mi->memory_bytes, x, sizeof x), mi->gpus,
             rep->version ? rep->version : app_version(), mi->build_type, mi->backends, mi->compiler,
             rep->created_utc, rep->command);
+    const AppDeviceInfo *gi = rep->n_runs > 0 ? &rep->runs[0].r.device_info : NULL;
+    if (gi && gi->gpu) {
+        bprintf(b, "- GPU %s (%s): %s, compute capability %d.%d, %d SMs, %s memory; driver %d, runtime %d; %s\n",
+                rep->device, gi->name, gi->allow_tf32 ? "TF32 on for f32" : "true FP32 (TF32 off)", gi->cc_major,
+                gi->cc_minor, gi->multiprocessors, fmt_bytes(gi->total_memory, x, sizeof x), gi->driver_version,
+                gi->runtime_version, gi->libraries);
+        if (gi->note[0]) bprintf(b, "- %s\n", gi->note);
+        for (int i = 0; i < rep->n_runs; i++) {
+            const TrainResult *r = &rep->runs[i].r;
+            char u[32];
+            bprintf(b, "- %s: device memory tracked %s, cudaMemGetInfo in use %s (context and libraries "
+                       "included); CUDA graph %s (%lld captures, %lld replays)\n",
+                    rep->runs[i].name, fmt_bytes(r->device_tracked_bytes, x, sizeof x),
+                    fmt_bytes(r->device_runtime_used, u, sizeof u), r->cuda_graph ? "used" : "not used",
+                    (long long)r->graph_captures, (long long)r->graph_replays);
+        }
+    }
     if (strncmp(rep->device, "cuda", 4) != 0)
         bprintf(b, "\nOn the CPU, f16/bf16 tensors are stored and rounded exactly as on a GPU but computed in fp32: "
                    "the accuracy, loss-scale and memory figures are those of mixed precision, the speed is not a GPU's "
@@ -842,6 +884,18 @@ static void html(Buf *b, const Report *rep, const MachineInfo *mi) {
     snprintf(x, sizeof x, "%d", mi->gpus);
     ROW("GPUs", x);
     ROW("device", rep->device);
+    const AppDeviceInfo *gi = rep->n_runs > 0 ? &rep->runs[0].r.device_info : NULL;
+    if (gi && gi->gpu) {
+        char g[600];
+        snprintf(g, sizeof g, "%s, compute capability %d.%d, %d SMs", gi->name, gi->cc_major, gi->cc_minor,
+                 gi->multiprocessors);
+        ROW("GPU", g);
+        ROW("GPU memory", fmt_bytes(gi->total_memory, y, sizeof y));
+        snprintf(g, sizeof g, "driver %d, runtime %d; %s", gi->driver_version, gi->runtime_version, gi->libraries);
+        ROW("CUDA", g);
+        ROW("FP32", gi->allow_tf32 ? "TF32 tensor cores (Global.allow_tf32)" : "true FP32 (TF32 off)");
+        if (gi->note[0]) ROW("note", gi->note);
+    }
     ROW("version", rep->version ? rep->version : app_version());
     ROW("backends", mi->backends);
     ROW("compiler", mi->compiler);

@@ -23,7 +23,7 @@ static const char *const TOP_KEYS[] = {"Global", "Architecture", "Loss", "Optimi
 static const char *const GLOBAL_KEYS[] = {
     "epoch_num", "log_smooth_window", "print_batch_step", "save_model_dir", "save_epoch_step", "eval_batch_step",
     "cal_metric_during_train", "pretrained_model", "checkpoints", "character_dict_path", "max_text_length",
-    "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance",
+    "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cuda_graph", "allow_tf32",
     // AMP (validated by the AMP engine)
     "use_amp", "amp_level", "amp_dtype", "scale_loss", "use_dynamic_loss_scaling", "amp_custom_black_list",
     "amp_custom_white_list", "amp_fp32_layers", "amp_stochastic_rounding", "amp_activation_stats_every",
@@ -302,6 +302,8 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     rc->threads = (int)v;
     OCR_TRY(get_double_range(cfg, "Global.accuracy_tolerance", 0.005, 0.0, 1.0, &rc->accuracy_tolerance));
     OCR_TRY(ocr_config_get_bool(cfg, "Global.use_amp", 0, &rc->use_amp));
+    OCR_TRY(ocr_config_get_bool(cfg, "Global.cuda_graph", 1, &rc->cuda_graph));
+    OCR_TRY(ocr_config_get_bool(cfg, "Global.allow_tf32", 0, &rc->allow_tf32));
     // The AMP keys: the engine's validation, so the messages are the same everywhere.
     AmpConfig ac;
     OCR_TRY(amp_config_from_config(&ac, cfg));

@@ -65,6 +65,8 @@ typedef struct {
     uint64_t seed;
     const char *device_name;  // "cpu", "gpu", "auto", "cuda:N"
     int threads;              // OpenMP threads, 0: all
+    int cuda_graph;           // Global.cuda_graph (default true): capture the GPU step as a CUDA graph
+    int allow_tf32;           // Global.allow_tf32 (default false): TF32 tensor cores for f32 GEMMs/convs
     double accuracy_tolerance;
     int use_amp;
     // Loss / metric

@@ -5,6 +5,11 @@
 #include <string.h>
 
 #include "kernels/ctc.h"
+#ifdef OCR_HAVE_CUDA
+#include "kernels/cuda/ctc.h"
+#include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/train_step.h"
+#endif
 
 ocr_status_t step_ctx_init(StepCtx *s, OcrModel *m, AmpEngine *amp, Optimizer *optim, int capacity, int focal) {
     memset(s, 0, sizeof *s);
@@ -27,7 +32,10 @@ ocr_status_t step_ctx_init(StepCtx *s, OcrModel *m, AmpEngine *amp, Optimizer *o
     return OCR_OK;
 }
 
+static void step_device_free(StepCtx *s);
+
 void step_ctx_free(StepCtx *s) {
+    step_device_free(s);
     ocr_tensor_free(&s->dl32);
     ocr_tensor_free(&s->logits_buf);
     free(s->losses);
@@ -95,3 +103,410 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
     amp_engine_end_step(amp);
     return OCR_OK;
 }
+
+// ---- the GPU step --------------------------------------------------------------------------------------
+
+#ifdef OCR_HAVE_CUDA
+
+#define STEP_SLOTS 2
+
+struct StepDevice {
+    int device;
+    ocr_device_t dev;
+    ocr_stream_t stream, prev_stream;  // our compute stream; the device's stream before it
+    OcrDevStep *state;                  // device memory
+    OcrFusedAdam *fa;
+    OcrDevScalerConfig scaler;
+    int nparams;
+    // Host → device per-step inputs and device → host readbacks, two pinned slots each.
+    OcrDevStepInput *in_pinned[STEP_SLOTS];
+    ocr_event_t in_done[STEP_SLOTS];
+    int in_used[STEP_SLOTS];
+    int in_next;
+    char *rb_pinned[STEP_SLOTS];  // OcrDevStep, then nonfinite (n ints), then amax bits (n)
+    size_t rb_bytes;
+    ocr_event_t rb_done[STEP_SLOTS];
+    int npend, rb_next;  // steps in flight; the slot the next readback uses (the oldest: rb_next − npend)
+    // Per-step device tensors (capacity B) and the graph's static inputs.
+    OcrTensor losses, loss, infeas;
+    OcrTensor g_images, g_widths, g_labels, g_lengths;
+    int cap_h, cap_w, cap_c, cap_len;
+    AmpSnapshot bn;
+    // Graph.
+    int graphs_allowed;
+    ocr_graph_exec_t graph;
+    int gB, gH, gW, gL;       // the graph's shape
+    int wB, wH, wW, wL;       // the last eager step's shape (a capture needs one warm-up)
+    int64_t captures, replays;
+};
+
+static void step_device_free(StepCtx *s) {
+    StepDevice *d = s->dev;
+    if (!d) return;
+    if (d->stream) ocr_cuda_stream_synchronize(d->stream);
+    ocr_cuda_graph_destroy(d->graph);
+    ocr_fused_adam_free(d->fa);
+    for (int k = 0; k < STEP_SLOTS; k++) {
+        ocr_cuda_host_free(d->in_pinned[k]);
+        ocr_cuda_host_free(d->rb_pinned[k]);
+        ocr_cuda_event_destroy(d->in_done[k]);
+        ocr_cuda_event_destroy(d->rb_done[k]);
+    }
+    ocr_mem_free(d->state);
+    ocr_tensor_free(&d->losses);
+    ocr_tensor_free(&d->loss);
+    ocr_tensor_free(&d->infeas);
+    ocr_tensor_free(&d->g_images);
+    ocr_tensor_free(&d->g_widths);
+    ocr_tensor_free(&d->g_labels);
+    ocr_tensor_free(&d->g_lengths);
+    amp_snapshot_free(&d->bn);
+    // The device's stream goes back to what it was before the trainer's (the legacy default).
+    ocr_cuda_set_stream(d->device, d->prev_stream);
+    ocr_cuda_stream_destroy(d->stream);
+    free(d);
+    s->dev = NULL;
+}
+
+static int graphs_possible(const StepCtx *s) {
+    // Activation statistics are host reads in the middle of the step.
+    return s->amp->cfg.activation_stats_every == 0;
+}
+
+ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
+    OcrParamTable *params = ocr_model_params(s->m);
+    OCR_ASSERT(!s->dev, "step_device_init twice");
+    if (params->device.type != OCR_DEVICE_CUDA)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "step_device_init: the model is not on a CUDA device");
+    StepDevice *d = calloc(1, sizeof *d);
+    if (!d) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    s->dev = d;
+    d->device = params->device.index;
+    d->dev = params->device;
+    d->nparams = params->count;
+    d->prev_stream = ocr_cuda_get_stream(d->device);
+    if (ocr_cuda_stream_create(d->device, &d->stream)) return ocr_wrap_error(OCR_ERR_CUDA, "compute stream");
+    // Everything before (weights, masters) was enqueued on the old stream: finish it first.
+    if (ocr_cuda_synchronize(d->device)) return ocr_wrap_error(OCR_ERR_CUDA, "device set-up");
+    ocr_cuda_set_stream(d->device, d->stream);
+
+    // The fused optimizer's table: the parameters in table order (stream = index, as on the CPU).
+    OCR_TRY(ocr_params_alloc_grads(params));
+    int n = params->count;
+    OcrFusedTensor *ft = calloc((size_t)(n ? n : 1), sizeof *ft);
+    if (!ft) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    for (int i = 0; i < n; i++) {
+        OcrTensor w = ocr_params_tensor(params, i), g = ocr_params_grad(params, i);
+        OcrTensor *mw = amp_engine_master(s->amp, i);
+        ft[i].param = w.data;
+        ft[i].master = mw ? (float *)mw->data : NULL;
+        ft[i].m = (float *)s->optim->m[i].data;
+        ft[i].v = (float *)s->optim->v[i].data;
+        ft[i].grad = g.data;
+        ft[i].numel = ocr_tensor_numel(&w);
+        ft[i].param_dtype = w.dtype;
+        ft[i].grad_dtype = g.dtype;
+        ft[i].lr_mult = s->optim->lr_mult[i];
+        ft[i].decay = s->optim->decay[i];
+        ft[i].decoupled = s->optim->decoupled[i];
+        ft[i].grad_scaled = g.dtype != OCR_F32;
+    }
+    const OptimConfig *oc = &s->optim->cfg;
+    OcrFusedAdamConfig fc = {(float)oc->beta1, (float)oc->beta2, (float)oc->epsilon, oc->clip_norm,
+                             oc->clip_norm_global, s->amp->cfg.stochastic_rounding};
+    d->fa = ocr_fused_adam_create(d->device, ft, n, fc, o->max_updates);
+    free(ft);
+    if (!d->fa) return ocr_wrap_error(OCR_ERR_CUDA, "fused optimizer");
+
+    const AmpScalerConfig *sc = &s->amp->scaler.cfg;
+    d->scaler = (OcrDevScalerConfig){sc->enabled, sc->dynamic, sc->incr_ratio, sc->decr_ratio,
+                                     sc->incr_every_n_steps, sc->decr_every_n_nan_or_inf, sc->min_scale,
+                                     sc->max_scale};
+    // The device state starts from the host's scaler and counters (a resumed run's included).
+    OcrDevStep st0;
+    memset(&st0, 0, sizeof st0);
+    const AmpScaler *as = &s->amp->scaler;
+    st0.scale = amp_scaler_scale(as);
+    st0.inv_scale = amp_scaler_inv_scale(as);
+    st0.scale_used = st0.scale;
+    st0.good_steps = as->good_steps;
+    st0.bad_steps = as->bad_steps;
+    st0.steps = as->steps;
+    st0.overflow_steps = as->overflow_steps;
+    st0.updates = s->optim->updates;
+    d->state = ocr_mem_alloc(d->dev, OCR_MEM_OPTIMIZER, sizeof(OcrDevStep));
+    if (!d->state) return ocr_wrap_error(OCR_ERR_OOM, "device step state");
+    copy_bytes(d->dev, d->state, ocr_cpu(), &st0, sizeof st0);
+
+    d->rb_bytes = sizeof(OcrDevStep) + 2 * (size_t)(n ? n : 1) * sizeof(int);
+    for (int k = 0; k < STEP_SLOTS; k++) {
+        d->in_pinned[k] = ocr_cuda_host_alloc(sizeof(OcrDevStepInput));
+        d->rb_pinned[k] = ocr_cuda_host_alloc(d->rb_bytes);
+        if (!d->in_pinned[k] || !d->rb_pinned[k]) return ocr_wrap_error(OCR_ERR_OOM, "pinned step buffers");
+        if (ocr_cuda_event_create(d->device, &d->in_done[k]) || ocr_cuda_event_create(d->device, &d->rb_done[k]))
+            return ocr_wrap_error(OCR_ERR_CUDA, "step events");
+    }
+    int B = s->capacity;
+    OCR_TRY(ocr_tensor_alloc(&d->losses, OCR_F32, d->dev, 1, (int64_t[]){B}, OCR_MEM_DATA));
+    OCR_TRY(ocr_tensor_alloc(&d->loss, OCR_F32, d->dev, 1, (int64_t[]){1}, OCR_MEM_DATA));
+    OCR_TRY(ocr_tensor_alloc(&d->infeas, OCR_I32, d->dev, 1, (int64_t[]){B}, OCR_MEM_DATA));
+    d->graphs_allowed = o->cuda_graph && graphs_possible(s);
+    if (o->cuda_graph && !d->graphs_allowed)
+        ocr_log(OCR_LOG_INFO, "cuda graph: off (Global.amp_activation_stats_every reads activations on the host)");
+    return OCR_OK;
+}
+
+void step_invalidate_graph(StepCtx *s) {
+    StepDevice *d = s->dev;
+    if (!d) return;
+    if (d->graph) {
+        // A graph may still be running: its exec object is released after the stream is done.
+        ocr_cuda_stream_synchronize(d->stream);
+        ocr_cuda_graph_destroy(d->graph);
+        d->graph = NULL;
+    }
+    d->wB = d->wH = d->wW = d->wL = 0;
+}
+
+void step_graph_counts(const StepCtx *s, int64_t *captures, int64_t *replays) {
+    *captures = s->dev ? s->dev->captures : 0;
+    *replays = s->dev ? s->dev->replays : 0;
+}
+
+int step_pending(const StepCtx *s) { return s->dev ? s->dev->npend : 0; }
+
+// The static graph inputs, at the largest batch of the run (allocated on the first capture).
+static ocr_status_t ensure_static_inputs(StepDevice *d, const FeedDeviceBatch *b, int capacity) {
+    int H = (int)b->images.shape[1], W = (int)b->images.shape[2], C = (int)b->images.shape[3];
+    if (d->g_images.data && H <= d->cap_h && W <= d->cap_w && C == d->cap_c && b->max_len <= d->cap_len)
+        return OCR_OK;
+    ocr_tensor_free(&d->g_images);
+    ocr_tensor_free(&d->g_widths);
+    ocr_tensor_free(&d->g_labels);
+    ocr_tensor_free(&d->g_lengths);
+    OCR_TRY(ocr_tensor_alloc(&d->g_images, OCR_U8, d->dev, 1, (int64_t[]){(int64_t)capacity * H * W * C},
+                             OCR_MEM_DATA));
+    OCR_TRY(ocr_tensor_alloc(&d->g_widths, OCR_I32, d->dev, 1, (int64_t[]){capacity}, OCR_MEM_DATA));
+    OCR_TRY(ocr_tensor_alloc(&d->g_lengths, OCR_I32, d->dev, 1, (int64_t[]){capacity}, OCR_MEM_DATA));
+    OCR_TRY(ocr_tensor_alloc(&d->g_labels, OCR_I32, d->dev, 1, (int64_t[]){(int64_t)capacity * b->max_len},
+                             OCR_MEM_DATA));
+    d->cap_h = H, d->cap_w = W, d->cap_c = C, d->cap_len = b->max_len;
+    return OCR_OK;
+}
+
+// Device-to-device copies of the batch into the static inputs (on the compute stream, before
+// the graph launch); returns views of the batch's shape.
+static void copy_to_static(StepDevice *d, const FeedDeviceBatch *b, FeedDeviceBatch *g) {
+    *g = *b;
+    g->images = ocr_tensor_view(d->g_images.data, OCR_U8, d->dev, 4, b->images.shape);
+    g->widths = ocr_tensor_view(d->g_widths.data, OCR_I32, d->dev, 1, b->widths.shape);
+    g->lengths = ocr_tensor_view(d->g_lengths.data, OCR_I32, d->dev, 1, b->lengths.shape);
+    g->labels = ocr_tensor_view(d->g_labels.data, OCR_I32, d->dev, 2, b->labels.shape);
+    copy_bytes(d->dev, g->images.data, d->dev, b->images.data, ocr_tensor_bytes(&b->images));
+    copy_bytes(d->dev, g->widths.data, d->dev, b->widths.data, ocr_tensor_bytes(&b->widths));
+    copy_bytes(d->dev, g->lengths.data, d->dev, b->lengths.data, ocr_tensor_bytes(&b->lengths));
+    copy_bytes(d->dev, g->labels.data, d->dev, b->labels.data, ocr_tensor_bytes(&b->labels));
+}
+
+// The body of one step: enqueue-only, no host wait, no allocation once warm (capturable).
+static ocr_status_t enqueue_body(StepCtx *s, const FeedDeviceBatch *b) {
+    StepDevice *d = s->dev;
+    OcrParamTable *params = ocr_model_params(s->m), *stats = ocr_model_stats(s->m);
+    AmpEngine *amp = s->amp;
+    int B = b->count;
+    ocr_fused_adam_begin(d->fa, d->state);
+    if (amp->cfg.policy.level == OCR_AMP_O1) {
+        // Recast every step on the device: the host does not know yet whether the last step
+        // was skipped, and a recast of unchanged weights gives the same copies.
+        for (int i = 0; i < params->count; i++) amp->param_views[i] = ocr_params_tensor(params, i);
+        amp_cast_cache_refresh(&amp->cache, amp->param_views);
+    }
+    if (stats->data && stats->bytes) OCR_TRY(amp_snapshot_take_on(&d->bn, d->dev, stats->data, stats->bytes));
+    ocr_params_zero_grads(params);
+    OCR_TRY(ocr_model_forward_u8(s->m, &b->images, &b->widths, 1));
+    amp_engine_after_forward(amp);
+    const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
+    OcrTensor *dl = ocr_model_dlogits(s->m);
+    OcrTensor *dl32 = dl;
+    if (dl->dtype != OCR_F32) {
+        if (!s->dl32.data || !ocr_tensor_same_shape(&s->dl32, logits)) {
+            ocr_tensor_free(&s->dl32);
+            OCR_TRY(ocr_tensor_alloc(&s->dl32, OCR_F32, logits->device, 3, logits->shape, OCR_MEM_ACTIVATIONS));
+        }
+        dl32 = &s->dl32;
+    }
+    OcrTensor losses = ocr_tensor_view(d->losses.data, OCR_F32, d->dev, 1, (int64_t[]){B});
+    OcrTensor infeas = ocr_tensor_view(d->infeas.data, OCR_I32, d->dev, 1, (int64_t[]){B});
+    // The gradient of the loss itself (grad_scale 1), then times the device-held loss scale,
+    // rounded once into the model's dlogits.
+    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, 1.0f};
+    ctc_loss_forward_async_cuda(&losses, &d->loss, dl32, &infeas, logits, &b->labels, &b->lengths, NULL, cp);
+    ocr_dev_scale_by_loss_scale(dl, dl32, d->state);
+    ocr_dev_step_record(d->state, &d->loss, &infeas);
+    OCR_TRY(ocr_model_backward(s->m));
+    ocr_fused_adam_step(d->fa, d->state, d->scaler);
+    if (stats->data && stats->bytes) ocr_dev_restore_if_inf(d->device, stats->data, d->bn.saved, stats->bytes, d->state);
+    return OCR_OK;
+}
+
+ocr_status_t step_run_device(StepCtx *s, const FeedDeviceBatch *b, double lr, step_mode_t *mode) {
+    StepDevice *d = s->dev;
+    OCR_ASSERT(d, "step_run_device before step_device_init");
+    OCR_ASSERT(b->count <= s->capacity, "batch of %d above the step capacity %d", b->count, s->capacity);
+    OCR_ASSERT(d->npend < STEP_SLOTS, "two steps in flight: collect one first");
+    AmpEngine *amp = s->amp;
+    int B = b->count, H = (int)b->images.shape[1], W = (int)b->images.shape[2], L = b->max_len;
+    *mode = STEP_EAGER;
+
+    // This step's inputs: lr, stochastic-rounding seed, dropout counter (pinned slot → device).
+    int k = d->in_next;
+    if (d->in_used[k] && ocr_cuda_event_synchronize(d->in_done[k])) return ocr_wrap_error(OCR_ERR_CUDA, "step inputs");
+    uint64_t model_step = ocr_model_get_step(s->m);
+    OcrDevStepInput *in = d->in_pinned[k];
+    in->lr = lr;
+    // The engine counts a step when its outcome is recorded: the one still in flight counts too.
+    in->sr_seed =
+        amp->cfg.stochastic_rounding ? amp_stochastic_round_seed(amp->cfg.seed, amp->step + d->npend) : 0;
+    in->dropout_step = model_step + 1;  // what the training forward of this step counts
+    if (ocr_cuda_memcpy_async(&d->state->in, in, sizeof *in, d->stream) || ocr_cuda_event_record(d->in_done[k], d->stream))
+        return ocr_wrap_error(OCR_ERR_CUDA, "step inputs");
+    d->in_used[k] = 1;
+    d->in_next = (k + 1) % STEP_SLOTS;
+
+    int same_graph = d->graph && B == d->gB && H == d->gH && W == d->gW && L == d->gL;
+    if (d->graph && !same_graph) step_invalidate_graph(s);
+    int warm = B == d->wB && H == d->wH && W == d->wW && L == d->wL;
+    if (same_graph) {
+        FeedDeviceBatch g;
+        copy_to_static(d, b, &g);
+        if (ocr_cuda_graph_launch(d->graph, d->stream)) return ocr_wrap_error(OCR_ERR_CUDA, "graph replay");
+        // What the eager forward does on the host: its step counter and op-call statistics.
+        ocr_model_set_step(s->m, model_step + 1);
+        amp_engine_after_forward(amp);
+        d->replays++;
+        *mode = STEP_REPLAYED;
+    } else if (d->graphs_allowed && warm) {
+        OCR_TRY(ensure_static_inputs(d, b, s->capacity));
+        FeedDeviceBatch g;
+        copy_to_static(d, b, &g);
+        // Captured with the model's dropout counter at 0; the kernels add the device's
+        // in.dropout_step (train_step.h), so every replay draws its own step's masks.
+        ocr_model_set_step(s->m, UINT64_MAX);
+        ocr_cuda_set_dropout_step_source(d->device, &d->state->in.dropout_step);
+        ocr_status_t st = OCR_OK;
+        ocr_graph_exec_t ge = NULL;
+        if (ocr_cuda_graph_capture_begin(d->stream)) {
+            st = ocr_wrap_error(OCR_ERR_CUDA, "graph capture");
+        } else {
+            st = enqueue_body(s, &g);
+            if (ocr_cuda_graph_capture_end(d->stream, &ge) && st == OCR_OK) st = ocr_wrap_error(OCR_ERR_CUDA, "graph capture");
+        }
+        ocr_cuda_set_dropout_step_source(d->device, NULL);
+        ocr_model_set_step(s->m, model_step + 1);
+        if (st == OCR_OK) st = ocr_cuda_graph_launch(ge, d->stream) ? ocr_wrap_error(OCR_ERR_CUDA, "graph launch") : OCR_OK;
+        if (st != OCR_OK) {
+            // Nothing of the failed capture ran: the step runs eagerly, and so do the next ones.
+            ocr_cuda_graph_destroy(ge);
+            ocr_log(OCR_LOG_WARN, "cuda graph: capture failed (%s); running eager launches", ocr_last_error());
+            d->graphs_allowed = 0;
+            ocr_model_set_step(s->m, model_step);
+            OCR_TRY(enqueue_body(s, b));
+        } else {
+            d->graph = ge;
+            d->gB = B, d->gH = H, d->gW = W, d->gL = L;
+            d->captures++;
+            *mode = STEP_CAPTURED;
+        }
+    } else {
+        OCR_TRY(enqueue_body(s, b));
+        d->wB = B, d->wH = H, d->wW = W, d->wL = L;
+    }
+
+    // The readback of this step: state, per-parameter flags and amax, one event.
+    int r = d->rb_next;
+    char *rb = d->rb_pinned[r];
+    size_t n = (size_t)d->nparams;
+    if (ocr_cuda_memcpy_async(rb, d->state, sizeof(OcrDevStep), d->stream) ||
+        ocr_cuda_memcpy_async(rb + sizeof(OcrDevStep), ocr_fused_adam_nonfinite(d->fa), n * sizeof(int), d->stream) ||
+        ocr_cuda_memcpy_async(rb + sizeof(OcrDevStep) + n * sizeof(int), ocr_fused_adam_amax_bits(d->fa),
+                              n * sizeof(unsigned), d->stream) ||
+        ocr_cuda_event_record(d->rb_done[r], d->stream))
+        return ocr_wrap_error(OCR_ERR_CUDA, "step readback");
+    d->npend++;
+    d->rb_next = (r + 1) % STEP_SLOTS;
+    return OCR_OK;
+}
+
+ocr_status_t step_collect(StepCtx *s, StepOutcome *out) {
+    StepDevice *d = s->dev;
+    memset(out, 0, sizeof *out);
+    OCR_ASSERT(d && d->npend > 0, "step_collect: no step in flight");
+    int r = (d->rb_next - d->npend + STEP_SLOTS) % STEP_SLOTS;  // the oldest
+    if (ocr_cuda_event_synchronize(d->rb_done[r])) return ocr_wrap_error(OCR_ERR_CUDA, "step readback");
+    d->npend--;
+    const char *rb = d->rb_pinned[r];
+    OcrDevStep st;
+    memcpy(&st, rb, sizeof st);
+    int n = d->nparams;
+    const int *nonfinite = (const int *)(rb + sizeof(OcrDevStep));
+    const unsigned *bits = (const unsigned *)(rb + sizeof(OcrDevStep) + (size_t)n * sizeof(int));
+    float *amax = malloc((size_t)(n ? n : 1) * sizeof *amax);
+    if (!amax) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    for (int i = 0; i < n; i++) memcpy(&amax[i], &bits[i], sizeof(float));
+    float host_scale = amp_engine_loss_scale(s->amp);
+    amp_engine_record_device_step(s->amp, st.found_inf, nonfinite, amax);
+    free(amax);
+    if (!st.found_inf) s->optim->updates++;
+    // The host mirror of the scaler must follow the device exactly (same state machine).
+    if (host_scale != st.scale_used || amp_engine_loss_scale(s->amp) != (s->amp->scaler.cfg.enabled ? st.scale : 1.0f) ||
+        s->optim->updates != st.updates)
+        return ocr_set_error(OCR_ERR_INTERNAL,
+                             "GPU step: host and device disagree (scale %g/%g, next %g/%g, updates %lld/%lld)",
+                             (double)host_scale, (double)st.scale_used, (double)amp_engine_loss_scale(s->amp),
+                             (double)st.scale, (long long)s->optim->updates, (long long)st.updates);
+    out->loss = st.loss;
+    out->grad_norm = st.found_inf ? NAN : st.grad_norm;
+    out->scale = st.scale_used;
+    out->skipped = st.found_inf;
+    out->infeasible = st.infeasible;
+    return OCR_OK;
+}
+
+#else  // no CUDA in this build
+
+struct StepDevice {
+    int unused;
+};
+
+static void step_device_free(StepCtx *s) {
+    free(s->dev);
+    s->dev = NULL;
+}
+
+ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
+    (void)s, (void)o;
+    return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
+}
+
+ocr_status_t step_run_device(StepCtx *s, const FeedDeviceBatch *b, double lr, step_mode_t *mode) {
+    (void)s, (void)b, (void)lr, (void)mode;
+    return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
+}
+
+int step_pending(const StepCtx *s) {
+    (void)s;
+    return 0;
+}
+
+ocr_status_t step_collect(StepCtx *s, StepOutcome *out) {
+    (void)s, (void)out;
+    return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
+}
+
+void step_invalidate_graph(StepCtx *s) { (void)s; }
+
+void step_graph_counts(const StepCtx *s, int64_t *captures, int64_t *replays) {
+    (void)s;
+    *captures = *replays = 0;
+}
+#endif

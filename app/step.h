@@ -8,9 +8,12 @@
 #include <stdint.h>
 
 #include "amp/engine.h"
+#include "app/feed.h"
 #include "app/optim.h"
 #include "core/tensor.h"
 #include "models/model.h"
+
+typedef struct StepDevice StepDevice;  // the GPU step's state (app/step.c)
 
 typedef struct {
     OcrModel *m;
@@ -23,6 +26,7 @@ typedef struct {
     int32_t *infeasible;
     OcrTensor *grad_views;
     OcrTensor **grads;
+    StepDevice *dev;  // NULL on the CPU (step_device_init)
 } StepCtx;
 
 typedef struct {
@@ -40,5 +44,40 @@ void step_ctx_free(StepCtx *s);
 // iteration's rate (per-parameter multipliers are applied inside).
 ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int32_t *lengths, int max_len, double lr,
                       StepOutcome *out);
+
+// ---- the GPU step --------------------------------------------------------------------------------
+// On a CUDA device a step is only enqueued: the model's device gets a compute stream of its own
+// (made current for the device), the loss scale, found-inf flag, Adam's counter and the step's
+// learning rate live in device memory (kernels/cuda/train_step.h), and the host reads each
+// step's outcome (loss, found-inf, scale, norm, per-parameter flags) through a pinned buffer and
+// an event, one step later. With cuda_graph on and a step shape (batch, height, width) seen on
+// the previous (eager) step, the whole step (forward, CTC, backward, fused optimizer, scale
+// update, BN restore) is captured once as a CUDA graph and replayed while the shape stays; a new
+// shape runs eagerly (and is captured on its second step). Graphs need the stochastic-rounding
+// seed and dropout offsets from device memory, which train_step.h provides; activation
+// statistics (Global.amp_activation_stats_every) keep a run eager.
+typedef struct {
+    int cuda_graph;        // Global.cuda_graph
+    int64_t max_updates;   // the schedule's iterations (bias-correction table; later steps still work)
+} StepDeviceOptions;
+
+typedef enum { STEP_EAGER = 0, STEP_CAPTURED, STEP_REPLAYED } step_mode_t;
+
+// After step_ctx_init, with the model, the AMP engine and the optimizer on one CUDA device.
+// OCR_ERR_UNSUPPORTED without CUDA in the build.
+ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o);
+// Enqueues one step on the device (nothing waits for it). At most two steps are in flight:
+// a third waits for the oldest one's readback first (collect it with step_collect before).
+ocr_status_t step_run_device(StepCtx *s, const FeedDeviceBatch *b, double lr, step_mode_t *mode);
+// Steps enqueued and not yet collected.
+int step_pending(const StepCtx *s);
+// Waits for the oldest pending step and returns its outcome; records it in the AMP engine
+// (statistics, skip bookkeeping, scaler mirror) and the optimizer's update counter.
+ocr_status_t step_collect(StepCtx *s, StepOutcome *out);
+// The captured graph refers to the activation arena and scratch of its shape: anything that
+// re-plans the model (an evaluation pass) must drop it; the next steps capture it again.
+void step_invalidate_graph(StepCtx *s);
+// Graph captures and replays so far (reports, tests).
+void step_graph_counts(const StepCtx *s, int64_t *captures, int64_t *replays);
 
 #endif

@@ -17,12 +17,11 @@
 #include "core/fileio.h"
 #include "core/timer.h"
 #include "models/model.h"
+#ifdef OCR_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 volatile sig_atomic_t train_stop_requested = 0;
-
-// Whether the model library runs networks on a CUDA device in this build. The models run on
-// the CPU backend only so far (ocr_model_forward refuses device tensors).
-#define APP_MODELS_ON_GPU 0
 
 void app_set_threads(int threads) {
     if (threads > 0) omp_set_num_threads(threads);
@@ -31,17 +30,58 @@ void app_set_threads(int threads) {
 ocr_status_t app_resolve_device(const char *name, char *resolved, size_t cap) {
     ocr_device_t d;
     ocr_status_t st = ocr_device_parse(name, &d);
-    if (st == OCR_ERR_NOT_FOUND) return st;
-    if (st != OCR_OK) return ocr_set_error(OCR_ERR_CONFIG, "Global.device: %s", ocr_last_error());
-    if (d.type == OCR_DEVICE_CUDA && !APP_MODELS_ON_GPU) {
-        if (strcmp(name, "auto") != 0)
-            return ocr_set_error(OCR_ERR_UNSUPPORTED, "Global.device %s: this build trains on the CPU only (the "
-                                 "CUDA model path is not available yet); use Global.device cpu or auto", name);
-        ocr_log(OCR_LOG_INFO, "a GPU is present, but this build trains on the CPU; using the CPU");
-        d = ocr_cpu();
+    if (st == OCR_ERR_NOT_FOUND) {
+#ifndef OCR_HAVE_CUDA
+        if (strcmp(name, "cpu") != 0)
+            return ocr_set_error(OCR_ERR_UNSUPPORTED, "Global.device %s: this build has no CUDA backend (build with "
+                                 "nvcc on PATH, or use Global.device cpu or auto)", name);
+#endif
+        return st;
     }
+    if (st != OCR_OK) return ocr_set_error(OCR_ERR_CONFIG, "Global.device: %s", ocr_last_error());
     ocr_device_name(d, resolved, (int)cap);
     return OCR_OK;
+}
+
+ocr_status_t app_device_prepare(const char *device, ocr_dtype_t amp_dtype, int allow_tf32, AppDeviceInfo *info) {
+    memset(info, 0, sizeof *info);
+    ocr_device_t d;
+    OCR_TRY(ocr_device_parse(device, &d));
+    if (d.type != OCR_DEVICE_CUDA) return OCR_OK;
+#ifdef OCR_HAVE_CUDA
+    OcrCudaDeviceInfo ci;
+    if (ocr_cuda_device_info(d.index, &ci)) return ocr_wrap_error(OCR_ERR_CUDA, "%s", device);
+    info->gpu = 1;
+    snprintf(info->name, sizeof info->name, "%s", ci.name);
+    info->cc_major = ci.major;
+    info->cc_minor = ci.minor;
+    info->multiprocessors = ci.multiprocessors;
+    info->total_memory = (int64_t)ci.total_memory;
+    info->free_memory_at_start = (int64_t)ci.free_memory;
+    info->driver_version = ci.driver_version;
+    info->runtime_version = ci.runtime_version;
+    ocr_cuda_library_versions(info->libraries, sizeof info->libraries);
+    int cc = ci.major * 10 + ci.minor;
+    if (amp_dtype == OCR_BF16 && cc < 80)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s (%s) has compute capability %d.%d; bfloat16 needs 8.0 "
+                             "(Ampere) or newer. Use Global.amp_dtype float16, or train in FP32", device, ci.name,
+                             ci.major, ci.minor);
+    if (amp_dtype == OCR_F16 && cc < 70) {
+        snprintf(info->note, sizeof info->note, "compute capability %d.%d has no tensor cores: float16 brings little "
+                 "speed here (memory savings remain)", ci.major, ci.minor);
+        ocr_log(OCR_LOG_WARN, "%s (%s): %s", device, ci.name, info->note);
+    }
+    ocr_cuda_set_allow_tf32(allow_tf32);
+    info->allow_tf32 = allow_tf32;
+    if (amp_dtype == OCR_F32)
+        snprintf(info->note, sizeof info->note, "FP32 %s", allow_tf32 ? "with TF32 tensor cores (Global.allow_tf32)"
+                                                                       : "is true FP32 (TF32 off)");
+    if (ocr_cuda_set_device(d.index)) return ocr_wrap_error(OCR_ERR_CUDA, "%s", device);
+    return OCR_OK;
+#else
+    (void)amp_dtype, (void)allow_tf32;
+    return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s: this build has no CUDA backend", device);
+#endif
 }
 
 void train_result_free(TrainResult *r) {
@@ -67,6 +107,8 @@ typedef struct {
     int optim_ok;
     FeedBatch batch;
     OcrTensor images;
+    ocr_device_t device;
+    FeedUpload *up;  // GPU: batch uploads
     StepCtx step;
     int step_ok;
     FILE *metrics;
@@ -163,6 +205,8 @@ static ocr_status_t setup(Trainer *t) {
     TrainResult *res = t->res;
     char dev[32];
     OCR_TRY(app_resolve_device(rc->device_name, dev, sizeof dev));
+    OCR_TRY(ocr_device_parse(dev, &t->device));
+    snprintf(res->device, sizeof res->device, "%s", dev);
     app_set_threads(rc->threads);
 
     OCR_TRY(ocr_dict_load(&t->dict, rc->dict_path, rc->use_space_char));
@@ -213,6 +257,16 @@ static ocr_status_t setup(Trainer *t) {
     // AMP: the policy goes onto the op table before the first plan; O2 creates the masters.
     AmpConfig ac;
     OCR_TRY(amp_config_from_config(&ac, cfg));
+    if (t->device.type == OCR_DEVICE_CUDA) {
+        // Weights were loaded on the host; the model moves before the engine makes its copies.
+        ocr_dtype_t want = ac.policy.level == OCR_AMP_O0 ? OCR_F32 : ac.policy.dtype;
+        ocr_status_t st = app_device_prepare(dev, want, rc->allow_tf32, &res->device_info);
+        if (st == OCR_OK) st = ocr_model_to_device(t->m, t->device);
+        if (st != OCR_OK) {
+            amp_config_free(&ac);
+            return st;
+        }
+    }
     amp_engine_init(&t->amp, &ac);
     t->amp_ok = 1;
     OCR_TRY(amp_engine_attach(&t->amp, ocr_model_ops(t->m), ocr_model_params(t->m), ocr_model_stats(t->m)));
@@ -250,9 +304,17 @@ static ocr_status_t setup(Trainer *t) {
     // Buffers of one step.
     // Room for the largest batch of any scale.
     int B = t->train.max_batch, H = t->train.max_height, W = t->train.max_width, C = t->train.channels;
-    OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
     OCR_TRY(step_ctx_init(&t->step, t->m, &t->amp, &t->optim, B, rc->use_focal_loss));
     t->step_ok = 1;
+    if (t->device.type == OCR_DEVICE_CPU) {
+        OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
+    } else {
+        // The step's compute stream first: the uploads order themselves against it.
+        StepDeviceOptions so = {rc->cuda_graph, t->total_iters};
+        OCR_TRY(step_device_init(&t->step, &so));
+        OCR_TRY(feed_upload_open(&t->up, t->device, B, H, W, C, t->train.max_len));
+        res->pinned_bytes = (int64_t)feed_upload_pinned_bytes(t->up);
+    }
     t->loss_window = calloc((size_t)rc->log_smooth_window, sizeof *t->loss_window);
     if (!t->loss_window) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
 
@@ -289,6 +351,7 @@ static ocr_status_t setup(Trainer *t) {
 static void cleanup(Trainer *t) {
     if (t->metrics) fclose(t->metrics);
     free(t->loss_window);
+    feed_upload_close(t->up);
     if (t->step_ok) step_ctx_free(&t->step);
     ocr_tensor_free(&t->images);
     if (t->optim_ok) optim_free(&t->optim);
@@ -298,6 +361,11 @@ static void cleanup(Trainer *t) {
     if (t->train_ok) feed_close(&t->train);
     if (t->dict_ok) ocr_dict_free(&t->dict);
     ocr_workspace_release();
+#ifdef OCR_HAVE_CUDA
+    // Each run (compare runs several) starts with the device's scratch and library workspaces
+    // released, so its peak is its own; the cuDNN algorithm choices stay (same bits per run).
+    if (t->device.type == OCR_DEVICE_CUDA) ocr_cuda_release_buffers();
+#endif
 }
 
 // ---- one step ------------------------------------------------------------------------------------
@@ -378,7 +446,8 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
     cJSON_Delete(o);
 }
 
-static void progress_line(Trainer *t, const StepRecord *r, double avg, double sps, double eta, int last) {
+static void progress_line(Trainer *t, const StepRecord *r, double avg, double sps, double eta, int last,
+                          int64_t in_epoch) {
     FILE *f = t->opt->progress;
     if (!f) return;
     int tty = isatty(fileno(f));
@@ -386,7 +455,6 @@ static void progress_line(Trainer *t, const StepRecord *r, double avg, double sp
     if (!tty && !last && it % t->rc->print_batch_step != 0) return;
     char e[32];
     fmt_duration(eta, e, sizeof e);
-    int64_t in_epoch = t->train.next_batch;
     fprintf(f, "%s%s%s%sepoch %lld/%lld  step %lld/%lld  loss %.4f  lr %.6f  scale %g  %.1f samples/s  ETA %s%s",
             tty ? "\r\033[K" : "", t->opt->label ? "[" : "", t->opt->label ? t->opt->label : "",
             t->opt->label ? "] " : "", (long long)t->train.epoch + 1, (long long)t->rc->epoch_num,
@@ -400,7 +468,7 @@ static void progress_line(Trainer *t, const StepRecord *r, double avg, double sp
 // what a training step needs): the peaks of the training segments are merged around each
 // evaluation, and the peak restarts after it.
 static void merge_training_peak(Trainer *t) {
-    OcrMemStats s = ocr_mem_stats(ocr_cpu());
+    OcrMemStats s = ocr_mem_stats(t->device);
     OcrMemStats *m = &t->res->memory;
     for (int c = 0; c < OCR_MEM_CATEGORY_COUNT; c++)
         if (s.peak[c] > m->peak[c]) m->peak[c] = s.peak[c];
@@ -411,7 +479,9 @@ static ocr_status_t evaluate_now(Trainer *t, EvalResult *er) {
     merge_training_peak(t);
     RecMetricOptions mo = {t->rc->ignore_space, t->rc->is_filter};
     ocr_status_t st = evaluate(t->m, &t->eval, &t->dict, mo, er);
-    ocr_mem_reset_peak(ocr_cpu());
+    // The evaluation re-planned the activation arena: a captured training step is stale.
+    step_invalidate_graph(&t->step);
+    ocr_mem_reset_peak(t->device);
     return st;
 }
 
@@ -512,8 +582,122 @@ static void summarize(Trainer *t) {
 
 // ---- the loop ------------------------------------------------------------------------------------------
 
-static ocr_status_t loop(Trainer *t) {
+// The bookkeeping of one finished step (CPU: at once; GPU: when its outcome is read back).
+static ocr_status_t record_step(Trainer *t, StepRecord *rec, int count, int ninf, int64_t in_epoch, int64_t stop,
+                                double *ema) {
+    TrainResult *res = t->res;
+    res->infeasible_samples += ninf;
+    OCR_TRY(push_step(res, rec));
+    t->st.last_loss = rec->loss;
+    *ema = *ema == 0 ? rec->step_seconds : 0.9 * *ema + 0.1 * rec->step_seconds;
+    double sps = rec->step_seconds > 0 ? count / rec->step_seconds : 0;
+    double avg = smoothed_loss(t, rec->loss);
+    write_step_json(t, rec, avg, sps, count, ninf);
+    int64_t done = rec->iter + 1;
+    progress_line(t, rec, avg, sps, *ema * (double)(stop - done), done == stop, in_epoch);
+    return OCR_OK;
+}
+
+// What the GPU loop remembers of a step in flight.
+typedef struct {
+    int64_t iter, in_epoch;
+    float lr;
+    int count;
+} Inflight;
+
+static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, double *ema, double *t_last) {
+    StepOutcome o;
+    OCR_TRY(step_collect(&t->step, &o));
+    double now = ocr_now_seconds();
+    StepRecord rec;
+    rec.iter = q[0].iter;
+    rec.loss = (float)o.loss;
+    rec.lr = q[0].lr;
+    rec.scale = o.scale;
+    rec.skipped = o.skipped;
+    rec.grad_norm = (float)o.grad_norm;
+    // Steady state: one step per interval between readbacks (the device's step time).
+    rec.step_seconds = (float)(now - *t_last);
+    *t_last = now;
+    Inflight done = q[0];
+    for (int i = 1; i < *nq; i++) q[i - 1] = q[i];
+    (*nq)--;
+    return record_step(t, &rec, done.count, o.infeasible, done.in_epoch, stop, ema);
+}
+
+static ocr_status_t drain(Trainer *t, Inflight *q, int *nq, int64_t stop, double *ema, double *t_last) {
+    while (*nq > 0) OCR_TRY(collect_one(t, q, nq, stop, ema, t_last));
+    return OCR_OK;
+}
+
+// After a step (CPU) or after draining the steps in flight (GPU): evaluation, epoch end,
+// checkpoints.
+static ocr_status_t after_iteration(Trainer *t) {
     const RunConfig *rc = t->rc;
+    int64_t g = t->st.iter;
+    if (rc->eval_every > 0 && g > rc->eval_start && (g - rc->eval_start) % rc->eval_every == 0) OCR_TRY(run_eval(t));
+    if (t->train.next_batch >= t->steps_per_epoch) {
+        // End of an epoch: the next batch is the first of the following one.
+        int64_t done = t->train.epoch + 1;
+        OCR_TRY(feed_seek(&t->train, done, 0));
+        if (rc->eval_every == 0) OCR_TRY(run_eval(t));
+        OCR_TRY(save_checkpoint(t, "latest"));
+        if (rc->save_epoch_step > 0 && done % rc->save_epoch_step == 0) {
+            char name[64];
+            snprintf(name, sizeof name, "iter_epoch_%lld", (long long)done);
+            OCR_TRY(save_checkpoint(t, name));
+        }
+    }
+    fflush(t->metrics);
+    return OCR_OK;
+}
+
+// The GPU loop: step n+1 is enqueued before step n's outcome is read, so the host prepares and
+// uploads the next batch while the device computes. Everything that reads training state
+// (evaluation, checkpoints, the end) first drains the steps in flight.
+static ocr_status_t loop_gpu(Trainer *t, int64_t stop, double *ema) {
+    const RunConfig *rc = t->rc;
+    Inflight q[2];
+    int nq = 0;
+    double t_last = ocr_now_seconds();
+    while (t->st.iter < stop && !train_stop_requested) {
+        int end;
+        OCR_TRY(feed_next(&t->train, &t->batch, &end));
+        if (end) continue;
+        FeedDeviceBatch db;
+        OCR_TRY(feed_upload(t->up, &t->batch, &db));
+        double lr = lr_at(&rc->optim.lr, t->st.iter, t->steps_per_epoch, rc->epoch_num) * t->res->lr_scale;
+        if (nq == 2) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
+        if (nq == 0) t_last = ocr_now_seconds();
+        step_mode_t mode;
+        OCR_TRY(step_run_device(&t->step, &db, lr, &mode));
+        feed_upload_consumed(t->up);
+        q[nq++] = (Inflight){t->st.iter, t->train.next_batch, (float)lr, db.count};
+        t->st.iter++;
+        if (nq == 2) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
+        int64_t g = t->st.iter;
+        int boundary = (rc->eval_every > 0 && g > rc->eval_start && (g - rc->eval_start) % rc->eval_every == 0) ||
+                       t->train.next_batch >= t->steps_per_epoch || g == stop;
+        if (boundary) {
+            OCR_TRY(drain(t, q, &nq, stop, ema, &t_last));
+            OCR_TRY(after_iteration(t));
+            t_last = ocr_now_seconds();
+        }
+    }
+    OCR_TRY(drain(t, q, &nq, stop, ema, &t_last));
+    step_graph_counts(&t->step, &t->res->graph_captures, &t->res->graph_replays);
+    t->res->cuda_graph = t->res->graph_replays > 0;
+    // The tracker against the runtime, at the end of training (before evaluation buffers).
+    t->res->device_tracked_bytes = ocr_mem_stats(t->device).current_total;
+#ifdef OCR_HAVE_CUDA
+    OcrCudaDeviceInfo ci;
+    if (ocr_cuda_device_info(t->device.index, &ci) == 0)
+        t->res->device_runtime_used = (int64_t)ci.total_memory - (int64_t)ci.free_memory;
+#endif
+    return OCR_OK;
+}
+
+static ocr_status_t loop(Trainer *t) {
     TrainResult *res = t->res;
     int64_t stop = t->total_iters;
     if (t->opt->max_iters > 0 && t->opt->max_iters < stop) stop = t->opt->max_iters;
@@ -521,42 +705,23 @@ static ocr_status_t loop(Trainer *t) {
     double ema = 0;
     // Training memory is measured from here: the set-up's transients (an O2 conversion holds
     // both copies of the parameters for a moment) are not what a step needs.
-    ocr_mem_reset_peak(ocr_cpu());
-    while (t->st.iter < stop && !train_stop_requested) {
-        double t0 = ocr_now_seconds();
-        int end;
-        OCR_TRY(feed_next(&t->train, &t->batch, &end));
-        if (end) continue;  // the feed moved to the next epoch
-        StepRecord rec;
-        int ninf = 0;
-        OCR_TRY(train_step(t, &rec, &ninf));
-        rec.step_seconds = (float)(ocr_now_seconds() - t0);
-        res->infeasible_samples += ninf;
-        OCR_TRY(push_step(res, &rec));
-        t->st.iter++;
-        t->st.last_loss = rec.loss;
-        ema = ema == 0 ? rec.step_seconds : 0.9 * ema + 0.1 * rec.step_seconds;
-        double sps = rec.step_seconds > 0 ? t->batch.count / rec.step_seconds : 0;
-        double avg = smoothed_loss(t, rec.loss);
-        write_step_json(t, &rec, avg, sps, t->batch.count, ninf);
-        progress_line(t, &rec, avg, sps, ema * (double)(stop - t->st.iter), t->st.iter == stop);
-
-        int64_t g = t->st.iter;
-        if (rc->eval_every > 0 && g > rc->eval_start && (g - rc->eval_start) % rc->eval_every == 0)
-            OCR_TRY(run_eval(t));
-        if (t->train.next_batch >= t->steps_per_epoch) {
-            // End of an epoch: the next batch is the first of the following one.
-            int64_t done = t->train.epoch + 1;
-            OCR_TRY(feed_seek(&t->train, done, 0));
-            if (rc->eval_every == 0) OCR_TRY(run_eval(t));
-            OCR_TRY(save_checkpoint(t, "latest"));
-            if (rc->save_epoch_step > 0 && done % rc->save_epoch_step == 0) {
-                char name[64];
-                snprintf(name, sizeof name, "iter_epoch_%lld", (long long)done);
-                OCR_TRY(save_checkpoint(t, name));
-            }
+    ocr_mem_reset_peak(t->device);
+    if (t->device.type == OCR_DEVICE_CUDA) {
+        OCR_TRY(loop_gpu(t, stop, &ema));
+    } else {
+        while (t->st.iter < stop && !train_stop_requested) {
+            double t0 = ocr_now_seconds();
+            int end;
+            OCR_TRY(feed_next(&t->train, &t->batch, &end));
+            if (end) continue;  // the feed moved to the next epoch
+            StepRecord rec;
+            int ninf = 0;
+            OCR_TRY(train_step(t, &rec, &ninf));
+            rec.step_seconds = (float)(ocr_now_seconds() - t0);
+            t->st.iter++;
+            OCR_TRY(record_step(t, &rec, t->batch.count, ninf, t->train.next_batch, stop, &ema));
+            OCR_TRY(after_iteration(t));
         }
-        fflush(t->metrics);
     }
     res->train_seconds = ocr_now_seconds() - t_start;
     // A stop inside an epoch (--max-steps, Ctrl-C) leaves a resumable checkpoint.
@@ -585,6 +750,7 @@ ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOpt
     t.res = res;
     ocr_workspace_release();
     ocr_mem_reset_peak(ocr_cpu());
+    t.device = ocr_cpu();
     ocr_status_t st = setup(&t);
     if (st == OCR_OK) {
         st = loop(&t);

@@ -18,6 +18,7 @@
 #include "app/run_config.h"
 #include "core/config.h"
 #include "core/memory.h"
+#include "core/tensor.h"
 
 typedef struct {
     const char *label;     // shown in the progress line ("fp32", "fp16-o2"); NULL: none
@@ -43,6 +44,19 @@ typedef struct {
 } EvalRecord;
 
 #define TRAIN_MAX_OVERFLOW_LAYERS 16
+
+// The device a run used, for reports (app_device_prepare).
+typedef struct {
+    int gpu;                 // 1: a CUDA device (the fields below are filled)
+    char name[256];
+    int cc_major, cc_minor;
+    int multiprocessors;
+    int64_t total_memory, free_memory_at_start;
+    int driver_version, runtime_version;
+    char libraries[256];     // loaded cuBLAS / cuDNN versions
+    int allow_tf32;          // f32 GEMMs/convolutions on TF32 tensor cores (Global.allow_tf32)
+    char note[256];          // a precision warning for this GPU ("" when none)
+} AppDeviceInfo;
 
 typedef struct {
     // configuration of the run
@@ -75,6 +89,15 @@ typedef struct {
     int64_t eval_samples;
     double best_acc;
     int64_t best_iter;
+    // the device
+    char device[32];             // "cpu", "cuda:0"
+    AppDeviceInfo device_info;
+    int64_t device_tracked_bytes;   // tracked allocations on the device at the end of training
+    int64_t device_runtime_used;    // cudaMemGetInfo total − free at the same moment (context and
+                                    // libraries included; the cross-check of the tracker)
+    int64_t pinned_bytes;           // page-locked host buffers of the batch upload
+    int cuda_graph;                 // the step was captured and replayed
+    int64_t graph_captures, graph_replays;
 } TrainResult;
 
 void train_result_free(TrainResult *r);
@@ -85,8 +108,15 @@ ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOpt
 
 // Sets OpenMP threads from Global.threads (0: leave the default).
 void app_set_threads(int threads);
-// Resolves Global.device for this build: "auto" falls back to the CPU (with a note) when the
-// models cannot run on a GPU yet; an explicit GPU request is then OCR_ERR_UNSUPPORTED.
+// Resolves Global.device: "cpu", "gpu" / "cuda" (cuda:0), "cuda:N", "auto" (cuda:0 when this
+// build has CUDA and a GPU is usable, else the CPU). A GPU asked for explicitly and not usable
+// is OCR_ERR_NOT_FOUND (no GPU) or OCR_ERR_UNSUPPORTED (no CUDA in this build).
 ocr_status_t app_resolve_device(const char *name, char *resolved, size_t cap);
+// Prepares a CUDA device for a run at the given precision and describes it: makes it current,
+// applies Global.allow_tf32, refuses bfloat16 below compute capability 8.0
+// (OCR_ERR_UNSUPPORTED with a message) and notes that float16 brings little speed below 7.0
+// (no tensor cores; logged as a warning and kept in info->note). On the CPU: info->gpu = 0.
+// amp_dtype: OCR_F32 for an FP32 run.
+ocr_status_t app_device_prepare(const char *device, ocr_dtype_t amp_dtype, int allow_tf32, AppDeviceInfo *info);
 
 #endif

@@ -8,11 +8,16 @@
 #   scripts/device-check.sh run    # THERE: unpacks the bundle (or, without one, tries to build
 #                                  # from source), puts the PyTorch installation's CUDA 13
 #                                  # libraries (site-packages/nvidia/*/lib) on LD_LIBRARY_PATH,
-#                                  # runs every GPU test with a timeout and writes
-#                                  # $OUT/summary.txt and $OUT/gpu-tests.log
+#                                  # runs every GPU test with a timeout, then the training
+#                                  # benchmark (bench_train_gpu) and `ocrtrain compare` on the
+#                                  # demo config, and writes $OUT/summary.txt (one file with
+#                                  # every verdict and the benchmark table), $OUT/gpu-tests.log,
+#                                  # $OUT/bench.txt, $OUT/bench.jsonl and $OUT/compare/
 #
 # Environment: OUT (results folder, default ./device-check-out), BUILD_DIR (default
-# build-device), TEST_TIMEOUT (seconds per test, default 180), CUDA_ARCHS (default 90).
+# build-device), TEST_TIMEOUT (seconds per test, default 180; gpu_train gets 3x), CUDA_ARCHS
+# (default 90), BENCH_TIMEOUT (default 420 s), BENCH_ARGS (extra bench_train_gpu arguments),
+# COMPARE_TIMEOUT (default 300 s), SKIP_BENCH=1 / SKIP_COMPARE=1 to leave those out.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
@@ -25,6 +30,10 @@ OUT=${OUT:-$ROOT/device-check-out}
 log() { printf '[device-check] %s\n' "$*" >&2; }
 
 gpu_targets() { ls "$ROOT"/tests/gpu/test_*.c | sed 's|.*/test_\(.*\)\.c|gpu_\1|'; }
+# Programs besides the tests: the CLI (compare, synth) and the training benchmark.
+tool_targets() { echo ocrtrain bench_train_gpu; }
+BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}
+COMPARE_TIMEOUT=${COMPARE_TIMEOUT:-300}
 
 configure_and_build() {  # $1: build dir, rest: extra cmake args
     local dir=$1
@@ -33,7 +42,7 @@ configure_and_build() {  # $1: build dir, rest: extra cmake args
         -DCMAKE_CUDA_ARCHITECTURES="$CUDA_ARCHS" "$@" >"$dir.configure.log" 2>&1 ||
         { tail -20 "$dir.configure.log" >&2; return 1; }
     # shellcheck disable=SC2046
-    timeout 1500 cmake --build "$dir" -j"$(nproc)" --target $(gpu_targets) >"$dir.build.log" 2>&1 ||
+    timeout 1500 cmake --build "$dir" -j"$(nproc)" --target $(gpu_targets) $(tool_targets) >"$dir.build.log" 2>&1 ||
         { grep -E 'error|Error' "$dir.build.log" | head -20 >&2; return 1; }
 }
 
@@ -45,8 +54,13 @@ pack() {
     local stage="$BUILD_DIR/bundle"
     rm -rf "$stage" "$BUNDLE"
     mkdir -p "$stage/bin" "$stage/lib"
-    for t in $(gpu_targets); do
+    for t in $(gpu_targets) $(tool_targets); do
         cp "$BUILD_DIR/$t" "$stage/bin/" && strip --strip-unneeded "$stage/bin/$t" 2>/dev/null
+    done
+    # The demo's synthetic receipts need fonts; the GPU machine may have none installed.
+    mkdir -p "$stage/fonts"
+    for f in DejaVuSansMono.ttf DejaVuSansMono-Bold.ttf DejaVuSans.ttf; do
+        [ -f "/usr/share/fonts/truetype/dejavu/$f" ] && cp -L "/usr/share/fonts/truetype/dejavu/$f" "$stage/fonts/"
     done
     # Every shared library the tests load, except what the target machine brings: the C
     # runtime and libstdc++ (newer there), the driver (libcuda) and the CUDA libraries that come
@@ -60,7 +74,7 @@ pack() {
         esac
     done
     git -C "$ROOT" rev-parse HEAD >"$stage/COMMIT" 2>/dev/null || echo unknown >"$stage/COMMIT"
-    (cd "$ROOT" && git status --short -- kernels tests/gpu) >"$stage/DIRTY" 2>/dev/null || true
+    (cd "$ROOT" && git status --short -- kernels tests/gpu amp models app bench) >"$stage/DIRTY" 2>/dev/null || true
     tar -C "$BUILD_DIR" -cJf "$BUNDLE" bundle
     log "packed $(du -h "$BUNDLE" | cut -f1) into $BUNDLE ($(ls "$stage/bin" | wc -l) tests, $(ls "$stage/lib" | wc -l) libraries)"
     log "on the GPU machine: carry $BUNDLE and run: bash scripts/device-check.sh run"
@@ -153,9 +167,10 @@ run() {
             fail=$((fail + 1))
             continue
         fi
-        local start end rc status out
+        local start end rc status out limit=$TEST_TIMEOUT
+        [ "$t" = gpu_train ] && limit=$((3 * TEST_TIMEOUT))
         start=$(date +%s.%N)
-        out=$(cd /tmp && timeout "$TEST_TIMEOUT" "$exe" 2>&1)
+        out=$(cd /tmp && timeout "$limit" "$exe" 2>&1)
         rc=$?
         end=$(date +%s.%N)
         if [ $rc -eq 124 ]; then
@@ -184,6 +199,66 @@ run() {
             fi
         fi
     done
+    # ---- the training benchmark and the FP32-vs-AMP report on the demo config ----
+    local extra_fail=0
+    if [ "${SKIP_BENCH:-0}" != 1 ]; then
+        if [ -x "$bindir/bench_train_gpu" ]; then
+            echo >>"$summary"
+            BENCH_ARGS=${BENCH_ARGS:---iters 12 --warmup 2}
+            echo "benchmark: bench_train_gpu ${BENCH_ARGS} (samples/s, median step, tracked peak)" >>"$summary"
+            # shellcheck disable=SC2086
+            (cd "$ROOT" && timeout "$BENCH_TIMEOUT" "$bindir/bench_train_gpu" --json "$OUT/bench.jsonl" ${BENCH_ARGS:-}) \
+                >"$OUT/bench.txt" 2>&1
+            local brc=$?
+            cat "$OUT/bench.txt" >>"$summary"
+            if [ $brc -ne 0 ]; then
+                echo "bench_train_gpu: FAIL (exit $brc$([ $brc -eq 124 ] && echo ', timeout'))" >>"$summary"
+                extra_fail=$((extra_fail + 1))
+            fi
+        else
+            echo "bench_train_gpu: MISSING" >>"$summary"
+            extra_fail=$((extra_fail + 1))
+        fi
+    fi
+    if [ "${SKIP_COMPARE:-0}" != 1 ]; then
+        echo >>"$summary"
+        if [ -x "$bindir/ocrtrain" ]; then
+            local data=/tmp/ocr-device-receipts fontdir=""
+            [ -d "$(dirname "$bindir")/fonts" ] && fontdir="$(dirname "$bindir")/fonts"
+            local font_args=()
+            [ -n "$fontdir" ] && [ -n "$(ls "$fontdir" 2>/dev/null)" ] && font_args=(--font-dir "$fontdir")
+            rm -rf "$data"
+            if "$bindir/ocrtrain" synth --style receipt --count 6000 --seed 1 "${font_args[@]}" --out "$data/train" \
+                    >>"$full" 2>&1 &&
+               "$bindir/ocrtrain" synth --style receipt --count 600 --seed 2 "${font_args[@]}" --out "$data/eval" \
+                    >>"$full" 2>&1; then
+                local crc
+                (cd "$ROOT" && timeout "$COMPARE_TIMEOUT" "$bindir/ocrtrain" compare -c configs/demo_gpu.json \
+                    --out "$OUT/compare" -o Global.device=gpu Global.epoch_num=2 Global.eval_batch_step=[0,0] \
+                    Train.dataset.data_dir="$data/train" "Train.dataset.label_file_list=[\"$data/train/labels.txt\"]" \
+                    Eval.dataset.data_dir="$data/eval" "Eval.dataset.label_file_list=[\"$data/eval/labels.txt\"]" \
+                    Global.save_model_dir="$OUT/compare/train") >"$OUT/compare.log" 2>&1
+                crc=$?
+                cat "$OUT/compare.log" >>"$full"
+                if [ $crc -eq 0 ] || [ $crc -eq 3 ]; then
+                    echo "compare (configs/demo_gpu.json, 2 epochs of 6000 synthetic receipt lines): OK (exit $crc)" >>"$summary"
+                    grep -E '^\| (fp32|fp16|bf16)' "$OUT/compare/report.md" 2>/dev/null | head -8 >>"$summary"
+                    grep -E '^- (GPU|fp32|fp16|bf16)' "$OUT/compare/report.md" 2>/dev/null | head -8 >>"$summary"
+                else
+                    echo "compare: FAIL (exit $crc; see compare.log)" >>"$summary"
+                    tail -5 "$OUT/compare.log" >>"$summary"
+                    extra_fail=$((extra_fail + 1))
+                fi
+            else
+                echo "compare: NOT RUN (ocrtrain synth failed: fonts? see gpu-tests.log)" >>"$summary"
+                extra_fail=$((extra_fail + 1))
+            fi
+        else
+            echo "compare: ocrtrain MISSING" >>"$summary"
+            extra_fail=$((extra_fail + 1))
+        fi
+    fi
+    fail=$((fail + extra_fail))
     {
         echo
         echo "result: $pass passed, $fail failed, $skip skipped (a skipped check did not run: no GPU seen?)"

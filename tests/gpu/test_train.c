@@ -1,0 +1,293 @@
+// Training on the GPU end to end (app/trainer.c, app/step.c, kernels/cuda/train_step.cu): a short
+// run on the GPU follows the CPU run's loss curve (FP32 closely, FP16-O2 loosely); a replayed CUDA
+// graph equals eager launches bit for bit (dropout included); the model's forward on the GPU
+// equals the CPU's; a run resumed on the GPU continues the uninterrupted one. Skips (and passes)
+// without CUDA in the build or without a usable GPU.
+#include <check.h>
+#include <cjson/cJSON.h>
+#include <math.h>
+
+#include "app/commands.h"
+#include "app/run_config.h"
+#include "app/trainer.h"
+#include "core/fileio.h"
+#include "models/model.h"
+#include "tests/app/app_test_util.h"
+#include "tests/gpu/gpu_test.h"
+
+#ifdef OCR_HAVE_CUDA
+
+static char *g_dir;
+static char g_cfg[512];
+
+static void setup_data(void) {
+    g_dir = at_tmpdir();
+    at_make_digits(g_dir, "train", 64, 3, 11);
+    at_make_digits(g_dir, "eval", 16, 3, 12);
+    snprintf(g_cfg, sizeof g_cfg, "%s/cfg.json", g_dir);
+    at_write_config(g_cfg, g_dir, 64, 8, "\"epoch_num\": 2,");
+}
+
+// The training losses of a metrics.jsonl (NULL entries, skipped steps, read as NaN).
+static double *read_losses(const char *dir, int *n) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    char *text;
+    size_t size;
+    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
+    double *v = malloc(4096 * sizeof *v);
+    *n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        ck_assert(o != NULL);
+        const cJSON *l = cJSON_GetObjectItem(o, "loss");
+        if (l && *n < 4096) v[(*n)++] = cJSON_IsNumber(l) ? l->valuedouble : NAN;
+        cJSON_Delete(o);
+    }
+    free(text);
+    return v;
+}
+
+// Runs `train` in-process on the config with extra arguments into dir/<tag>.
+static void run_train(const char *tag, const char *const *extra, char *out, size_t cap) {
+    snprintf(out, cap, "%s/%s", g_dir, tag);
+    char ov[700];
+    snprintf(ov, sizeof ov, "Global.save_model_dir=%s", out);
+    const char *args[40];
+    int n = 0;
+    const char *base[] = {"train", "-c", g_cfg, "-o", ov, NULL};
+    for (int i = 0; base[i]; i++) args[n++] = base[i];
+    for (int i = 0; extra && extra[i]; i++) args[n++] = extra[i];
+    args[n] = NULL;
+    ck_assert_msg(at_run(cmd_train, args) == 0, "%s: train failed", tag);
+}
+
+// Loss curves of two runs: the first `strict` steps within rel_strict, every step within rel_all.
+static void compare_curves(const char *what, const char *a_dir, const char *b_dir, int strict, double rel_strict,
+                           double rel_all) {
+    int na, nb;
+    double *a = read_losses(a_dir, &na), *b = read_losses(b_dir, &nb);
+    ck_assert_int_eq(na, nb);
+    ck_assert_int_gt(na, 8);
+    double worst = 0;
+    for (int i = 0; i < na; i++) {
+        ck_assert_msg(isfinite(a[i]) && isfinite(b[i]), "%s: step %d loss %g / %g", what, i + 1, a[i], b[i]);
+        double rel = fabs(a[i] - b[i]) / fmax(fabs(a[i]), 1e-3);
+        if (rel > worst) worst = rel;
+        ck_assert_msg(rel <= (i < strict ? rel_strict : rel_all), "%s: step %d loss %.7g (CPU) vs %.7g (GPU)", what,
+                      i + 1, a[i], b[i]);
+    }
+    printf("%s: %d steps, worst relative loss difference %.3g\n", what, na, worst);
+    free(a);
+    free(b);
+}
+
+START_TEST(test_fp32_curve_matches_cpu) {
+    if (!gpu_available("gpu_train")) return;
+    char cpu[600], gpu[600];
+    const char *c[] = {"-o", "Global.device=cpu", NULL};
+    const char *g[] = {"-o", "Global.device=cuda:0", "Global.cuda_graph=false", NULL};
+    run_train("fp32_cpu", c, cpu, sizeof cpu);
+    run_train("fp32_gpu", g, gpu, sizeof gpu);
+    // The same function on both: reductions differ in order only (fp32 ulps that grow slowly).
+    compare_curves("fp32 GPU vs CPU", cpu, gpu, 4, 1e-4, 2e-2);
+}
+END_TEST
+
+START_TEST(test_fp16_o2_curve_matches_cpu) {
+    if (!gpu_available("gpu_train")) return;
+    char cpu[600], gpu[600];
+    const char *c[] = {"--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16", "-o", "Global.device=cpu",
+                       NULL};
+    const char *g[] = {"--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16", "-o",
+                       "Global.device=cuda:0", NULL};
+    run_train("fp16_cpu", c, cpu, sizeof cpu);
+    run_train("fp16_gpu", g, gpu, sizeof gpu);
+    // f16 roundings after different summation orders: loosely.
+    compare_curves("fp16-O2 GPU vs CPU", cpu, gpu, 4, 5e-3, 1e-1);
+}
+END_TEST
+
+// The whole step as a graph replays exactly what eager launches compute, dropout masks included
+// (train_step.h's device-side dropout counter).
+static void graph_case(const char *tag, const char *const *amp) {
+    const char *args_e[16], *args_g[16];
+    int n = 0;
+    for (int i = 0; amp && amp[i]; i++) args_e[n] = args_g[n] = amp[i], n++;
+    const char *tail_e[] = {"-o", "Global.device=cuda:0", "Global.cuda_graph=false",
+                            "Architecture.Neck.drop_rate=0.2", "Architecture.Neck.attn_drop_rate=0.2", NULL};
+    const char *tail_g[] = {"-o", "Global.device=cuda:0", "Global.cuda_graph=true",
+                            "Architecture.Neck.drop_rate=0.2", "Architecture.Neck.attn_drop_rate=0.2", NULL};
+    int m = n;
+    for (int i = 0; tail_e[i]; i++) args_e[m++] = tail_e[i];
+    args_e[m] = NULL;
+    m = n;
+    for (int i = 0; tail_g[i]; i++) args_g[m++] = tail_g[i];
+    args_g[m] = NULL;
+    char eager[600], graph[600], te[64], tg[64];
+    snprintf(te, sizeof te, "%s_eager", tag);
+    snprintf(tg, sizeof tg, "%s_graph", tag);
+    run_train(te, args_e, eager, sizeof eager);
+    run_train(tg, args_g, graph, sizeof graph);
+    int na, nb;
+    double *a = read_losses(eager, &na), *b = read_losses(graph, &nb);
+    ck_assert_int_eq(na, nb);
+    for (int i = 0; i < na; i++)
+        ck_assert_msg(a[i] == b[i] || (isnan(a[i]) && isnan(b[i])), "%s: step %d loss %.9g (eager) vs %.9g (graph)",
+                      tag, i + 1, a[i], b[i]);
+    free(a);
+    free(b);
+    char pa[800], pb[800];
+    snprintf(pa, sizeof pa, "%s/latest/model.safetensors", eager);
+    snprintf(pb, sizeof pb, "%s/latest/model.safetensors", graph);
+    ck_assert_msg(at_same_file(pa, pb), "%s: weights after graph replays differ from eager launches", tag);
+}
+
+START_TEST(test_graph_equals_eager_fp32) {
+    if (!gpu_available("gpu_train")) return;
+    graph_case("graph_fp32", NULL);
+}
+END_TEST
+
+START_TEST(test_graph_equals_eager_fp16_o2) {
+    if (!gpu_available("gpu_train")) return;
+    const char *amp[] = {"--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16", NULL};
+    graph_case("graph_fp16", amp);
+}
+END_TEST
+
+// The trainer reports the graph it used (captures and replays) and the device.
+START_TEST(test_graph_is_used_and_reported) {
+    if (!gpu_available("gpu_train")) return;
+    char ov[700];
+    snprintf(ov, sizeof ov, "Global.save_model_dir=%s/graph_report", g_dir);
+    const char *overrides[] = {ov, "Global.device=cuda:0", "Global.cuda_graph=true"};
+    OcrConfig *cfg;
+    RunConfig rc;
+    ck_assert_msg(run_config_load(&cfg, &rc, g_cfg, overrides, 3, RUN_NEED_TRAIN) == OCR_OK, "%s", ocr_last_error());
+    TrainOptions opt = {0};
+    opt.save_checkpoints = 1;
+    TrainResult res;
+    ck_assert_msg(train_run(cfg, &rc, &opt, &res) == OCR_OK, "%s", ocr_last_error());
+    printf("graph: %lld captures, %lld replays, %lld steps; tracked %lld bytes, runtime %lld bytes used\n",
+           (long long)res.graph_captures, (long long)res.graph_replays, (long long)res.n_steps,
+           (long long)res.device_tracked_bytes, (long long)res.device_runtime_used);
+    ck_assert_int_ge(res.graph_captures, 1);
+    // Fixed shapes: everything after the warm-up and capture steps (and after each evaluation,
+    // which re-plans the arena) is a replay.
+    ck_assert_int_ge(res.graph_replays, res.n_steps / 2);
+    ck_assert(res.device_info.gpu);
+    ck_assert_str_eq(res.device, "cuda:0");
+    ck_assert_int_gt(res.device_tracked_bytes, 0);
+    ck_assert_int_ge(res.device_runtime_used, res.device_tracked_bytes);
+    ck_assert_int_gt(res.memory.peak[OCR_MEM_ACTIVATIONS], 0);
+    train_result_free(&res);
+    ocr_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_forward_equals_cpu) {
+    if (!gpu_available("gpu_train")) return;
+    OcrConfig *cfg;
+    RunConfig rc;
+    ck_assert_msg(run_config_load(&cfg, &rc, g_cfg, NULL, 0, RUN_NEED_TRAIN) == OCR_OK, "%s", ocr_last_error());
+    OcrModel *a, *b;
+    ck_assert_int_eq(ocr_model_from_config(&a, cfg), OCR_OK);
+    ck_assert_int_eq(ocr_model_from_config(&b, cfg), OCR_OK);
+    ck_assert_msg(ocr_model_to_device(b, ocr_cuda_device(0)) == OCR_OK, "%s", ocr_last_error());
+    const int B = 4, H = 32, W = 64, C = 3;
+    size_t n = (size_t)B * H * W * C;
+    uint8_t *px = malloc(n);
+    int32_t widths[4] = {64, 40, 64, 17};
+    for (size_t i = 0; i < n; i++) px[i] = (uint8_t)((i * 2654435761u) >> 13);
+    OcrTensor hx = ocr_tensor_view(px, OCR_U8, ocr_cpu(), 4, (int64_t[]){B, H, W, C});
+    OcrTensor hw = ocr_tensor_view(widths, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
+    OcrTensor dx, dw;
+    ck_assert_int_eq(ocr_tensor_alloc(&dx, OCR_U8, ocr_cuda_device(0), 4, hx.shape, OCR_MEM_DATA), OCR_OK);
+    ck_assert_int_eq(ocr_tensor_alloc(&dw, OCR_I32, ocr_cuda_device(0), 1, hw.shape, OCR_MEM_DATA), OCR_OK);
+    copy_bytes(dx.device, dx.data, ocr_cpu(), px, n);
+    copy_bytes(dw.device, dw.data, ocr_cpu(), widths, sizeof widths);
+    for (int training = 0; training < 2; training++) {
+        ck_assert_int_eq(ocr_model_forward_u8(a, &hx, &hw, training), OCR_OK);
+        ck_assert_msg(ocr_model_forward_u8(b, &dx, &dw, training) == OCR_OK, "%s", ocr_last_error());
+        const OcrTensor *la = ocr_model_logits(a), *lb = ocr_model_logits(b);
+        ck_assert(ocr_tensor_same_shape(la, lb));
+        int64_t m = ocr_tensor_numel(la);
+        float *ha = malloc((size_t)m * sizeof *ha), *hb = malloc((size_t)m * sizeof *hb);
+        ocr_tensor_to_f32(la, ha);
+        copy_bytes(ocr_cpu(), hb, lb->device, lb->data, (size_t)m * sizeof(float));
+        double scale = 0, worst = 0;
+        for (int64_t i = 0; i < m; i++) scale = fmax(scale, fabs(ha[i]));
+        for (int64_t i = 0; i < m; i++) worst = fmax(worst, fabs((double)ha[i] - hb[i]));
+        printf("forward (%s): max |GPU − CPU| %.3g of max |logit| %.3g\n", training ? "training" : "inference", worst,
+               scale);
+        ck_assert_msg(worst <= 1e-4 * scale + 1e-5, "forward differs: %g (scale %g)", worst, scale);
+        free(ha);
+        free(hb);
+    }
+    // Weights written from the GPU model read back equal on the CPU.
+    char w[700];
+    snprintf(w, sizeof w, "%s/gpu_weights.safetensors", g_dir);
+    ck_assert_int_eq(ocr_model_save_weights(b, w), OCR_OK);
+    ck_assert_int_eq(ocr_model_load_weights(a, w), OCR_OK);
+    ocr_tensor_free(&dx);
+    ocr_tensor_free(&dw);
+    free(px);
+    ocr_model_free(a);
+    ocr_model_free(b);
+    ocr_config_free(cfg);
+}
+END_TEST
+
+// Stopped after 7 steps and resumed on the GPU: the curve continues the uninterrupted GPU run.
+// In one process the runs share cuDNN's algorithm choices (ocr_cuda_release_buffers keeps them),
+// so they agree to rounding; a wrong restored state (moments, masters, scaler, Adam's counter,
+// dropout step) would be far outside the bound.
+START_TEST(test_resume_on_gpu) {
+    if (!gpu_available("gpu_train")) return;
+    char a_dir[600], b_dir[600];
+    const char *amp[] = {"--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16", "-o",
+                         "Global.device=cuda:0", "Global.incr_every_n_steps=3", NULL};
+    run_train("resume_a", amp, a_dir, sizeof a_dir);
+    const char *stop[] = {"--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16", "--max-steps", "7",
+                          "-o", "Global.device=cuda:0", "Global.incr_every_n_steps=3", NULL};
+    run_train("resume_b", stop, b_dir, sizeof b_dir);
+    char ck[700];
+    snprintf(ck, sizeof ck, "Global.checkpoints=%s/latest", b_dir);
+    const char *cont[] = {"--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16", "-o",
+                          "Global.device=cuda:0", "Global.incr_every_n_steps=3", ck, NULL};
+    run_train("resume_b", cont, b_dir, sizeof b_dir);
+    compare_curves("resume on the GPU", a_dir, b_dir, 16, 1e-4, 1e-4);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("gpu_train");
+    TCase *tc = tcase_create("t");
+    tcase_add_unchecked_fixture(tc, setup_data, NULL);
+    tcase_set_timeout(tc, 1200);
+    tcase_add_test(tc, test_forward_equals_cpu);
+    tcase_add_test(tc, test_fp32_curve_matches_cpu);
+    tcase_add_test(tc, test_fp16_o2_curve_matches_cpu);
+    tcase_add_test(tc, test_graph_equals_eager_fp32);
+    tcase_add_test(tc, test_graph_equals_eager_fp16_o2);
+    tcase_add_test(tc, test_graph_is_used_and_reported);
+    tcase_add_test(tc, test_resume_on_gpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) {
+    ocr_backends_init(0);
+    if (!gpu_available("gpu_train")) return EXIT_SUCCESS;
+    return gpu_run_suite(suite());
+}
+
+#else
+
+int main(void) {
+    printf("SKIP: gpu_train: this build has no CUDA backend; the GPU training checks did not run\n");
+    return EXIT_SUCCESS;
+}
+
+#endif
