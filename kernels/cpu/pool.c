@@ -5,6 +5,7 @@
 // each input pixel sums the gradients of the (contiguous) range of output bins that
 // cover it, so threads write disjoint pixels, nothing races, and the summation order is
 // fixed. Inner loops run over the contiguous channel dimension.
+#include <omp.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
@@ -85,21 +86,27 @@ static void pool_check_nhwc(const OcrTensor *a, const OcrTensor *b, const char *
 }
 
 // y (N, Ho, Wo, C) = mean of x over each bin; the divisor is the clipped bin area.
-static void avg_forward(float *y, const float *x, int64_t N, int64_t C, const PoolAxis *ah, const PoolAxis *aw) {
+// The bin sums are kept in double (acc: C doubles per thread). A global pool sums hundreds of
+// values of both signs, and a float running sum then loses up to ~1e-6 of the largest
+// magnitude, which is a large relative error on a small mean; in an SE module that mean
+// scales a whole channel at every position, so the error does not average out downstream.
+static void avg_forward(float *y, const float *x, int64_t N, int64_t C, const PoolAxis *ah, const PoolAxis *aw,
+                        double *acc) {
     const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
 #pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
     for (int64_t n = 0; n < N; n++)
         for (int64_t oh = 0; oh < Ho; oh++)
             for (int64_t ow = 0; ow < Wo; ow++) {
                 float *yo = y + ((n * Ho + oh) * Wo + ow) * C;
-                for (int64_t c = 0; c < C; c++) yo[c] = 0.0f;
+                double *a = acc + (size_t)omp_get_thread_num() * (size_t)C;
+                for (int64_t c = 0; c < C; c++) a[c] = 0.0;
                 for (int64_t h = ah->start[oh]; h < ah->end[oh]; h++)
                     for (int64_t w = aw->start[ow]; w < aw->end[ow]; w++) {
                         const float *xi = x + ((n * H + h) * W + w) * C;
-                        for (int64_t c = 0; c < C; c++) yo[c] += xi[c];
+                        for (int64_t c = 0; c < C; c++) a[c] += xi[c];
                     }
-                const float cnt = (float)((ah->end[oh] - ah->start[oh]) * (aw->end[ow] - aw->start[ow]));
-                for (int64_t c = 0; c < C; c++) yo[c] /= cnt;
+                const double cnt = (double)((ah->end[oh] - ah->start[oh]) * (aw->end[ow] - aw->start[ow]));
+                for (int64_t c = 0; c < C; c++) yo[c] = (float)(a[c] / cnt);
             }
 }
 
@@ -125,7 +132,8 @@ static void avgpool_generic_forward(OcrTensor *out, const OcrTensor *inp, const 
                                     CpuScratch *s) {
     const float *x = cpu_f32_in(s, inp);
     float *y = cpu_f32_out(s, out, 0);
-    avg_forward(y, x, inp->shape[0], inp->shape[3], ah, aw);
+    double *acc = cpu_scratch_bytes(s, (size_t)omp_get_max_threads() * (size_t)inp->shape[3] * sizeof(double));
+    avg_forward(y, x, inp->shape[0], inp->shape[3], ah, aw, acc);
     cpu_f32_store(out, y);
 }
 

@@ -273,11 +273,13 @@ static void run_parity(OcrModel *m) {
     qsort(maxprob_diffs, 878, sizeof(double), cmp_double);
     printf("median |maxprob diff| %.3g\n", maxprob_diffs[439]);
     ck_assert_msg(maxprob_diffs[439] <= 1e-6, "median |maxprob diff| %g > 1e-6", maxprob_diffs[439]);
-    // The sensitivity allowance is for isolated near-ties, not a blanket tolerance: only
-    // img_17 step 3 (its max probability and its full row) and img_22 step 22 need it; at
-    // both the golden value itself is 2.8e-4 and 1.1e-4 from a float64 evaluation.
+    // The sensitivity allowance is for one isolated near-tie, not a blanket tolerance: only
+    // img_17 step 3 (its max probability and its full row) needs it. There the golden value
+    // comes from onnxruntime's NCHWc convolution kernels (optimisation level "all"); the same
+    // onnxruntime with levels disabled/basic/extended lands 4.4e-4 to 4.9e-4 from it, and a
+    // float64 evaluation 2.8e-4 (docs/MODELS.md).
     printf("%d checks needed the sensitivity allowance\n", relaxed);
-    ck_assert_int_le(relaxed, 3);
+    ck_assert_int_le(relaxed, 2);
     free(dict.chars);
     free(dict.data);
 }
