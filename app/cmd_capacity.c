@@ -6,15 +6,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef OCR_HAVE_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 #include "app/capacity.h"
 #include "app/cli_common.h"
 #include "app/commands.h"
 #include "app/run_config.h"
 #include "app/trainer.h"
 #include "core/memory.h"
+#ifdef OCR_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 static void usage(FILE *f) {
     fprintf(f, "usage: ocrtrain capacity -c CFG --memory SIZE [--json] [--verify [B]] [-o Key.path=value ...]\n"

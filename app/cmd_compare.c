@@ -21,6 +21,9 @@
 #include "core/fileio.h"
 #include "data/transforms.h"
 #include "models/model.h"
+#ifdef OCR_HAVE_CUDA
+#include "kernels/cuda/cuda_backend.h"
+#endif
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -30,7 +33,8 @@ static void usage(FILE *f) {
             "  --levels     AMP levels (default: Global.amp_level, else O2)\n"
             "  --batch max  each run at the largest batch its precision fits in --memory (capacity planner),\n"
             "               learning rate scaled linearly; --batch N: every run at batch N (also scaled)\n"
-            "  --memory     the budget for --batch max (16G, 512MiB ...); required on the CPU\n"
+            "  --memory     the budget for --batch max (16G, 512MiB ...); required on the CPU (on a GPU: 90%% of its\n"
+            "               free memory)\n"
             "  --max-steps  stop every run after N iterations (quick checks)\n"
             "Writes DIR/report.json, DIR/report.md, DIR/report.html and DIR/runs/<run>/; exit 3 when an accuracy\n"
             "delta is outside Global.accuracy_tolerance (default 0.005).\n");
@@ -162,6 +166,16 @@ int cmd_compare(int argc, char **argv) {
     }
     char dev[32];
     st = app_resolve_device(rc.device_name, dev, sizeof dev);
+#ifdef OCR_HAVE_CUDA
+    if (st == OCR_OK && batch_max && memory == 0 && strncmp(dev, "cuda", 4) == 0) {
+        // On a GPU the budget defaults to the device's free memory (less 10 % for the CUDA
+        // context's growth and the libraries' handles, which the tracker does not see).
+        ocr_device_t d;
+        OcrCudaDeviceInfo ci;
+        if (ocr_device_parse(dev, &d) == OCR_OK && ocr_cuda_device_info(d.index, &ci) == 0)
+            memory = (int64_t)((double)ci.free_memory * 0.9);
+    }
+#endif
     if (st == OCR_OK && batch_max && memory == 0)
         st = ocr_set_error(OCR_ERR_INVALID_ARG, "--batch max needs --memory SIZE on the CPU");
 

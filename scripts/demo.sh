@@ -47,7 +47,9 @@ CONFIG=${DEMO_CONFIG:-}
 if [ -z "$CONFIG" ]; then
     CONFIG=configs/demo.json
     if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-        # The capacity planner refuses a GPU device when this build cannot train on one.
+        # The capacity planner refuses a GPU device when this build cannot train on one (no CUDA
+        # backend, or no GPU the CUDA runtime can use); otherwise the GPU config trains on the GPU
+        # (Global.device auto: the model, the step and the evaluation run there).
         if "$OCR" capacity -c configs/demo_gpu.json -o Global.device=gpu --memory 1G >/dev/null 2>&1; then
             CONFIG=configs/demo_gpu.json
         else
