@@ -46,7 +46,12 @@ ocr_status_t app_resolve_device(const char *name, char *resolved, size_t cap) {
 ocr_status_t app_device_prepare(const char *device, ocr_dtype_t amp_dtype, int allow_tf32, AppDeviceInfo *info) {
     memset(info, 0, sizeof *info);
     ocr_device_t d;
-    OCR_TRY(ocr_device_parse(device, &d));
+    ocr_status_t st = ocr_device_parse(device, &d);
+#ifndef OCR_HAVE_CUDA
+    if (st == OCR_ERR_NOT_FOUND)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s: this build has no CUDA backend", device);
+#endif
+    OCR_TRY(st);
     if (d.type != OCR_DEVICE_CUDA) return OCR_OK;
 #ifdef OCR_HAVE_CUDA
     OcrCudaDeviceInfo ci;

@@ -271,8 +271,9 @@ __global__ void __launch_bounds__(FUSED_THREADS)
         adam_group(T.param, T.param_dtype, w, T.m, T.v, T.grad, T.grad_dtype, T.numel, write_param, k, g);
 }
 
-// amp/scaler.h amp_scaler_update on the device state, and Adam's counter. One thread.
-__global__ void finish_kernel(OcrDevStep *s, OcrDevScalerConfig c) {
+// amp/scaler.h amp_scaler_update on the device state, and Adam's counter; host and device (the
+// host self-test compares it with amp_scaler_update: ocr_dev_step_finish_host).
+OCR_HD void dev_step_finish(OcrDevStep *s, const OcrDevScalerConfig &c) {
     const int inf = s->found_inf;
     const float scale = c.enabled ? s->scale : 1.0f;
     s->scale_used = scale;
@@ -315,6 +316,12 @@ __global__ void finish_kernel(OcrDevStep *s, OcrDevScalerConfig c) {
     }
     s->event = ev;
     s->inv_scale = (float)(1.0 / (double)(c.enabled ? s->scale : 1.0f));
+}
+
+__global__ void finish_kernel(OcrDevStep *s, OcrDevScalerConfig c) { dev_step_finish(s, c); }
+
+extern "C" void ocr_dev_step_finish_host(OcrDevStep *state, OcrDevScalerConfig scaler) {
+    dev_step_finish(state, scaler);
 }
 
 extern "C" void ocr_fused_adam_begin(OcrFusedAdam *fa, OcrDevStep *state) {

@@ -104,6 +104,11 @@ void ocr_dev_restore_if_inf(int device, void *dst, const void *src, size_t bytes
 // state->loss = loss[0]; state->infeasible = Σ infeasible[0 .. n) (device tensors; either may be NULL).
 void ocr_dev_step_record(OcrDevStep *state, const OcrTensor *loss, const OcrTensor *infeasible);
 
+// The end-of-step update of ocr_fused_adam_step (scale update, update counter, scale_used,
+// inv_scale) run on the host on a host copy: the same code as the device's, for the host self-test
+// against amp/scaler.h.
+void ocr_dev_step_finish_host(OcrDevStep *state, OcrDevScalerConfig scaler);
+
 // Dropout in a replayed graph: while set (non-NULL), the dropout and attention-dropout kernels
 // of `device` add (*dropout_step << 32) to the offset they were launched with. The trainer
 // captures with the model's step counter at 0 and writes the real counter into

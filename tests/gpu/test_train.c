@@ -7,8 +7,11 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
+#include "amp/scaler.h"
 #include "app/commands.h"
+#include "app/feed.h"
 #include "app/run_config.h"
+#include "app/step.h"
 #include "app/trainer.h"
 #include "core/fileio.h"
 #include "models/model.h"
@@ -16,6 +19,7 @@
 #include "tests/gpu/gpu_test.h"
 
 #ifdef OCR_HAVE_CUDA
+#include "kernels/cuda/train_step.h"
 
 static char *g_dir;
 static char g_cfg[512];
@@ -261,6 +265,83 @@ START_TEST(test_resume_on_gpu) {
 }
 END_TEST
 
+// ---- host checks (run without a GPU) ---------------------------------------------------------------
+
+// The device's end-of-step update (ocr_fused_adam_step's last kernel, compiled for the host too)
+// against amp/scaler.h over random overflow sequences, for the configurations that matter.
+START_TEST(test_device_scaler_equals_amp_scaler) {
+    AmpScalerConfig cfgs[7];
+    cfgs[0] = amp_scaler_config_default();
+    cfgs[1] = amp_scaler_config_pytorch();
+    cfgs[2] = amp_scaler_config_paddle();
+    cfgs[3] = amp_scaler_config_off();
+    cfgs[4] = amp_scaler_config_default();
+    cfgs[4].dynamic = 0;  // static scale
+    cfgs[5] = amp_scaler_config_default();
+    cfgs[5].incr_every_n_steps = 2, cfgs[5].min_scale = 0.25, cfgs[5].max_scale = 300.0, cfgs[5].init_scale = 1.0f;
+    cfgs[6] = amp_scaler_config_pytorch();
+    cfgs[6].incr_every_n_steps = 1, cfgs[6].init_scale = 3e38f;  // growth past the f32 range
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int c = 0; c < 7; c++) {
+        const AmpScalerConfig *k = &cfgs[c];
+        AmpScaler host;
+        amp_scaler_init(&host, k);
+        OcrDevScalerConfig dc = {k->enabled, k->dynamic, k->incr_ratio, k->decr_ratio, k->incr_every_n_steps,
+                                 k->decr_every_n_nan_or_inf, k->min_scale, k->max_scale};
+        OcrDevStep d;
+        memset(&d, 0, sizeof d);
+        d.scale = amp_scaler_scale(&host);
+        d.inv_scale = amp_scaler_inv_scale(&host);
+        int64_t updates = 0;
+        for (int step = 0; step < 400; step++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            int inf = (int)(x % 5 == 0) || (step > 200 && step < 215);
+            float before = amp_scaler_scale(&host);
+            amp_scale_event_t ev = amp_scaler_update(&host, inf);
+            updates += !inf;
+            d.found_inf = inf;
+            ocr_dev_step_finish_host(&d, dc);
+            ck_assert_msg(d.scale_used == before, "config %d step %d: scale used %g, host %g", c, step,
+                          (double)d.scale_used, (double)before);
+            ck_assert_msg((k->enabled ? d.scale : 1.0f) == amp_scaler_scale(&host), "config %d step %d: scale %g vs %g",
+                          c, step, (double)d.scale, (double)amp_scaler_scale(&host));
+            ck_assert(d.inv_scale == amp_scaler_inv_scale(&host));
+            ck_assert_int_eq(d.event, (int)ev);
+            ck_assert_int_eq(d.good_steps, host.good_steps);
+            ck_assert_int_eq(d.bad_steps, host.bad_steps);
+            ck_assert_int_eq(d.steps, host.steps);
+            ck_assert_int_eq(d.overflow_steps, host.overflow_steps);
+            ck_assert_int_eq(d.updates, updates);
+        }
+    }
+}
+END_TEST
+
+// Device names: a GPU asked for without one is an error; auto falls back to the CPU.
+START_TEST(test_device_resolution) {
+    char dev[32];
+    int n = ocr_cuda_device_count();
+    ck_assert_int_eq(app_resolve_device("auto", dev, sizeof dev), OCR_OK);
+    ck_assert_str_eq(dev, n > 0 ? "cuda:0" : "cpu");
+    ck_assert_int_eq(app_resolve_device("gpu", dev, sizeof dev), n > 0 ? OCR_OK : OCR_ERR_NOT_FOUND);
+    ck_assert_int_eq(app_resolve_device("cpu", dev, sizeof dev), OCR_OK);
+    ck_assert_str_eq(dev, "cpu");
+    ck_assert_int_eq(app_resolve_device("tpu", dev, sizeof dev), OCR_ERR_CONFIG);
+    AppDeviceInfo info;
+    ck_assert_int_eq(app_device_prepare("cpu", OCR_BF16, 0, &info), OCR_OK);
+    ck_assert_int_eq(info.gpu, 0);
+}
+END_TEST
+
+static Suite *host_suite(void) {
+    Suite *s = suite_create("gpu_train_host");
+    TCase *tc = tcase_create("host");
+    tcase_add_test(tc, test_device_scaler_equals_amp_scaler);
+    tcase_add_test(tc, test_device_resolution);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
 static Suite *suite(void) {
     Suite *s = suite_create("gpu_train");
     TCase *tc = tcase_create("t");
@@ -279,15 +360,47 @@ static Suite *suite(void) {
 
 int main(void) {
     ocr_backends_init(0);
-    if (!gpu_available("gpu_train")) return EXIT_SUCCESS;
-    return gpu_run_suite(suite());
+    int host = gpu_run_suite(host_suite());
+    if (!gpu_available("gpu_train")) return host;
+    int dev = gpu_run_suite(suite());
+    return host == EXIT_SUCCESS ? dev : host;
 }
 
 #else
 
+// Without CUDA in the build: every GPU entry point says so instead of failing later.
+START_TEST(test_no_cuda_build_refuses_gpu) {
+    char dev[32];
+    ck_assert_int_eq(app_resolve_device("gpu", dev, sizeof dev), OCR_ERR_UNSUPPORTED);
+    ck_assert_int_eq(app_resolve_device("cuda:1", dev, sizeof dev), OCR_ERR_UNSUPPORTED);
+    ck_assert_int_eq(app_resolve_device("auto", dev, sizeof dev), OCR_OK);
+    ck_assert_str_eq(dev, "cpu");
+    AppDeviceInfo info;
+    ck_assert_int_eq(app_device_prepare("cuda:0", OCR_F16, 0, &info), OCR_ERR_UNSUPPORTED);
+    FeedUpload *u;
+    ck_assert_int_eq(feed_upload_open(&u, ocr_cuda_device(0), 1, 32, 32, 3, 4), OCR_ERR_UNSUPPORTED);
+    StepCtx sc;
+    memset(&sc, 0, sizeof sc);
+    StepDeviceOptions so = {1, 10};
+    ck_assert_int_eq(step_device_init(&sc, &so), OCR_ERR_UNSUPPORTED);
+    int64_t c, r;
+    step_graph_counts(&sc, &c, &r);
+    ck_assert_int_eq(c + r, 0);
+}
+END_TEST
+
 int main(void) {
-    printf("SKIP: gpu_train: this build has no CUDA backend; the GPU training checks did not run\n");
-    return EXIT_SUCCESS;
+    printf("SKIP: gpu_train: this build has no CUDA backend; the GPU training checks did not run (the CPU-build "
+           "checks below do)\n");
+    Suite *s = suite_create("gpu_train_cpu_build");
+    TCase *tc = tcase_create("host");
+    tcase_add_test(tc, test_no_cuda_build_refuses_gpu);
+    suite_add_tcase(s, tc);
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 #endif
