@@ -3,20 +3,27 @@
 //
 //   bench_model -c configs/rec_ppocrv3_en.json [--batch 32] [--height 48] [--width 320]
 //               [--dtype f32|f16|bf16] [--iters 5] [--warmup 1] [--threads N]
-//               [--mode both|fwd|train] [--profile] [-o Key.path=value ...]
+//               [--mode both|fwd|train] [--profile] [--keep-activations] [-o Key.path=value ...]
 //
 // "forward" is an inference pass (BN running statistics, no dropout); "forward+backward" is a
 // training forward, a constant dlogits and the backward (parameter gradients accumulate).
 // --dtype f16 stores every activation (and the images) in f16: each op's compute dtype is set
 // to f16, kernels compute in fp32 and round, as on a GPU. --profile prints wall time per op
-// type and the slowest ops.
+// type and the slowest ops. --keep-activations keeps every activation (no in-place
+// activations, no recomputation in the backward: the memory-hungry path, for comparison).
+// The bench runs under ocrtrain's thread-runtime defaults (app/runtime.h: passive OpenMP wait,
+// short OpenBLAS thread timeout, unless set in the environment); OCR_RUNTIME_TUNED=1 keeps the
+// libraries' own defaults. Each mode ends with the tracked peak memory of its passes (all
+// categories; activations and op workspace on their own) and the process's peak RSS.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "core/config.h"
 #include "core/memory.h"
+#include "app/runtime.h"
 #include "core/timer.h"
 #include "kernels/backend.h"
 #include "models/model.h"
@@ -26,6 +33,17 @@ static double cpu_seconds(void) {
     struct timespec ts;
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// Tracked peak since the last ocr_mem_reset_peak, and the process's peak resident set so far.
+static void print_peak(const char *what) {
+    OcrMemStats st = ocr_mem_stats(ocr_cpu());
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    char a[32], b[32], c[32];
+    printf("%s peak memory: %s tracked (activations %s, workspace %s); process peak RSS %.1f MiB\n", what,
+           ocr_format_bytes(st.peak_total, a, sizeof a), ocr_format_bytes(st.peak[OCR_MEM_ACTIVATIONS], b, sizeof b),
+           ocr_format_bytes(st.peak[OCR_MEM_WORKSPACE], c, sizeof c), (double)ru.ru_maxrss / 1024.0);
 }
 
 static int cmp_double(const void *a, const void *b) {
@@ -89,8 +107,9 @@ static void print_profile(OcrModel *m, int steps, const char *what) {
 }
 
 int main(int argc, char **argv) {
+    app_tune_runtime(argv);
     const char *cfg_path = NULL, *mode = "both";
-    int batch = 32, height = 0, width = 0, iters = 5, warmup = 1, threads = 0, profile = 0;
+    int batch = 32, height = 0, width = 0, iters = 5, warmup = 1, threads = 0, profile = 0, keep = 0;
     ocr_dtype_t dtype = OCR_F32;
     const char *overrides[32];
     int nover = 0;
@@ -107,6 +126,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--threads") && more) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--mode") && more) mode = argv[++i];
         else if (!strcmp(a, "--profile")) profile = 1;
+        else if (!strcmp(a, "--keep-activations")) keep = 1;
         else if (!strcmp(a, "--dtype") && more) {
             if (!ocr_dtype_from_name(argv[++i], &dtype) || !ocr_dtype_is_float(dtype)) {
                 fprintf(stderr, "bench_model: --dtype must be f32, f16 or bf16\n");
@@ -114,7 +134,8 @@ int main(int argc, char **argv) {
             }
         } else {
             fprintf(stderr, "usage: bench_model -c CFG [--batch N] [--height H] [--width W] [--dtype f32|f16|bf16]\n"
-                            "       [--iters N] [--warmup N] [--threads N] [--mode both|fwd|train] [--profile] [-o K=V]\n");
+                            "       [--iters N] [--warmup N] [--threads N] [--mode both|fwd|train] [--profile]\n"
+                            "       [--keep-activations] [-o K=V]\n");
             return 2;
         }
     }
@@ -145,6 +166,7 @@ int main(int argc, char **argv) {
     if (!width) width = arch->img_w;
     if (dtype != OCR_F32) ocr_model_set_compute_dtype(m, "*", NULL, dtype);
     ocr_model_set_profile(m, profile);
+    ocr_model_keep_activations(m, keep);
 
     OcrTensor x;
     if (ocr_tensor_alloc(&x, dtype, ocr_cpu(), 4, (int64_t[]){batch, height, width, arch->in_channels}, OCR_MEM_DATA) !=
@@ -167,6 +189,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_model: %s\n", ocr_last_error());
             return 2;
         }
+        ocr_mem_reset_peak(ocr_cpu());
         for (int i = 0; i < warmup; i++) ocr_model_forward(m, &x, 0);
         ocr_model_reset_profile(m);
         for (int i = 0; i < iters; i++) {
@@ -182,6 +205,7 @@ int main(int argc, char **argv) {
         printf("forward:          %8.1f samples/s  (median %.1f ms per batch, %.3g GFLOP/s; CPU %.1f ms per batch = "
                "%.1f samples per CPU-second; activations %.1f MiB)\n",
                batch / med, 1e3 * med, p.flops / med / 1e9, 1e3 * cmed, batch / cmed, p.activations_bytes / 1048576.0);
+        print_peak("forward");
         if (profile) print_profile(m, iters, "forward");
     }
     if (do_train) {
@@ -190,6 +214,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_model: %s\n", ocr_last_error());
             return 2;
         }
+        ocr_mem_reset_peak(ocr_cpu());
         for (int i = 0; i < warmup + iters; i++) {
             if (i == warmup) ocr_model_reset_profile(m);
             double t0 = ocr_now_seconds(), c0 = cpu_seconds();
@@ -211,6 +236,7 @@ int main(int argc, char **argv) {
         printf("forward+backward: %8.1f samples/s  (median %.1f ms per batch; CPU %.1f ms per batch = %.1f samples per "
                "CPU-second; activations %.1f MiB)\n",
                batch / med, 1e3 * med, 1e3 * cmed, batch / cmed, p.activations_bytes / 1048576.0);
+        print_peak("forward+backward");
         if (profile) print_profile(m, iters, "training step");
     }
     free(t);

@@ -46,6 +46,11 @@ OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x) {
     OcrTensor *z = lbn_forward(c, &l->bn, y);
     ocr_ctx_release(c, y);
     if (!l->has_act) return z;
+    if (!c->keep_all && z->dtype == ocr_ctx_dtype(c, l->act.op)) {
+        OcrTensor *a = lact_forward_inplace(c, &l->act, z);
+        lbn_disown_output(c, &l->bn);
+        return a;
+    }
     OcrTensor *a = lact_forward(c, &l->act, z);
     ocr_ctx_release(c, z);
     return a;
@@ -53,6 +58,7 @@ OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x) {
 
 OcrTensor convbn_backward(OcrCtx *c, ConvBN *l, const OcrTensor *dy, int need_dx) {
     Grad g = borrowed(dy);
+    if (l->has_act && l->act.inplace && !lact_grad_from_output(l->act.act)) l->act.x = *lbn_recompute_output(c, &l->bn);
     if (l->has_act) grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
     grad_set(c, &g, lbn_backward(c, &l->bn, &g.t, 1));
     OcrTensor dx = lconv_backward(c, &l->conv, &g.t, need_dx);
@@ -245,6 +251,15 @@ OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x) {
     }
     OcrTensor *a = llab_forward(c, &l->lab, y);
     ocr_ctx_release(c, y);
+    ocr_dtype_t dt = ocr_ctx_dtype(c, l->lab.op);
+    l->tail_inplace = !c->keep_all && ocr_ctx_dtype(c, l->act.op) == dt && ocr_ctx_dtype(c, l->act_lab.op) == dt;
+    if (l->tail_inplace) {
+        OcrTensor *h = lact_forward_inplace(c, &l->act, a);
+        llab_disown_output(c, &l->lab);
+        OcrTensor *out = llab_forward_inplace(c, &l->act_lab, h);
+        lact_disown_output(c, &l->act);
+        return out;
+    }
     OcrTensor *h = lact_forward(c, &l->act, a);
     ocr_ctx_release(c, a);
     OcrTensor *out = llab_forward(c, &l->act_lab, h);
@@ -254,6 +269,11 @@ OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x) {
 
 OcrTensor rep_backward(OcrCtx *c, RepLayer *l, const OcrTensor *dy, int need_dx) {
     Grad g = borrowed(dy);
+    if (l->tail_inplace) {
+        // The inner maps again, from the tail's saved input (lab.x): LAB, then hardswish.
+        l->act.x = *llab_recompute_output(c, &l->lab);
+        l->act_lab.x = *lact_recompute_output(c, &l->act);
+    }
     grad_set(c, &g, llab_backward(c, &l->act_lab, &g.t, 1));
     grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
     grad_set(c, &g, llab_backward(c, &l->lab, &g.t, 1));

@@ -10,6 +10,11 @@
 typedef struct {
     const char *conv, *bn, *act;  // sub-module names ("_conv", "_batch_norm" in MobileNetV1Enhance)
 } ConvBNNames;
+// Memory: the activation runs in place over the BN output (when their dtypes agree and the
+// pass does not keep every activation), so a training step saves two maps per ConvBN, the conv
+// output (BN's input) and the activation output, instead of three. The backward recomputes
+// the BN output from the conv output (lbn_recompute_output, bit-identical) for the
+// activation's derivative; ReLU reads its derivative off its output and recomputes nothing.
 typedef struct {
     LConv conv;
     LBN bn;
@@ -52,6 +57,10 @@ OcrTensor dwsep_backward(OcrCtx *c, DWSeparable *l, const OcrTensor *dy, int nee
 // ---- PPLCNetV3 LearnableRepLayer -----------------------------------------------------------------
 // Training form: Σ [identity BN] + [1×1 ConvBN] + conv_kxk_num × k×k ConvBN → LAB → hardswish →
 // LAB. Deploy form: one k×k conv with bias (reparam_conv) → LAB → hardswish → LAB.
+// Memory: when the three tail ops share a dtype (and the pass does not keep everything), the
+// hardswish and the second LAB run in place over the first LAB's output, so the tail saves
+// its input (the sum or the conv output) and its output instead of four maps; the backward
+// recomputes the two inner maps bit-identically (llab/lact_recompute_output).
 #define OCR_REP_MAX_BRANCHES 8
 typedef struct {
     int deploy;
@@ -65,6 +74,7 @@ typedef struct {
     OcrTensor sum;
     LLab lab, act_lab;
     LAct act;
+    int tail_inplace;  // the last forward ran the tail in place
 } RepLayer;
 void rep_build(OcrBuilder *b, RepLayer *l, const char *prefix, int cin, int cout, int k, int sh, int sw, int groups,
                int nkxk, float lr_mult, float lab_lr, int deploy);

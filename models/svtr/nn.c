@@ -288,6 +288,27 @@ OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
     return &l->y;
 }
 
+// A following op took y's buffer over in place: forget it here and in the op table (whose
+// copy would show the other op's values).
+static void disown(OcrCtx *c, int op, OcrTensor *y) {
+    OcrOpInfo *o = &c->ops->items[op];
+    if (o->out.data == y->data) memset(&o->out, 0, sizeof o->out);
+    memset(y, 0, sizeof *y);
+}
+
+void lbn_disown_output(OcrCtx *c, LBN *l) { disown(c, l->op, &l->y); }
+
+OcrTensor *lbn_recompute_output(OcrCtx *c, LBN *l) {
+    OCR_ASSERT(!l->y.data, "%s: recomputing an output that is still there", c->ops->items[l->op].name);
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, l->x.shape);
+    if (!c->plan) {
+        // No statistics out and no running-statistics update: only the output is rebuilt.
+        OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
+        batchnorm2d_forward(&l->y, NULL, NULL, NULL, NULL, &l->x, &g, &bb, l->momentum, l->eps, l->training);
+    }
+    return &l->y;
+}
+
 OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
@@ -311,21 +332,50 @@ void lact_build(OcrBuilder *b, LAct *l, const char *name, ocr_activation_t act) 
     l->op = ocr_build_op(b, name, "activation");
 }
 
+static const double act_cost[OCR_ACT_COUNT] = {0, 1, 4, 3, 4, 8};
+
 OcrTensor *lact_forward(OcrCtx *c, LAct *l, const OcrTensor *x) {
+    l->inplace = 0;
     l->x = *x;
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
     if (!c->plan) activation_forward(&l->y, x, l->act);
-    static const double cost[OCR_ACT_COUNT] = {0, 1, 4, 3, 4, 8};
-    ocr_ctx_record(c, l->op, &l->y, cost[l->act] * (double)ocr_tensor_numel(x));
+    ocr_ctx_record(c, l->op, &l->y, act_cost[l->act] * (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+OcrTensor *lact_forward_inplace(OcrCtx *c, LAct *l, const OcrTensor *x) {
+    OCR_ASSERT(x->dtype == ocr_ctx_dtype(c, l->op), "%s: an in-place activation keeps its input's dtype",
+               c->ops->items[l->op].name);
+    l->inplace = 1;
+    l->y = *x;
+    memset(&l->x, 0, sizeof l->x);
+    if (!c->plan) activation_forward(&l->y, &l->y, l->act);
+    ocr_ctx_record(c, l->op, &l->y, act_cost[l->act] * (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+int lact_grad_from_output(ocr_activation_t act) { return act == OCR_ACT_RELU; }
+
+void lact_disown_output(OcrCtx *c, LAct *l) { disown(c, l->op, &l->y); }
+
+OcrTensor *lact_recompute_output(OcrCtx *c, LAct *l) {
+    OCR_ASSERT(l->x.data && !l->y.data, "%s: recompute needs the input and no output", c->ops->items[l->op].name);
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), l->x.ndim, l->x.shape);
+    if (!c->plan) activation_forward(&l->y, &l->x, l->act);
     return &l->y;
 }
 
 OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
     if (need_dx) {
-        dx = ocr_ctx_like(c, &l->x);
-        if (!c->plan) activation_backward(&dx, dy, &l->x, l->act);
+        const OcrTensor *in = &l->x;
+        if (!in->data && l->inplace && lact_grad_from_output(l->act)) in = &l->y;
+        OCR_ASSERT(in->data, "%s: the input of an in-place activation was not recomputed",
+                   c->ops->items[l->op].name);
+        dx = ocr_ctx_like(c, in);
+        if (!c->plan) activation_backward(&dx, dy, in, l->act);
     }
+    memset(&l->x, 0, sizeof l->x);  // a recomputed input belongs to its producer
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
     return dx;
@@ -345,6 +395,7 @@ void llab_build(OcrBuilder *b, LLab *l, const char *name, float lr_mult) {
 }
 
 OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x) {
+    l->inplace = 0;
     l->x = *x;
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
     if (!c->plan) {
@@ -355,14 +406,42 @@ OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x) {
     return &l->y;
 }
 
+OcrTensor *llab_forward_inplace(OcrCtx *c, LLab *l, const OcrTensor *x) {
+    OCR_ASSERT(x->dtype == ocr_ctx_dtype(c, l->op), "%s: an in-place affine keeps its input's dtype",
+               c->ops->items[l->op].name);
+    l->inplace = 1;
+    l->y = *x;
+    memset(&l->x, 0, sizeof l->x);
+    if (!c->plan) {
+        OcrTensor s = ocr_ctx_param(c, l->s), b = ocr_ctx_param(c, l->b);
+        scalar_affine_forward(&l->y, &l->y, &s, &b);
+    }
+    ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
+    return &l->y;
+}
+
+void llab_disown_output(OcrCtx *c, LLab *l) { disown(c, l->op, &l->y); }
+
+OcrTensor *llab_recompute_output(OcrCtx *c, LLab *l) {
+    OCR_ASSERT(l->x.data && !l->y.data, "%s: recompute needs the input and no output", c->ops->items[l->op].name);
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), l->x.ndim, l->x.shape);
+    if (!c->plan) {
+        OcrTensor s = ocr_ctx_param(c, l->s), b = ocr_ctx_param(c, l->b);
+        scalar_affine_forward(&l->y, &l->x, &s, &b);
+    }
+    return &l->y;
+}
+
 OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
+    OCR_ASSERT(l->x.data, "%s: the input of an in-place affine was not recomputed", c->ops->items[l->op].name);
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
     if (!c->plan) {
         OcrTensor s = ocr_ctx_param(c, l->s), ds = ocr_ctx_grad(c, l->s), db = ocr_ctx_grad(c, l->b);
         scalar_affine_backward(need_dx ? &dx : NULL, &ds, &db, dy, &l->x, &s);
     }
     ocr_ctx_free(c, &l->y);
+    if (l->inplace) memset(&l->x, 0, sizeof l->x);  // a recomputed input belongs to its producer
     ocr_ctx_bwd_done(c, l->op);
     return dx;
 }

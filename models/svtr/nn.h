@@ -143,25 +143,53 @@ typedef struct {
 } LBN;
 void lbn_build(OcrBuilder *b, LBN *l, const char *name, int channels, OcrParamAttr attr);
 OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x);
+// Hands the output's buffer to the op that consumes it in place (lact_forward_inplace): the
+// BN no longer owns or frees it, and the op table forgets it (its values are overwritten).
+void lbn_disown_output(OcrCtx *c, LBN *l);
+// Recomputes the output of the last forward from the saved input into a new arena tensor
+// (l->y, freed by the backward as usual) and returns it. Bit-identical to the forward's: the
+// same op runs on the same input, batch statistics included (they are recomputed rather than
+// rebuilt from save_mean/save_rstd, whose f32 rstd would round gamma·rstd differently).
+OcrTensor *lbn_recompute_output(OcrCtx *c, LBN *l);
 OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx);
 
 // ---- elementwise activation -----------------------------------------------------------
 typedef struct {
     int op;
     ocr_activation_t act;
+    int inplace;  // the last forward wrote y over x's buffer
     OcrTensor x, y;
 } LAct;
 void lact_build(OcrBuilder *b, LAct *l, const char *name, ocr_activation_t act);
 OcrTensor *lact_forward(OcrCtx *c, LAct *l, const OcrTensor *x);
+// y = act(x) written over x's buffer (x's dtype must be the op's compute dtype); the layer
+// then owns that buffer and frees it at its backward. x's values are gone: before the
+// backward the caller sets l->x to a recomputed copy of the input, unless
+// lact_grad_from_output(act), whose derivative is read off the output.
+OcrTensor *lact_forward_inplace(OcrCtx *c, LAct *l, const OcrTensor *x);
+// ReLU: y > 0 exactly where x > 0 (NaN and −0 included), so act'(x) = act'(y) bit for bit.
+int lact_grad_from_output(ocr_activation_t act);
+// As lbn_disown_output: a following op took the output's buffer over in place.
+void lact_disown_output(OcrCtx *c, LAct *l);
+// Recomputes the output of the last forward from l->x (set by the caller) into a new arena
+// tensor, bit-identical to the forward's; the backward frees it.
+OcrTensor *lact_recompute_output(OcrCtx *c, LAct *l);
 OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx);
 
 // ---- LearnableAffineBlock: y = scale · x + bias with two learned scalars ----------------
 typedef struct {
     int op, s, b;
+    int inplace;  // the last forward wrote y over x's buffer
     OcrTensor x, y;
 } LLab;
 void llab_build(OcrBuilder *b, LLab *l, const char *name, float lr_mult);
 OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x);
+// In place over x's buffer, as lact_forward_inplace: before the backward (which needs x for
+// the scale's gradient) the caller sets l->x to a recomputed copy of the input.
+OcrTensor *llab_forward_inplace(OcrCtx *c, LLab *l, const OcrTensor *x);
+void llab_disown_output(OcrCtx *c, LLab *l);
+// Recomputes the output from l->x into a new arena tensor (bit-identical; the backward frees it).
+OcrTensor *llab_recompute_output(OcrCtx *c, LLab *l);
 OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx);
 
 // ---- linear (weight (IN, OUT)) -------------------------------------------------------------
