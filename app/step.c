@@ -38,12 +38,31 @@ void step_ctx_free(StepCtx *s) {
     step_device_free(s);
     ocr_tensor_free(&s->dl32);
     ocr_tensor_free(&s->logits_buf);
+    ocr_tensor_free(&s->kept_logits_buf);
     free(s->losses);
     free(s->infeasible);
     free(s->clip);
     free(s->grad_views);
     free(s->grads);
     memset(s, 0, sizeof *s);
+}
+
+const OcrTensor *step_kept_logits(const StepCtx *s) { return s->keep_logits && s->kept_logits.data ? &s->kept_logits : NULL; }
+
+// Copies the step's f32 logits into kept_logits (an op on the logits' stream, so a captured
+// step copies in its replays too). The buffer only grows; it is allocated before a capture
+// needs it because a shape change drops the graph and the next step runs eagerly.
+static ocr_status_t keep_logits(StepCtx *s, const OcrTensor *logits) {
+    if (!s->keep_logits) return OCR_OK;
+    int64_t n = ocr_tensor_numel(logits);
+    if (!s->kept_logits_buf.data || ocr_tensor_numel(&s->kept_logits_buf) < n ||
+        !ocr_device_equal(s->kept_logits_buf.device, logits->device)) {
+        ocr_tensor_free(&s->kept_logits_buf);
+        OCR_TRY(ocr_tensor_alloc(&s->kept_logits_buf, OCR_F32, logits->device, 1, (int64_t[]){n}, OCR_MEM_ACTIVATIONS));
+    }
+    s->kept_logits = ocr_tensor_view(s->kept_logits_buf.data, OCR_F32, logits->device, 3, logits->shape);
+    cast_forward(&s->kept_logits, logits);
+    return OCR_OK;
 }
 
 ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int32_t *lengths, int max_len, double lr,
@@ -59,6 +78,7 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
     OCR_TRY(ocr_model_forward(s->m, images, 1));
     amp_engine_after_forward(amp);
     const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
+    OCR_TRY(keep_logits(s, logits));
     OcrTensor *dl = ocr_model_dlogits(s->m);
     OcrTensor *dl32 = dl;
     if (dl->dtype != OCR_F32) {
@@ -326,6 +346,7 @@ static ocr_status_t enqueue_body(StepCtx *s, const FeedDeviceBatch *b) {
     OCR_TRY(ocr_model_forward_u8(s->m, &b->images, &b->widths, 1));
     amp_engine_after_forward(amp);
     const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
+    OCR_TRY(keep_logits(s, logits));
     OcrTensor *dl = ocr_model_dlogits(s->m);
     OcrTensor *dl32 = dl;
     if (dl->dtype != OCR_F32) {

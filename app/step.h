@@ -27,6 +27,10 @@ typedef struct {
     OcrTensor *grad_views;
     OcrTensor **grads;
     StepDevice *dev;  // NULL on the CPU (step_device_init)
+    // Keep an f32 copy of each step's logits for the caller (Global.cal_metric_during_train):
+    // the model's own logits do not outlive the backward. Set keep_logits before the first step.
+    int keep_logits;
+    OcrTensor kept_logits_buf, kept_logits;  // buffer (grows) and a (B, T, classes) view of it
 } StepCtx;
 
 typedef struct {
@@ -44,6 +48,10 @@ void step_ctx_free(StepCtx *s);
 // iteration's rate (per-parameter multipliers are applied inside).
 ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int32_t *lengths, int max_len, double lr,
                       StepOutcome *out);
+
+// The last step's logits (B, T, classes) f32 on the model's device when keep_logits is set,
+// else NULL. Valid until the next step.
+const OcrTensor *step_kept_logits(const StepCtx *s);
 
 // ---- the GPU step --------------------------------------------------------------------------------
 // On a CUDA device a step is only enqueued: the model's device gets a compute stream of its own

@@ -16,6 +16,8 @@
 #include "app/step.h"
 #include "core/fileio.h"
 #include "core/timer.h"
+#include "eval/decode.h"
+#include "eval/metrics.h"
 #include "models/model.h"
 #ifdef OCR_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.h"
@@ -122,6 +124,10 @@ typedef struct {
     int64_t steps_per_epoch, total_iters;
     double *loss_window;
     int64_t window_n;
+    double *acc_window;  // cal_metric_during_train: the last log_smooth_window batch accuracies
+    int64_t acc_n;
+    float *metric_logits;  // host copy of a batch's logits for the training metric
+    size_t metric_logits_cap;
 } Trainer;
 
 static ocr_status_t push_step(TrainResult *r, const StepRecord *s) {
@@ -311,6 +317,7 @@ static ocr_status_t setup(Trainer *t) {
     int B = t->train.max_batch, H = t->train.max_height, W = t->train.max_width, C = t->train.channels;
     OCR_TRY(step_ctx_init(&t->step, t->m, &t->amp, &t->optim, B, rc->use_focal_loss));
     t->step_ok = 1;
+    t->step.keep_logits = rc->cal_metric_during_train;
     if (t->device.type == OCR_DEVICE_CPU) {
         OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
     } else {
@@ -322,6 +329,10 @@ static ocr_status_t setup(Trainer *t) {
     }
     t->loss_window = calloc((size_t)rc->log_smooth_window, sizeof *t->loss_window);
     if (!t->loss_window) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    if (rc->cal_metric_during_train) {
+        t->acc_window = calloc((size_t)rc->log_smooth_window, sizeof *t->acc_window);
+        if (!t->acc_window) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
 
     res->batch_size = B;
     res->lr_scale = t->opt->lr_scale > 0 ? t->opt->lr_scale : 1.0;
@@ -356,6 +367,8 @@ static ocr_status_t setup(Trainer *t) {
 static void cleanup(Trainer *t) {
     if (t->metrics) fclose(t->metrics);
     free(t->loss_window);
+    free(t->acc_window);
+    free(t->metric_logits);
     feed_upload_close(t->up);
     if (t->step_ok) step_ctx_free(&t->step);
     ocr_tensor_free(&t->images);
@@ -375,6 +388,52 @@ static void cleanup(Trainer *t) {
 
 // ---- one step ------------------------------------------------------------------------------------
 
+// Global.cal_metric_during_train: RecMetric of the batch just trained (greedy decode of its
+// logits, which have the argmax of the probabilities, against its labels). On a GPU this reads
+// the logits back, so it waits for the step (PaddleOCR's training loop does the same).
+static ocr_status_t batch_metric(Trainer *t, StepRecord *rec) {
+    rec->train_acc = rec->train_norm_edit_dis = -1.0f;
+    if (!t->rc->cal_metric_during_train) return OCR_OK;
+    const OcrTensor *lg = step_kept_logits(&t->step);
+    if (!lg) return ocr_set_error(OCR_ERR_INTERNAL, "training metric: the step kept no logits");
+    int B = (int)lg->shape[0], T = (int)lg->shape[1], C = (int)lg->shape[2];
+    size_t n = (size_t)B * T * C;
+    if (t->metric_logits_cap < n) {
+        float *p = realloc(t->metric_logits, n * sizeof(float));
+        if (!p) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        t->metric_logits = p;
+        t->metric_logits_cap = n;
+    }
+    if (lg->device.type == OCR_DEVICE_CPU) {
+        ocr_tensor_to_f32(lg, t->metric_logits);
+    } else {
+#ifdef OCR_HAVE_CUDA
+        if (ocr_cuda_synchronize(t->device.index)) return ocr_wrap_error(OCR_ERR_CUDA, "training metric");
+#endif
+        size_t bytes = n * ocr_dtype_size(lg->dtype);
+        void *raw = malloc(bytes);
+        if (!raw) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        copy_bytes(ocr_cpu(), raw, lg->device, lg->data, bytes);
+        OcrTensor host = ocr_tensor_view(raw, lg->dtype, ocr_cpu(), 3, lg->shape);
+        ocr_tensor_to_f32(&host, t->metric_logits);
+        free(raw);
+    }
+    RecMetric metric;
+    rec_metric_init(&metric, (RecMetricOptions){t->rc->ignore_space, t->rc->is_filter});
+    char pred[1024], ref[1024];
+    for (int b = 0; b < B && b < t->batch.count; b++) {
+        float conf;
+        OCR_TRY(ctc_greedy_decode(pred, sizeof pred, &conf, t->metric_logits + (size_t)b * T * C, T, C, 0,
+                                  t->dict.classes));
+        feed_label_text(&t->dict, &t->batch, b, ref, sizeof ref);
+        OCR_TRY(rec_metric_add(&metric, pred, ref));
+    }
+    RecMetricResult r = rec_metric_get(&metric);
+    rec->train_acc = (float)r.acc;
+    rec->train_norm_edit_dis = (float)r.norm_edit_dis;
+    return OCR_OK;
+}
+
 static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_count) {
     FeedBatch *b = &t->batch;
     int B = b->count, H = b->height, W = b->width, C = b->channels;
@@ -390,7 +449,7 @@ static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_coun
     rec->scale = o.scale;
     rec->skipped = o.skipped;
     rec->grad_norm = (float)o.grad_norm;
-    return OCR_OK;
+    return batch_metric(t, rec);
 }
 
 // ---- progress and metrics ---------------------------------------------------------------------------
@@ -418,6 +477,17 @@ static double smoothed_loss(Trainer *t, double loss) {
     return n ? s / (double)n : loss;
 }
 
+// Mean batch accuracy over the log window (cal_metric_during_train), or -1.
+static double smoothed_acc(Trainer *t, double acc) {
+    if (acc < 0 || !t->acc_window) return -1;
+    int64_t w = t->rc->log_smooth_window;
+    t->acc_window[t->acc_n++ % w] = acc;
+    int64_t n = t->acc_n < w ? t->acc_n : w;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += t->acc_window[i];
+    return s / (double)n;
+}
+
 // Seven significant digits: what an f32 holds, without the noise of printing it as a double.
 static double sig7(double v) {
     char b[32];
@@ -443,6 +513,10 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
     cJSON_AddNumberToObject(o, "step_time_s", sig7(r->step_seconds));
     cJSON_AddNumberToObject(o, "samples_per_s", sig7(sps));
     if (ninf) cJSON_AddNumberToObject(o, "infeasible_samples", ninf);
+    if (r->train_acc >= 0) {
+        cJSON_AddNumberToObject(o, "acc", sig7(r->train_acc));
+        cJSON_AddNumberToObject(o, "norm_edit_dis", sig7(r->train_norm_edit_dis));
+    }
     char *s = cJSON_PrintUnformatted(o);
     if (s) {
         fprintf(t->metrics, "%s\n", s);
@@ -451,7 +525,7 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
     cJSON_Delete(o);
 }
 
-static void progress_line(Trainer *t, const StepRecord *r, double avg, double sps, double eta, int last,
+static void progress_line(Trainer *t, const StepRecord *r, double avg, double acc, double sps, double eta, int last,
                           int64_t in_epoch) {
     FILE *f = t->opt->progress;
     if (!f) return;
@@ -460,10 +534,12 @@ static void progress_line(Trainer *t, const StepRecord *r, double avg, double sp
     if (!tty && !last && it % t->rc->print_batch_step != 0) return;
     char e[32];
     fmt_duration(eta, e, sizeof e);
-    fprintf(f, "%s%s%s%sepoch %lld/%lld  step %lld/%lld  loss %.4f  lr %.6f  scale %g  %.1f samples/s  ETA %s%s",
+    char accs[32] = "";
+    if (acc >= 0) snprintf(accs, sizeof accs, "  acc %.3f", acc);
+    fprintf(f, "%s%s%s%sepoch %lld/%lld  step %lld/%lld  loss %.4f%s  lr %.6f  scale %g  %.1f samples/s  ETA %s%s",
             tty ? "\r\033[K" : "", t->opt->label ? "[" : "", t->opt->label ? t->opt->label : "",
             t->opt->label ? "] " : "", (long long)t->train.epoch + 1, (long long)t->rc->epoch_num,
-            (long long)in_epoch, (long long)t->steps_per_epoch, avg, r->lr, (double)r->scale, sps, e,
+            (long long)in_epoch, (long long)t->steps_per_epoch, avg, accs, r->lr, (double)r->scale, sps, e,
             r->skipped ? "  (skipped: inf/NaN gradients)" : "");
     if (!tty || last) fputc('\n', f);
     fflush(f);
@@ -597,9 +673,10 @@ static ocr_status_t record_step(Trainer *t, StepRecord *rec, int count, int ninf
     *ema = *ema == 0 ? rec->step_seconds : 0.9 * *ema + 0.1 * rec->step_seconds;
     double sps = rec->step_seconds > 0 ? count / rec->step_seconds : 0;
     double avg = smoothed_loss(t, rec->loss);
+    double acc = smoothed_acc(t, rec->train_acc);
     write_step_json(t, rec, avg, sps, count, ninf);
     int64_t done = rec->iter + 1;
-    progress_line(t, rec, avg, sps, *ema * (double)(stop - done), done == stop, in_epoch);
+    progress_line(t, rec, avg, acc, sps, *ema * (double)(stop - done), done == stop, in_epoch);
     return OCR_OK;
 }
 
@@ -608,6 +685,7 @@ typedef struct {
     int64_t iter, in_epoch;
     float lr;
     int count;
+    float train_acc, train_norm_edit_dis;  // cal_metric_during_train (-1: not computed)
 } Inflight;
 
 static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, double *ema, double *t_last) {
@@ -621,6 +699,8 @@ static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, 
     rec.scale = o.scale;
     rec.skipped = o.skipped;
     rec.grad_norm = (float)o.grad_norm;
+    rec.train_acc = q[0].train_acc;
+    rec.train_norm_edit_dis = q[0].train_norm_edit_dis;
     // Steady state: one step per interval between readbacks (the device's step time).
     rec.step_seconds = (float)(now - *t_last);
     *t_last = now;
@@ -677,7 +757,10 @@ static ocr_status_t loop_gpu(Trainer *t, int64_t stop, double *ema) {
         step_mode_t mode;
         OCR_TRY(step_run_device(&t->step, &db, lr, &mode));
         feed_upload_consumed(t->up);
-        q[nq++] = (Inflight){t->st.iter, t->train.next_batch, (float)lr, db.count};
+        StepRecord metric;
+        OCR_TRY(batch_metric(t, &metric));
+        q[nq++] = (Inflight){t->st.iter, t->train.next_batch, (float)lr, db.count, metric.train_acc,
+                             metric.train_norm_edit_dis};
         t->st.iter++;
         if (nq == 2) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
         int64_t g = t->st.iter;

@@ -36,6 +36,9 @@ typedef struct {
     int skipped;
     float step_seconds;
     float grad_norm;
+    // Global.cal_metric_during_train: greedy decode of this batch against its labels
+    // (RecMetric), as PaddleOCR logs it; -1 when not computed.
+    float train_acc, train_norm_edit_dis;
 } StepRecord;
 
 typedef struct {

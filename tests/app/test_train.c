@@ -38,6 +38,8 @@ static double *read_losses(const char *dir, int *n) {
         if (l) {
             const char *keys[] = {"epoch", "lr", "loss_scale", "skipped", "samples_per_s", "step_time_s", NULL};
             for (int k = 0; keys[k]; k++) ck_assert_msg(cJSON_HasObjectItem(o, keys[k]), "no %s in %s", keys[k], line);
+            // cal_metric_during_train is off by default (the runs read here leave it off).
+            ck_assert_msg(!cJSON_HasObjectItem(o, "acc"), "a training metric without cal_metric_during_train: %s", line);
             if (cJSON_IsNumber(l) && *n < 4096) v[(*n)++] = l->valuedouble;
         }
         cJSON_Delete(o);
@@ -64,6 +66,36 @@ START_TEST(test_train_loss_falls) {
     ck_assert(at_exists(p));
     snprintf(p, sizeof p, "%s/config.json", out);
     ck_assert(at_exists(p));
+}
+END_TEST
+
+// Global.cal_metric_during_train: every step line carries the batch's RecMetric.
+START_TEST(test_train_metric_during_train) {
+    char out[600], ov[700];
+    snprintf(out, sizeof out, "%s/run_metric", g_dir);
+    snprintf(ov, sizeof ov, "Global.save_model_dir=%s", out);
+    const char *a[] = {"train", "-c", g_cfg, "-o", ov, "Global.epoch_num=1", "Global.cal_metric_during_train=true", NULL};
+    ck_assert_int_eq(at_run(cmd_train, a), 0);
+    char p[700];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", out);
+    char *text;
+    size_t size;
+    ck_assert(ocr_read_file(p, &text, &size) == OCR_OK);
+    int steps = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        if (cJSON_HasObjectItem(o, "loss")) {
+            const cJSON *acc = cJSON_GetObjectItem(o, "acc"), *ned = cJSON_GetObjectItem(o, "norm_edit_dis");
+            ck_assert_msg(cJSON_IsNumber(acc) && cJSON_IsNumber(ned), "no training metric in %s", line);
+            ck_assert(acc->valuedouble >= 0 && acc->valuedouble <= 1);
+            // Exact matches have edit distance 0, so 1 − mean distance is at least the accuracy.
+            ck_assert(ned->valuedouble >= acc->valuedouble - 1e-6 && ned->valuedouble <= 1);
+            steps++;
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+    ck_assert_int_eq(steps, 8);
 }
 END_TEST
 
@@ -221,6 +253,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 300);
     tcase_add_unchecked_fixture(tc, setup_data, NULL);
     tcase_add_test(tc, test_train_loss_falls);
+    tcase_add_test(tc, test_train_metric_during_train);
     tcase_add_test(tc, test_eval_and_predict_after_training);
     tcase_add_test(tc, test_finetune_loads_matching_tensors_only);
     tcase_add_test(tc, test_compare_writes_a_report);

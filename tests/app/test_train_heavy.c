@@ -17,18 +17,21 @@ START_TEST(test_accuracy_rises) {
     // Im2Seq neck: on this task the SVTR neck stays on the CTC plateau for far longer (see the
     // application report); the backbone is PP-OCRv3's MobileNetV1Enhance at scale 0.5.
     at_write_config_neck(cfg, dir, 64, 16, "\"epoch_num\": 8,", 0.5, AT_NECK_RESHAPE);
-    const char *a[] = {"train", "-c", cfg, "-o", "Global.eval_batch_step=[0,40]", "Optimizer.lr.learning_rate=0.005", NULL};
+    const char *a[] = {"train", "-c", cfg, "-o", "Global.eval_batch_step=[0,40]", "Optimizer.lr.learning_rate=0.005",
+                       "Global.cal_metric_during_train=true", NULL};
     ck_assert_int_eq(at_run(cmd_train, a), 0);
     char p[700];
     snprintf(p, sizeof p, "%s/out/metrics.jsonl", dir);
     char *text;
     size_t size;
     ck_assert(ocr_read_file(p, &text, &size) == OCR_OK);
-    double acc[64], ned[64];
-    int n = 0;
+    double acc[64], ned[64], train_acc[1024];
+    int n = 0, nt = 0;
     for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
         cJSON *o = cJSON_Parse(line);
         cJSON *e = o ? cJSON_GetObjectItem(o, "eval") : NULL;
+        cJSON *ta = o ? cJSON_GetObjectItem(o, "acc") : NULL;
+        if (cJSON_IsNumber(ta) && nt < 1024) train_acc[nt++] = ta->valuedouble;
         if (e && n < 64) {
             acc[n] = cJSON_GetObjectItem(e, "acc")->valuedouble;
             ned[n] = cJSON_GetObjectItem(e, "norm_edit_dis")->valuedouble;
@@ -44,6 +47,12 @@ START_TEST(test_accuracy_rises) {
     ck_assert_msg(acc[0] < 0.2, "accuracy before learning should be low, got %.3f", acc[0]);
     ck_assert_msg(acc[n - 1] > 0.6, "final accuracy %.3f: the model did not learn", acc[n - 1]);
     ck_assert(ned[n - 1] > ned[0]);
+    // The training batches' accuracy (cal_metric_during_train) rises with it.
+    ck_assert_int_ge(nt, 40);
+    double first = 0, last = 0;
+    for (int i = 0; i < 20; i++) first += train_acc[i] / 20, last += train_acc[nt - 1 - i] / 20;
+    fprintf(stderr, "training batch accuracy: first 20 steps %.3f, last 20 %.3f\n", first, last);
+    ck_assert_msg(first < 0.2 && last > 0.5, "training accuracy %.3f -> %.3f", first, last);
     // best/ holds the best evaluation's weights.
     snprintf(p, sizeof p, "%s/out/best/model.safetensors", dir);
     ck_assert(at_exists(p));
