@@ -133,7 +133,9 @@ START_TEST(test_ppocrv4_paths_agree) {
 END_TEST
 
 START_TEST(test_svtr_tiny_paths_agree) {
-    const char *const ov[] = {NO_DICT, "Architecture.Backbone.img_size=[32, 64]", "Architecture.Backbone.out_char_num=8",
+    const char *const ov[] = {NO_DICT,
+                              "Architecture.Backbone.img_size=[32, 64]",
+                              "Architecture.Backbone.out_char_num=8",
                               "Architecture.Backbone.depth=[1, 1, 1]",
                               "Architecture.Backbone.mixer=[\"Local\", \"Global\", \"Global\"]", NULL};
     compare_paths("rec_svtr_tiny.json", ov, 2, 32, 64, OCR_F32);
