@@ -163,9 +163,10 @@ static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
     if (level < OCR_LOG_ERROR) ocr_log_set_level(OCR_LOG_ERROR);
     if (st == OCR_OK) st = step_ctx_init(&sc, b->m, &b->amp, &b->optim, B, 0);
     for (int s = 0; st == OCR_OK && s < steps; s++) {
-        // The last step is measured: everything of the run is live, scratch at its steady state
-        // (the trainer measures from its first step too, after the model is set up).
-        if (s == steps - 1) ocr_mem_reset_peak(ocr_cpu());
+        // Measured from the first step, as the trainer measures: op scratch (core/memory.c's
+        // per-thread workspace) grows during the first step in separate blocks, which are
+        // merged into one only between ops, so the first step holds the most scratch.
+        if (s == 0) ocr_mem_reset_peak(ocr_cpu());
         StepOutcome o;
         st = step_run(&sc, &images, labels, lengths, b->max_len, 1e-4, &o);
     }
