@@ -4,6 +4,8 @@
 #ifndef OCR_TESTS_APP_APP_TEST_UTIL_H
 #define OCR_TESTS_APP_APP_TEST_UTIL_H
 
+#include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -126,6 +128,46 @@ static inline void at_write_config_neck(const char *path, const char *dir, int w
 
 static inline void at_write_config(const char *path, const char *dir, int width, int batch, const char *extra) {
     at_write_config_neck(path, dir, width, batch, extra, 0.125, AT_NECK_SVTR);
+}
+
+// The standard small task of the application tests: a fresh temporary directory with 64 training
+// and 16 evaluation lines of up to 3 digits, and cfg_path (cfg_cap bytes) = its config at width
+// 64, batch 8, with `extra` in Global (e.g. "\"epoch_num\": 2,"). Returns the directory.
+static inline char *at_setup_digits(char *cfg_path, size_t cfg_cap, const char *extra) {
+    char *dir = at_tmpdir();
+    at_make_digits(dir, "train", 64, 3, 11);
+    at_make_digits(dir, "eval", 16, 3, 12);
+    snprintf(cfg_path, cfg_cap, "%s/cfg.json", dir);
+    at_write_config(cfg_path, dir, 64, 8, extra);
+    return dir;
+}
+
+// The "loss" of every training line of dir/metrics.jsonl (a null loss, a non-finite one, reads
+// as NaN); *n = how many (at most 4096). Every line must be JSON with "iter"; every step line
+// must have the standard keys, and none may have `forbidden_key` (when not NULL). Free the result.
+static inline double *at_read_losses(const char *dir, int *n, const char *forbidden_key) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    char *text;
+    size_t size;
+    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
+    double *v = malloc(4096 * sizeof *v);
+    *n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        ck_assert_msg(o != NULL, "metrics.jsonl line is not JSON: %s", line);
+        ck_assert(cJSON_HasObjectItem(o, "iter"));
+        const cJSON *l = cJSON_GetObjectItem(o, "loss");
+        if (l) {
+            const char *keys[] = {"epoch", "lr", "loss_scale", "skipped", "samples_per_s", "step_time_s", NULL};
+            for (int k = 0; keys[k]; k++) ck_assert_msg(cJSON_HasObjectItem(o, keys[k]), "no %s in %s", keys[k], line);
+            ck_assert_msg(!forbidden_key || !cJSON_HasObjectItem(o, forbidden_key), "%s in %s", forbidden_key, line);
+            if (*n < 4096) v[(*n)++] = cJSON_IsNumber(l) ? l->valuedouble : NAN;
+        }
+        cJSON_Delete(o);
+    }
+    free(text);
+    return v;
 }
 
 // Runs a subcommand in-process with a NULL-terminated argument list (argv[0] = the command).

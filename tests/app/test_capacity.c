@@ -14,13 +14,7 @@
 static char *g_dir;
 static char g_cfg[512];
 
-static void setup_data(void) {
-    g_dir = at_tmpdir();
-    at_make_digits(g_dir, "train", 64, 3, 11);
-    at_make_digits(g_dir, "eval", 16, 3, 12);
-    snprintf(g_cfg, sizeof g_cfg, "%s/cfg.json", g_dir);
-    at_write_config(g_cfg, g_dir, 64, 8, "\"epoch_num\": 1,");
-}
+static void setup_data(void) { g_dir = at_setup_digits(g_cfg, sizeof g_cfg, "\"epoch_num\": 1,"); }
 
 START_TEST(test_capacity_plan_matches_a_real_step) {
     OcrConfig *cfg;

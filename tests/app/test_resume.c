@@ -14,38 +14,7 @@
 static char *g_dir;
 static char g_cfg[512];
 
-static void setup_data(void) {
-    g_dir = at_tmpdir();
-    at_make_digits(g_dir, "train", 64, 3, 11);
-    at_make_digits(g_dir, "eval", 16, 3, 12);
-    snprintf(g_cfg, sizeof g_cfg, "%s/cfg.json", g_dir);
-    at_write_config(g_cfg, g_dir, 64, 8, "\"epoch_num\": 2,");
-}
-
-// The "loss" of every training line of a metrics.jsonl (n = how many).
-static double *read_losses(const char *dir, int *n) {
-    char p[700];
-    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
-    char *text;
-    size_t size;
-    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
-    double *v = malloc(4096 * sizeof *v);
-    *n = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        ck_assert_msg(o != NULL, "metrics.jsonl line is not JSON: %s", line);
-        ck_assert(cJSON_HasObjectItem(o, "iter"));
-        const cJSON *l = cJSON_GetObjectItem(o, "loss");
-        if (l) {
-            const char *keys[] = {"epoch", "lr", "loss_scale", "skipped", "samples_per_s", "step_time_s", NULL};
-            for (int k = 0; keys[k]; k++) ck_assert_msg(cJSON_HasObjectItem(o, keys[k]), "no %s in %s", keys[k], line);
-            if (cJSON_IsNumber(l) && *n < 4096) v[(*n)++] = l->valuedouble;
-        }
-        cJSON_Delete(o);
-    }
-    free(text);
-    return v;
-}
+static void setup_data(void) { g_dir = at_setup_digits(g_cfg, sizeof g_cfg, "\"epoch_num\": 2,"); }
 
 // Runs the same schedule uninterrupted and as stop (after `stop` iterations) + resume, and
 // checks that the final weights, optimizer state and per-step losses are identical.
@@ -83,7 +52,7 @@ static void resume_case(const char *tag, const char *const *extra, int stop) {
                       files[i]);
     }
     int na, nb;
-    double *la = read_losses(a_dir, &na), *lb = read_losses(b_dir, &nb);
+    double *la = at_read_losses(a_dir, &na, NULL), *lb = at_read_losses(b_dir, &nb, NULL);
     ck_assert_int_eq(na, nb);
     for (int i = 0; i < na; i++) ck_assert_msg(la[i] == lb[i], "%s: loss of step %d differs", tag, i + 1);
     free(la);

@@ -13,40 +13,7 @@
 static char *g_dir;
 static char g_cfg[512];
 
-static void setup_data(void) {
-    g_dir = at_tmpdir();
-    at_make_digits(g_dir, "train", 64, 3, 11);
-    at_make_digits(g_dir, "eval", 16, 3, 12);
-    snprintf(g_cfg, sizeof g_cfg, "%s/cfg.json", g_dir);
-    at_write_config(g_cfg, g_dir, 64, 8, "\"epoch_num\": 3,");
-}
-
-// The "loss" of every training line of a metrics.jsonl (n = how many).
-static double *read_losses(const char *dir, int *n) {
-    char p[700];
-    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
-    char *text;
-    size_t size;
-    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
-    double *v = malloc(4096 * sizeof *v);
-    *n = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        ck_assert_msg(o != NULL, "metrics.jsonl line is not JSON: %s", line);
-        ck_assert(cJSON_HasObjectItem(o, "iter"));
-        const cJSON *l = cJSON_GetObjectItem(o, "loss");
-        if (l) {
-            const char *keys[] = {"epoch", "lr", "loss_scale", "skipped", "samples_per_s", "step_time_s", NULL};
-            for (int k = 0; keys[k]; k++) ck_assert_msg(cJSON_HasObjectItem(o, keys[k]), "no %s in %s", keys[k], line);
-            // cal_metric_during_train is off by default (the runs read here leave it off).
-            ck_assert_msg(!cJSON_HasObjectItem(o, "acc"), "a training metric without cal_metric_during_train: %s", line);
-            if (cJSON_IsNumber(l) && *n < 4096) v[(*n)++] = l->valuedouble;
-        }
-        cJSON_Delete(o);
-    }
-    free(text);
-    return v;
-}
+static void setup_data(void) { g_dir = at_setup_digits(g_cfg, sizeof g_cfg, "\"epoch_num\": 3,"); }
 
 START_TEST(test_train_loss_falls) {
     char out[600], ov[700];
@@ -55,7 +22,7 @@ START_TEST(test_train_loss_falls) {
     const char *a[] = {"train", "-c", g_cfg, "-o", ov, "Global.epoch_num=4", NULL};
     ck_assert_int_eq(at_run(cmd_train, a), 0);
     int n;
-    double *l = read_losses(out, &n);
+    double *l = at_read_losses(out, &n, "acc");  // no training metric unless asked for
     ck_assert_int_eq(n, 32);
     double first = 0, last = 0;
     for (int i = 0; i < 4; i++) first += l[i] / 4, last += l[n - 1 - i] / 4;

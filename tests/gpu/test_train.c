@@ -24,33 +24,7 @@
 static char *g_dir;
 static char g_cfg[512];
 
-static void setup_data(void) {
-    g_dir = at_tmpdir();
-    at_make_digits(g_dir, "train", 64, 3, 11);
-    at_make_digits(g_dir, "eval", 16, 3, 12);
-    snprintf(g_cfg, sizeof g_cfg, "%s/cfg.json", g_dir);
-    at_write_config(g_cfg, g_dir, 64, 8, "\"epoch_num\": 2,");
-}
-
-// The training losses of a metrics.jsonl (NULL entries, skipped steps, read as NaN).
-static double *read_losses(const char *dir, int *n) {
-    char p[700];
-    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
-    char *text;
-    size_t size;
-    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
-    double *v = malloc(4096 * sizeof *v);
-    *n = 0;
-    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
-        cJSON *o = cJSON_Parse(line);
-        ck_assert(o != NULL);
-        const cJSON *l = cJSON_GetObjectItem(o, "loss");
-        if (l && *n < 4096) v[(*n)++] = cJSON_IsNumber(l) ? l->valuedouble : NAN;
-        cJSON_Delete(o);
-    }
-    free(text);
-    return v;
-}
+static void setup_data(void) { g_dir = at_setup_digits(g_cfg, sizeof g_cfg, "\"epoch_num\": 2,"); }
 
 // Runs `train` in-process on the config with extra arguments into dir/<tag>.
 static void run_train(const char *tag, const char *const *extra, char *out, size_t cap) {
@@ -70,7 +44,7 @@ static void run_train(const char *tag, const char *const *extra, char *out, size
 static void compare_curves(const char *what, const char *a_dir, const char *b_dir, int strict, double rel_strict,
                            double rel_all) {
     int na, nb;
-    double *a = read_losses(a_dir, &na), *b = read_losses(b_dir, &nb);
+    double *a = at_read_losses(a_dir, &na, NULL), *b = at_read_losses(b_dir, &nb, NULL);
     ck_assert_int_eq(na, nb);
     ck_assert_int_gt(na, 8);
     double worst = 0;
@@ -134,7 +108,7 @@ static void graph_case(const char *tag, const char *const *amp) {
     run_train(te, args_e, eager, sizeof eager);
     run_train(tg, args_g, graph, sizeof graph);
     int na, nb;
-    double *a = read_losses(eager, &na), *b = read_losses(graph, &nb);
+    double *a = at_read_losses(eager, &na, NULL), *b = at_read_losses(graph, &nb, NULL);
     ck_assert_int_eq(na, nb);
     for (int i = 0; i < na; i++)
         ck_assert_msg(a[i] == b[i] || (isnan(a[i]) && isnan(b[i])), "%s: step %d loss %.9g (eager) vs %.9g (graph)",
