@@ -326,6 +326,27 @@ void amp_engine_after_forward(AmpEngine *e) {
     if (sample) e->stats.act_amax_step = e->step;
 }
 
+// Per layer: the max over its parameters' gradients and whether any was non-finite. The first
+// bad layer in backward order is the bad layer that comes last in forward order: the gradient
+// that overflowed first (e->last_layer).
+static void per_layer_grad_stats(AmpEngine *e) {
+    AmpStats *s = &e->stats;
+    for (int l = 0; l < s->n_layers; l++) {
+        s->grad_amax[l] = 0.0f;
+        s->grad_nonfinite[l] = 0;
+    }
+    e->last_layer = -1;
+    for (int i = 0; i < e->params->count; i++) {
+        int l = e->param_op[i];
+        if (l < 0) continue;
+        if (e->grad_amax[i] > s->grad_amax[l]) s->grad_amax[l] = e->grad_amax[i];
+        if (e->grad_nonfinite[i]) {
+            s->grad_nonfinite[l] = 1;
+            if (l > e->last_layer) e->last_layer = l;
+        }
+    }
+}
+
 int amp_engine_check_grads(AmpEngine *e) {
     OCR_ASSERT(e->in_step, "amp engine: check_grads outside begin_step/end_step");
     OcrParamTable *t = e->params;
@@ -337,23 +358,7 @@ int amp_engine_check_grads(AmpEngine *e) {
     }
     e->last = amp_unscale_check(e->grad_list, n, amp_scaler_scale(&e->scaler), e->grad_amax, e->grad_nonfinite,
                                 e->grad_scale);
-    // Per layer: the max over its parameters. The first bad layer in backward order is the
-    // bad layer that comes last in forward order: the gradient that overflowed first.
-    AmpStats *s = &e->stats;
-    for (int l = 0; l < s->n_layers; l++) {
-        s->grad_amax[l] = 0.0f;
-        s->grad_nonfinite[l] = 0;
-    }
-    e->last_layer = -1;
-    for (int i = 0; i < n; i++) {
-        int l = e->param_op[i];
-        if (l < 0) continue;
-        if (e->grad_amax[i] > s->grad_amax[l]) s->grad_amax[l] = e->grad_amax[i];
-        if (e->grad_nonfinite[i]) {
-            s->grad_nonfinite[l] = 1;
-            if (l > e->last_layer) e->last_layer = l;
-        }
-    }
+    per_layer_grad_stats(e);
     e->checked = 1;
     return e->last.found_inf;
 }
@@ -376,21 +381,7 @@ void amp_engine_record_device_step(AmpEngine *e, int found_inf, const int *nonfi
         }
     }
     r.found_inf = found_inf != 0;
-    AmpStats *s = &e->stats;
-    for (int l = 0; l < s->n_layers; l++) {
-        s->grad_amax[l] = 0.0f;
-        s->grad_nonfinite[l] = 0;
-    }
-    e->last_layer = -1;
-    for (int i = 0; i < n; i++) {
-        int l = e->param_op[i];
-        if (l < 0) continue;
-        if (e->grad_amax[i] > s->grad_amax[l]) s->grad_amax[l] = e->grad_amax[i];
-        if (e->grad_nonfinite[i]) {
-            s->grad_nonfinite[l] = 1;
-            if (l > e->last_layer) e->last_layer = l;
-        }
-    }
+    per_layer_grad_stats(e);
     e->last = r;
     e->in_step = 1;
     e->checked = 1;

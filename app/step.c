@@ -47,6 +47,19 @@ void step_ctx_free(StepCtx *s) {
     memset(s, 0, sizeof *s);
 }
 
+// Where the loss writes its gradient: the model's dlogits when they are f32, else an f32
+// buffer (the loss works in f32; its gradient is rounded into dlogits afterwards).
+static ocr_status_t loss_grad_f32(StepCtx *s, OcrTensor *dl, const OcrTensor *logits, OcrTensor **dl32) {
+    *dl32 = dl;
+    if (dl->dtype == OCR_F32) return OCR_OK;
+    if (!s->dl32.data || !ocr_tensor_same_shape(&s->dl32, logits)) {
+        ocr_tensor_free(&s->dl32);
+        OCR_TRY(ocr_tensor_alloc(&s->dl32, OCR_F32, logits->device, 3, logits->shape, OCR_MEM_ACTIVATIONS));
+    }
+    *dl32 = &s->dl32;
+    return OCR_OK;
+}
+
 const OcrTensor *step_kept_logits(const StepCtx *s) { return s->keep_logits && s->kept_logits.data ? &s->kept_logits : NULL; }
 
 // Copies the step's f32 logits into kept_logits (an op on the logits' stream, so a captured
@@ -79,16 +92,8 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
     amp_engine_after_forward(amp);
     const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
     OCR_TRY(keep_logits(s, logits));
-    OcrTensor *dl = ocr_model_dlogits(s->m);
-    OcrTensor *dl32 = dl;
-    if (dl->dtype != OCR_F32) {
-        // The loss works in f32; its gradient is rounded into the model's dlogits afterwards.
-        if (!s->dl32.data || !ocr_tensor_same_shape(&s->dl32, logits)) {
-            ocr_tensor_free(&s->dl32);
-            OCR_TRY(ocr_tensor_alloc(&s->dl32, OCR_F32, logits->device, 3, logits->shape, OCR_MEM_ACTIVATIONS));
-        }
-        dl32 = &s->dl32;
-    }
+    OcrTensor *dl = ocr_model_dlogits(s->m), *dl32;
+    OCR_TRY(loss_grad_f32(s, dl, logits, &dl32));
     OcrTensor targets = ocr_tensor_view(labels, OCR_I32, ocr_cpu(), 2, (int64_t[]){B, max_len});
     OcrTensor lens = ocr_tensor_view(lengths, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
     OcrTensor losses = ocr_tensor_view(s->losses, OCR_F32, ocr_cpu(), 1, (int64_t[]){B});
@@ -347,15 +352,8 @@ static ocr_status_t enqueue_body(StepCtx *s, const FeedDeviceBatch *b) {
     amp_engine_after_forward(amp);
     const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
     OCR_TRY(keep_logits(s, logits));
-    OcrTensor *dl = ocr_model_dlogits(s->m);
-    OcrTensor *dl32 = dl;
-    if (dl->dtype != OCR_F32) {
-        if (!s->dl32.data || !ocr_tensor_same_shape(&s->dl32, logits)) {
-            ocr_tensor_free(&s->dl32);
-            OCR_TRY(ocr_tensor_alloc(&s->dl32, OCR_F32, logits->device, 3, logits->shape, OCR_MEM_ACTIVATIONS));
-        }
-        dl32 = &s->dl32;
-    }
+    OcrTensor *dl = ocr_model_dlogits(s->m), *dl32;
+    OCR_TRY(loss_grad_f32(s, dl, logits, &dl32));
     OcrTensor losses = ocr_tensor_view(d->losses.data, OCR_F32, d->dev, 1, (int64_t[]){B});
     OcrTensor infeas = ocr_tensor_view(d->infeas.data, OCR_I32, d->dev, 1, (int64_t[]){B});
     // The gradient of the loss itself (grad_scale 1), then times the device-held loss scale,
