@@ -38,7 +38,8 @@ ocr_status_t app_resolve_device(const char *name, char *resolved, size_t cap) {
             return ocr_set_error(OCR_ERR_UNSUPPORTED, "Global.device %s: this build has no CUDA backend (build with "
                                  "nvcc on PATH, or use Global.device cpu or auto)", name);
 #endif
-        return st;
+        return ocr_set_error(st, "Global.device %s: %s (Global.device cpu or auto trains on the CPU)", name,
+                             ocr_last_error());
     }
     if (st != OCR_OK) return ocr_set_error(OCR_ERR_CONFIG, "Global.device: %s", ocr_last_error());
     ocr_device_name(d, resolved, (int)cap);

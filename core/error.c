@@ -24,10 +24,14 @@ const char *ocr_status_name(ocr_status_t status) {
 }
 
 ocr_status_t ocr_set_error(ocr_status_t status, const char *fmt, ...) {
+    // Formatted apart first: an argument may be ocr_last_error() itself (a message that
+    // quotes the previous one), and vsnprintf into its own source is undefined.
+    char msg[OCR_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(last_error_msg, sizeof last_error_msg, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    memcpy(last_error_msg, msg, sizeof msg);
     return status;
 }
 
