@@ -98,6 +98,33 @@ void activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t a
 // dinp = dout · act'(inp); dinp may alias dout.
 void activation_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act);
 
+// ---- batch norm + activation, fused --------------------------------------------------------
+// out (N, H, W, C) = act(bn(inp)): batchnorm2d_forward (the same statistics, save_mean /
+// save_rstd, running update and per-element expression) followed by activation_forward, in
+// one pass over the output after the statistics pass. The pre-activation value is rounded to
+// out's dtype before the activation, as the unfused pair storing BN's output there does, so
+// out and every statistic are bit-identical to batchnorm2d_forward into out followed by
+// activation_forward in place over it. save_scale (C, f32) receives the per-channel scale the
+// value was computed with, a = gamma·rstd rounded once from double (the f32 save_rstd cannot
+// rebuild it exactly); the value is (inp − save_mean)·save_scale + beta. Any save_* may be NULL.
+void batchnorm2d_act_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
+                             OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                             const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act, float momentum,
+                             float eps, int training);
+// Backward of batchnorm2d_act_forward from dout (N, H, W, C), the gradient of the ACTIVATION
+// output, without materialising BN's output: per element the pre-activation value is rebuilt
+// from inp, save_mean, save_scale (both f32) and beta with the forward's expression, rounded to
+// mid, then g = dout · act'(value) is rounded to mid and goes through batchnorm2d_backward's
+// formulas (save_mean / save_rstd as there). mid is the dtype the unfused pair stores BN's
+// output and the activation's input gradient in (the forward's out dtype); the results are then
+// bit-identical to recomputing BN's output into a mid tensor, activation_backward into a mid
+// tensor and batchnorm2d_backward. act = NONE is batchnorm2d_backward (dout used as it is;
+// save_scale may be NULL). dinp assigned; dgamma, dbeta accumulated.
+void batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                              const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                              const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                              ocr_activation_t act, ocr_dtype_t mid, int training);
+
 // ---- pooling ---------------------------------------------------------------------------
 typedef struct {
     int kernel_h, kernel_w;

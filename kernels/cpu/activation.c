@@ -131,7 +131,7 @@ static inline float normal_cdf(float x) {
 }
 
 // y (n) = act(x); y may equal x.
-static void act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act) {
+void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act) {
     switch (act) {
         case OCR_ACT_NONE:
             if (y != x) memcpy(y, x, (size_t)n * sizeof(float));
@@ -180,7 +180,7 @@ static void act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_
 }
 
 // dx (n) = dy · act'(x); dx may equal dy.
-static void act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
     switch (act) {
         case OCR_ACT_NONE:
             if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(float));
@@ -245,7 +245,7 @@ void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation
     CpuScratch s = {0};
     const float *x = cpu_f32_in(&s, inp);
     float *y = cpu_f32_out(&s, out, 0);
-    act_forward_f32(y, x, n, act);
+    cpu_act_forward_f32(y, x, n, act);
     cpu_f32_store(out, y);
     cpu_scratch_free(&s);
 }
@@ -261,7 +261,7 @@ void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTe
     const float *x = cpu_f32_in(&s, inp);
     const float *dy = cpu_f32_in(&s, dout);
     float *dx = cpu_f32_out(&s, dinp, 0);
-    act_backward_f32(dx, dy, x, n, act);
+    cpu_act_backward_f32(dx, dy, x, n, act);
     cpu_f32_store(dinp, dx);
     cpu_scratch_free(&s);
 }

@@ -15,7 +15,7 @@
 // Below this many elements an OpenMP team costs more than it saves.
 #define BN_PAR_MIN 16384
 
-static int64_t bn_chunks(int64_t rows) { return rows < BN_MAX_CHUNKS ? rows : BN_MAX_CHUNKS; }
+int64_t cpu_bn_chunks(int64_t rows) { return rows < BN_MAX_CHUNKS ? rows : BN_MAX_CHUNKS; }
 
 // A (C,) parameter/statistics tensor: any float dtype, exactly C elements.
 static void bn_check_vec(const OcrTensor *t, int64_t C, const char *what) {
@@ -26,8 +26,8 @@ static void bn_check_vec(const OcrTensor *t, int64_t C, const char *what) {
 
 // mean, var (C) = batch mean and biased variance of x (M, C). The sums are shifted by the
 // first row, which keeps the one-pass variance accurate when |mean| >> std.
-static void bn_batch_stats(double *mean, double *var, const float *x, int64_t M, int64_t C, CpuScratch *s) {
-    const int64_t nch = bn_chunks(M);
+void cpu_bn_batch_stats(double *mean, double *var, const float *x, int64_t M, int64_t C, CpuScratch *s) {
+    const int64_t nch = cpu_bn_chunks(M);
     double *part = cpu_scratch_bytes(s, (size_t)(2 * nch * C) * sizeof(double));
     const float *shift = x;
 #pragma omp parallel for schedule(static) if (M * C >= BN_PAR_MIN)
@@ -79,7 +79,7 @@ void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *sa
     double *var = cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
     if (training) {
         OCR_ASSERT(M > 0, "batchnorm: training on an empty batch");
-        bn_batch_stats(mean, var, x, M, C, &s);
+        cpu_bn_batch_stats(mean, var, x, M, C, &s);
     } else {
         OCR_ASSERT(running_mean && running_var, "batchnorm: inference needs the running statistics");
         const float *rm = cpu_f32_in(&s, running_mean), *rv = cpu_f32_in(&s, running_var);
@@ -168,7 +168,7 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
     double *sdx = cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
     const int need_sums = dgamma || dbeta || (training && dinp);
     if (need_sums) {
-        const int64_t nch = M > 0 ? bn_chunks(M) : 0;
+        const int64_t nch = M > 0 ? cpu_bn_chunks(M) : 0;
         double *part = cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double));
 #pragma omp parallel for schedule(static) if (M * C >= BN_PAR_MIN)
         for (int64_t k = 0; k < nch; k++) {

@@ -4,6 +4,7 @@
 #ifndef OCR_KERNELS_CPU_OPS_H
 #define OCR_KERNELS_CPU_OPS_H
 
+#include "kernels/cpu/cpu_common.h"
 #include "kernels/ctc.h"
 #include "kernels/input.h"
 #include "kernels/ops.h"
@@ -31,6 +32,20 @@ void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *sa
 void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                               const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
                               const OcrTensor *save_rstd, int training);
+// Shared with kernels/cpu/bn_act.c, which must reproduce batch norm bit for bit: the fixed
+// number of row chunks the per-channel sums use, and the batch mean / biased variance (double).
+int64_t cpu_bn_chunks(int64_t rows);
+void cpu_bn_batch_stats(double *mean, double *var, const float *x, int64_t M, int64_t C, CpuScratch *s);
+
+// kernels/cpu/bn_act.c
+void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                 OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
+                                 const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                 ocr_activation_t act, float momentum, float eps, int training);
+void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                                  const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                  const OcrTensor *save_mean, const OcrTensor *save_rstd,
+                                  const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training);
 
 // kernels/cpu/layernorm.c
 void layernorm_forward_cpu(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
@@ -41,6 +56,9 @@ void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta
 // kernels/cpu/activation.c
 void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act);
 void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act);
+// The f32 loops behind them (y may equal x, dx may equal dy), shared with kernels/cpu/bn_act.c.
+void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act);
+void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act);
 
 // kernels/cpu/pool.c
 void avgpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);

@@ -43,14 +43,14 @@ void convbn_build(OcrBuilder *b, ConvBN *l, const char *prefix, ConvBNNames name
 
 OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x) {
     OcrTensor *y = lconv_forward(c, &l->conv, x);
+    if (l->has_act && !c->keep_all && ocr_ctx_dtype(c, l->bn.op) == ocr_ctx_dtype(c, l->act.op)) {
+        OcrTensor *a = lbn_act_forward(c, &l->bn, &l->act, y);
+        ocr_ctx_release(c, y);
+        return a;
+    }
     OcrTensor *z = lbn_forward(c, &l->bn, y);
     ocr_ctx_release(c, y);
     if (!l->has_act) return z;
-    if (!c->keep_all && z->dtype == ocr_ctx_dtype(c, l->act.op)) {
-        OcrTensor *a = lact_forward_inplace(c, &l->act, z);
-        lbn_disown_output(c, &l->bn);
-        return a;
-    }
     OcrTensor *a = lact_forward(c, &l->act, z);
     ocr_ctx_release(c, z);
     return a;
@@ -58,9 +58,12 @@ OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x) {
 
 OcrTensor convbn_backward(OcrCtx *c, ConvBN *l, const OcrTensor *dy, int need_dx) {
     Grad g = borrowed(dy);
-    if (l->has_act && l->act.inplace && !lact_grad_from_output(l->act.act)) l->act.x = *lbn_recompute_output(c, &l->bn);
-    if (l->has_act) grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
-    grad_set(c, &g, lbn_backward(c, &l->bn, &g.t, 1));
+    if (l->has_act && l->act.inplace) {
+        grad_set(c, &g, lbn_act_backward(c, &l->bn, &l->act, &g.t, 1));
+    } else {
+        if (l->has_act) grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
+        grad_set(c, &g, lbn_backward(c, &l->bn, &g.t, 1));
+    }
     OcrTensor dx = lconv_backward(c, &l->conv, &g.t, need_dx);
     grad_drop(c, &g);
     return dx;

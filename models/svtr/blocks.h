@@ -10,11 +10,12 @@
 typedef struct {
     const char *conv, *bn, *act;  // sub-module names ("_conv", "_batch_norm" in MobileNetV1Enhance)
 } ConvBNNames;
-// Memory: the activation runs in place over the BN output (when their dtypes agree and the
-// pass does not keep every activation), so a training step saves two maps per ConvBN, the conv
-// output (BN's input) and the activation output, instead of three. The backward recomputes
-// the BN output from the conv output (lbn_recompute_output, bit-identical) for the
-// activation's derivative; ReLU reads its derivative off its output and recomputes nothing.
+// Memory and passes: BN and activation run as one fused op (lbn_act_forward, when their dtypes
+// agree and the pass does not keep every activation), so a training step saves two maps per
+// ConvBN, the conv output (BN's input) and the activation output, instead of three. The fused
+// backward (lbn_act_backward) rebuilds each BN output value from the conv output on the fly
+// for the activation's derivative, bit-identically, without materialising the BN output or
+// the activation's gradient.
 typedef struct {
     LConv conv;
     LBN bn;

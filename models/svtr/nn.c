@@ -296,19 +296,6 @@ static void disown(OcrCtx *c, int op, OcrTensor *y) {
     memset(y, 0, sizeof *y);
 }
 
-void lbn_disown_output(OcrCtx *c, LBN *l) { disown(c, l->op, &l->y); }
-
-OcrTensor *lbn_recompute_output(OcrCtx *c, LBN *l) {
-    OCR_ASSERT(!l->y.data, "%s: recomputing an output that is still there", c->ops->items[l->op].name);
-    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, l->x.shape);
-    if (!c->plan) {
-        // No statistics out and no running-statistics update: only the output is rebuilt.
-        OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
-        batchnorm2d_forward(&l->y, NULL, NULL, NULL, NULL, &l->x, &g, &bb, l->momentum, l->eps, l->training);
-    }
-    return &l->y;
-}
-
 OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
@@ -378,6 +365,60 @@ OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx) {
     memset(&l->x, 0, sizeof l->x);  // a recomputed input belongs to its producer
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
+    return dx;
+}
+
+// ---- batch norm + activation, fused ------------------------------------------------------------------
+
+OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x) {
+    OCR_ASSERT(x->ndim == 4 && x->shape[3] == bn->channels);
+    const ocr_dtype_t dt = ocr_ctx_dtype(c, bn->op);
+    OCR_ASSERT(ocr_ctx_dtype(c, act->op) == dt, "%s: a fused activation keeps the batch norm's dtype",
+               c->ops->items[act->op].name);
+    bn->x = *x;
+    bn->training = c->training;
+    OcrTensor y = ocr_ctx_new(c, dt, 4, x->shape);
+    bn->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){bn->channels});
+    bn->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){bn->channels});
+    bn->save_scale = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){bn->channels});
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
+        OcrTensor rm = ocr_ctx_stat(c, bn->mean), rv = ocr_ctx_stat(c, bn->var);
+        float momentum = c->bn_momentum >= 0.0f ? c->bn_momentum : bn->momentum;
+        batchnorm2d_act_forward(&y, &bn->save_mean, &bn->save_rstd, &bn->save_scale, &rm, &rv, x, &g, &bb, act->act,
+                                momentum, bn->eps, bn->training);
+    }
+    // The BN's entry: shape and FLOPs, but not the output (its values are the activation's).
+    ocr_ctx_record(c, bn->op, &y, 2.0 * (double)ocr_tensor_numel(x));
+    memset(&c->ops->items[bn->op].out, 0, sizeof c->ops->items[bn->op].out);
+    memset(&bn->y, 0, sizeof bn->y);
+    ocr_ctx_release(c, &bn->save_scale);
+    ocr_ctx_release(c, &bn->save_rstd);
+    ocr_ctx_release(c, &bn->save_mean);
+    act->inplace = 1;
+    act->y = y;
+    memset(&act->x, 0, sizeof act->x);
+    ocr_ctx_record(c, act->op, &act->y, act_cost[act->act] * (double)ocr_tensor_numel(x));
+    return &act->y;
+}
+
+OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, int need_dx) {
+    OCR_ASSERT(act->inplace && act->y.data && !bn->y.data, "%s: not the output of lbn_act_forward",
+               c->ops->items[act->op].name);
+    OcrTensor dx = {0};
+    if (need_dx) dx = ocr_ctx_like(c, &bn->x);
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
+        OcrTensor dg = ocr_ctx_grad(c, bn->g), db = ocr_ctx_grad(c, bn->b);
+        batchnorm2d_act_backward(need_dx ? &dx : NULL, &dg, &db, dy, &bn->x, &g, &bb, &bn->save_mean, &bn->save_rstd,
+                                 &bn->save_scale, act->act, act->y.dtype, bn->training);
+    }
+    ocr_ctx_free(c, &act->y);
+    ocr_ctx_bwd_done(c, act->op);
+    ocr_ctx_free(c, &bn->save_scale);
+    ocr_ctx_free(c, &bn->save_rstd);
+    ocr_ctx_free(c, &bn->save_mean);
+    ocr_ctx_bwd_done(c, bn->op);
     return dx;
 }
 

@@ -140,17 +140,10 @@ typedef struct {
     float momentum, eps;
     int training;  // mode of the last forward
     OcrTensor x, y, save_mean, save_rstd;
+    OcrTensor save_scale;  // lbn_act_forward only: gamma·rstd as it normalised (C, f32)
 } LBN;
 void lbn_build(OcrBuilder *b, LBN *l, const char *name, int channels, OcrParamAttr attr);
 OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x);
-// Hands the output's buffer to the op that consumes it in place (lact_forward_inplace): the
-// BN no longer owns or frees it, and the op table forgets it (its values are overwritten).
-void lbn_disown_output(OcrCtx *c, LBN *l);
-// Recomputes the output of the last forward from the saved input into a new arena tensor
-// (l->y, freed by the backward as usual) and returns it. Bit-identical to the forward's: the
-// same op runs on the same input, batch statistics included (they are recomputed rather than
-// rebuilt from save_mean/save_rstd, whose f32 rstd would round gamma·rstd differently).
-OcrTensor *lbn_recompute_output(OcrCtx *c, LBN *l);
 OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx);
 
 // ---- elementwise activation -----------------------------------------------------------
@@ -169,12 +162,28 @@ OcrTensor *lact_forward(OcrCtx *c, LAct *l, const OcrTensor *x);
 OcrTensor *lact_forward_inplace(OcrCtx *c, LAct *l, const OcrTensor *x);
 // ReLU: y > 0 exactly where x > 0 (NaN and −0 included), so act'(x) = act'(y) bit for bit.
 int lact_grad_from_output(ocr_activation_t act);
-// As lbn_disown_output: a following op took the output's buffer over in place.
+// A following op took the output's buffer over in place: the layer no longer owns or frees it,
+// and the op table forgets it (its values are overwritten).
 void lact_disown_output(OcrCtx *c, LAct *l);
 // Recomputes the output of the last forward from l->x (set by the caller) into a new arena
 // tensor, bit-identical to the forward's; the backward frees it.
 OcrTensor *lact_recompute_output(OcrCtx *c, LAct *l);
 OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx);
+
+// ---- batch norm + activation, fused (batchnorm2d_act_forward / _backward) ---------------------
+// act(bn(x)) in one op pair, for a BN whose output only feeds the activation. Same memory plan
+// as lbn_forward + lact_forward_inplace over its output: the output buffer is the BN's
+// allocation, owned by the activation layer (act->inplace = 1) and freed at the backward; the
+// BN keeps its input and statistics. The op table records both ops (the BN's entry forgets the
+// output, whose values are the activation's). The activation's dtype must be the BN's. One
+// more (C) f32 statistic than lbn_forward is saved: save_scale, which rebuilds each BN output
+// value exactly in the backward.
+OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x);
+// Backward of lbn_act_forward from dy, the gradient of the activation output: no BN output is
+// recomputed and no activation gradient is stored (bit-identical to recomputing the BN output
+// with batchnorm2d_forward, then lact_backward + lbn_backward). Frees the output and the
+// statistics; returns the BN input's gradient (empty when need_dx is 0).
+OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, int need_dx);
 
 // ---- LearnableAffineBlock: y = scale · x + bias with two learned scalars ----------------
 typedef struct {

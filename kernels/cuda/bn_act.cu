@@ -1,0 +1,453 @@
+// Batch norm + activation, fused, on the GPU (the contract of batchnorm2d_act_forward /
+// batchnorm2d_act_backward in kernels/ops.h; the CPU twin is kernels/cpu/bn_act.c).
+//
+// Statistics are deterministic two-level column sums in double: the rows are cut into FIXED
+// chunks of BA_ROWS (a function of the shape only), each block sums one chunk for 32 channels
+// (each thread a strided subset of the rows, then a fixed order over the threads), and a
+// per-channel kernel adds the chunk sums in chunk order. As on the CPU the sums are shifted
+// by the first row, so the one-pass variance stays accurate when |mean| >> std, and the
+// per-channel arithmetic after the sums is kernels/cpu/batchnorm.c's, in double.
+//
+// The forward writes act(value) with value = (x − mean)·a + b rounded to out's dtype (and a to
+// save_scale); the backward rebuilds value per element from save_mean, save_scale and beta,
+// forms g = dout·act'(value) rounded to mid, and runs batch norm's backward on g (one sum pass,
+// one elementwise pass that forms g again) without storing g.
+//
+// The activation formulas are those of kernels/cuda/activation.cu (themselves
+// kernels/cpu/activation.c's): device functions cannot cross translation units without
+// relocatable device code, so the few lines are repeated here and must change with those.
+#include <math.h>
+
+#include "kernels/cuda/bn_act.h"
+#include "kernels/cuda/cuda_internal.h"
+
+#define BA_TX 32
+#define BA_TY 8
+#define BA_ROWS 256
+#define BA_THREADS 256
+#define BA_HARDSIGMOID_SLOPE 0.1666667f
+#define BA_INV_SQRT_2PI 0.39894228040143267794f
+
+// ---- activation math (kernels/cuda/activation.cu) ---------------------------------------------
+
+__device__ __forceinline__ float ba_exp(float x) {
+    x = x < -87.0f ? -87.0f : x;
+    x = x > 88.0f ? 88.0f : x;
+    const float round_magic = 12582912.0f;
+    const float n = __fsub_rn(__fadd_rn(x * 1.44269504088896341f, round_magic), round_magic);
+    float r = x - n * 0.693359375f;
+    r = r + n * 2.12194440e-4f;
+    float p = 1.0f / 5040.0f;
+    p = p * r + 1.0f / 720.0f;
+    p = p * r + 1.0f / 120.0f;
+    p = p * r + 1.0f / 24.0f;
+    p = p * r + 1.0f / 6.0f;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
+    return p * __uint_as_float(bits);
+}
+
+__device__ __forceinline__ float ba_normal_cdf(float x) {
+    const float z = x * 0.70710678118654752440f;
+    const float a = z < 0.0f ? -z : z;
+    const float s = 2.0f * (a * a) - 1.0f;
+    float p = 1.230605476e-06f;
+    p = p * s - 1.766906802e-05f;
+    p = p * s + 2.175135417e-04f;
+    p = p * s - 2.285419545e-03f;
+    p = p * s + 1.985249714e-02f;
+    p = p * s - 1.405360973e-01f;
+    p = p * s + 9.654687387e-01f;
+    const float e = a * p;
+    const float central = 0.5f + 0.5f * (x < 0.0f ? -e : e);
+    float ac = a < 1.0f ? 1.0f : a;
+    ac = ac > 5.0f ? 5.0f : ac;
+    const float t = 1.0f / ac;
+    const float q = (t - 0.6f) * 2.5f;
+    float w = -1.333063645e-05f;
+    w = w * q + 4.347827961e-05f;
+    w = w * q - 5.856742665e-05f;
+    w = w * q - 2.485431115e-05f;
+    w = w * q + 5.204922138e-04f;
+    w = w * q - 2.157115485e-03f;
+    w = w * q + 5.133897619e-03f;
+    w = w * q - 1.120592530e-03f;
+    w = w * q - 6.855230135e-02f;
+    w = w * q + 4.938124656e-01f;
+    const float erfc_a = a < 5.0f ? ba_exp(-(ac * ac)) * (w * t) : 0.0f;
+    const float tail = x < 0.0f ? 0.5f * erfc_a : 1.0f - 0.5f * erfc_a;
+    return a < 1.0f ? central : tail;
+}
+
+__device__ __forceinline__ float ba_act_forward(float v, int act) {
+    switch (act) {
+        case OCR_ACT_RELU: return v < 0.0f ? 0.0f : v;
+        case OCR_ACT_HARDSWISH: {
+            float t = v + 3.0f;
+            t = t < 0.0f ? 0.0f : t;
+            t = t > 6.0f ? 6.0f : t;
+            return v * t / 6.0f;
+        }
+        case OCR_ACT_HARDSIGMOID: {
+            float t = v * BA_HARDSIGMOID_SLOPE + 0.5f;
+            t = t < 0.0f ? 0.0f : t;
+            return t > 1.0f ? 1.0f : t;
+        }
+        case OCR_ACT_SWISH: return v / (1.0f + ba_exp(-v));
+        case OCR_ACT_GELU: return v * ba_normal_cdf(v);
+        default: return v;
+    }
+}
+
+__device__ __forceinline__ float ba_act_backward(float g, float v, int act) {
+    switch (act) {
+        case OCR_ACT_RELU: return v > 0.0f ? g : 0.0f;
+        case OCR_ACT_HARDSWISH: {
+            float d = (v > -3.0f && v < 3.0f) ? (2.0f * v + 3.0f) / 6.0f : 0.0f;
+            return g * (d + (v >= 3.0f ? 1.0f : 0.0f));
+        }
+        case OCR_ACT_HARDSIGMOID: {
+            float t = v * BA_HARDSIGMOID_SLOPE + 0.5f;
+            return g * ((t > 0.0f && t < 1.0f) ? BA_HARDSIGMOID_SLOPE : 0.0f);
+        }
+        case OCR_ACT_SWISH: {
+            float sg = 1.0f / (1.0f + ba_exp(-v));
+            return g * sg * (1.0f + v * (1.0f - sg));
+        }
+        case OCR_ACT_GELU: {
+            float cdf = ba_normal_cdf(v);
+            float pdf = BA_INV_SQRT_2PI * ba_exp(-0.5f * v * v);
+            return g * (cdf + v * pdf);
+        }
+        default: return g;
+    }
+}
+
+// v rounded to dt and back (nearest even).
+__device__ __forceinline__ float ba_round(float v, int dt) {
+    if (dt == OCR_F16) return f16_to_f32(f32_to_f16(v));
+    if (dt == OCR_BF16) return bf16_to_f32(f32_to_bf16(v));
+    return v;
+}
+
+// ---- shared pieces -------------------------------------------------------------------------------
+
+static int64_t ba_chunks(int64_t M) { return (M + BA_ROWS - 1) / BA_ROWS; }
+
+// coef layout (floats): mf (C) | a (C) | b (C).
+struct BaIn {
+    const void *x, *dy;
+    int xdt, dydt;
+    const float *coef;       // value = (x − coef[c])·coef[C + c] + coef[2C + c]
+    const float *save_mean;  // backward: the centre of Σ g·(x − mean)
+    int act, mid;
+};
+
+// value of element e (channel c), rounded to mid.
+__device__ __forceinline__ float ba_value(const BaIn &in, int64_t e, int64_t c, int64_t C) {
+    const float v = (ld(in.x, in.xdt, e) - in.coef[c]) * in.coef[C + c] + in.coef[2 * C + c];
+    return ba_round(v, in.mid);
+}
+
+// g of element e: dout · act'(value) rounded to mid (dout itself without an activation).
+__device__ __forceinline__ float ba_grad(const BaIn &in, int64_t e, int64_t c, int64_t C) {
+    const float dy = ld(in.dy, in.dydt, e);
+    if (in.act == OCR_ACT_NONE) return dy;
+    return ba_round(ba_act_backward(dy, ba_value(in, e, c, C), in.act), in.mid);
+}
+
+// part[k][chunk][c], k < 2, in double:
+//   STATS = 1: Σ (x − x[0, c]), Σ (x − x[0, c])²
+//   STATS = 0: Σ g,              Σ g·(x − save_mean[c])
+template <int STATS>
+__global__ void __launch_bounds__(BA_TX *BA_TY) ba_partial_kernel(double *part, BaIn in, int64_t M, int64_t C) {
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int64_t c = (int64_t)blockIdx.y * BA_TX + tx;
+    const int64_t chunk = blockIdx.x;
+    const int64_t r0 = chunk * BA_ROWS, r1 = r0 + BA_ROWS < M ? r0 + BA_ROWS : M;
+    double s1 = 0.0, s2 = 0.0;
+    if (c < C) {
+        const double centre = STATS ? (double)ld(in.x, in.xdt, c) : (double)in.save_mean[c];
+        for (int64_t r = r0 + ty; r < r1; r += BA_TY) {
+            const int64_t e = r * C + c;
+            const double d = (double)ld(in.x, in.xdt, e) - centre;
+            if (STATS) {
+                s1 += d;
+                s2 += d * d;
+            } else {
+                const double g = ba_grad(in, e, c, C);
+                s1 += g;
+                s2 += g * d;
+            }
+        }
+    }
+    __shared__ double sh[2][BA_TY][BA_TX + 1];
+    sh[0][ty][tx] = s1;
+    sh[1][ty][tx] = s2;
+    __syncthreads();
+    if (ty == 0 && c < C) {
+        double t1 = 0.0, t2 = 0.0;
+        for (int y = 0; y < BA_TY; y++) {
+            t1 += sh[0][y][tx];
+            t2 += sh[1][y][tx];
+        }
+        part[chunk * C + c] = t1;
+        part[((int64_t)gridDim.x + chunk) * C + c] = t2;
+    }
+}
+
+template <int STATS>
+static void ba_partial(const CudaCtx &ctx, double *part, const BaIn &in, int64_t M, int64_t C) {
+    const int64_t nch = ba_chunks(M);
+    if (nch == 0) return;
+    OCR_ASSERT(nch <= 0x7fffffff && (C + BA_TX - 1) / BA_TX <= 65535, "batchnorm_act: too large (%lld x %lld)",
+               (long long)M, (long long)C);
+    dim3 grid((unsigned)nch, (unsigned)((C + BA_TX - 1) / BA_TX));
+    ba_partial_kernel<STATS><<<grid, dim3(BA_TX, BA_TY), 0, ctx.stream>>>(part, in, M, C);
+    OCR_CUDA_LAUNCHED();
+}
+
+__device__ __forceinline__ double ba_total(const double *part, int64_t nch, int64_t C, int k, int64_t c) {
+    const double *p = part + (int64_t)k * nch * C + c;
+    double t = 0.0;
+    for (int64_t i = 0; i < nch; i++) t += p[i * C];
+    return t;
+}
+
+#define BA_PER_CHANNEL(c, C) \
+    for (int64_t c = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; c < (C); c += (int64_t)gridDim.x * blockDim.x)
+
+struct BaVecs {
+    void *save_mean, *save_rstd, *save_scale, *rmean, *rvar;
+    const void *gamma, *beta;
+    int sm_dt, sr_dt, sa_dt, rm_dt, rv_dt, g_dt, b_dt;
+    int update;  // training forward: update the running statistics
+};
+
+// The normalisation coefficients (mf, a, b), save_* and (forward, training) the running update.
+__global__ void ba_coef_kernel(float *coef, const double *part, int64_t nch, const void *x, int xdt, int64_t C,
+                               int64_t M, BaVecs v, float momentum, float eps, int training) {
+    BA_PER_CHANNEL(c, C) {
+        double mean, var;
+        if (training) {
+            const double m1 = ba_total(part, nch, C, 0, c) / (double)M;
+            const double t = ba_total(part, nch, C, 1, c) / (double)M - m1 * m1;
+            mean = (double)ld(x, xdt, c) + m1;
+            var = t > 0.0 ? t : 0.0;
+        } else {
+            mean = ld(v.rmean, v.rm_dt, c);
+            var = ld(v.rvar, v.rv_dt, c);
+        }
+        const double r = 1.0 / sqrt(var + (double)eps);
+        const float mf = (float)mean, a = (float)((v.gamma ? (double)ld(v.gamma, v.g_dt, c) : 1.0) * r);
+        coef[c] = mf;
+        coef[C + c] = a;
+        coef[2 * C + c] = v.beta ? ld(v.beta, v.b_dt, c) : 0.0f;
+        if (v.save_mean) st(v.save_mean, v.sm_dt, c, mf);
+        if (v.save_rstd) st(v.save_rstd, v.sr_dt, c, (float)r);
+        if (v.save_scale) st(v.save_scale, v.sa_dt, c, a);
+        if (v.update && v.rmean)
+            st(v.rmean, v.rm_dt, c, (float)(momentum * (double)ld(v.rmean, v.rm_dt, c) + (1.0 - momentum) * mean));
+        if (v.update && v.rvar)
+            st(v.rvar, v.rv_dt, c, (float)(momentum * (double)ld(v.rvar, v.rv_dt, c) + (1.0 - momentum) * var));
+    }
+}
+
+static void ba_vec_check(const OcrTensor *t, int64_t n, const char *what) {
+    CUDA_ASSERT_FLOAT(t);
+    OCR_ASSERT(ocr_tensor_numel(t) == n, "batchnorm_act: %s has %lld elements, expected %lld", what,
+               (long long)ocr_tensor_numel(t), (long long)n);
+}
+
+// Computes coef (3·C floats) from the batch (training) or the running statistics; part is
+// 2·nch·C doubles of scratch (training only).
+static void ba_coefficients(const CudaCtx &ctx, float *coef, double *part, const OcrTensor *inp, int64_t M, int64_t C,
+                            const BaVecs &v, float momentum, float eps, int training) {
+    if (training) {
+        BaIn in = {inp->data, NULL, inp->dtype, OCR_F32, NULL, NULL, OCR_ACT_NONE, OCR_F32};
+        ba_partial<1>(ctx, part, in, M, C);
+    }
+    ba_coef_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(
+        coef, part, ba_chunks(M), inp->data, inp->dtype, C, M, v, momentum, eps, training);
+    OCR_CUDA_LAUNCHED();
+}
+
+static BaVecs ba_vecs(OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
+                      const OcrTensor *running_mean, const OcrTensor *running_var, const OcrTensor *gamma,
+                      const OcrTensor *beta, int update) {
+    BaVecs v;
+    v.save_scale = save_scale ? save_scale->data : NULL;
+    v.sa_dt = save_scale ? save_scale->dtype : OCR_F32;
+    v.save_mean = save_mean ? save_mean->data : NULL;
+    v.sm_dt = save_mean ? save_mean->dtype : OCR_F32;
+    v.save_rstd = save_rstd ? save_rstd->data : NULL;
+    v.sr_dt = save_rstd ? save_rstd->dtype : OCR_F32;
+    v.rmean = running_mean ? running_mean->data : NULL;
+    v.rm_dt = running_mean ? running_mean->dtype : OCR_F32;
+    v.rvar = running_var ? running_var->data : NULL;
+    v.rv_dt = running_var ? running_var->dtype : OCR_F32;
+    v.gamma = gamma ? gamma->data : NULL;
+    v.g_dt = gamma ? gamma->dtype : OCR_F32;
+    v.beta = beta ? beta->data : NULL;
+    v.b_dt = beta ? beta->dtype : OCR_F32;
+    v.update = update;
+    return v;
+}
+
+// ---- forward ---------------------------------------------------------------------------------------
+
+__global__ void ba_forward_kernel(void *y, int ydt, BaIn in, int64_t n, int64_t C) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
+        st(y, ydt, i, ba_act_forward(ba_value(in, i, i % C, C), in.act));
+}
+
+extern "C" void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                             OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
+                                             const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                             ocr_activation_t act, float momentum, float eps, int training) {
+    CUDA_ASSERT_FLOAT(out);
+    CUDA_ASSERT_FLOAT(inp);
+    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
+    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
+    const int64_t C = ocr_tensor_dim(inp, -1);
+    OCR_ASSERT(C > 0, "batchnorm_act: zero channels");
+    const int64_t M = ocr_tensor_numel(inp) / C;
+    if (gamma) ba_vec_check(gamma, C, "gamma");
+    if (beta) ba_vec_check(beta, C, "beta");
+    if (save_mean) ba_vec_check(save_mean, C, "save_mean");
+    if (save_rstd) ba_vec_check(save_rstd, C, "save_rstd");
+    if (save_scale) ba_vec_check(save_scale, C, "save_scale");
+    if (running_mean) ba_vec_check(running_mean, C, "running_mean");
+    if (running_var) ba_vec_check(running_var, C, "running_var");
+    if (training)
+        OCR_ASSERT(M > 0, "batchnorm_act: training on an empty batch");
+    else
+        OCR_ASSERT(running_mean && running_var, "batchnorm_act: inference needs the running statistics");
+    CudaCtx ctx = cuda_enter(out);
+
+    const size_t part_bytes = cuda_align((training ? (size_t)(2 * ba_chunks(M) * C) : 0) * sizeof(double));
+    char *scratch = (char *)cuda_scratch(ctx, part_bytes + 3 * (size_t)C * sizeof(float));
+    double *part = (double *)scratch;
+    float *coef = (float *)(scratch + part_bytes);
+    ba_coefficients(ctx, coef, part, inp, M, C,
+                    ba_vecs(save_mean, save_rstd, save_scale, running_mean, running_var, gamma, beta, training),
+                    momentum, eps,
+                    training);
+    const int64_t n = M * C;
+    if (n > 0) {
+        BaIn in = {inp->data, NULL, inp->dtype, OCR_F32, coef, NULL, (int)act, (int)out->dtype};
+        ba_forward_kernel<<<cuda_blocks(n, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(out->data, out->dtype, in, n, C);
+        OCR_CUDA_LAUNCHED();
+    }
+}
+
+// ---- backward ---------------------------------------------------------------------------------------
+
+struct BaGrads {
+    void *dgamma, *dbeta;
+    const void *gamma, *save_rstd;
+    int dg_dt, db_dt, g_dt, sr_dt;
+};
+
+// gcoef = (a, b, k) with dx = a·g + b·(x − mean) + k (kernels/cpu/batchnorm.c's); dgamma and
+// dbeta accumulate.
+__global__ void ba_backward_coef_kernel(float *gcoef, const double *part, int64_t nch, int64_t C, int64_t M, BaGrads g,
+                                        int have_sums, int training) {
+    BA_PER_CHANNEL(c, C) {
+        const double sdy = have_sums ? ba_total(part, nch, C, 0, c) : 0.0;
+        const double sdx = have_sums ? ba_total(part, nch, C, 1, c) : 0.0;
+        const double r = ld(g.save_rstd, g.sr_dt, c);
+        if (g.dbeta) st(g.dbeta, g.db_dt, c, (float)((double)ld(g.dbeta, g.db_dt, c) + sdy));
+        if (g.dgamma) st(g.dgamma, g.dg_dt, c, (float)((double)ld(g.dgamma, g.dg_dt, c) + sdx * r));
+        const double a = (g.gamma ? (double)ld(g.gamma, g.g_dt, c) : 1.0) * r;
+        gcoef[c] = (float)a;
+        if (training && M > 0) {
+            gcoef[C + c] = (float)(-a * r * r * sdx / (double)M);
+            gcoef[2 * C + c] = (float)(-a * sdy / (double)M);
+        } else {
+            gcoef[C + c] = 0.0f;
+            gcoef[2 * C + c] = 0.0f;
+        }
+    }
+}
+
+__global__ void ba_backward_dx_kernel(void *dx, int dxdt, BaIn in, const float *gcoef, int64_t n, int64_t C) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t c = i % C;
+        const float g = ba_grad(in, i, c, C);
+        st(dx, dxdt, i, gcoef[c] * g + gcoef[C + c] * (ld(in.x, in.xdt, i) - in.save_mean[c]) + gcoef[2 * C + c]);
+    }
+}
+
+// coef = (save_mean, save_scale, beta): the forward's value coefficients.
+__global__ void ba_value_coef_kernel(float *coef, const void *sm, int smdt, const void *sa, int sadt, const void *beta,
+                                     int bdt, int64_t C) {
+    BA_PER_CHANNEL(c, C) {
+        coef[c] = ld(sm, smdt, c);
+        coef[C + c] = sa ? ld(sa, sadt, c) : 0.0f;
+        coef[2 * C + c] = beta ? ld(beta, bdt, c) : 0.0f;
+    }
+}
+
+extern "C" void batchnorm2d_act_backward_cuda(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
+                                              const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
+                                              const OcrTensor *beta, const OcrTensor *save_mean,
+                                              const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                              ocr_activation_t act, ocr_dtype_t mid, int training) {
+    CUDA_ASSERT_FLOAT(dout);
+    CUDA_ASSERT_FLOAT(inp);
+    OCR_ASSERT(ocr_tensor_same_shape(dout, inp), "batchnorm_act: dout and inp shapes differ");
+    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
+    OCR_ASSERT(ocr_dtype_is_float(mid), "batchnorm_act: mid must be a float dtype");
+    if (dinp) {
+        CUDA_ASSERT_FLOAT(dinp);
+        OCR_ASSERT(ocr_tensor_same_shape(dinp, inp), "batchnorm_act: dinp and inp shapes differ");
+    }
+    const int64_t C = ocr_tensor_dim(inp, -1);
+    OCR_ASSERT(C > 0, "batchnorm_act: zero channels");
+    const int64_t M = ocr_tensor_numel(inp) / C;
+    if (gamma) ba_vec_check(gamma, C, "gamma");
+    if (beta) ba_vec_check(beta, C, "beta");
+    if (dgamma) ba_vec_check(dgamma, C, "dgamma");
+    if (dbeta) ba_vec_check(dbeta, C, "dbeta");
+    ba_vec_check(save_mean, C, "save_mean");
+    ba_vec_check(save_rstd, C, "save_rstd");
+    if (act != OCR_ACT_NONE) {
+        OCR_ASSERT(save_scale, "batchnorm_act: the backward of an activation needs save_scale");
+        ba_vec_check(save_scale, C, "save_scale");
+    }
+    CudaCtx ctx = cuda_enter(dout);
+
+    const int need_sums = (dgamma || dbeta || (training && dinp)) && M > 0;
+    const size_t part_doubles = need_sums ? (size_t)(2 * ba_chunks(M) * C) : 0;
+    const size_t part_bytes = cuda_align(part_doubles * sizeof(double));
+    char *scratch = (char *)cuda_scratch(ctx, part_bytes + 6 * (size_t)C * sizeof(float));
+    double *part = (double *)scratch;
+    float *coef = (float *)(scratch + part_bytes), *gcoef = coef + 3 * C;
+    ba_value_coef_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(
+        coef, save_mean->data, save_mean->dtype, save_scale ? save_scale->data : NULL,
+        save_scale ? save_scale->dtype : OCR_F32, beta ? beta->data : NULL, beta ? beta->dtype : OCR_F32, C);
+    OCR_CUDA_LAUNCHED();
+    BaIn in = {inp->data, dout->data, inp->dtype, dout->dtype, coef, coef, (int)act, (int)mid};
+    if (need_sums) ba_partial<0>(ctx, part, in, M, C);
+    BaGrads g;
+    g.dgamma = dgamma ? dgamma->data : NULL;
+    g.dg_dt = dgamma ? dgamma->dtype : OCR_F32;
+    g.dbeta = dbeta ? dbeta->data : NULL;
+    g.db_dt = dbeta ? dbeta->dtype : OCR_F32;
+    g.gamma = gamma ? gamma->data : NULL;
+    g.g_dt = gamma ? gamma->dtype : OCR_F32;
+    g.save_rstd = save_rstd->data;
+    g.sr_dt = save_rstd->dtype;
+    ba_backward_coef_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(gcoef, part, ba_chunks(M), C, M,
+                                                                                      g, need_sums, training);
+    OCR_CUDA_LAUNCHED();
+    const int64_t n = M * C;
+    if (dinp && n > 0) {
+        ba_backward_dx_kernel<<<cuda_blocks(n, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(dinp->data, dinp->dtype, in,
+                                                                                        gcoef, n, C);
+        OCR_CUDA_LAUNCHED();
+    }
+}

@@ -1,0 +1,107 @@
+// Fused batch norm + activation on the GPU against the CPU twin (kernels/cpu/bn_act.c): every
+// activation, training and inference, f32/f16/bf16 storage, NULL gamma/beta, the saved and
+// running statistics and save_scale, dgamma/dbeta accumulation, dinp alone, and bitwise-
+// repeatable runs.
+#include "tests/gpu/gpu_test.h"
+
+#ifdef OCR_HAVE_CUDA
+
+#define BA_TOL 1e-5
+
+static const ocr_dtype_t DTS[3] = {OCR_F32, OCR_F16, OCR_BF16};
+static const ocr_activation_t ACTS[] = {OCR_ACT_NONE,        OCR_ACT_RELU,  OCR_ACT_HARDSWISH,
+                                        OCR_ACT_HARDSIGMOID, OCR_ACT_SWISH, OCR_ACT_GELU};
+
+static void ba_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt, ocr_activation_t act, int training,
+                    int affine) {
+    char what[160];
+    snprintf(what, sizeof what, "bn_act %lldx%lldx%lldx%lld %s %s train %d affine %d", (long long)N, (long long)H,
+             (long long)W, (long long)C, dtn(dt), ocr_activation_name(act), training, affine);
+    const int64_t *shape = OCR_SHAPE(N, H, W, C);
+    Twin x = twin_uniform(dt, 4, shape, -1.5f, 2.5f);
+    Twin g = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 2.0f);
+    Twin b = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -0.5f, 0.5f);
+    Twin rm = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.4f, 0.6f);
+    Twin rv = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 2.0f);
+    Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(C));
+    Twin sa = twin_new(OCR_F32, 1, OCR_SHAPE(C));
+    Twin y = twin_new(dt, 4, shape);
+    OcrTensor *gh = affine ? &g.h : NULL, *bh = affine ? &b.h : NULL, *gd = affine ? &g.d : NULL,
+              *bd = affine ? &b.d : NULL;
+    batchnorm2d_act_forward(&y.h, &sm.h, &sr.h, &sa.h, &rm.h, &rv.h, &x.h, gh, bh, act, 0.9f, 1e-5f, training);
+    batchnorm2d_act_forward(&y.d, &sm.d, &sr.d, &sa.d, &rm.d, &rv.d, &x.d, gd, bd, act, 0.9f, 1e-5f, training);
+    ck_assert_msg(twin_close(&y, BA_TOL, BA_TOL, what), "%s: out", what);
+    ck_assert_msg(twin_close(&sm, 1e-6, 1e-6, what), "%s: save_mean", what);
+    ck_assert_msg(twin_close(&sr, BA_TOL, 0, what), "%s: save_rstd", what);
+    ck_assert_msg(twin_close(&sa, BA_TOL, 0, what), "%s: save_scale", what);
+    ck_assert_msg(twin_close(&rm, 1e-6, 1e-6, what), "%s: running_mean", what);
+    ck_assert_msg(twin_close(&rv, BA_TOL, 0, what), "%s: running_var", what);
+
+    // The GPU backward reads the GPU's statistics, the CPU's its own (they agree to BA_TOL).
+    Twin dy = twin_uniform(dt, 4, shape, -1, 1);
+    Twin dx = twin_new(dt, 4, shape);
+    Twin dg = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
+    batchnorm2d_act_backward(&dx.h, affine ? &dg.h : NULL, affine ? &db.h : NULL, &dy.h, &x.h, gh, bh, &sm.h, &sr.h,
+                             &sa.h, act, dt, training);
+    batchnorm2d_act_backward(&dx.d, affine ? &dg.d : NULL, affine ? &db.d : NULL, &dy.d, &x.d, gd, bd, &sm.d, &sr.d,
+                             &sa.d, act, dt, training);
+    // dinp through the batch statistics subtracts nearly equal terms: scale-relative tolerance.
+    ck_assert_msg(twin_close(&dx, BA_TOL, 1e-4, what), "%s: dinp", what);
+    ck_assert_msg(twin_close(&dg, 1e-4, 1e-4, what), "%s: dgamma", what);
+    ck_assert_msg(twin_close(&db, 1e-4, 1e-4, what), "%s: dbeta", what);
+    // dinp alone.
+    twin_poison(&dx);
+    batchnorm2d_act_backward(&dx.h, NULL, NULL, &dy.h, &x.h, gh, bh, &sm.h, &sr.h, &sa.h, act, dt, training);
+    batchnorm2d_act_backward(&dx.d, NULL, NULL, &dy.d, &x.d, gd, bd, &sm.d, &sr.d, &sa.d, act, dt, training);
+    ck_assert_msg(twin_close(&dx, BA_TOL, 1e-4, what), "%s: dinp alone", what);
+    twin_free(&x), twin_free(&g), twin_free(&b), twin_free(&rm), twin_free(&rv), twin_free(&sm), twin_free(&sr);
+    twin_free(&sa), twin_free(&y), twin_free(&dy), twin_free(&dx), twin_free(&dg), twin_free(&db);
+}
+
+START_TEST(test_bn_act) {
+    for (size_t a = 0; a < sizeof ACTS / sizeof ACTS[0]; a++)
+        for (int k = 0; k < 3; k++)
+            for (int training = 0; training < 2; training++)
+                for (int affine = 0; affine < 2; affine++) ba_case(3, 5, 7, 24, DTS[k], ACTS[a], training, affine);
+    // Several chunks of the column sums, odd channel count.
+    ba_case(8, 24, 40, 37, OCR_F32, OCR_ACT_HARDSWISH, 1, 1);
+    ba_case(8, 24, 40, 37, OCR_BF16, OCR_ACT_SWISH, 1, 1);
+}
+END_TEST
+
+// The same backward twice gives identical bits.
+START_TEST(test_bn_act_deterministic) {
+    const int64_t N = 8, H = 16, W = 40, C = 48;
+    Twin x = twin_uniform(OCR_F32, 4, OCR_SHAPE(N, H, W, C), -2, 2);
+    Twin dy = twin_uniform(OCR_F32, 4, OCR_SHAPE(N, H, W, C), -1, 1);
+    Twin y = twin_new(OCR_F32, 4, OCR_SHAPE(N, H, W, C));
+    Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(C));
+    Twin sa = twin_new(OCR_F32, 1, OCR_SHAPE(C));
+    batchnorm2d_act_forward(&y.d, &sm.d, &sr.d, &sa.d, NULL, NULL, &x.d, NULL, NULL, OCR_ACT_HARDSWISH, 0.9f, 1e-5f, 1);
+    Twin dx = twin_new(OCR_F32, 4, OCR_SHAPE(N, H, W, C)), dx2 = twin_new(OCR_F32, 4, OCR_SHAPE(N, H, W, C));
+    batchnorm2d_act_backward(&dx.d, NULL, NULL, &dy.d, &x.d, NULL, NULL, &sm.d, &sr.d, &sa.d, OCR_ACT_HARDSWISH,
+                             OCR_F32, 1);
+    batchnorm2d_act_backward(&dx2.d, NULL, NULL, &dy.d, &x.d, NULL, NULL, &sm.d, &sr.d, &sa.d, OCR_ACT_HARDSWISH,
+                             OCR_F32, 1);
+    OcrTensor h = twin_fetch(&dx2);
+    memcpy(dx.h.data, h.data, ocr_tensor_bytes(&h));
+    ocr_tensor_free(&h);
+    ck_assert(twin_bits(&dx, "bn_act dinp rerun"));
+    twin_free(&x), twin_free(&dy), twin_free(&y), twin_free(&sm), twin_free(&sr), twin_free(&sa);
+    twin_free(&dx), twin_free(&dx2);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("gpu_bn_act");
+    TCase *tc = tcase_create("bn_act");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_bn_act);
+    tcase_add_test(tc, test_bn_act_deterministic);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+#endif
+
+GPU_TEST_MAIN("gpu_bn_act", suite)

@@ -1,0 +1,441 @@
+// Fused batch norm + activation (batchnorm2d_act_forward / _backward): the forward and its
+// save_scale against a double-precision reference (training and inference), both directions bit for bit against the
+// unfused sequence they replace (batchnorm2d_forward → activation_forward in place; BN output
+// recomputed into the storage dtype → activation_backward → batchnorm2d_backward) for every
+// activation, f32/f16/bf16 storage, NULL gamma/beta and optional gradient outputs, the
+// backward against central finite differences in double, low-precision storage against the f32
+// result, and thread-count invariance.
+#include <math.h>
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels/ops.h"
+#include "tests/common/test_util.h"
+
+#define MOMENTUM 0.9f
+#define EPS 1e-5f
+#define HSIG_SLOPE 0.1666667f
+
+static const ocr_activation_t ACTS[] = {OCR_ACT_NONE,        OCR_ACT_RELU,  OCR_ACT_HARDSWISH,
+                                        OCR_ACT_HARDSIGMOID, OCR_ACT_SWISH, OCR_ACT_GELU};
+#define NACTS ((int)(sizeof ACTS / sizeof ACTS[0]))
+static const ocr_dtype_t DTS[] = {OCR_F32, OCR_F16, OCR_BF16};
+
+static float *fvec(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(float)); }
+static double *dvec(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(double)); }
+static void fetch(float *dst, const OcrTensor *t) { ocr_tensor_to_f32(t, dst); }
+
+// act(v) and act'(v) in double (the derivative conventions at the kinks do not matter: the
+// test values stay away from them).
+static double ref_act(double v, ocr_activation_t act) {
+    switch (act) {
+        case OCR_ACT_RELU: return v > 0 ? v : 0;
+        case OCR_ACT_HARDSWISH: return v * fmin(fmax(v + 3, 0), 6) / 6;
+        case OCR_ACT_HARDSIGMOID: return fmin(fmax(v * (double)HSIG_SLOPE + 0.5, 0), 1);
+        case OCR_ACT_SWISH: return v / (1 + exp(-v));
+        case OCR_ACT_GELU: return v * 0.5 * (1 + erf(v / sqrt(2.0)));
+        default: return v;
+    }
+}
+
+// Inputs with a per-channel offset and spread, so the normalised values cover every piece of
+// every activation (|value| up to about 4 with gamma up to 2).
+static void make_input(float *x, int64_t M, int64_t C, uint64_t seed) {
+    ocr_test_fill_uniform(x, M * C, seed, -1.0f, 2.0f);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t c = 0; c < C; c++)
+            x[i * C + c] = x[i * C + c] * (1.0f + 0.1f * (float)(c % 5)) + 0.3f * (float)c - 2.0f;
+}
+
+// Problem in double: p = [x (M·C) | gamma (C) | beta (C)].
+typedef struct {
+    int64_t M, C;
+    int training;
+    ocr_activation_t act;
+    const double *rmean, *rvar;  // inference statistics
+    const double *dout;          // for the loss
+} Ref;
+
+static void ref_forward(double *y, const double *p, const Ref *r) {
+    const int64_t M = r->M, C = r->C;
+    const double *x = p, *g = p + M * C, *b = g + C;
+    for (int64_t c = 0; c < C; c++) {
+        double m = 0, v = 0;
+        if (r->training) {
+            for (int64_t i = 0; i < M; i++) m += x[i * C + c];
+            m /= (double)M;
+            for (int64_t i = 0; i < M; i++) v += (x[i * C + c] - m) * (x[i * C + c] - m);
+            v /= (double)M;
+        } else {
+            m = r->rmean[c];
+            v = r->rvar[c];
+        }
+        const double rs = 1.0 / sqrt(v + (double)EPS);
+        for (int64_t i = 0; i < M; i++) y[i * C + c] = ref_act((x[i * C + c] - m) * rs * g[c] + b[c], r->act);
+    }
+}
+
+static double ref_loss(const double *p, void *vctx) {
+    const Ref *r = vctx;
+    const int64_t n = r->M * r->C;
+    double *y = dvec(n), l = 0;
+    ref_forward(y, p, r);
+    for (int64_t i = 0; i < n; i++) l += r->dout[i] * y[i];
+    free(y);
+    return l;
+}
+
+// ---- one problem: host values and the tensors of a fused and an unfused run -------------------
+
+typedef struct {
+    int64_t N, H, W, C, M, n;
+    float *x, *dy, *g, *b, *rm, *rv, *dg0, *db0;
+} Prob;
+
+static Prob prob_new(int64_t N, int64_t H, int64_t W, int64_t C, uint64_t seed) {
+    Prob p = {N, H, W, C, N * H * W, N * H * W * C, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    p.x = fvec(p.n), p.dy = fvec(p.n), p.g = fvec(C), p.b = fvec(C), p.rm = fvec(C), p.rv = fvec(C);
+    p.dg0 = fvec(C), p.db0 = fvec(C);
+    make_input(p.x, p.M, C, seed);
+    ocr_test_fill_uniform(p.dy, p.n, seed + 1, -1.0f, 1.0f);
+    ocr_test_fill_uniform(p.g, C, seed + 2, 0.5f, 2.0f);
+    ocr_test_fill_uniform(p.b, C, seed + 3, -0.5f, 0.5f);
+    ocr_test_fill_uniform(p.rm, C, seed + 4, -0.5f, 0.5f);
+    for (int64_t c = 0; c < C; c++) p.rm[c] += 0.3f * (float)c - 1.5f;
+    ocr_test_fill_uniform(p.rv, C, seed + 5, 0.5f, 2.0f);
+    ocr_test_fill_uniform(p.dg0, C, seed + 6, -1.0f, 1.0f);
+    ocr_test_fill_uniform(p.db0, C, seed + 7, -1.0f, 1.0f);
+    return p;
+}
+
+static void prob_free(Prob *p) {
+    free(p->x), free(p->dy), free(p->g), free(p->b), free(p->rm), free(p->rv), free(p->dg0), free(p->db0);
+}
+
+// Tensors of one run: x, y (the activation output), dy, dx in dtype dt; the rest f32.
+typedef struct {
+    OcrTensor x, y, dy, dx, g, b, rm, rv, sm, sr, sa, dg, db;
+} Run;
+
+static Run run_new(const Prob *p, ocr_dtype_t dt) {
+    const int64_t *shape = OCR_SHAPE(p->N, p->H, p->W, p->C), *vs = OCR_SHAPE(p->C);
+    Run r;
+    r.x = ocr_test_tensor(dt, 4, shape, p->x);
+    r.y = ocr_test_tensor(dt, 4, shape, NULL);
+    r.dy = ocr_test_tensor(dt, 4, shape, p->dy);
+    r.dx = ocr_test_tensor(dt, 4, shape, NULL);
+    r.g = ocr_test_tensor(OCR_F32, 1, vs, p->g);
+    r.b = ocr_test_tensor(OCR_F32, 1, vs, p->b);
+    r.rm = ocr_test_tensor(OCR_F32, 1, vs, p->rm);
+    r.rv = ocr_test_tensor(OCR_F32, 1, vs, p->rv);
+    r.sm = ocr_test_tensor(OCR_F32, 1, vs, NULL);
+    r.sr = ocr_test_tensor(OCR_F32, 1, vs, NULL);
+    r.sa = ocr_test_tensor(OCR_F32, 1, vs, NULL);
+    r.dg = ocr_test_tensor(OCR_F32, 1, vs, p->dg0);
+    r.db = ocr_test_tensor(OCR_F32, 1, vs, p->db0);
+    return r;
+}
+
+static void run_free(Run *r) {
+    OcrTensor *ts[] = {&r->x,  &r->y,  &r->dy, &r->dx, &r->g,  &r->b, &r->rm,
+                       &r->rv, &r->sm, &r->sr, &r->sa, &r->dg, &r->db};
+    for (size_t i = 0; i < sizeof ts / sizeof ts[0]; i++) ocr_tensor_free(ts[i]);
+}
+
+static void fused_forward(Run *r, ocr_activation_t act, int training, int affine) {
+    batchnorm2d_act_forward(&r->y, &r->sm, &r->sr, &r->sa, &r->rm, &r->rv, &r->x, affine ? &r->g : NULL,
+                            affine ? &r->b : NULL, act, MOMENTUM, EPS, training);
+}
+
+static void fused_backward(Run *r, ocr_activation_t act, int training, int affine, int want_dx, int want_params) {
+    batchnorm2d_act_backward(want_dx ? &r->dx : NULL, want_params ? &r->dg : NULL, want_params ? &r->db : NULL,
+                             &r->dy, &r->x, affine ? &r->g : NULL, affine ? &r->b : NULL, &r->sm, &r->sr, &r->sa,
+                             act, r->y.dtype, training);
+}
+
+// What ConvBN did before the fused op: BN into y, the activation in place over it.
+static void unfused_forward(Run *r, ocr_activation_t act, int training, int affine) {
+    batchnorm2d_forward(&r->y, &r->sm, &r->sr, &r->rm, &r->rv, &r->x, affine ? &r->g : NULL, affine ? &r->b : NULL,
+                        MOMENTUM, EPS, training);
+    activation_forward(&r->y, &r->y, act);
+}
+
+// ... and its backward: BN's output recomputed into y's dtype (batch statistics from x in
+// training, running ones in inference), the activation's gradient into that dtype, then BN's.
+static void unfused_backward(Run *r, ocr_activation_t act, int training, int affine, int want_dx, int want_params) {
+    OcrTensor *g = affine ? &r->g : NULL, *b = affine ? &r->b : NULL;
+    OcrTensor gact = ocr_test_tensor(r->y.dtype, 4, r->x.shape, NULL);
+    if (act != OCR_ACT_NONE) {
+        OcrTensor z = ocr_test_tensor(r->y.dtype, 4, r->x.shape, NULL);
+        batchnorm2d_forward(&z, NULL, NULL, training ? NULL : &r->rm, training ? NULL : &r->rv, &r->x, g, b, MOMENTUM,
+                            EPS, training);
+        activation_backward(&gact, &r->dy, &z, act);
+        ocr_tensor_free(&z);
+    }
+    batchnorm2d_backward(want_dx ? &r->dx : NULL, want_params ? &r->dg : NULL, want_params ? &r->db : NULL,
+                         act != OCR_ACT_NONE ? &gact : &r->dy, &r->x, g, &r->sm, &r->sr, training);
+    ocr_tensor_free(&gact);
+}
+
+static int same_bits(const OcrTensor *a, const OcrTensor *b, const char *what, const char *ctx) {
+    const size_t bytes = (size_t)ocr_tensor_numel(a) * ocr_dtype_size(a->dtype);
+    if (memcmp(a->data, b->data, bytes) == 0) return 1;
+    printf("%s: %s differs from the unfused sequence\n", ctx, what);
+    return 0;
+}
+
+// Fused against unfused, bit for bit, forward and backward.
+static void check_unfused(int64_t N, int64_t H, int64_t W, int64_t C, uint64_t seed) {
+    Prob p = prob_new(N, H, W, C, seed);
+    for (int d = 0; d < 3; d++)
+        for (int a = 0; a < NACTS; a++)
+            for (int training = 0; training <= 1; training++)
+                for (int affine = 0; affine <= 1; affine++) {
+                    char ctx[160];
+                    snprintf(ctx, sizeof ctx, "%lldx%lldx%lldx%lld %s %s training %d affine %d", (long long)N,
+                             (long long)H, (long long)W, (long long)C, ocr_dtype_name(DTS[d]),
+                             ocr_activation_name(ACTS[a]), training, affine);
+                    Run f = run_new(&p, DTS[d]), u = run_new(&p, DTS[d]);
+                    ocr_test_poison(&f.y), ocr_test_poison(&f.sm), ocr_test_poison(&f.sr), ocr_test_poison(&f.sa);
+                    fused_forward(&f, ACTS[a], training, affine);
+                    unfused_forward(&u, ACTS[a], training, affine);
+                    ck_assert_msg(same_bits(&f.y, &u.y, "out", ctx), "%s: out", ctx);
+                    ck_assert_msg(same_bits(&f.sm, &u.sm, "save_mean", ctx), "%s: save_mean", ctx);
+                    ck_assert_msg(same_bits(&f.sr, &u.sr, "save_rstd", ctx), "%s: save_rstd", ctx);
+                    ck_assert_msg(same_bits(&f.rm, &u.rm, "running_mean", ctx), "%s: running_mean", ctx);
+                    ck_assert_msg(same_bits(&f.rv, &u.rv, "running_var", ctx), "%s: running_var", ctx);
+                    ocr_test_poison(&f.dx);
+                    fused_backward(&f, ACTS[a], training, affine, 1, 1);
+                    unfused_backward(&u, ACTS[a], training, affine, 1, 1);
+                    ck_assert_msg(same_bits(&f.dx, &u.dx, "dinp", ctx), "%s: dinp", ctx);
+                    ck_assert_msg(same_bits(&f.dg, &u.dg, "dgamma", ctx), "%s: dgamma", ctx);
+                    ck_assert_msg(same_bits(&f.db, &u.db, "dbeta", ctx), "%s: dbeta", ctx);
+                    // Optional outputs: dinp alone, then the parameter gradients alone.
+                    Run o = run_new(&p, DTS[d]);
+                    fused_forward(&o, ACTS[a], training, affine);
+                    ocr_test_poison(&o.dx);
+                    fused_backward(&o, ACTS[a], training, affine, 1, 0);
+                    ck_assert_msg(same_bits(&o.dx, &u.dx, "dinp alone", ctx), "%s: dinp alone", ctx);
+                    fused_backward(&o, ACTS[a], training, affine, 0, 1);
+                    ck_assert_msg(same_bits(&o.dg, &u.dg, "dgamma alone", ctx), "%s: dgamma alone", ctx);
+                    ck_assert_msg(same_bits(&o.db, &u.db, "dbeta alone", ctx), "%s: dbeta alone", ctx);
+                    run_free(&o);
+                    run_free(&f);
+                    run_free(&u);
+                }
+    prob_free(&p);
+}
+
+// Small (serial), several row tiles per statistics chunk with ragged ends, and wide channels
+// (one row per tile) with enough elements for the parallel loops.
+START_TEST(test_matches_unfused_small) { check_unfused(2, 3, 5, 11, 100); }
+END_TEST
+
+START_TEST(test_matches_unfused_tiles) { check_unfused(3, 7, 13, 37, 200); }
+END_TEST
+
+START_TEST(test_matches_unfused_wide) { check_unfused(2, 3, 3, 4100, 300); }
+END_TEST
+
+// The forward against the double reference; training updates the running statistics as
+// Paddle does, inference leaves them alone.
+static void check_reference(int training) {
+    Prob p = prob_new(2, 3, 5, 13, 400 + training);
+    double *pd = dvec(p.n + 2 * p.C), *yref = dvec(p.n), *rmd = dvec(p.C), *rvd = dvec(p.C);
+    float *got = fvec(p.n);
+    for (int64_t i = 0; i < p.n; i++) pd[i] = p.x[i];
+    for (int64_t c = 0; c < p.C; c++) {
+        pd[p.n + c] = p.g[c];
+        pd[p.n + p.C + c] = p.b[c];
+        rmd[c] = p.rm[c];
+        rvd[c] = p.rv[c];
+    }
+    for (int a = 0; a < NACTS; a++) {
+        Ref ref = {p.M, p.C, training, ACTS[a], rmd, rvd, NULL};
+        ref_forward(yref, pd, &ref);
+        Run r = run_new(&p, OCR_F32);
+        ocr_test_poison(&r.y);
+        fused_forward(&r, ACTS[a], training, 1);
+        fetch(got, &r.y);
+        // gelu's normal CDF is accurate to ~5e-6 relative in its far left tail.
+        ck_assert_msg(ocr_test_allclose_f64(got, yref, p.n, 1e-5, 1e-5, ocr_activation_name(ACTS[a])),
+                      "%s training %d: out", ocr_activation_name(ACTS[a]), training);
+        // save_scale = gamma·rstd of the statistics used.
+        double *scale = dvec(p.C);
+        for (int64_t c = 0; c < p.C; c++) {
+            double m = 0, v = 0;
+            if (training) {
+                for (int64_t i = 0; i < p.M; i++) m += pd[i * p.C + c];
+                m /= (double)p.M;
+                for (int64_t i = 0; i < p.M; i++) v += (pd[i * p.C + c] - m) * (pd[i * p.C + c] - m);
+                v /= (double)p.M;
+            } else {
+                v = rvd[c];
+            }
+            scale[c] = (double)p.g[c] / sqrt(v + (double)EPS);
+        }
+        fetch(got, &r.sa);
+        ck_assert_msg(ocr_test_allclose_f64(got, scale, p.C, 0, 2e-6, "save_scale"), "%s training %d: save_scale",
+                      ocr_activation_name(ACTS[a]), training);
+        free(scale);
+        if (!training) {
+            fetch(got, &r.rm);
+            ck_assert_msg(memcmp(got, p.rm, (size_t)p.C * sizeof(float)) == 0, "inference changed running_mean");
+            fetch(got, &r.rv);
+            ck_assert_msg(memcmp(got, p.rv, (size_t)p.C * sizeof(float)) == 0, "inference changed running_var");
+        } else {
+            // running = 0.9·running + 0.1·batch (biased variance).
+            double *m = dvec(p.C), *v = dvec(p.C);
+            for (int64_t c = 0; c < p.C; c++) {
+                double s = 0, q = 0;
+                for (int64_t i = 0; i < p.M; i++) s += pd[i * p.C + c];
+                s /= (double)p.M;
+                for (int64_t i = 0; i < p.M; i++) q += (pd[i * p.C + c] - s) * (pd[i * p.C + c] - s);
+                m[c] = 0.9 * rmd[c] + 0.1 * s;
+                v[c] = 0.9 * rvd[c] + 0.1 * q / (double)p.M;
+            }
+            fetch(got, &r.rm);
+            ck_assert(ocr_test_allclose_f64(got, m, p.C, 1e-6, 1e-6, "running_mean"));
+            fetch(got, &r.rv);
+            ck_assert(ocr_test_allclose_f64(got, v, p.C, 1e-6, 1e-6, "running_var"));
+            free(m), free(v);
+        }
+        run_free(&r);
+    }
+    free(pd), free(yref), free(rmd), free(rvd), free(got);
+    prob_free(&p);
+}
+
+START_TEST(test_forward_reference_training) { check_reference(1); }
+END_TEST
+
+START_TEST(test_forward_reference_inference) { check_reference(0); }
+END_TEST
+
+// Backward against central finite differences of Σ dout·act(bn(x)) in double; dgamma/dbeta
+// accumulate onto their previous values.
+static void check_fd(int training) {
+    Prob p = prob_new(2, 3, 4, 7, 500 + training);
+    const int64_t n = p.n, C = p.C, np = n + 2 * C;
+    double *pd = dvec(np), *num = dvec(np), *dyd = dvec(n), *rmd = dvec(C), *rvd = dvec(C), *exp_p = dvec(C);
+    float *got = fvec(n);
+    for (int64_t i = 0; i < n; i++) pd[i] = p.x[i], dyd[i] = p.dy[i];
+    for (int64_t c = 0; c < C; c++) pd[n + c] = p.g[c], pd[n + C + c] = p.b[c], rmd[c] = p.rm[c], rvd[c] = p.rv[c];
+    for (int a = 0; a < NACTS; a++) {
+        const char *an = ocr_activation_name(ACTS[a]);
+        Ref ref = {p.M, C, training, ACTS[a], rmd, rvd, dyd};
+        ocr_test_numeric_grad(num, pd, np, ref_loss, &ref, 1e-6);
+        Run r = run_new(&p, OCR_F32);
+        fused_forward(&r, ACTS[a], training, 1);
+        ocr_test_poison(&r.dx);
+        fused_backward(&r, ACTS[a], training, 1, 1, 1);
+        fetch(got, &r.dx);
+        double err = ocr_test_rel_error(got, num, n);
+        ck_assert_msg(err < 1e-4, "%s training %d: dinp rel error %g", an, training, err);
+        ck_assert_msg(ocr_test_allclose_f64(got, num, n, 1e-4, 1e-3, "dinp"), "%s training %d: dinp", an, training);
+        for (int64_t c = 0; c < C; c++) exp_p[c] = (double)p.dg0[c] + num[n + c];
+        fetch(got, &r.dg);
+        ck_assert_msg(ocr_test_allclose_f64(got, exp_p, C, 1e-4, 1e-4, "dgamma"), "%s training %d: dgamma", an,
+                      training);
+        for (int64_t c = 0; c < C; c++) exp_p[c] = (double)p.db0[c] + num[n + C + c];
+        fetch(got, &r.db);
+        ck_assert_msg(ocr_test_allclose_f64(got, exp_p, C, 1e-4, 1e-4, "dbeta"), "%s training %d: dbeta", an,
+                      training);
+        run_free(&r);
+    }
+    free(pd), free(num), free(dyd), free(rmd), free(rvd), free(exp_p), free(got);
+    prob_free(&p);
+}
+
+START_TEST(test_backward_fd_training) { check_fd(1); }
+END_TEST
+
+START_TEST(test_backward_fd_inference) { check_fd(0); }
+END_TEST
+
+// f16/bf16 storage against the f32 op on the same rounded inputs: the output within two
+// roundings of its dtype, the gradients within a few roundings of their scale. hardswish is
+// left out here: a pre-activation value rounded across its ±3 kinks changes the slope by 0.5
+// (its low-precision results are pinned bit for bit against the unfused pair above).
+START_TEST(test_low_precision) {
+    const ocr_activation_t acts[] = {OCR_ACT_NONE, OCR_ACT_RELU, OCR_ACT_SWISH, OCR_ACT_GELU};
+    for (int d = 1; d < 3; d++)
+        for (size_t a = 0; a < sizeof acts / sizeof acts[0]; a++)
+            for (int training = 0; training <= 1; training++) {
+                Prob p = prob_new(2, 4, 5, 9, 600 + (uint64_t)(10 * d + a));
+                Run lo = run_new(&p, DTS[d]);
+                fetch(p.x, &lo.x);  // the rounded inputs
+                fetch(p.dy, &lo.dy);
+                Run hi = run_new(&p, OCR_F32);
+                fused_forward(&lo, acts[a], training, 1);
+                fused_forward(&hi, acts[a], training, 1);
+                const double eps = ocr_test_dtype_eps(DTS[d]);
+                float *gl = fvec(p.n), *gh = fvec(p.n);
+                char what[96];
+                snprintf(what, sizeof what, "%s %s training %d", ocr_dtype_name(DTS[d]), ocr_activation_name(acts[a]),
+                         training);
+                fetch(gl, &lo.y);
+                fetch(gh, &hi.y);
+                ck_assert_msg(ocr_test_allclose_f32(gl, gh, p.n, 4 * eps, 4 * eps, what), "%s: out", what);
+                ck_assert_msg(same_bits(&lo.sm, &hi.sm, "save_mean", what), "%s: save_mean", what);
+                fused_backward(&lo, acts[a], training, 1, 1, 1);
+                fused_backward(&hi, acts[a], training, 1, 1, 1);
+                double scale = 0;
+                fetch(gh, &hi.dx);
+                for (int64_t i = 0; i < p.n; i++) scale = fmax(scale, fabs(gh[i]));
+                fetch(gl, &lo.dx);
+                ck_assert_msg(ocr_test_allclose_f32(gl, gh, p.n, 16 * eps * scale, 8 * eps, what), "%s: dinp", what);
+                fetch(gl, &lo.dg);
+                fetch(gh, &hi.dg);
+                ck_assert_msg(ocr_test_allclose_f32(gl, gh, p.C, 16 * eps * sqrt((double)p.M), 8 * eps, what),
+                              "%s: dgamma", what);
+                free(gl), free(gh);
+                run_free(&lo), run_free(&hi);
+                prob_free(&p);
+            }
+}
+END_TEST
+
+// One thread and three give the same bits (fixed statistics chunks, per-thread tiles).
+START_TEST(test_threads_invariant) {
+    const int saved = omp_get_max_threads();
+    Prob p = prob_new(4, 8, 16, 40, 700);
+    for (int d = 0; d < 3; d++) {
+        Run r[2];
+        for (int k = 0; k < 2; k++) {
+            omp_set_num_threads(k ? 3 : 1);
+            r[k] = run_new(&p, DTS[d]);
+            fused_forward(&r[k], OCR_ACT_HARDSWISH, 1, 1);
+            fused_backward(&r[k], OCR_ACT_HARDSWISH, 1, 1, 1, 1);
+        }
+        omp_set_num_threads(saved);
+        const char *dn = ocr_dtype_name(DTS[d]);
+        ck_assert_msg(same_bits(&r[0].y, &r[1].y, "out", dn), "%s: out depends on the thread count", dn);
+        ck_assert_msg(same_bits(&r[0].rv, &r[1].rv, "running_var", dn), "%s: running_var", dn);
+        ck_assert_msg(same_bits(&r[0].dx, &r[1].dx, "dinp", dn), "%s: dinp depends on the thread count", dn);
+        ck_assert_msg(same_bits(&r[0].dg, &r[1].dg, "dgamma", dn), "%s: dgamma", dn);
+        ck_assert_msg(same_bits(&r[0].db, &r[1].db, "dbeta", dn), "%s: dbeta", dn);
+        run_free(&r[0]), run_free(&r[1]);
+    }
+    prob_free(&p);
+}
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("kernels_bn_act");
+    TCase *tc = tcase_create("bn_act");
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_matches_unfused_small);
+    tcase_add_test(tc, test_matches_unfused_tiles);
+    tcase_add_test(tc, test_matches_unfused_wide);
+    tcase_add_test(tc, test_forward_reference_training);
+    tcase_add_test(tc, test_forward_reference_inference);
+    tcase_add_test(tc, test_backward_fd_training);
+    tcase_add_test(tc, test_backward_fd_inference);
+    tcase_add_test(tc, test_low_precision);
+    tcase_add_test(tc, test_threads_invariant);
+    suite_add_tcase(s, tc);
+    return ocr_test_run_suite(s);
+}
