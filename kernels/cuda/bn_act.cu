@@ -13,117 +13,18 @@
 // forms g = dout·act'(value) rounded to mid, and runs batch norm's backward on g (one sum pass,
 // one elementwise pass that forms g again) without storing g.
 //
-// The activation formulas are those of kernels/cuda/activation.cu (themselves
-// kernels/cpu/activation.c's): device functions cannot cross translation units without
-// relocatable device code, so the few lines are repeated here and must change with those.
+// The activation formulas are kernels/cuda/activation_math.cuh's (kernels/cpu/activation.c's),
+// shared with the plain activation kernels.
 #include <math.h>
 
 #include "kernels/cuda/bn_act.h"
 #include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/activation_math.cuh"
 
 #define BA_TX 32
 #define BA_TY 8
 #define BA_ROWS 256
 #define BA_THREADS 256
-#define BA_HARDSIGMOID_SLOPE 0.1666667f
-#define BA_INV_SQRT_2PI 0.39894228040143267794f
-
-// ---- activation math (kernels/cuda/activation.cu) ---------------------------------------------
-
-__device__ __forceinline__ float ba_exp(float x) {
-    x = x < -87.0f ? -87.0f : x;
-    x = x > 88.0f ? 88.0f : x;
-    const float round_magic = 12582912.0f;
-    const float n = __fsub_rn(__fadd_rn(x * 1.44269504088896341f, round_magic), round_magic);
-    float r = x - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-    return p * __uint_as_float(bits);
-}
-
-__device__ __forceinline__ float ba_normal_cdf(float x) {
-    const float z = x * 0.70710678118654752440f;
-    const float a = z < 0.0f ? -z : z;
-    const float s = 2.0f * (a * a) - 1.0f;
-    float p = 1.230605476e-06f;
-    p = p * s - 1.766906802e-05f;
-    p = p * s + 2.175135417e-04f;
-    p = p * s - 2.285419545e-03f;
-    p = p * s + 1.985249714e-02f;
-    p = p * s - 1.405360973e-01f;
-    p = p * s + 9.654687387e-01f;
-    const float e = a * p;
-    const float central = 0.5f + 0.5f * (x < 0.0f ? -e : e);
-    float ac = a < 1.0f ? 1.0f : a;
-    ac = ac > 5.0f ? 5.0f : ac;
-    const float t = 1.0f / ac;
-    const float q = (t - 0.6f) * 2.5f;
-    float w = -1.333063645e-05f;
-    w = w * q + 4.347827961e-05f;
-    w = w * q - 5.856742665e-05f;
-    w = w * q - 2.485431115e-05f;
-    w = w * q + 5.204922138e-04f;
-    w = w * q - 2.157115485e-03f;
-    w = w * q + 5.133897619e-03f;
-    w = w * q - 1.120592530e-03f;
-    w = w * q - 6.855230135e-02f;
-    w = w * q + 4.938124656e-01f;
-    const float erfc_a = a < 5.0f ? ba_exp(-(ac * ac)) * (w * t) : 0.0f;
-    const float tail = x < 0.0f ? 0.5f * erfc_a : 1.0f - 0.5f * erfc_a;
-    return a < 1.0f ? central : tail;
-}
-
-__device__ __forceinline__ float ba_act_forward(float v, int act) {
-    switch (act) {
-        case OCR_ACT_RELU: return v < 0.0f ? 0.0f : v;
-        case OCR_ACT_HARDSWISH: {
-            float t = v + 3.0f;
-            t = t < 0.0f ? 0.0f : t;
-            t = t > 6.0f ? 6.0f : t;
-            return v * t / 6.0f;
-        }
-        case OCR_ACT_HARDSIGMOID: {
-            float t = v * BA_HARDSIGMOID_SLOPE + 0.5f;
-            t = t < 0.0f ? 0.0f : t;
-            return t > 1.0f ? 1.0f : t;
-        }
-        case OCR_ACT_SWISH: return v / (1.0f + ba_exp(-v));
-        case OCR_ACT_GELU: return v * ba_normal_cdf(v);
-        default: return v;
-    }
-}
-
-__device__ __forceinline__ float ba_act_backward(float g, float v, int act) {
-    switch (act) {
-        case OCR_ACT_RELU: return v > 0.0f ? g : 0.0f;
-        case OCR_ACT_HARDSWISH: {
-            float d = (v > -3.0f && v < 3.0f) ? (2.0f * v + 3.0f) / 6.0f : 0.0f;
-            return g * (d + (v >= 3.0f ? 1.0f : 0.0f));
-        }
-        case OCR_ACT_HARDSIGMOID: {
-            float t = v * BA_HARDSIGMOID_SLOPE + 0.5f;
-            return g * ((t > 0.0f && t < 1.0f) ? BA_HARDSIGMOID_SLOPE : 0.0f);
-        }
-        case OCR_ACT_SWISH: {
-            float sg = 1.0f / (1.0f + ba_exp(-v));
-            return g * sg * (1.0f + v * (1.0f - sg));
-        }
-        case OCR_ACT_GELU: {
-            float cdf = ba_normal_cdf(v);
-            float pdf = BA_INV_SQRT_2PI * ba_exp(-0.5f * v * v);
-            return g * (cdf + v * pdf);
-        }
-        default: return g;
-    }
-}
 
 // v rounded to dt and back (nearest even).
 __device__ __forceinline__ float ba_round(float v, int dt) {
@@ -155,7 +56,7 @@ __device__ __forceinline__ float ba_value(const BaIn &in, int64_t e, int64_t c, 
 __device__ __forceinline__ float ba_grad(const BaIn &in, int64_t e, int64_t c, int64_t C) {
     const float dy = ld(in.dy, in.dydt, e);
     if (in.act == OCR_ACT_NONE) return dy;
-    return ba_round(ba_act_backward(dy, ba_value(in, e, c, C), in.act), in.mid);
+    return ba_round(act_backward(dy, ba_value(in, e, c, C), in.act), in.mid);
 }
 
 // part[k][chunk][c], k < 2, in double:
@@ -300,7 +201,7 @@ static BaVecs ba_vecs(OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *sav
 
 __global__ void ba_forward_kernel(void *y, int ydt, BaIn in, int64_t n, int64_t C) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        st(y, ydt, i, ba_act_forward(ba_value(in, i, i % C, C), in.act));
+        st(y, ydt, i, act_forward(ba_value(in, i, i % C, C), in.act));
 }
 
 extern "C" void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
