@@ -137,6 +137,47 @@ void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *sa
     cpu_scratch_free(&s);
 }
 
+// BN's parameter gradients from the per-channel sums sdy = Σ dy and sdx = Σ dy·(x − mean):
+// dbeta += sdy, dgamma += sdx·rstd (either may be NULL). Shared with bn_act.c.
+void cpu_bn_param_grads(CpuScratch *s, OcrTensor *dgamma, OcrTensor *dbeta, const double *sdy, const double *sdx,
+                        const float *rstd, int64_t C) {
+    if (dbeta) {
+        float *db = cpu_f32_out(s, dbeta, 1);
+        for (int64_t c = 0; c < C; c++) db[c] = (float)((double)db[c] + sdy[c]);
+        cpu_f32_store(dbeta, db);
+    }
+    if (dgamma) {
+        float *dg = cpu_f32_out(s, dgamma, 1);
+        for (int64_t c = 0; c < C; c++) dg[c] = (float)((double)dg[c] + sdx[c] * (double)rstd[c]);
+        cpu_f32_store(dgamma, dg);
+    }
+}
+
+// The input gradient's per-channel coefficients, dx = a·dy + b·(x − mean) + k (C floats each,
+// from s). Through fixed statistics only a = gamma·rstd survives; through batch statistics the
+// mean and variance terms add b = −gamma·rstd³·sdx/M and k = −gamma·rstd·sdy/M.
+void cpu_bn_dx_coefs(CpuScratch *s, float **a_out, float **b_out, float **k_out, const float *g, const float *rstd,
+                     const double *sdy, const double *sdx, int64_t C, int64_t M, int training) {
+    float *af = cpu_scratch_floats(s, (size_t)C);
+    float *bf = cpu_scratch_floats(s, (size_t)C);
+    float *kf = cpu_scratch_floats(s, (size_t)C);
+    for (int64_t c = 0; c < C; c++) {
+        double a = (g ? (double)g[c] : 1.0) * (double)rstd[c];
+        af[c] = (float)a;
+        if (training && M > 0) {
+            double r = rstd[c];
+            bf[c] = (float)(-a * r * r * sdx[c] / (double)M);
+            kf[c] = (float)(-a * sdy[c] / (double)M);
+        } else {
+            bf[c] = 0.0f;
+            kf[c] = 0.0f;
+        }
+    }
+    *a_out = af;
+    *b_out = bf;
+    *k_out = kf;
+}
+
 void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                           const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
                           const OcrTensor *save_rstd, int training) {
@@ -194,36 +235,11 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
         }
     }
 
-    if (dbeta) {
-        float *db = cpu_f32_out(&s, dbeta, 1);
-        for (int64_t c = 0; c < C; c++) db[c] = (float)((double)db[c] + sdy[c]);
-        cpu_f32_store(dbeta, db);
-    }
-    if (dgamma) {
-        float *dg = cpu_f32_out(&s, dgamma, 1);
-        for (int64_t c = 0; c < C; c++) dg[c] = (float)((double)dg[c] + sdx[c] * (double)rstd[c]);
-        cpu_f32_store(dgamma, dg);
-    }
+    cpu_bn_param_grads(&s, dgamma, dbeta, sdy, sdx, rstd, C);
 
     if (dinp) {
-        // dx = a·dy + b·(x − mean) + k. Through fixed statistics only a = gamma·rstd survives;
-        // through batch statistics the mean and variance terms add
-        // b = −gamma·rstd³·sdx/M and k = −gamma·rstd·sdy/M.
-        float *af = cpu_scratch_floats(&s, (size_t)C);
-        float *bf = cpu_scratch_floats(&s, (size_t)C);
-        float *kf = cpu_scratch_floats(&s, (size_t)C);
-        for (int64_t c = 0; c < C; c++) {
-            double a = (g ? (double)g[c] : 1.0) * (double)rstd[c];
-            af[c] = (float)a;
-            if (training && M > 0) {
-                double r = rstd[c];
-                bf[c] = (float)(-a * r * r * sdx[c] / (double)M);
-                kf[c] = (float)(-a * sdy[c] / (double)M);
-            } else {
-                bf[c] = 0.0f;
-                kf[c] = 0.0f;
-            }
-        }
+        float *af, *bf, *kf;
+        cpu_bn_dx_coefs(&s, &af, &bf, &kf, g, rstd, sdy, sdx, C, M, training);
         float *dx = cpu_f32_out(&s, dinp, 0);
 #pragma omp parallel for schedule(static) if (M * C >= BN_PAR_MIN)
         for (int64_t r = 0; r < M; r++) {

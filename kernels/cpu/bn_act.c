@@ -302,34 +302,12 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
         g_parked = gbuf != NULL;
     }
 
-    if (dbeta) {
-        float *db = cpu_f32_out(&s, dbeta, 1);
-        for (int64_t c = 0; c < C; c++) db[c] = (float)((double)db[c] + sdy[c]);
-        cpu_f32_store(dbeta, db);
-    }
-    if (dgamma) {
-        float *dg = cpu_f32_out(&s, dgamma, 1);
-        for (int64_t c = 0; c < C; c++) dg[c] = (float)((double)dg[c] + sdx[c] * (double)rstd[c]);
-        cpu_f32_store(dgamma, dg);
-    }
+    cpu_bn_param_grads(&s, dgamma, dbeta, sdy, sdx, rstd, C);
 
     if (dinp) {
-        // dx = a·g + b·(x − mean) + k, batchnorm.c's coefficients (see there).
-        float *af = cpu_scratch_floats(&s, (size_t)C);
-        float *bf = cpu_scratch_floats(&s, (size_t)C);
-        float *kf = cpu_scratch_floats(&s, (size_t)C);
-        for (int64_t c = 0; c < C; c++) {
-            double a = (g ? (double)g[c] : 1.0) * (double)rstd[c];
-            af[c] = (float)a;
-            if (training && M > 0) {
-                double r = rstd[c];
-                bf[c] = (float)(-a * r * r * sdx[c] / (double)M);
-                kf[c] = (float)(-a * sdy[c] / (double)M);
-            } else {
-                bf[c] = 0.0f;
-                kf[c] = 0.0f;
-            }
-        }
+        // dx = a·g + b·(x − mean) + k, batchnorm.c's coefficients.
+        float *af, *bf, *kf;
+        cpu_bn_dx_coefs(&s, &af, &bf, &kf, g, rstd, sdy, sdx, C, M, training);
         const int64_t ntiles = (M + tr - 1) / tr;
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t t = 0; t < ntiles; t++) {

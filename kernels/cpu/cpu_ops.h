@@ -36,6 +36,10 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
 // number of row chunks the per-channel sums use, and the batch mean / biased variance (double).
 int64_t cpu_bn_chunks(int64_t rows);
 void cpu_bn_batch_stats(double *mean, double *var, const float *x, int64_t M, int64_t C, CpuScratch *s);
+void cpu_bn_param_grads(CpuScratch *s, OcrTensor *dgamma, OcrTensor *dbeta, const double *sdy, const double *sdx,
+                        const float *rstd, int64_t C);
+void cpu_bn_dx_coefs(CpuScratch *s, float **a_out, float **b_out, float **k_out, const float *g, const float *rstd,
+                     const double *sdy, const double *sdx, int64_t C, int64_t M, int training);
 
 // kernels/cpu/bn_act.c
 void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
