@@ -86,16 +86,29 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
     ocr_status_t st = run_config_read(&rc, b->cfg, RUN_NEED_TRAIN);
     OcrTransformList tl;
     if (st == OCR_OK) st = ocr_transforms_parse(&tl, b->cfg, "Train.dataset.transforms", rc.max_text_length);
-    if (st == OCR_OK && !tl.has_resize)
-        st = ocr_set_error(OCR_ERR_CONFIG, "Train.dataset.transforms needs RecResizeImg for capacity planning");
     if (st == OCR_OK) {
-        b->H = tl.resize_h;
-        b->W = tl.resize_w;
         b->C = tl.channels;
         b->max_len = rc.max_text_length;
         OcrLoaderConfig lc;
         st = ocr_loader_config_parse(&lc, b->cfg, "Train");
         if (st == OCR_OK) {
+            // The input size: RecResizeImg's, or with PaddleOCR's MultiScaleSampler (PP-OCRv4's
+            // configs) its largest scale, where a sample costs the most.
+            if (tl.has_resize) {
+                b->H = tl.resize_h;
+                b->W = tl.resize_w;
+            } else if (lc.sampler.num_scales > 1) {
+                for (int i = 0; i < lc.sampler.num_scales; i++) {
+                    const OcrBatchShape *sc = &lc.sampler.scales[i];
+                    if ((int64_t)sc->height * sc->width > (int64_t)b->H * b->W) {
+                        b->H = sc->height;
+                        b->W = sc->width;
+                    }
+                }
+            } else {
+                st = ocr_set_error(OCR_ERR_CONFIG, "Train: capacity planning needs the input size: RecResizeImg in "
+                                   "Train.dataset.transforms or a MultiScaleSampler with scales");
+            }
             int slots = lc.prefetch + 1 < 2 ? 2 : lc.prefetch + 1;
             b->ring_per_sample = slots * (int64_t)(b->H * b->W * b->C + 4 * b->max_len + 24);
             ocr_loader_config_free(&lc);
@@ -202,6 +215,9 @@ ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t 
         built_free(&b);
         return st;
     }
+    out->channels = b.C;
+    out->height = b.H;
+    out->width = b.W;
     int64_t *F = out->fixed_by_category, *S = out->per_sample_by_category;
     const OcrParamTable *params = ocr_model_params(b.m), *stats = ocr_model_stats(b.m);
     AmpMemory am = amp_engine_memory(&b.amp);

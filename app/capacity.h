@@ -38,6 +38,7 @@ typedef struct {
     // breakdown (for --json and the report)
     int64_t fixed_by_category[OCR_MEM_CATEGORY_COUNT];
     int64_t per_sample_by_category[OCR_MEM_CATEGORY_COUNT];
+    int channels, height, width;  // the planned input (the largest scale under MultiScaleSampler)
 } CapacityPrecision;
 
 // The config overrides of a precision name ("Global.use_amp=true" ...); NULL-terminated,
@@ -46,7 +47,8 @@ const char *const *capacity_precision_overrides(const char *name);
 // "fp32", "fp16-o1", "fp16-o2", "bf16-o2".
 const char *capacity_precision_name(int i);
 
-// Plans one precision for the config's training input (Train RecResizeImg H×W) and budget.
+// Plans one precision for the config's training input (Train RecResizeImg H×W, or the largest
+// scale of a MultiScaleSampler) and budget.
 // budget_bytes 0: max_batch is left 0.
 ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t budget_bytes, CapacityPrecision *out);
 

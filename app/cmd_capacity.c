@@ -130,6 +130,10 @@ int cmd_capacity(int argc, char **argv) {
         cJSON *o = cJSON_CreateObject();
         cJSON_AddNumberToObject(o, "memory_bytes", (double)memory);
         cJSON_AddStringToObject(o, "device", dev);
+        cJSON *shape = cJSON_AddArrayToObject(o, "input_shape");  // [C, H, W]
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber(cp[0].channels));
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber(cp[0].height));
+        cJSON_AddItemToArray(shape, cJSON_CreateNumber(cp[0].width));
         cJSON *arr = cJSON_AddArrayToObject(o, "precisions");
         for (int i = 0; i < CAPACITY_PRECISIONS; i++) {
             cJSON *p = cJSON_CreateObject();
@@ -158,8 +162,8 @@ int cmd_capacity(int argc, char **argv) {
         free(s);
         cJSON_Delete(o);
     } else {
-        printf("training memory of %s at its Train input size (budget %s, device %s):\n", ca.config,
-               ocr_format_bytes(memory, a, sizeof a), dev);
+        printf("training memory of %s at its Train input size %dx%dx%d (budget %s, device %s):\n", ca.config,
+               cp[0].channels, cp[0].height, cp[0].width, ocr_format_bytes(memory, a, sizeof a), dev);
         printf("  %-9s %10s %16s %14s\n", "precision", "max batch", "bytes/sample", "fixed");
         for (int i = 0; i < CAPACITY_PRECISIONS; i++)
             printf("  %-9s %10lld %16s %14s\n", cp[i].name, (long long)cp[i].max_batch,

@@ -76,12 +76,50 @@ START_TEST(test_capacity_plan_matches_a_real_step) {
 }
 END_TEST
 
+// PaddleOCR's PP-OCRv4 configs have no RecResizeImg: the MultiScaleSampler's scales give the
+// input, and the plan is for the largest one, where a sample costs the most.
+START_TEST(test_capacity_multiscale_plans_the_largest_scale) {
+    OcrConfig *cfg;
+    RunConfig rc;
+    ck_assert(run_config_load(&cfg, &rc, g_cfg, NULL, 0, RUN_NEED_TRAIN) == OCR_OK);
+    CapacityPrecision fixed_size;
+    ck_assert(capacity_plan(cfg, "fp32", 0, &fixed_size) == OCR_OK);
+    ck_assert_int_eq(fixed_size.height, 32);
+    ck_assert_int_eq(fixed_size.width, 64);
+    ck_assert(ocr_config_set(cfg, "Train.dataset.name", "MultiScaleDataSet") == OCR_OK);
+    ck_assert(ocr_config_set(cfg, "Train.dataset.transforms",
+                             "[{\"DecodeImage\": {\"img_mode\": \"BGR\", \"channel_first\": false}}, "
+                             "{\"CTCLabelEncode\": null}, {\"KeepKeys\": {\"keep_keys\": [\"image\", \"label\", "
+                             "\"length\"]}}]") == OCR_OK);
+    ck_assert(ocr_config_set(cfg, "Train.sampler",
+                             "{\"name\": \"MultiScaleSampler\", \"scales\": [[64, 32], [96, 32], [80, 32]], "
+                             "\"first_bs\": 8, \"fix_bs\": true, \"divided_factor\": [8, 16], "
+                             "\"is_training\": true}") == OCR_OK);
+    CapacityPrecision multi;
+    ck_assert_msg(capacity_plan(cfg, "fp32", 0, &multi) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(multi.channels, 3);
+    ck_assert_int_eq(multi.height, 32);
+    ck_assert_int_eq(multi.width, 96);
+    ck_assert(multi.bytes_per_sample > fixed_size.bytes_per_sample);
+    ocr_config_free(cfg);
+    // Neither a resize nor scales: the planner says what it needs.
+    ck_assert(run_config_load(&cfg, &rc, g_cfg, NULL, 0, RUN_NEED_TRAIN) == OCR_OK);
+    ck_assert(ocr_config_set(cfg, "Train.dataset.transforms",
+                             "[{\"DecodeImage\": {\"img_mode\": \"BGR\", \"channel_first\": false}}, "
+                             "{\"CTCLabelEncode\": null}]") == OCR_OK);
+    ck_assert_int_eq(capacity_plan(cfg, "fp32", 0, &multi), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "RecResizeImg") != NULL, "%s", ocr_last_error());
+    ocr_config_free(cfg);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("app_capacity");
     TCase *tc = tcase_create("t");
     tcase_set_timeout(tc, 300);
     tcase_add_unchecked_fixture(tc, setup_data, NULL);
     tcase_add_test(tc, test_capacity_plan_matches_a_real_step);
+    tcase_add_test(tc, test_capacity_multiscale_plans_the_largest_scale);
     suite_add_tcase(s, tc);
     return s;
 }
