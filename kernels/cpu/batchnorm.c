@@ -216,23 +216,9 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
             double *p1 = part + 2 * k * C, *p2 = p1 + C;
             for (int64_t c = 0; c < C; c++) p1[c] = p2[c] = 0.0;
             const int64_t r0 = k * M / nch, r1 = (k + 1) * M / nch;
-            for (int64_t r = r0; r < r1; r++) {
-                const float *xr = x + r * C, *gr = dy + r * C;
-                for (int64_t c = 0; c < C; c++) {
-                    p1[c] += (double)gr[c];
-                    p2[c] += (double)gr[c] * ((double)xr[c] - (double)mean[c]);
-                }
-            }
+            cpu_bn_accumulate_rows(p1, p2, x + r0 * C, dy + r0 * C, mean, r1 - r0, C);
         }
-        for (int64_t c = 0; c < C; c++) {
-            double t1 = 0.0, t2 = 0.0;
-            for (int64_t k = 0; k < nch; k++) {
-                t1 += part[2 * k * C + c];
-                t2 += part[2 * k * C + C + c];
-            }
-            sdy[c] = t1;
-            sdx[c] = t2;
-        }
+        cpu_bn_reduce_chunks(sdy, sdx, part, nch, C);
     }
 
     cpu_bn_param_grads(&s, dgamma, dbeta, sdy, sdx, rstd, C);

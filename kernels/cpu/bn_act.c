@@ -281,24 +281,10 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
             for (int64_t t0 = r0; t0 < r1; t0 += tr) {
                 const int64_t rows = t0 + tr <= r1 ? tr : r1 - t0;
                 const float *gt = bna_grad_tile(&b, gbuf ? gbuf + t0 * C : NULL, x, dy, t0, rows, C, &k, act, mid);
-                for (int64_t r = 0; r < rows; r++) {
-                    const float *xr = x + (t0 + r) * C, *gr = gt + r * C;
-                    for (int64_t c = 0; c < C; c++) {
-                        p1[c] += (double)gr[c];
-                        p2[c] += (double)gr[c] * ((double)xr[c] - (double)mean[c]);
-                    }
-                }
+                cpu_bn_accumulate_rows(p1, p2, x + t0 * C, gt, mean, rows, C);
             }
         }
-        for (int64_t c = 0; c < C; c++) {
-            double t1 = 0.0, t2 = 0.0;
-            for (int64_t ch = 0; ch < nch; ch++) {
-                t1 += part[2 * ch * C + c];
-                t2 += part[2 * ch * C + C + c];
-            }
-            sdy[c] = t1;
-            sdx[c] = t2;
-        }
+        cpu_bn_reduce_chunks(sdy, sdx, part, nch, C);
         g_parked = gbuf != NULL;
     }
 

@@ -36,6 +36,29 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
 // number of row chunks the per-channel sums use, and the batch mean / biased variance (double).
 int64_t cpu_bn_chunks(int64_t rows);
 void cpu_bn_batch_stats(double *mean, double *var, const float *x, int64_t M, int64_t C, CpuScratch *s);
+// The backward's per-channel sums, sdy = Σ g and sdx = Σ g·(x − mean), over one chunk's rows
+// (p1, p2 accumulate) and then over the chunks in chunk order (part: 2·C doubles per chunk).
+static inline void cpu_bn_accumulate_rows(double *p1, double *p2, const float *x, const float *g,
+                                          const float *mean, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C, *gr = g + r * C;
+        for (int64_t c = 0; c < C; c++) {
+            p1[c] += (double)gr[c];
+            p2[c] += (double)gr[c] * ((double)xr[c] - (double)mean[c]);
+        }
+    }
+}
+static inline void cpu_bn_reduce_chunks(double *sdy, double *sdx, const double *part, int64_t nch, int64_t C) {
+    for (int64_t c = 0; c < C; c++) {
+        double t1 = 0.0, t2 = 0.0;
+        for (int64_t k = 0; k < nch; k++) {
+            t1 += part[2 * k * C + c];
+            t2 += part[2 * k * C + C + c];
+        }
+        sdy[c] = t1;
+        sdx[c] = t2;
+    }
+}
 void cpu_bn_param_grads(CpuScratch *s, OcrTensor *dgamma, OcrTensor *dbeta, const double *sdy, const double *sdx,
                         const float *rstd, int64_t C);
 void cpu_bn_dx_coefs(CpuScratch *s, float **a_out, float **b_out, float **k_out, const float *g, const float *rstd,
