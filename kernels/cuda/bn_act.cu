@@ -179,20 +179,20 @@ static BaVecs ba_vecs(OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *sav
                       const OcrTensor *running_mean, const OcrTensor *running_var, const OcrTensor *gamma,
                       const OcrTensor *beta, int update) {
     BaVecs v;
-    v.save_scale = save_scale ? save_scale->data : NULL;
-    v.sa_dt = save_scale ? save_scale->dtype : OCR_F32;
-    v.save_mean = save_mean ? save_mean->data : NULL;
-    v.sm_dt = save_mean ? save_mean->dtype : OCR_F32;
-    v.save_rstd = save_rstd ? save_rstd->data : NULL;
-    v.sr_dt = save_rstd ? save_rstd->dtype : OCR_F32;
-    v.rmean = running_mean ? running_mean->data : NULL;
-    v.rm_dt = running_mean ? running_mean->dtype : OCR_F32;
-    v.rvar = running_var ? running_var->data : NULL;
-    v.rv_dt = running_var ? running_var->dtype : OCR_F32;
-    v.gamma = gamma ? gamma->data : NULL;
-    v.g_dt = gamma ? gamma->dtype : OCR_F32;
-    v.beta = beta ? beta->data : NULL;
-    v.b_dt = beta ? beta->dtype : OCR_F32;
+    v.save_scale = opt_data(save_scale);
+    v.sa_dt = opt_dtype(save_scale);
+    v.save_mean = opt_data(save_mean);
+    v.sm_dt = opt_dtype(save_mean);
+    v.save_rstd = opt_data(save_rstd);
+    v.sr_dt = opt_dtype(save_rstd);
+    v.rmean = opt_data(running_mean);
+    v.rm_dt = opt_dtype(running_mean);
+    v.rvar = opt_data(running_var);
+    v.rv_dt = opt_dtype(running_var);
+    v.gamma = opt_data(gamma);
+    v.g_dt = opt_dtype(gamma);
+    v.beta = opt_data(beta);
+    v.b_dt = opt_dtype(beta);
     v.update = update;
     return v;
 }

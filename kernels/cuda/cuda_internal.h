@@ -90,6 +90,9 @@ static inline unsigned cuda_blocks(int64_t n, int threads) {
     if (b > (1 << 20)) b = 1 << 20;
     return (unsigned)b;
 }
+// An optional tensor's data and dtype for a kernel's argument struct: NULL and f32 when absent.
+static inline void *opt_data(const OcrTensor *t) { return t ? t->data : NULL; }
+static inline int opt_dtype(const OcrTensor *t) { return t ? (int)t->dtype : (int)OCR_F32; }
 // Round a byte count up to 256 (the carving alignment of scratch).
 static inline size_t cuda_align(size_t bytes) { return (bytes + 255) & ~(size_t)255; }
 
