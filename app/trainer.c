@@ -127,7 +127,7 @@ typedef struct {
     int64_t window_n;
     double *acc_window;  // cal_metric_during_train: the last log_smooth_window batch accuracies
     int64_t acc_n;
-    float *metric_logits;  // host copy of a batch's logits for the training metric
+    float *metric_logits;  // host copy of a GPU batch's logits for the training metric
     size_t metric_logits_cap;
 } Trainer;
 
@@ -398,34 +398,28 @@ static ocr_status_t batch_metric(Trainer *t, StepRecord *rec) {
     const OcrTensor *lg = step_kept_logits(&t->step);
     if (!lg) return ocr_set_error(OCR_ERR_INTERNAL, "training metric: the step kept no logits");
     int B = (int)lg->shape[0], T = (int)lg->shape[1], C = (int)lg->shape[2];
-    size_t n = (size_t)B * T * C;
-    if (t->metric_logits_cap < n) {
-        float *p = realloc(t->metric_logits, n * sizeof(float));
-        if (!p) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        t->metric_logits = p;
-        t->metric_logits_cap = n;
-    }
-    if (lg->device.type == OCR_DEVICE_CPU) {
-        ocr_tensor_to_f32(lg, t->metric_logits);
-    } else {
+    // The kept logits are f32: read them in place on the CPU, through one host buffer from a GPU.
+    const float *logits = lg->data;
+    if (lg->device.type != OCR_DEVICE_CPU) {
+        size_t n = (size_t)B * T * C;
+        if (t->metric_logits_cap < n) {
+            float *p = realloc(t->metric_logits, n * sizeof(float));
+            if (!p) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+            t->metric_logits = p;
+            t->metric_logits_cap = n;
+        }
 #ifdef OCR_HAVE_CUDA
         if (ocr_cuda_synchronize(t->device.index)) return ocr_wrap_error(OCR_ERR_CUDA, "training metric");
 #endif
-        size_t bytes = n * ocr_dtype_size(lg->dtype);
-        void *raw = malloc(bytes);
-        if (!raw) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        copy_bytes(ocr_cpu(), raw, lg->device, lg->data, bytes);
-        OcrTensor host = ocr_tensor_view(raw, lg->dtype, ocr_cpu(), 3, lg->shape);
-        ocr_tensor_to_f32(&host, t->metric_logits);
-        free(raw);
+        copy_bytes(ocr_cpu(), t->metric_logits, lg->device, lg->data, n * sizeof(float));
+        logits = t->metric_logits;
     }
     RecMetric metric;
     rec_metric_init(&metric, (RecMetricOptions){t->rc->ignore_space, t->rc->is_filter});
     char pred[1024], ref[1024];
     for (int b = 0; b < B && b < t->batch.count; b++) {
         float conf;
-        OCR_TRY(ctc_greedy_decode(pred, sizeof pred, &conf, t->metric_logits + (size_t)b * T * C, T, C, 0,
-                                  t->dict.classes));
+        OCR_TRY(ctc_greedy_decode(pred, sizeof pred, &conf, logits + (size_t)b * T * C, T, C, 0, t->dict.classes));
         feed_label_text(&t->dict, &t->batch, b, ref, sizeof ref);
         OCR_TRY(rec_metric_add(&metric, pred, ref));
     }
