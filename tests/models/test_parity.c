@@ -156,6 +156,7 @@ static void run_parity(OcrModel *m) {
     const cJSON *images = cJSON_GetObjectItem(index_json, "images");
     ck_assert_int_eq(cJSON_GetArraySize(images), 24);
     int steps = 0, exact = 0, relaxed = 0;  // checks beyond 1e-4 that the sensitivity allowance covered
+    int ill_conditioned = 0;                 // steps that ±1e-7 relative input noise moves by more than 1e-5
     double worst_prob = 0, worst_maxprob = 0;
     double maxprob_diffs[878];
     for (int k = 0; k < 24; k++) {
@@ -214,7 +215,13 @@ static void run_parity(OcrModel *m) {
             if (dmp > worst_maxprob) worst_maxprob = dmp;
             if (steps < 878) maxprob_diffs[steps] = dmp;
             ck_assert_msg(dmp <= 1e-4 + 10.0 * sens[t], "%s step %d: max probability differs by %g", id, t, dmp);
+            // An ill-conditioned step amplifies input-level rounding ≥ 100-fold; the 1e-4
+            // bound is for well-conditioned steps, which must meet it whatever the CPU.
+            const int ill = sens[t] > 1e-5;
+            ill_conditioned += ill;
             if (dmp > 1e-4) {
+                ck_assert_msg(ill, "%s step %d: max probability differs by %g on a well-conditioned step (sensitivity %g)",
+                              id, t, dmp, sens[t]);
                 relaxed++;
                 printf("  %s step %d: max probability differs by %.3g (±1e-7 input moves it by %.2g)\n", id, t, dmp,
                        sens[t]);
@@ -237,6 +244,9 @@ static void run_parity(OcrModel *m) {
                     printf("  %s step %d: sensitive (±1e-7 input moves it by %.2g): |prob diff| %.3g, tolerance %.3g\n",
                            id, t, sens[t], d, tol);
                 ck_assert_msg(d <= tol, "%s step %d: probabilities differ by %g (tolerance %g)", id, t, d, tol);
+                ck_assert_msg(d <= 1e-4 || sens[t] > 1e-5,
+                              "%s step %d: probabilities differ by %g on a well-conditioned step (sensitivity %g)", id, t, d,
+                              sens[t]);
                 relaxed += d > 1e-4;
             }
             free(ref);
@@ -273,13 +283,17 @@ static void run_parity(OcrModel *m) {
     qsort(maxprob_diffs, 878, sizeof(double), cmp_double);
     printf("median |maxprob diff| %.3g\n", maxprob_diffs[439]);
     ck_assert_msg(maxprob_diffs[439] <= 1e-6, "median |maxprob diff| %g > 1e-6", maxprob_diffs[439]);
-    // The sensitivity allowance is for one isolated near-tie, not a blanket tolerance: only
-    // img_17 step 3 (its max probability and its full row) needs it. There the golden value
-    // comes from onnxruntime's NCHWc convolution kernels (optimisation level "all"); the same
-    // onnxruntime with levels disabled/basic/extended lands 4.4e-4 to 4.9e-4 from it, and a
-    // float64 evaluation 2.8e-4 (docs/MODELS.md).
-    printf("%d checks needed the sensitivity allowance\n", relaxed);
-    ck_assert_int_le(relaxed, 2);
+    // The sensitivity allowance is for isolated near-ties, not a blanket tolerance: only steps
+    // that amplify ±1e-7 input noise above 1e-5 may use it (asserted per check above), and
+    // such steps must stay rare. Which of them land beyond 1e-4 depends on the CPU's summation
+    // order (OpenBLAS kernels differ between Zen, Haswell and Sapphire Rapids), so the count
+    // is bounded by the ill-conditioned steps, never by one machine's outcome. img_17 step 3
+    // is one: its golden value comes from onnxruntime's NCHWc kernels (level "all"); levels
+    // disabled/basic/extended land 4.4e-4 to 4.9e-4 from it, float64 2.8e-4 (docs/MODELS.md).
+    printf("%d checks needed the sensitivity allowance; %d of %d steps are ill-conditioned\n", relaxed,
+           ill_conditioned, steps);
+    ck_assert_int_le(relaxed, 2 * ill_conditioned);
+    ck_assert_msg(ill_conditioned * 100 <= steps, "%d of %d steps ill-conditioned (> 1%%)", ill_conditioned, steps);
     free(dict.chars);
     free(dict.data);
 }
