@@ -101,6 +101,7 @@ void amp_engine_free(AmpEngine *e) {
     amp_master_free(&e->master);
     amp_snapshot_free(&e->bn);
     amp_stats_free(&e->stats);
+    free(e->op_dtype);
     free(e->param_op);
     free(e->param_views);
     free(e->grad_views);
@@ -111,96 +112,60 @@ void amp_engine_free(AmpEngine *e) {
     memset(e, 0, sizeof *e);
 }
 
-int amp_param_owner(const OcrOpTable *ops, const char *name) {
+int amp_param_owner(const AmpManaged *m, const char *name) {
     const char *dot = strrchr(name, '.');
     size_t prefix = dot ? (size_t)(dot - name) : 0;
     int by_prefix = -1;
-    for (int i = 0; i < ops->count; i++) {
-        const char *op = ops->items[i].name;
+    for (int i = 0; i < m->n_ops; i++) {
+        const char *op = m->op_name(m, i);
         if (strcmp(op, name) == 0) return i;
         if (dot && by_prefix < 0 && strlen(op) == prefix && strncmp(op, name, prefix) == 0) by_prefix = i;
     }
     return by_prefix;
 }
 
-static OcrTensor view_in(const OcrParamTable *t, void *base, int i) {
-    const OcrParamInfo *p = &t->items[i];
-    return ocr_tensor_view((char *)base + p->offset, p->dtype, t->device, p->ndim, p->shape);
+const char *amp_engine_layer_name(const AmpEngine *e, int layer) {
+    return e->attached && layer >= 0 && layer < e->mg.n_ops ? e->mg.op_name(&e->mg, layer) : "?";
 }
 
-static int low_precision_role(ocr_param_role_t r) {
-    return r == OCR_ROLE_WEIGHT || r == OCR_ROLE_BIAS || r == OCR_ROLE_EMBED;
-}
-
-// O2: the selected parameters become low precision in the table. Their f32 values go to the
-// masters first; the table is laid out again (same rule as models/params.c: each entry at a
-// multiple of OCR_PARAM_ALIGN) and the gradient buffer is dropped so the model reallocates it
-// with the new sizes.
+// O2: the selected parameters become low precision. Their f32 values go to the masters first;
+// then the owner lays its parameters out again in the new dtypes (each value rounded to nearest
+// from the same f32 value the master holds) and drops the gradients, which the model
+// reallocates with the new sizes.
 static ocr_status_t convert_o2(AmpEngine *e, const ocr_dtype_t *want) {
-    OcrParamTable *t = e->params;
-    int n = t->count;
+    const AmpManaged *m = &e->mg;
+    int n = m->n_params;
     OcrTensor *old = malloc((size_t)(n ? n : 1) * sizeof *old);
     int *has = calloc((size_t)(n ? n : 1), sizeof *has);
-    if (!old || !has) {
+    ocr_dtype_t *dt = malloc((size_t)(n ? n : 1) * sizeof *dt);
+    if (!old || !has || !dt) {
         free(old);
         free(has);
+        free(dt);
         return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     }
     for (int i = 0; i < n; i++) {
-        old[i] = view_in(t, t->data, i);
-        has[i] = want[i] != OCR_F32 && t->items[i].dtype == OCR_F32;
+        old[i] = m->param(m, i);
+        has[i] = want[i] != OCR_F32 && old[i].dtype == OCR_F32;
+        dt[i] = has[i] ? want[i] : old[i].dtype;
     }
     ocr_status_t st = amp_master_init(&e->master, old, has, n);
-    void *fresh = NULL;
-    size_t bytes = 0;
     if (st == OCR_OK) {
-        for (int i = 0; i < n; i++) {
-            size_t sz = (size_t)t->items[i].numel * ocr_dtype_size(has[i] ? want[i] : t->items[i].dtype);
-            bytes = (bytes + sz + OCR_PARAM_ALIGN - 1) / OCR_PARAM_ALIGN * OCR_PARAM_ALIGN;
-        }
-        fresh = ocr_mem_alloc(t->device, t->category, bytes);
-        if (!fresh) {
-            st = ocr_wrap_error(OCR_ERR_OOM, "O2 working parameters (%zu bytes)", bytes);
-        } else {
-            // Zeroed (the alignment gaps included) through the op library: any device.
-            OcrTensor z = ocr_tensor_view(fresh, OCR_U8, t->device, 1, (int64_t[]){(int64_t)bytes});
-            zero_tensor(&z);
-        }
+        st = m->lower(m, dt);
+        if (st != OCR_OK) amp_master_free(&e->master);
     }
-    if (st != OCR_OK) {
-        amp_master_free(&e->master);
-        free(old);
-        free(has);
-        return st;
-    }
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        OcrParamInfo *p = &t->items[i];
-        if (has[i]) p->dtype = want[i];
-        p->offset = off;
-        OcrTensor dst = view_in(t, fresh, i);
-        if (has[i])
-            cast_forward(&dst, amp_master_get(&e->master, i));
-        else
-            copy_bytes(t->device, dst.data, t->device, old[i].data, ocr_tensor_bytes(&dst));
-        off = (off + ocr_tensor_bytes(&dst) + OCR_PARAM_ALIGN - 1) / OCR_PARAM_ALIGN * OCR_PARAM_ALIGN;
-    }
-    OCR_ASSERT(off == bytes);
-    ocr_mem_free(t->data);
-    ocr_mem_free(t->grad);
-    t->data = fresh;
-    t->grad = NULL;
-    t->bytes = bytes;
     free(old);
     free(has);
-    return OCR_OK;
+    free(dt);
+    return st;
 }
 
-ocr_status_t amp_engine_attach(AmpEngine *e, OcrOpTable *ops, OcrParamTable *params, OcrParamTable *bnstats) {
-    OCR_ASSERT(!e->ops, "amp engine: already attached");
-    if (!params->data) return ocr_set_error(OCR_ERR_INVALID_ARG, "amp engine: the parameters are not allocated yet");
+ocr_status_t amp_engine_attach(AmpEngine *e, const AmpManaged *m) {
+    OCR_ASSERT(!e->attached, "amp engine: already attached");
+    if (m->n_params > 0 && !m->param(m, 0).data)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "amp engine: the parameters are not allocated yet");
     const AmpPolicy *pol = &e->cfg.policy;
-    int nops = ops->count, np = params->count;
+    int nops = m->n_ops, np = m->n_params;
 
     // 1. compute dtypes
     AmpOpEntry *entries = malloc((size_t)(nops ? nops : 1) * sizeof *entries);
@@ -208,8 +173,8 @@ ocr_status_t amp_engine_attach(AmpEngine *e, OcrOpTable *ops, OcrParamTable *par
     int hits[AMP_MAX_LIST];
     OCR_ASSERT(entries && dtypes, "out of host memory");
     for (int i = 0; i < nops; i++) {
-        entries[i].name = ops->items[i].name;
-        entries[i].type = ops->items[i].type;
+        entries[i].name = m->op_name(m, i);
+        entries[i].type = m->op_type(m, i);
         entries[i].input = i - 1;
     }
     amp_policy_resolve(pol, entries, nops, dtypes, NULL, hits);
@@ -223,8 +188,8 @@ ocr_status_t amp_engine_attach(AmpEngine *e, OcrOpTable *ops, OcrParamTable *par
                                  pol->fp32_layers[k]);
         }
     }
-    for (int i = 0; i < nops; i++) ops->items[i].compute_dtype = dtypes[i];
-    free(dtypes);
+    for (int i = 0; i < nops; i++) m->set_op_dtype(m, i, dtypes[i]);
+    e->op_dtype = dtypes;  // the engine's own record of them
 
     // 2. owners and per-parameter arrays
     size_t pn = (size_t)(np ? np : 1);
@@ -242,23 +207,21 @@ ocr_status_t amp_engine_attach(AmpEngine *e, OcrOpTable *ops, OcrParamTable *par
         return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     }
     for (int i = 0; i < np; i++) {
-        const OcrParamInfo *p = &params->items[i];
-        // The model records each parameter's op; tables built by hand fall back to the names.
-        int recorded = params->ops_recorded && p->op >= 0 && p->op < ops->count;
-        int op = recorded ? p->op : amp_param_owner(ops, p->name);
+        // The owner records each parameter's op; tables built by hand fall back to the names.
+        int op = m->param_op(m, i);
+        if (op < 0 || op >= nops) op = amp_param_owner(m, m->param_name(m, i));
         e->param_op[i] = op;
         e->grad_scale[i] = 1.0f;
-        ocr_dtype_t d = op >= 0 ? ops->items[op].compute_dtype : OCR_F32;
-        want[i] = low_precision_role(p->role) && d != OCR_F32 ? d : OCR_F32;
+        ocr_dtype_t d = op >= 0 ? e->op_dtype[op] : OCR_F32;
+        want[i] = m->param_lowerable(m, i) && d != OCR_F32 ? d : OCR_F32;
     }
-    e->ops = ops;
-    e->params = params;
-    e->bnstats = bnstats;
+    e->mg = *m;
+    e->attached = 1;
 
     // 3. weights
     ocr_status_t st = OCR_OK;
     if (pol->level == OCR_AMP_O1) {
-        for (int i = 0; i < np; i++) e->param_views[i] = view_in(params, params->data, i);
+        for (int i = 0; i < np; i++) e->param_views[i] = m->param(m, i);
         st = amp_cast_cache_init(&e->cache, e->param_views, want, np);
     } else if (pol->level == OCR_AMP_O2) {
         st = convert_o2(e, want);
@@ -269,19 +232,22 @@ ocr_status_t amp_engine_attach(AmpEngine *e, OcrOpTable *ops, OcrParamTable *par
     // 4. statistics, one layer per op
     const char **names = malloc((size_t)(nops ? nops : 1) * sizeof *names);
     OCR_ASSERT(names, "out of host memory");
-    for (int i = 0; i < nops; i++) names[i] = ops->items[i].name;
+    for (int i = 0; i < nops; i++) names[i] = m->op_name(m, i);
     amp_stats_init(&e->stats, names, nops, amp_scaler_scale(&e->scaler));
     free(names);
     return OCR_OK;
 }
 
 ocr_status_t amp_engine_begin_step(AmpEngine *e) {
-    OCR_ASSERT(e->ops, "amp engine: attach it to a model first");
+    OCR_ASSERT(e->attached, "amp engine: attach it to a model first");
     OCR_ASSERT(!e->in_step, "amp engine: begin_step twice without end_step");
-    if (e->bnstats && e->bnstats->data && e->bnstats->bytes)
-        OCR_TRY(amp_snapshot_take_on(&e->bn, e->bnstats->device, e->bnstats->data, e->bnstats->bytes));
+    const AmpManaged *m = &e->mg;
+    size_t sbytes = 0;
+    ocr_device_t sdev = ocr_cpu();
+    void *sdata = m->stats(m, &sbytes, &sdev);
+    if (sdata && sbytes) OCR_TRY(amp_snapshot_take_on(&e->bn, sdev, sdata, sbytes));
     if (e->cfg.policy.level == OCR_AMP_O1 && !e->cache.valid) {
-        for (int i = 0; i < e->params->count; i++) e->param_views[i] = view_in(e->params, e->params->data, i);
+        for (int i = 0; i < m->n_params; i++) e->param_views[i] = m->param(m, i);
         amp_cast_cache_refresh(&e->cache, e->param_views);
     }
     e->in_step = 1;
@@ -293,28 +259,29 @@ ocr_status_t amp_engine_begin_step(AmpEngine *e) {
 }
 
 void amp_engine_after_forward(AmpEngine *e) {
-    OcrOpTable *ops = e->ops;
+    const AmpManaged *m = &e->mg;
     int sample = e->cfg.activation_stats_every > 0 && e->step % e->cfg.activation_stats_every == 0;
-    for (int i = 0; i < ops->count; i++) {
-        const OcrOpInfo *o = &ops->items[i];
-        int ran = o->out_ndim > 0;
+    for (int i = 0; i < m->n_ops; i++) {
+        OcrTensor out;
+        memset(&out, 0, sizeof out);
+        int ran = m->op_output(m, i, &out);
         if (ran) {
-            ocr_dtype_t d = o->out.data && ocr_dtype_is_float(o->out.dtype) ? o->out.dtype : o->compute_dtype;
-            amp_stats_count_calls(&e->stats, o->type, d, 1);
+            ocr_dtype_t d = out.data && ocr_dtype_is_float(out.dtype) ? out.dtype : e->op_dtype[i];
+            amp_stats_count_calls(&e->stats, m->op_type(m, i), d, 1);
         }
         if (!sample) continue;
-        if (ran && o->out.data && ocr_dtype_is_float(o->out.dtype)) {
+        if (ran && out.data && ocr_dtype_is_float(out.dtype)) {
             int64_t bad;
             float a;
-            if (o->out.device.type == OCR_DEVICE_CPU) {
-                a = amp_tensor_amax(&o->out, &bad);
+            if (out.device.type == OCR_DEVICE_CPU) {
+                a = amp_tensor_amax(&out, &bad);
             } else {
                 // Sampled every amp_activation_stats_every steps: a host copy (waits for the device).
-                size_t nb = ocr_tensor_bytes(&o->out);
+                size_t nb = ocr_tensor_bytes(&out);
                 void *h = malloc(nb ? nb : 1);
                 OCR_ASSERT(h, "out of host memory");
-                copy_bytes(ocr_cpu(), h, o->out.device, o->out.data, nb);
-                OcrTensor hv = ocr_tensor_view(h, o->out.dtype, ocr_cpu(), o->out.ndim, o->out.shape);
+                copy_bytes(ocr_cpu(), h, out.device, out.data, nb);
+                OcrTensor hv = ocr_tensor_view(h, out.dtype, ocr_cpu(), out.ndim, out.shape);
                 a = amp_tensor_amax(&hv, &bad);
                 free(h);
             }
@@ -336,7 +303,7 @@ static void per_layer_grad_stats(AmpEngine *e) {
         s->grad_nonfinite[l] = 0;
     }
     e->last_layer = -1;
-    for (int i = 0; i < e->params->count; i++) {
+    for (int i = 0; i < e->mg.n_params; i++) {
         int l = e->param_op[i];
         if (l < 0) continue;
         if (e->grad_amax[i] > s->grad_amax[l]) s->grad_amax[l] = e->grad_amax[i];
@@ -349,11 +316,11 @@ static void per_layer_grad_stats(AmpEngine *e) {
 
 int amp_engine_check_grads(AmpEngine *e) {
     OCR_ASSERT(e->in_step, "amp engine: check_grads outside begin_step/end_step");
-    OcrParamTable *t = e->params;
-    OCR_ASSERT(t->grad, "amp engine: no gradients (run the backward first)");
-    int n = t->count;
+    const AmpManaged *m = &e->mg;
+    int n = m->n_params;
     for (int i = 0; i < n; i++) {
-        e->grad_views[i] = view_in(t, t->grad, i);
+        e->grad_views[i] = m->grad(m, i);
+        OCR_ASSERT(e->grad_views[i].data, "amp engine: no gradients (run the backward first)");
         e->grad_list[i] = &e->grad_views[i];
     }
     e->last = amp_unscale_check(e->grad_list, n, amp_scaler_scale(&e->scaler), e->grad_amax, e->grad_nonfinite,
@@ -364,14 +331,14 @@ int amp_engine_check_grads(AmpEngine *e) {
 }
 
 void amp_engine_record_device_step(AmpEngine *e, int found_inf, const int *nonfinite, const float *amax_stored) {
-    OCR_ASSERT(e->ops, "amp engine: attach it to a model first");
+    OCR_ASSERT(e->attached, "amp engine: attach it to a model first");
     OCR_ASSERT(!e->in_step, "amp engine: a device step is recorded outside begin_step/end_step");
-    OcrParamTable *t = e->params;
-    int n = t->count;
+    const AmpManaged *m = &e->mg;
+    int n = m->n_params;
     float inv = amp_scaler_inv_scale(&e->scaler);  // the mirror still holds this step's scale
     AmpCheckResult r = {0, 0, -1, inv};
     for (int i = 0; i < n; i++) {
-        int lowp = t->items[i].dtype != OCR_F32;
+        int lowp = m->param(m, i).dtype != OCR_F32;
         e->grad_amax[i] = lowp ? amax_stored[i] * inv : amax_stored[i];
         e->grad_nonfinite[i] = nonfinite[i] != 0;
         e->grad_scale[i] = lowp ? inv : 1.0f;
@@ -393,7 +360,7 @@ void amp_engine_adam_params(const AmpEngine *e, int i, AdamParams *p) {
     p->grad_scale = e->grad_scale[i];
     p->stochastic_round_seed = 0;
     p->stochastic_round_stream = 0;
-    if (e->cfg.stochastic_rounding && e->params->items[i].dtype != OCR_F32) {
+    if (e->cfg.stochastic_rounding && e->mg.param(&e->mg, i).dtype != OCR_F32) {
         p->stochastic_round_seed = amp_stochastic_round_seed(e->cfg.seed, e->step);
         p->stochastic_round_stream = (uint64_t)i;
     }
@@ -404,9 +371,9 @@ OcrTensor *amp_engine_master(AmpEngine *e, int i) { return amp_master_get(&e->ma
 int amp_engine_adam_step(AmpEngine *e, OcrTensor *m, OcrTensor *v, amp_adam_fill_fn fill, void *user) {
     OCR_ASSERT(e->checked, "amp engine: adam_step before check_grads");
     if (e->last.found_inf) return 0;
-    OcrParamTable *t = e->params;
-    for (int i = 0; i < t->count; i++) {
-        OcrTensor w = view_in(t, t->data, i), g = view_in(t, t->grad, i);
+    const AmpManaged *mg = &e->mg;
+    for (int i = 0; i < mg->n_params; i++) {
+        OcrTensor w = mg->param(mg, i), g = mg->grad(mg, i);
         AdamParams p = {0};
         fill(user, i, &p);
         amp_engine_adam_params(e, i, &p);
@@ -416,8 +383,8 @@ int amp_engine_adam_step(AmpEngine *e, OcrTensor *m, OcrTensor *v, amp_adam_fill
 }
 
 static const char *param_layer_name(const AmpEngine *e) {
-    if (e->last_layer >= 0) return e->ops->items[e->last_layer].name;
-    if (e->last.first_bad >= 0) return e->params->items[e->last.first_bad].name;
+    if (e->last_layer >= 0) return e->mg.op_name(&e->mg, e->last_layer);
+    if (e->last.first_bad >= 0) return e->mg.param_name(&e->mg, e->last.first_bad);
     return "?";
 }
 
@@ -430,7 +397,12 @@ void amp_engine_end_step(AmpEngine *e) {
     e->last_scale_before = before;
     e->last_scale_after = after;
     if (skipped) {
-        if (e->bn.valid) amp_snapshot_restore(&e->bn, e->bnstats->data, e->bnstats->bytes);
+        if (e->bn.valid) {
+            size_t sbytes = 0;
+            ocr_device_t sdev = ocr_cpu();
+            void *sdata = e->mg.stats(&e->mg, &sbytes, &sdev);
+            amp_snapshot_restore(&e->bn, sdata, sbytes);
+        }
         ocr_log(OCR_LOG_WARN,
                 "amp: step %lld skipped: inf/NaN gradients in %d tensor(s), first (in backward order) in layer %s; "
                 "BN running statistics restored; loss scale %g -> %g%s",

@@ -1,11 +1,13 @@
 // The AMP engine attached to a model's tables: the pieces of a training step the trainer calls.
 //
-// It works on the model's public structs only (OcrOpTable, OcrParamTable: fields, never
-// functions of models/), so the amp library stays below the model library.
+// It knows what it manages only through an AmpManaged description (amp/managed.h: op types
+// and names, named parameter views) that the owner fills in, so the amp library stays below
+// the model library (models/amp_view.h describes a model's tables).
 //
 //   AmpConfig cfg;  amp_config_from_config(&cfg, config);         // validates every AMP key
 //   AmpEngine e;    amp_engine_init(&e, &cfg);                     // takes over cfg
-//   amp_engine_attach(&e, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m));
+//   AmpManaged mg;  ocr_amp_managed(&mg, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m));
+//   amp_engine_attach(&e, &mg);
 //                   // right after the model is built, before its first plan or forward
 //   per step:
 //     amp_engine_begin_step(&e);                  // BN statistics snapshot, O1 cast cache
@@ -35,14 +37,13 @@
 #include <stdint.h>
 
 #include "amp/check.h"
+#include "amp/managed.h"
 #include "amp/policy.h"
 #include "amp/scaler.h"
 #include "amp/stats.h"
 #include "amp/weights.h"
 #include "core/config.h"
 #include "kernels/ops.h"
-#include "models/params.h"
-#include "models/svtr/nn.h"
 
 typedef struct {
     AmpPolicy policy;
@@ -67,8 +68,9 @@ typedef struct {
     AmpSnapshot bn;      // BN running statistics before this step's forward
     AmpStats stats;      // layers = the op table's entries
 
-    OcrOpTable *ops;
-    OcrParamTable *params, *bnstats;
+    AmpManaged mg;       // what it manages (a copy of the owner's description)
+    int attached;
+    ocr_dtype_t *op_dtype;  // the compute dtype it gave each op
     int *param_op;       // owning op of each parameter (-1: none found)
     OcrTensor *param_views, *grad_views;
     OcrTensor **grad_list;
@@ -86,15 +88,17 @@ typedef struct {
 void amp_engine_init(AmpEngine *e, AmpConfig *cfg);
 void amp_engine_free(AmpEngine *e);
 
-// Applies the policy to the op table (each op's input is taken to be the op before it in the
-// table, which is build = forward order), converts parameters for O1/O2 and sets up the
-// statistics. A pattern of Global.amp_fp32_layers that matches no layer is a config error.
-// bnstats may be NULL. Call once, before the model's first plan or forward.
-ocr_status_t amp_engine_attach(AmpEngine *e, OcrOpTable *ops, OcrParamTable *params, OcrParamTable *bnstats);
+// Applies the policy to the described ops (each op's input is taken to be the op before it,
+// build = forward order), converts parameters for O1/O2 and sets up the statistics. A pattern
+// of Global.amp_fp32_layers that matches no layer is a config error. The description is
+// copied. Call once, before the model's first plan or forward.
+ocr_status_t amp_engine_attach(AmpEngine *e, const AmpManaged *m);
 
 // The owning op of a parameter name: the op named like it, or like it without its last
 // ".component" ("backbone.conv1.conv.weight" -> "backbone.conv1.conv"). -1 when none.
-int amp_param_owner(const OcrOpTable *ops, const char *param_name);
+int amp_param_owner(const AmpManaged *m, const char *param_name);
+// The name of op `layer` (e.g. e->last_layer, the first overflowed layer); "?" when out of range.
+const char *amp_engine_layer_name(const AmpEngine *e, int layer);
 
 ocr_status_t amp_engine_begin_step(AmpEngine *e);
 // After the training forward, before the backward (op outputs are still valid).

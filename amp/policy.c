@@ -11,12 +11,12 @@
 // class but no op in our networks (accepted so PaddleOCR configs that list them still load).
 static const char *const KNOWN_TYPES[] = {
     "conv2d", "linear", "attention", "batchnorm", "layernorm", "activation", "add", "affine", "mul",
-    "concat", "pool", "softmax", "dropout", "droppath",
+    "concat", "pool", "softmax", "dropout", "droppath", "embedding", "lstm",
     "log_softmax", "exp", "log", "pow", "reduce_mean", "reduce_sum", "mean", "sum", "ctc_loss",
     "cross_entropy", "mse_loss", "cast",
     // aliases (expanded below)
     "matmul", "matmul_v2", "elementwise_add", "elementwise_mul", "batch_norm", "layer_norm",
-    "depthwise_conv2d", "pool2d", "warpctc", "softmax_with_cross_entropy", NULL};
+    "depthwise_conv2d", "pool2d", "warpctc", "softmax_with_cross_entropy", "lookup_table", "lookup_table_v2", "rnn", NULL};
 
 // Paddle op names -> our types. Black-listing Paddle's matmul hits every GEMM that is not a
 // convolution: our linear layers and the two GEMMs inside the attention op.
@@ -34,8 +34,16 @@ static const struct {
     {"pool2d", {"pool", NULL}},
     {"warpctc", {"ctc_loss", NULL}},
     {"softmax_with_cross_entropy", {"cross_entropy", NULL}},
+    {"lookup_table", {"embedding", NULL}},
+    {"lookup_table_v2", {"embedding", NULL}},
+    {"rnn", {"lstm", NULL}},
 };
 
+// The LSTM cell (SAR's recurrences) is black: its sigmoid/tanh and the cell state that carries
+// over the steps stay f32 (its GEMMs are linear ops, white). The embedding lookup (MultiHead's
+// NRTR branch) is grey: a row copy, exact in any dtype once the
+// table is. The guidance losses (cross_entropy, black) are computed by the step in f32 on the
+// logits whatever their dtype, and the attention ops keep their scores and softmax in f32.
 // Convolutions and GEMMs gain from tensor cores and accumulate in f32 anyway.
 static const char *const DEFAULT_WHITE[] = {"conv2d", "linear", "attention", NULL};
 // Ops whose result needs f32 range or precision: exponentials and logs, long reductions,
@@ -44,7 +52,7 @@ static const char *const DEFAULT_WHITE[] = {"conv2d", "linear", "attention", NUL
 // autocast and Paddle leave pooling to follow its input).
 static const char *const DEFAULT_BLACK[] = {"softmax", "log_softmax", "layernorm", "reduce_mean", "reduce_sum",
                                             "mean", "sum", "exp", "log", "pow", "ctc_loss", "cross_entropy",
-                                            "mse_loss", NULL};
+                                            "mse_loss", "lstm", NULL};
 
 const char *const *amp_known_op_types(void) { return KNOWN_TYPES; }
 

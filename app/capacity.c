@@ -10,6 +10,7 @@
 #include "data/loader.h"
 #include "data/transforms.h"
 #include "models/model.h"
+#include "models/amp_view.h"
 
 static const char *const NAMES[CAPACITY_PRECISIONS] = {"fp32", "fp16-o1", "fp16-o2", "bf16-o2"};
 static const char *const OV_FP32[] = {"Global.use_amp=false", NULL};
@@ -83,7 +84,7 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
     memset(b, 0, sizeof *b);
     OCR_TRY(clone_for(&b->cfg, cfg, precision));
     RunConfig rc;
-    ocr_status_t st = run_config_read(&rc, b->cfg, RUN_NEED_TRAIN);
+    ocr_status_t st = run_config_read(&rc, b->cfg, RUN_NEED_TRAIN_SECTION);
     OcrTransformList tl;
     if (st == OCR_OK) st = ocr_transforms_parse(&tl, b->cfg, "Train.dataset.transforms", rc.max_text_length);
     if (st == OCR_OK) {
@@ -138,7 +139,8 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
     if (st == OCR_OK) {
         amp_engine_init(&b->amp, &ac);
         b->amp_ok = 1;
-        st = amp_engine_attach(&b->amp, ocr_model_ops(b->m), ocr_model_params(b->m), ocr_model_stats(b->m));
+        st = ocr_amp_attach(&b->amp, ocr_model_ops(b->m), ocr_model_params(b->m), ocr_model_stats(b->m));
+        if (st == OCR_OK && b->amp.cfg.policy.level == OCR_AMP_O1) st = ocr_model_set_cast_cache(b->m, &b->amp.cache);
     }
     if (st == OCR_OK) st = optim_init(&b->optim, &rc.optim, ocr_model_params(b->m));
     b->optim_ok = st == OCR_OK;

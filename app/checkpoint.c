@@ -1,6 +1,7 @@
 #include "app/checkpoint.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -12,6 +13,7 @@
 #include "core/fileio.h"
 #include "core/safetensors.h"
 #include "kernels/ops.h"
+#include "models/pdparams.h"
 
 // dir + "/" + name into out; 0 when it does not fit (the caller reports it).
 static int path_join(char *out, size_t cap, const char *dir, const char *name) {
@@ -19,17 +21,35 @@ static int path_join(char *out, size_t cap, const char *dir, const char *name) {
     return n >= 0 && (size_t)n < cap;
 }
 
-static const char *const CKPT_FILES[] = {"model.safetensors", "optimizer.safetensors", "state.json", NULL};
+// state.json first: a directory whose removal a kill interrupts never looks like a checkpoint
+// (ckpt_resolve goes by state.json).
+static const char *const CKPT_FILES[] = {"state.json", "model.safetensors", "optimizer.safetensors", NULL};
 
 static int is_dir(const char *p) {
     struct stat s;
     return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
 }
 
+// Removes a checkpoint directory: its files, then the atomic-write temporaries a killed writer
+// left ("<file>.tmp.<pid>"; without this "<dir>.tmp" could never be removed and each kill would
+// leave a checkpoint's worth of bytes behind). Nothing else is touched.
 static void remove_ckpt_dir(const char *dir) {
     char p[4096];
     for (int i = 0; CKPT_FILES[i]; i++) {
         if (path_join(p, sizeof p, dir, CKPT_FILES[i])) unlink(p);
+    }
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            for (int i = 0; CKPT_FILES[i]; i++) {
+                size_t n = strlen(CKPT_FILES[i]);
+                if (strncmp(e->d_name, CKPT_FILES[i], n) == 0 && strncmp(e->d_name + n, ".tmp.", 5) == 0 &&
+                    path_join(p, sizeof p, dir, e->d_name))
+                    unlink(p);
+            }
+        }
+        closedir(d);
     }
     rmdir(dir);
 }
@@ -66,8 +86,13 @@ static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEn
     ocr_status_t st = OCR_OK;
     for (int i = 0; i < n && st == OCR_OK; i++) {
         const OcrParamInfo *p = &t->items[i];
-        const OcrTensor *src[3] = {&opt->m[i], &opt->v[i], amp ? amp_engine_master(amp, i) : NULL};
-        static const char *const prefix[3] = {"moment1.", "moment2.", "master."};
+        // O2: the model file holds the master (the weight); the working copy, a rounding of it
+        // (stochastic with amp_stochastic_rounding), is kept here so a resume restores it exactly.
+        const OcrTensor *master = amp ? amp_engine_master(amp, i) : NULL;
+        OcrTensor working = {0};
+        if (master && master->data) working = ocr_params_tensor(t, i);
+        const OcrTensor *src[3] = {&opt->m[i], &opt->v[i], working.data ? &working : NULL};
+        static const char *const prefix[3] = {"moment1.", "moment2.", "working."};
         for (int j = 0; j < 3; j++) {
             if (!src[j] || !src[j]->data) continue;
             size_t len = strlen(prefix[j]) + strlen(p->name) + 1;
@@ -78,7 +103,7 @@ static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEn
             }
             snprintf(names[k], len, "%s%s", prefix[j], p->name);
             ts[k].name = names[k];
-            ts[k].dtype = OCR_F32;
+            ts[k].dtype = src[j]->dtype;
             ts[k].ndim = p->ndim;
             memcpy(ts[k].shape, p->shape, sizeof ts[k].shape);
             ts[k].data = src[j]->data;
@@ -107,6 +132,24 @@ static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEn
     free(names);
     free(host);
     free(ts);
+    return st;
+}
+
+// The weights file: under O2 the f32 masters stand for the parameters that have one.
+static ocr_status_t save_model(const char *path, const OcrModel *m, AmpEngine *amp) {
+    const OcrParamTable *t = ocr_model_params((OcrModel *)m);
+    const OcrTensor **masters = NULL;
+    for (int i = 0; amp && i < t->count; i++) {
+        const OcrTensor *mw = amp_engine_master(amp, i);
+        if (!mw || !mw->data) continue;
+        if (!masters) {
+            masters = calloc((size_t)t->count, sizeof *masters);
+            if (!masters) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        }
+        masters[i] = mw;
+    }
+    ocr_status_t st = ocr_model_save_weights_from(m, path, masters);
+    free(masters);
     return st;
 }
 
@@ -155,7 +198,7 @@ ocr_status_t ckpt_save(const char *dir, const OcrModel *m, const Optimizer *opt,
     remove_ckpt_dir(tmp);
     OCR_TRY(ocr_make_dirs(tmp));
     path_join(p, sizeof p, tmp, "model.safetensors");
-    ocr_status_t st = ocr_model_save_weights(m, p);
+    ocr_status_t st = save_model(p, m, amp);
     if (st == OCR_OK && opt) {
         path_join(p, sizeof p, tmp, "optimizer.safetensors");
         st = save_optimizer(p, opt, amp, ocr_model_params((OcrModel *)m));
@@ -174,11 +217,17 @@ ocr_status_t ckpt_save(const char *dir, const OcrModel *m, const Optimizer *opt,
         remove_ckpt_dir(tmp);
         return ocr_wrap_error(st, "checkpoint %s", dir);
     }
-    remove_ckpt_dir(old);
-    if (is_dir(dir) && rename(dir, old) != 0) {
-        remove_ckpt_dir(tmp);
-        return ocr_set_error(OCR_ERR_IO, "checkpoint %s: cannot rename the previous one: %s", dir, strerror(errno));
+    // "<dir>.old" goes only when "<dir>" replaces it: a run resumed from "<dir>.old" (killed
+    // between the two renames) keeps it until the new "<dir>" is in place.
+    if (is_dir(dir)) {
+        remove_ckpt_dir(old);
+        if (rename(dir, old) != 0) {
+            remove_ckpt_dir(tmp);
+            return ocr_set_error(OCR_ERR_IO, "checkpoint %s: cannot rename the previous one: %s", dir,
+                                 strerror(errno));
+        }
     }
+    ocr_test_write_pause();  // test hook (core/fileio.h): a kill here finds only "<dir>.old"
     if (rename(tmp, dir) != 0) {
         int e = errno;
         rename(old, dir);
@@ -220,6 +269,10 @@ ocr_status_t ckpt_resolve(const char *path, char *real, size_t cap) {
 static ocr_status_t get_num(const cJSON *o, const char *key, const char *path, double *out) {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
     if (!cJSON_IsNumber(v)) return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" is missing or not a number", path, key);
+    // Every number here is a count or an accuracy; beyond 2^53 (or inf from "1e999") the
+    // conversion to int64_t would be undefined (found by fuzz/fuzz_checkpoint.c).
+    if (!(v->valuedouble >= -9007199254740992.0 && v->valuedouble <= 9007199254740992.0))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" = %g is out of range", path, key, v->valuedouble);
     *out = v->valuedouble;
     return OCR_OK;
 }
@@ -307,10 +360,21 @@ static ocr_status_t copy_named(const OcrSafetensors *st, const char *name, const
     return OCR_OK;
 }
 
+// A tensor stored in dst's own dtype (the O2 working copy), bytes as they are.
+static ocr_status_t copy_named_exact(const OcrNamedTensor *nt, const char *path, OcrTensor *dst) {
+    int64_t numel = 1;
+    for (int d = 0; d < nt->ndim; d++) numel *= nt->shape[d];
+    if (nt->dtype != dst->dtype || numel != ocr_tensor_numel(dst))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has another shape or dtype than this model's", path, nt->name);
+    copy_bytes(dst->device, dst->data, ocr_cpu(), nt->data, ocr_tensor_bytes(dst));
+    return OCR_OK;
+}
+
 ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp, const OcrParamTable *params) {
-    char p[4200], name[1024];
+    char p[4200], mp[4200], name[1024];
     snprintf(p, sizeof p, "%s/optimizer.safetensors", dir);
-    OcrSafetensors *st;
+    snprintf(mp, sizeof mp, "%s/model.safetensors", dir);
+    OcrSafetensors *st, *model = NULL;
     OCR_TRY(ocr_safetensors_open(&st, p));
     ocr_status_t s = OCR_OK;
     for (int i = 0; i < params->count && s == OCR_OK; i++) {
@@ -320,16 +384,32 @@ ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp
         snprintf(name, sizeof name, "moment2.%s", params->items[i].name);
         s = copy_named(st, name, p, &opt->v[i]);
         OcrTensor *master = amp ? amp_engine_master(amp, i) : NULL;
-        if (s == OCR_OK && master && master->data) {
-            snprintf(name, sizeof name, "master.%s", params->items[i].name);
+        if (s != OCR_OK || !master || !master->data) continue;
+        // The master: the model file's f32 weight (this layout), or "master.<name>" here (the
+        // layout before it).
+        snprintf(name, sizeof name, "master.%s", params->items[i].name);
+        if (ocr_safetensors_find(st, name)) {
             s = copy_named(st, name, p, master);
+            continue;
         }
+        if (!model) s = ocr_safetensors_open(&model, mp);
+        if (s == OCR_OK) s = copy_named(model, params->items[i].name, mp, master);
+        if (s != OCR_OK) break;
+        snprintf(name, sizeof name, "working.%s", params->items[i].name);
+        const OcrNamedTensor *w = ocr_safetensors_find(st, name);
+        if (!w) {
+            s = ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor %s (the O2 working copy)", p, name);
+            break;
+        }
+        OcrTensor dst = ocr_params_tensor(params, i);
+        s = copy_named_exact(w, p, &dst);
     }
     const char *upd = ocr_safetensors_metadata(st, "updates");
     if (s == OCR_OK) {
         if (!upd) s = ocr_set_error(OCR_ERR_FORMAT, "%s: no \"updates\" metadata", p);
         else opt->updates = strtoll(upd, NULL, 10);
     }
+    if (model) ocr_safetensors_close(model);
     ocr_safetensors_close(st);
     return s;
 }
@@ -342,56 +422,84 @@ ocr_status_t ckpt_weights_path(const char *path, char *out, size_t cap) {
         return OCR_OK;
     }
     if (!ocr_file_exists(path)) {
-        // PaddleOCR-style prefixes: ".../best_accuracy" for ".../best_accuracy.safetensors".
+        // PaddleOCR-style prefixes: ".../best_accuracy" for ".../best_accuracy.safetensors", or
+        // for PaddleOCR's own ".../best_accuracy.pdparams" (a training checkpoint of PaddleOCR).
         snprintf(out, cap, "%s.safetensors", path);
         if (ocr_file_exists(out)) return OCR_OK;
-        return ocr_set_error(OCR_ERR_NOT_FOUND, "weights %s not found", path);
+        snprintf(out, cap, "%s.pdparams", path);
+        if (ocr_file_exists(out)) return OCR_OK;
+        return ocr_set_error(OCR_ERR_NOT_FOUND, "weights %s not found (nor %s.safetensors, %s.pdparams)", path, path,
+                             path);
     }
     snprintf(out, cap, "%s", path);
     return OCR_OK;
 }
 
-static ocr_status_t load_partial_table(OcrParamTable *t, const OcrSafetensors *st, const char *path, int *loaded,
-                                       int *skipped) {
-    for (int i = 0; i < t->count; i++) {
-        const OcrParamInfo *p = &t->items[i];
-        const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
-        if (!nt) {
-            ocr_log(OCR_LOG_WARN, "%s: no tensor %s; it keeps its initial values", path, p->name);
-            (*skipped)++;
-            continue;
-        }
-        int same = nt->ndim == p->ndim && ocr_dtype_is_float(nt->dtype);
-        for (int d = 0; same && d < p->ndim; d++) same = nt->shape[d] == p->shape[d];
-        if (!same) {
-            ocr_log(OCR_LOG_WARN, "%s: %s has another shape (or dtype) than this model's; it keeps its initial values "
-                    "(a different dictionary changes the head)", path, p->name);
-            (*skipped)++;
-            continue;
-        }
-        OcrTensor src = ocr_tensor_view((void *)nt->data, nt->dtype, ocr_cpu(), nt->ndim, nt->shape);
-        OcrTensor dst = ocr_params_tensor(t, i);
-        float *tmp = malloc((size_t)p->numel * sizeof(float));
-        if (!tmp) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        ocr_tensor_to_f32(&src, tmp);
-        ocr_tensor_from_f32(&dst, tmp);
-        free(tmp);
-        (*loaded)++;
-    }
-    return OCR_OK;
-}
-
-ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int *loaded, int *skipped) {
-    char file[4200];
-    *loaded = *skipped = 0;
+ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, OcrLoadReport *report) {
+    char file[4200], what[1200];
+    ocr_load_report_init(report);
     OCR_TRY(ckpt_weights_path(path, file, sizeof file));
-    OcrSafetensors *st;
-    OCR_TRY(ocr_safetensors_open(&st, file));
-    ocr_status_t s = load_partial_table(ocr_model_params(m), st, file, loaded, skipped);
-    if (s == OCR_OK) s = load_partial_table(ocr_model_stats(m), st, file, loaded, skipped);
-    ocr_safetensors_close(st);
-    if (s == OCR_OK && *loaded == 0)
-        s = ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor of this model was found in it (wrong file or architecture?)",
-                          file);
+    // Strict: nothing may change unless the file covers the model, so the load goes into a
+    // copy of the weights that is put back on refusal.
+    OcrParamTable *tabs[2] = {ocr_model_params(m), ocr_model_stats(m)};
+    void *saved[2] = {NULL, NULL};
+    for (int k = 0; strict && k < 2; k++) {
+        OcrParamTable h;
+        ocr_status_t s = ocr_params_host_copy(tabs[k], &h);
+        if (s != OCR_OK) {
+            free(saved[0]);
+            return s;
+        }
+        saved[k] = h.data;
+    }
+    ocr_status_t s;
+    size_t flen = strlen(file);
+    if (flen >= 9 && strcmp(file + flen - 9, ".pdparams") == 0) {
+        // PaddleOCR's training checkpoint, names mapped by models/pdparams.h. Its MultiHead
+        // guidance-branch tensors (SAR/NRTR) have no place in a CTC-only model: they are counted
+        // and named in the log, not held against strictness (PaddleOCR drops them the same way
+        // when a CTC-only config loads a MultiHead checkpoint).
+        OcrPdLoadReport pr;
+        s = ocr_pdparams_load_model(m, file, &pr);
+        if (s == OCR_OK) {
+            report->loaded = pr.loaded;
+            report->missing = pr.missing - pr.shape_mismatch;
+            report->mismatched = pr.shape_mismatch;
+            report->unexpected = pr.unexpected;
+            snprintf(report->first_missing, sizeof report->first_missing, "%.*s", OCR_LOAD_NAME_MAX - 1, pr.first_missing);
+            snprintf(report->first_unexpected, sizeof report->first_unexpected, "%.*s", OCR_LOAD_NAME_MAX - 1,
+                     pr.first_unexpected);
+            for (int i = 0; i < pr.n_not_loaded && !report->first_mismatched[0]; i++)
+                if (strstr(pr.not_loaded[i], "shape")) {
+                    snprintf(report->first_mismatched, sizeof report->first_mismatched, "%s", pr.not_loaded[i]);
+                }
+            if (pr.guidance > 0)
+                ocr_log(OCR_LOG_INFO, "%s: %d MultiHead guidance-branch tensors are not part of this model and were "
+                        "not loaded", file, pr.guidance);
+            if (pr.other > 0)
+                ocr_log(OCR_LOG_INFO, "%s: %d non-tensor entries skipped (PaddleOCR's name table)", file, pr.other);
+            ocr_pdparams_report_free(&pr);
+        }
+    } else {
+        s = ocr_model_load_partial(m, file, report);
+    }
+    ocr_load_report_describe(report, what, sizeof what);
+    if (s == OCR_OK && report->loaded == 0)
+        s = ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor of this model was found in it (wrong file or architecture?): "
+                          "%s", file, what);
+    else if (s == OCR_OK && !ocr_load_report_complete(report) && strict)
+        s = ocr_set_error(OCR_ERR_FORMAT, "%s does not cover the model: %s. Pretrained weights must match the "
+                          "architecture (a PP-OCRv4 ONNX import is the deploy form: Architecture.Backbone.deploy: true); "
+                          "Global.pretrained_strict: false loads what matches and keeps initial values for the rest",
+                          file, what);
+    else if (s == OCR_OK && !ocr_load_report_complete(report))
+        ocr_log(OCR_LOG_WARN, "%s (Global.pretrained_strict false): %s; the tensors that did not load keep their "
+                "initial values", file, what);
+    if (s != OCR_OK && strict) {
+        for (int k = 0; k < 2; k++)
+            if (saved[k]) ocr_params_upload(tabs[k], saved[k]);
+    }
+    free(saved[0]);
+    free(saved[1]);
     return s;
 }

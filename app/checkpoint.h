@@ -1,7 +1,12 @@
 // Checkpoints: a directory (save_model_dir/latest, save_model_dir/best) holding
-//   model.safetensors      parameters (in their working dtype) and BN statistics, by name
+//   model.safetensors      parameters and BN statistics, by name: the weights themselves, so
+//                          under AMP O2 the f32 master weights (the working f16/bf16 copy is
+//                          their rounding); otherwise the parameters in their dtype
 //   optimizer.safetensors  Adam moments ("moment1.<name>", "moment2.<name>") and, under AMP
-//                          O2, the f32 master weights ("master.<name>")
+//                          O2, the working copy ("working.<name>", its dtype), so a resumed run
+//                          continues bit for bit even with stochastic rounding. Checkpoints
+//                          written before this layout hold "master.<name>" here instead; they
+//                          still resume.
 //   state.json             step, epoch, loader position, optimizer update count, loss scaler,
 //                          dropout step, AMP counters, seed, best accuracy (schema below)
 // All three are written into "<dir>.tmp", then "<dir>" is renamed to "<dir>.old", "<dir>.tmp"
@@ -53,9 +58,12 @@ ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp
 ocr_status_t ckpt_weights_path(const char *path, char *out, size_t cap);
 
 // Weights only, for fine-tuning (PaddleOCR's load_pretrained_params): every tensor of the model
-// present in the file with the same shape is copied (converted to the table's dtype); tensors
-// missing from the file or with another shape keep their initial values and are listed as
-// warnings. *loaded / *skipped count them. No tensor matching at all is OCR_ERR_FORMAT.
-ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int *loaded, int *skipped);
+// present in the file with the same shape is copied (converted to the table's dtype) and
+// *report says what was loaded, missing, of another shape and unexpected (models/model.h).
+// strict (Global.pretrained_strict, the default): a file that does not cover the model exactly
+// is OCR_ERR_FORMAT naming the first missing / mismatched / unexpected tensor with the counts,
+// and the model is left as it was; not strict: one warning with the counts and the tensors that
+// did not load keep their initial values. No tensor matching at all is an error either way.
+ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, OcrLoadReport *report);
 
 #endif

@@ -1,5 +1,6 @@
 #include "app/cli_common.h"
 
+#include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,22 @@ int cli_take_config_arg(CliConfigArgs *a, int argc, char **argv, int i) {
             return -1;
         }
         return k - i;
+    }
+    // PaddleOCR's -p/--profiler_options "key1=value1;...": tools/program.py stores it as the
+    // top-level config key profiler_options, which is accepted with a note (no profiler here).
+    if (strcmp(arg, "-p") == 0 || strcmp(arg, "--profiler_options") == 0) {
+        if (i + 1 >= argc) {
+            ocr_set_error(OCR_ERR_INVALID_ARG, "%s needs a value (\"key1=value1;key2=value2\")", arg);
+            return -1;
+        }
+        // Quoted, so that its '=' and ';' stay one string.
+        cJSON *str = cJSON_CreateString(argv[i + 1]);
+        char *q = str ? cJSON_PrintUnformatted(str) : NULL;
+        cJSON_Delete(str);
+        int rc = q ? add(a, make_assignment("profiler_options", q)) : -1;
+        if (!q) ocr_set_error(OCR_ERR_OOM, "out of memory");
+        free(q);
+        return rc == 0 ? 2 : -1;
     }
     // --use_amp true, or --use_amp=true
     char flag[64];

@@ -1,7 +1,8 @@
 // Shared command-line handling of the training commands: -c CFG, -o Key.path=value (several
 // assignments may follow one -o, as in PaddleOCR's tools/train.py), PaddleOCR's AMP flags
-// (--use_amp true, --scale_loss 1024, --amp_level O2, --amp_dtype bfloat16, ...), and the
-// mapping from statuses to exit codes.
+// (--use_amp true, --scale_loss 1024, --amp_level O2, --amp_dtype bfloat16, ...), PaddleOCR's
+// -p/--profiler_options (kept as the config key profiler_options, which has no effect here), and
+// the mapping from statuses to exit codes.
 #ifndef OCR_APP_CLI_COMMON_H
 #define OCR_APP_CLI_COMMON_H
 

@@ -12,9 +12,7 @@
 #include "app/run_config.h"
 #include "app/trainer.h"
 #include "core/memory.h"
-#ifdef OCR_HAVE_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
+#include "kernels/backend.h"
 
 static void usage(FILE *f) {
     fprintf(f, "usage: ocrtrain capacity -c CFG --memory SIZE [--json] [--verify [B]] [-o Key.path=value ...]\n"
@@ -77,7 +75,8 @@ int cmd_capacity(int argc, char **argv) {
     OcrConfig *cfg;
     RunConfig rc;
     ocr_status_t st =
-        run_config_load(&cfg, &rc, ca.config, (const char *const *)ca.overrides, ca.n_overrides, RUN_NEED_TRAIN);
+        run_config_load(&cfg, &rc, ca.config, (const char *const *)ca.overrides, ca.n_overrides,
+                        RUN_NEED_TRAIN_SECTION);
     cli_config_args_free(&ca);
     if (st != OCR_OK) {
         fprintf(stderr, "ocrtrain capacity: %s\n", ocr_last_error());
@@ -89,8 +88,8 @@ int cmd_capacity(int argc, char **argv) {
     if (st == OCR_OK && memory == 0 && strncmp(dev, "cuda", 4) == 0) {
         // On a GPU the budget defaults to the device's free memory now.
         ocr_device_t d;
-        OcrCudaDeviceInfo ci;
-        if (ocr_device_parse(dev, &d) == OCR_OK && ocr_cuda_device_info(d.index, &ci) == 0)
+        OcrDeviceInfo ci;
+        if (ocr_device_parse(dev, &d) == OCR_OK && ocr_backend_device_info(d, &ci) == OCR_OK)
             memory = (int64_t)ci.free_memory;
     }
 #endif

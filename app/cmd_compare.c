@@ -3,8 +3,10 @@
 //
 // Trains an FP32 (O0) run and one run per AMP setting from the same initial weights (the same
 // seed initialises the same parameters), the same data order and the same seeds, evaluates the
-// final weights of each on the Eval split, and writes DIR/report.{json,md,html}. Exit code 3
-// when an AMP run's accuracy differs from FP32's by more than Global.accuracy_tolerance.
+// final weights of each on every line of the Eval split (app/evaluate.h), pairs each AMP run
+// with FP32 line by line (eval/paired.h) and writes DIR/report.{json,md,html}. Exit code 3 when
+// an AMP run is worse than FP32 beyond the tolerance with 95 % confidence, 4 when the eval set
+// cannot decide (the report says how many lines would), 0 when every run is within tolerance.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,15 +17,15 @@
 #include "app/capacity.h"
 #include "app/cli_common.h"
 #include "app/commands.h"
+#include "app/evaluate.h"
+#include "app/inference.h"
 #include "app/report.h"
 #include "app/run_config.h"
 #include "app/trainer.h"
 #include "core/fileio.h"
 #include "data/transforms.h"
 #include "models/model.h"
-#ifdef OCR_HAVE_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
+#include "kernels/backend.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -36,8 +38,10 @@ static void usage(FILE *f) {
             "  --memory     the budget for --batch max (16G, 512MiB ...); required on the CPU (on a GPU: 90%% of its\n"
             "               free memory)\n"
             "  --max-steps  stop every run after N iterations (quick checks)\n"
-            "Writes DIR/report.json, DIR/report.md, DIR/report.html and DIR/runs/<run>/; exit 3 when an accuracy\n"
-            "delta is outside Global.accuracy_tolerance (default 0.005).\n");
+            "Writes DIR/report.json, DIR/report.md, DIR/report.html and DIR/runs/<run>/. The verdict pairs each AMP\n"
+            "run with FP32 line by line: exit 0 when the 95%% intervals of the accuracy and CER deltas lie within\n"
+            "Global.accuracy_tolerance / Global.cer_tolerance (default 0.005 each), 3 when one lies beyond it on the\n"
+            "worse side (regression), 4 when the eval set is too small to decide (inconclusive).\n");
 }
 
 typedef struct {
@@ -171,8 +175,8 @@ int cmd_compare(int argc, char **argv) {
         // On a GPU the budget defaults to the device's free memory (less 10 % for the CUDA
         // context's growth and the libraries' handles, which the tracker does not see).
         ocr_device_t d;
-        OcrCudaDeviceInfo ci;
-        if (ocr_device_parse(dev, &d) == OCR_OK && ocr_cuda_device_info(d.index, &ci) == 0)
+        OcrDeviceInfo ci;
+        if (ocr_device_parse(dev, &d) == OCR_OK && ocr_backend_device_info(d, &ci) == OCR_OK)
             memory = (int64_t)((double)ci.free_memory * 0.9);
     }
 #endif
@@ -277,6 +281,8 @@ int cmd_compare(int argc, char **argv) {
     strftime(rep->created_utc, sizeof rep->created_utc, "%Y-%m-%dT%H:%M:%SZ", gmtime(&now));
     rep->version = app_version();
     rep->tolerance = rc.accuracy_tolerance;
+    rep->cer_tolerance = rc.cer_tolerance;
+    rep->bootstrap_seed = rc.seed;
     rep->batch_max = batch_max;
     rep->memory_bytes = memory;
     rep->epochs = rc.epoch_num;
@@ -284,6 +290,42 @@ int cmd_compare(int argc, char **argv) {
     rep->threads = rc.threads;
     if (rep->threads == 0) rep->threads = omp_get_max_threads();
     snprintf(rep->device, sizeof rep->device, "%s", dev);
+    // Every run is scored on the same lines, kept per line for the paired verdict.
+    OcrDict dict;
+    OcrLoaderConfig elc;
+    EvalSet set = {0};
+    EvalLine *lines[REPORT_MAX_RUNS] = {0};
+    int dict_ok = 0, elc_ok = 0;
+    st = ocr_dict_load(&dict, rc.dict_path, rc.use_space_char);
+    dict_ok = st == OCR_OK;
+    if (st == OCR_OK) st = ocr_loader_config_parse(&elc, cfg, "Eval");
+    elc_ok = st == OCR_OK;
+    if (st == OCR_OK) st = eval_set_read(&set, &elc);
+    // The pretrained start, scored in FP32 on the same lines before any run trains: the report
+    // shows what fine-tuning did as well as what AMP did.
+    if (st == OCR_OK && rc.pretrained_model) {
+        InferModel im = {0};
+        EvalResult er;
+        st = infer_model_load(&im, cfg, rc.pretrained_model, 0, dev);  // FP32
+        if (st == OCR_OK) {
+            EvalOptions eo;
+            eval_options_from_loader(&eo, &elc, im.m, (RecMetricOptions){rc.ignore_space, rc.is_filter});
+            st = evaluate_set(im.m, &set, &dict, &eo, &er, NULL);
+        }
+        infer_model_free(&im);
+        if (st == OCR_OK) {
+            rep->has_start = 1;
+            snprintf(rep->start_weights, sizeof rep->start_weights, "%s", rc.pretrained_model);
+            rep->start_acc = er.acc;
+            rep->start_cer = er.cer;
+            rep->start_norm_edit_dis = er.norm_edit_dis;
+            rep->start_samples = er.samples;
+            fprintf(stderr, "pretrained %s before training: accuracy %.4f, CER %.4f on %lld eval lines\n",
+                    rc.pretrained_model, er.acc, er.cer, (long long)er.samples);
+        } else {
+            st = ocr_wrap_error(st, "Global.pretrained_model (evaluated before training)");
+        }
+    }
     for (int i = 0; i < nspec && st == OCR_OK; i++) {
         ReportRun *run = &rep->runs[rep->n_runs];
         snprintf(run->name, sizeof run->name, "%.31s", specs[i].name);
@@ -291,7 +333,7 @@ int cmd_compare(int argc, char **argv) {
         opt.label = specs[i].name;
         opt.progress = stderr;
         opt.max_iters = max_steps;
-        opt.final_eval = 1;
+        opt.final_eval = 0;  // evaluated below, per line, from the final checkpoint
         opt.save_checkpoints = 1;
         opt.lr_scale = batch[i] > 0 ? (double)batch[i] / (double)rc.train.batch_size : 1.0;
         fprintf(stderr, "== run %d/%d: %s (batch %d) ==\n", i + 1, nspec, specs[i].name,
@@ -301,6 +343,37 @@ int cmd_compare(int argc, char **argv) {
             train_result_free(&run->r);
             break;
         }
+        // The final weights (save_model_dir/latest) under the run's precision, as its own eval saw them.
+        char wpath[4300];
+        snprintf(wpath, sizeof wpath, "%s/runs/%s/latest", out_dir, specs[i].name);
+        InferModel im = {0};
+        EvalResult er;
+        lines[i] = calloc((size_t)(set.n ? set.n : 1), sizeof *lines[i]);
+        if (!lines[i]) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        if (st == OCR_OK) st = infer_model_load(&im, rcfg[i], wpath, 1, dev);
+        if (st == OCR_OK) {
+            EvalOptions eo;
+            eval_options_from_loader(&eo, &elc, im.m, (RecMetricOptions){rrc[i].ignore_space, rrc[i].is_filter});
+            st = evaluate_set(im.m, &set, &dict, &eo, &er, lines[i]);
+        }
+        infer_model_free(&im);
+        if (st != OCR_OK) {
+            train_result_free(&run->r);
+            break;
+        }
+        run->r.has_final_eval = 1;
+        run->r.acc = er.acc;
+        run->r.norm_edit_dis = er.norm_edit_dis;
+        run->r.cer = er.cer;
+        run->r.eval_samples = er.samples;
+        run->r.eval_samples_per_s = er.samples_per_s;
+        run->eval_paths = er.paths;
+        if (i == 0) {
+            char sum[1024];
+            eval_paths_summary(&er.paths, sum, sizeof sum);
+            ocr_log(OCR_LOG_INFO, "Eval: %s", sum);
+            ocr_skip_stats_log(&er.paths.skipped, "Eval lines");
+        }
         run->base_lr = rrc[i].optim.lr.learning_rate * run->r.lr_scale;
         rep->train_samples = run->r.train_samples;
         rep->eval_samples = run->r.eval_samples;
@@ -309,6 +382,16 @@ int cmd_compare(int argc, char **argv) {
                 specs[i].name, run->r.acc, run->r.samples_per_s, (double)run->r.memory.peak_total / 1048576.0,
                 (long long)run->r.skipped_steps);
     }
+    for (int i = 1; i < rep->n_runs && st == OCR_OK; i++)
+        st = report_pair(&rep->runs[i].paired, lines[0], lines[i], set.n, rc.accuracy_tolerance, rc.cer_tolerance,
+                         rc.seed);
+    for (int i = 0; i < nspec; i++) {
+        if (lines[i]) eval_lines_free(lines[i], set.n);
+        free(lines[i]);
+    }
+    eval_set_free(&set);
+    if (elc_ok) ocr_loader_config_free(&elc);
+    if (dict_ok) ocr_dict_free(&dict);
     if (st == OCR_OK) st = report_write(rep, out_dir);
     if (st != OCR_OK) {
         fprintf(stderr, "ocrtrain compare: %s\n", ocr_last_error());
@@ -322,10 +405,31 @@ int cmd_compare(int argc, char **argv) {
                (double)r->memory.peak_total / 1048576.0, r->acc, r->acc - rep->runs[0].r.acc,
                (long long)r->skipped_steps);
     }
-    int regression = report_regression(rep);
-    printf("verdict: %s (tolerance %.4g)\nreport: %s/report.html (also report.md, report.json)\n",
-           regression ? "an accuracy delta is OUTSIDE the tolerance" : "pass", rep->tolerance, out_dir);
-    code = regression ? 3 : 0;
+    for (int i = 1; i < rep->n_runs; i++) {
+        const ReportPaired *p = &rep->runs[i].paired;
+        printf("%s vs %s on %lld lines: %lld both right, %lld both wrong, %lld %s only, %lld %s only; accuracy %+.4f "
+               "[%+.4f, %+.4f] %s; CER %+.4f [%+.4f, %+.4f] %s\n",
+               rep->runs[i].name, rep->runs[0].name, (long long)p->lines, (long long)p->table.both_right,
+               (long long)p->table.both_wrong, (long long)p->table.base_only, rep->runs[0].name,
+               (long long)p->table.run_only, rep->runs[i].name, p->acc_delta, p->acc_ci.lo, p->acc_ci.hi,
+               paired_verdict_name(p->acc_verdict), p->cer_delta, p->cer_ci.lo, p->cer_ci.hi,
+               paired_verdict_name(p->cer_verdict));
+    }
+    code = report_exit_code(rep);
+    int64_t need = report_lines_needed(rep);
+    if (code == REPORT_EXIT_REGRESSION)
+        printf("verdict: REGRESSION (exit 3): an AMP run is worse than FP32 beyond the tolerance (accuracy ±%.4g, CER "
+               "±%.4g) with 95%% confidence\n", rep->tolerance, rep->cer_tolerance);
+    else if (code == REPORT_EXIT_INCONCLUSIVE && need >= 0)
+        printf("verdict: INCONCLUSIVE (exit 4): %lld eval lines cannot decide at ±%.4g; about %lld lines would\n",
+               (long long)rep->eval_samples, rep->tolerance, (long long)need);
+    else if (code == REPORT_EXIT_INCONCLUSIVE)
+        printf("verdict: INCONCLUSIVE (exit 4): %lld eval lines cannot decide at ±%.4g\n", (long long)rep->eval_samples,
+               rep->tolerance);
+    else
+        printf("verdict: PASS: every AMP run is within ±%.4g accuracy and ±%.4g CER of FP32 with 95%% confidence\n",
+               rep->tolerance, rep->cer_tolerance);
+    printf("report: %s/report.html (also report.md, report.json)\n", out_dir);
 
 done:
     if (rep)

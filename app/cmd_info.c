@@ -1,4 +1,6 @@
-// ocrtrain info -c CFG [--json] [-o Key.path=value ...]: the model's layer table (every op
+// ocrtrain info -c CFG [--json] [-o Key.path=value ...]: validates the whole config as train
+// does (without looking for its data; a refusal is a warning) and lists the keys accepted with
+// no effect here; then the model's layer table (every op
 // instance with its output shape at the config's input size, parameters and compute dtype),
 // the parameter total and the forward FLOPs per sample. The compute dtypes are those the AMP
 // policy gives from the config's Global AMP keys (use_amp, amp_level, amp_dtype, the custom
@@ -11,8 +13,11 @@
 
 #include "amp/engine.h"
 #include "amp/policy.h"
+#include "app/cli_common.h"
 #include "app/commands.h"
+#include "app/run_config.h"
 #include "core/config.h"
+#include "kernels/backend.h"
 #include "models/model.h"
 
 static void usage(FILE *f) {
@@ -47,50 +52,90 @@ static const char *backbone_desc(const OcrArch *a) {
     }
 }
 
+// The accepted keys that have no effect here (ocr_config_ignored), copied out of the config.
+typedef struct {
+    int count;
+    char *key[128];
+    const char *reason[128];
+} Ignored;
+
+static void ignored_free(Ignored *ig) {
+    for (int i = 0; i < ig->count; i++) free(ig->key[i]);
+    ig->count = 0;
+}
+
 int cmd_info(int argc, char **argv) {
-    const char *cfg_path = NULL;
+    CliConfigArgs ca = {0};
     int json = 0;
-    const char *overrides[64];
-    int nover = 0;
-    for (int i = 1; i < argc; i++) {
-        if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config") == 0) && i + 1 < argc) {
-            cfg_path = argv[++i];
-        } else if (strcmp(argv[i], "--json") == 0) {
+    for (int i = 1; i < argc;) {
+        int used = cli_take_config_arg(&ca, argc, argv, i);
+        if (used < 0) {
+            fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
+            cli_config_args_free(&ca);
+            return 2;
+        }
+        if (used > 0) {
+            i += used;
+            continue;
+        }
+        if (strcmp(argv[i], "--json") == 0) {
             json = 1;
-        } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc && nover < 64) {
-            overrides[nover++] = argv[++i];
         } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             usage(stdout);
+            cli_config_args_free(&ca);
             return 0;
         } else {
             fprintf(stderr, "ocrtrain info: unexpected argument '%s'\n", argv[i]);
             usage(stderr);
+            cli_config_args_free(&ca);
             return 2;
         }
+        i++;
     }
+    const char *cfg_path = ca.config;
     if (!cfg_path) {
         fprintf(stderr, "ocrtrain info: a config is required (-c CFG)\n");
         usage(stderr);
+        cli_config_args_free(&ca);
         return 2;
     }
+    // Every key is validated as `train` would (its data need not exist), so the listing of
+    // keys with no effect here is complete.
+    run_config_register_no_effect_keys();
     OcrConfig *cfg;
     if (ocr_config_load(&cfg, cfg_path) != OCR_OK) {
         fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
+        cli_config_args_free(&ca);
         return 2;
     }
-    for (int i = 0; i < nover; i++) {
-        if (ocr_config_apply_override(cfg, overrides[i]) != OCR_OK) {
+    for (int i = 0; i < ca.n_overrides; i++) {
+        if (ocr_config_apply_override(cfg, ca.overrides[i]) != OCR_OK) {
             fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
             ocr_config_free(cfg);
+            cli_config_args_free(&ca);
             return 2;
         }
     }
+    cli_config_args_free(&ca);
+    RunConfig rc;
     OcrArch arch;
     AmpConfig amp;
+    // The model table needs only Architecture and the AMP keys; a config that `train` would
+    // refuse for another section still gets its table, with the reason on stderr.
+    int valid = run_config_read(&rc, cfg, 0) == OCR_OK;
+    if (!valid)
+        fprintf(stderr, "ocrtrain info: warning: train would refuse this config: %s\n", ocr_last_error());
     if (ocr_arch_from_config(&arch, cfg) != OCR_OK || amp_config_from_config(&amp, cfg) != OCR_OK) {
         fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
         ocr_config_free(cfg);
         return 2;
+    }
+    Ignored ign;
+    ign.count = 0;
+    for (int i = 0; i < ocr_config_num_ignored(cfg) && ign.count < 128; i++) {
+        const char *reason, *key = ocr_config_ignored(cfg, i, &reason);
+        if (!(ign.key[ign.count] = strdup(key))) break;
+        ign.reason[ign.count++] = reason;
     }
     ocr_config_free(cfg);
     OcrModel *m;
@@ -98,6 +143,7 @@ int cmd_info(int argc, char **argv) {
     if (st != OCR_OK) {
         fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
         amp_config_free(&amp);
+        ignored_free(&ign);
         return st == OCR_ERR_OOM ? 1 : 2;
     }
     // The policy on the op table, before the plan (activation bytes follow the dtypes).
@@ -113,6 +159,7 @@ int cmd_info(int argc, char **argv) {
         free(entries), free(dtypes), free(reasons);
         amp_config_free(&amp);
         ocr_model_free(m);
+        ignored_free(&ign);
         return 1;
     }
     for (int i = 0; i < nops; i++) {
@@ -131,6 +178,7 @@ int cmd_info(int argc, char **argv) {
             free(dtypes), free(reasons);
             amp_config_free(&amp);
             ocr_model_free(m);
+            ignored_free(&ign);
             return 2;
         }
     }
@@ -142,6 +190,7 @@ int cmd_info(int argc, char **argv) {
         free(reasons);
         amp_config_free(&amp);
         ocr_model_free(m);
+        ignored_free(&ign);
         return 2;
     }
     const OcrOpTable *ops = ocr_model_ops(m);
@@ -164,9 +213,20 @@ int cmd_info(int argc, char **argv) {
         cJSON_AddNumberToObject(root, "bn_stats_total", (double)stats);
         cJSON_AddNumberToObject(root, "flops_per_sample", plan.flops);
         cJSON_AddNumberToObject(root, "activation_bytes_per_sample_inference", (double)plan.activations_bytes);
+        cJSON_AddBoolToObject(root, "valid_for_training", valid);
+        cJSON *ij = cJSON_AddArrayToObject(root, "ignored_keys");
+        for (int i = 0; i < ign.count; i++) {
+            cJSON *k = cJSON_CreateObject();
+            cJSON_AddStringToObject(k, "key", ign.key[i]);
+            cJSON_AddStringToObject(k, "reason", ign.reason[i]);
+            cJSON_AddItemToArray(ij, k);
+        }
         cJSON *ampj = cJSON_AddObjectToObject(root, "amp");
         cJSON_AddStringToObject(ampj, "level", amp_level_name(pol->level));
         cJSON_AddStringToObject(ampj, "dtype", ocr_dtype_name(pol->level == OCR_AMP_O0 ? OCR_F32 : pol->dtype));
+        char isa[160];
+        ocr_backend_cpu_isa(isa, sizeof isa);
+        cJSON_AddStringToObject(root, "cpu_isa", isa);
         cJSON *layers = cJSON_AddArrayToObject(root, "layers");
         for (int i = 0; i < ops->count; i++) {
             const OcrOpInfo *o = &ops->items[i];
@@ -196,6 +256,9 @@ int cmd_info(int argc, char **argv) {
         else
             printf("precision: AMP %s, %s (dtype column: each layer's compute dtype under the policy)\n",
                    amp_level_name(pol->level), ocr_dtype_name(pol->dtype));
+        char isa[160];
+        ocr_backend_cpu_isa(isa, sizeof isa);
+        printf("cpu GEMMs/convolutions: %s\n", isa);
         printf("%-58s %-11s %-18s %10s  %s\n", "layer", "type", "output (NHWC)", "params", "dtype");
         for (int i = 0; i < ops->count; i++) {
             const OcrOpInfo *o = &ops->items[i];
@@ -207,9 +270,14 @@ int cmd_info(int argc, char **argv) {
         printf("BN running statistics: %s (not trained)\n", fmt_count(stats, b, sizeof b));
         printf("forward FLOPs per sample: %.4g G (%s)\n", plan.flops / 1e9, fmt_count((int64_t)plan.flops, a, sizeof a));
         printf("ops: %d\n", ops->count);
+        if (ign.count)
+            printf("\naccepted with no effect here (%d%s):\n", ign.count,
+                   valid ? "" : ", up to the error above");
+        for (int i = 0; i < ign.count; i++) printf("  %-40s %s\n", ign.key[i], ign.reason[i]);
     }
     free(reasons);
     amp_config_free(&amp);
     ocr_model_free(m);
+    ignored_free(&ign);
     return 0;
 }

@@ -13,11 +13,12 @@
 
 extern volatile sig_atomic_t train_stop_requested;
 
+// The first SIGINT or SIGTERM finishes the step, writes `latest` and exits with 128 + the
+// signal's number (130, 143: the shell's convention); a second one exits at once with that
+// code (the checkpoint being written then is left as a temporary, never under its name).
 static void on_signal(int sig) {
-    (void)sig;
-    // The first Ctrl-C finishes the step and writes `latest`; a second one kills.
-    if (train_stop_requested) _Exit(130);
-    train_stop_requested = 1;
+    if (train_stop_requested) _Exit(128 + train_stop_requested);
+    train_stop_requested = sig;
 }
 
 static void usage(FILE *f) {
@@ -83,6 +84,7 @@ int cmd_train(int argc, char **argv) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;  // a read or write the signal lands in goes on, it does not fail with EINTR
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
@@ -111,5 +113,5 @@ int cmd_train(int argc, char **argv) {
     int interrupted = train_stop_requested;
     ocr_config_free(cfg);
     train_result_free(&res);
-    return interrupted ? 130 : 0;
+    return interrupted ? 128 + interrupted : 0;
 }

@@ -72,7 +72,9 @@ ocr_status_t feed_open(Feed *f, const OcrConfig *cfg, const char *split, const O
         feed_close(f);
         return ocr_wrap_error(st, "%s dataset", split);
     }
-    ocr_skip_stats_log(ocr_loader_label_skips(f->loader), split);
+    // An evaluation feed's label rejections are not the evaluation's: app/evaluate.c scores every
+    // line itself and reports its own counts.
+    if (training) ocr_skip_stats_log(ocr_loader_label_skips(f->loader), split);
     st = feed_seek(f, 0, 0);
     if (st == OCR_OK && f->batches_per_epoch == 0) {
         int64_t n = ocr_loader_num_samples(f->loader);

@@ -11,6 +11,7 @@
 #include "kernels/ops.h"
 #include "data/transforms.h"
 #include "eval/decode.h"
+#include "models/amp_view.h"
 
 ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *weights, int with_amp,
                               const char *device) {
@@ -37,7 +38,8 @@ ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *
     if (st == OCR_OK) {
         amp_engine_init(&im->amp, &ac);
         im->amp_ok = 1;
-        st = amp_engine_attach(&im->amp, ocr_model_ops(im->m), ocr_model_params(im->m), ocr_model_stats(im->m));
+        st = ocr_amp_attach(&im->amp, ocr_model_ops(im->m), ocr_model_params(im->m), ocr_model_stats(im->m));
+        if (st == OCR_OK && im->amp.cfg.policy.level == OCR_AMP_O1) st = ocr_model_set_cast_cache(im->m, &im->amp.cache);
     }
     if (st != OCR_OK) infer_model_free(im);
     return st;
@@ -47,6 +49,34 @@ void infer_model_free(InferModel *im) {
     if (im->amp_ok) amp_engine_free(&im->amp);
     if (im->m) ocr_model_free(im->m);
     memset(im, 0, sizeof *im);
+}
+
+ocr_status_t infer_forward_batch(OcrModel *m, const FeedBatch *fb) {
+    ocr_device_t dev = ocr_model_device(m);
+    int cnt = fb->count, H = fb->height, W = fb->width, C = fb->channels;
+    ocr_status_t st = OCR_OK;
+    if (dev.type == OCR_DEVICE_CPU) {
+        float *x = malloc((size_t)cnt * H * W * C * sizeof *x);
+        if (!x) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        feed_normalize(fb, x);
+        OcrTensor t = ocr_tensor_view(x, OCR_F32, ocr_cpu(), 4, (int64_t[]){cnt, H, W, C});
+        st = ocr_model_forward(m, &t, 0);
+        free(x);  // the pass keeps only its logits and probabilities
+        return st;
+    }
+    // On the GPU: the uint8 batch and its widths are copied there and normalised there.
+    OcrTensor di = {0}, dw = {0};
+    st = ocr_tensor_alloc(&di, OCR_U8, dev, 4, (int64_t[]){cnt, H, W, C}, OCR_MEM_DATA);
+    if (st == OCR_OK) st = ocr_tensor_alloc(&dw, OCR_I32, dev, 1, (int64_t[]){cnt}, OCR_MEM_DATA);
+    if (st == OCR_OK) {
+        copy_bytes(dev, di.data, ocr_cpu(), fb->pixels, ocr_tensor_bytes(&di));
+        copy_bytes(dev, dw.data, ocr_cpu(), fb->widths, ocr_tensor_bytes(&dw));
+        st = ocr_model_forward_u8(m, &di, &dw, 0);
+    }
+    // Decoding reads the probabilities; the inputs are free once the forward ran.
+    ocr_tensor_free(&di);
+    ocr_tensor_free(&dw);
+    return st;
 }
 
 int predict_batch_width(int height, int min_width, double max_ratio) {
@@ -86,33 +116,13 @@ ocr_status_t predict_images(OcrModel *m, const OcrDict *dict, const OcrImage *im
         FeedBatch fb;
         st = feed_batch_alloc(&fb, cnt, height, W, channels, 1);
         if (st != OCR_OK) break;
-        ocr_device_t dev = ocr_model_device(m);
-        float *x = dev.type == OCR_DEVICE_CPU ? malloc((size_t)cnt * height * W * channels * sizeof *x) : NULL;
-        if (dev.type == OCR_DEVICE_CPU && !x) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
         for (int j = 0; j < cnt && st == OCR_OK; j++) {
             float vr;
             uint8_t *dst = fb.pixels + (size_t)j * height * W * channels;
             st = ocr_rec_resize_pad(dst, height, W, channels, &images[ri[beg + j].index], 1, &fb.widths[j], &vr);
         }
         fb.count = cnt;
-        if (st == OCR_OK && x) {
-            feed_normalize(&fb, x);
-            OcrTensor t = ocr_tensor_view(x, OCR_F32, ocr_cpu(), 4, (int64_t[]){cnt, height, W, channels});
-            st = ocr_model_forward(m, &t, 0);
-        } else if (st == OCR_OK) {
-            // On the GPU: the uint8 batch and its widths are copied there and normalised there.
-            OcrTensor di = {0}, dw = {0};
-            st = ocr_tensor_alloc(&di, OCR_U8, dev, 4, (int64_t[]){cnt, height, W, channels}, OCR_MEM_DATA);
-            if (st == OCR_OK) st = ocr_tensor_alloc(&dw, OCR_I32, dev, 1, (int64_t[]){cnt}, OCR_MEM_DATA);
-            if (st == OCR_OK) {
-                copy_bytes(dev, di.data, ocr_cpu(), fb.pixels, ocr_tensor_bytes(&di));
-                copy_bytes(dev, dw.data, ocr_cpu(), fb.widths, ocr_tensor_bytes(&dw));
-                st = ocr_model_forward_u8(m, &di, &dw, 0);
-            }
-            // Decoding below reads the probabilities; the inputs are free once the forward ran.
-            ocr_tensor_free(&di);
-            ocr_tensor_free(&dw);
-        }
+        if (st == OCR_OK) st = infer_forward_batch(m, &fb);
         if (st == OCR_OK) {
             const OcrTensor *probs = ocr_model_probs(m);
             size_t need = ctc_text_capacity((int)probs->shape[1], dict->classes, dict->num_classes);
@@ -132,7 +142,6 @@ ocr_status_t predict_images(OcrModel *m, const OcrDict *dict, const OcrImage *im
                 if (!p->text) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
             }
         }
-        free(x);
         feed_batch_free(&fb);
     }
     free(text);

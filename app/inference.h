@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "amp/engine.h"
+#include "app/feed.h"
 #include "core/config.h"
 #include "data/dict.h"
 #include "data/image.h"
@@ -27,6 +28,12 @@ typedef struct {
 ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *weights, int with_amp,
                               const char *device);
 void infer_model_free(InferModel *im);
+
+// One inference pass over a uint8 batch (NHWC, count samples, each with its resized width):
+// on the CPU normalised here and run through ocr_model_forward; on a GPU copied there and run
+// through ocr_model_forward_u8 (normalised on the device). The probabilities are then
+// ocr_model_probs(m).
+ocr_status_t infer_forward_batch(OcrModel *m, const FeedBatch *b);
 
 // The predictor's batch width: int(H · max(min_width / H, max w/h of the batch)).
 int predict_batch_width(int height, int min_width, double max_ratio);

@@ -18,6 +18,7 @@ void optim_free(Optimizer *o) {
     free(o->decay);
     free(o->decoupled);
     free(o->lr_mult);
+    free(o->frozen);
     memset(o, 0, sizeof *o);
 }
 
@@ -44,7 +45,8 @@ ocr_status_t optim_init(Optimizer *o, const OptimConfig *cfg, const OcrParamTabl
     o->decay = calloc(pn, sizeof *o->decay);
     o->decoupled = calloc(pn, sizeof *o->decoupled);
     o->lr_mult = calloc(pn, sizeof *o->lr_mult);
-    if (!o->m_buf || !o->v_buf || !o->m || !o->v || !o->decay || !o->decoupled || !o->lr_mult) {
+    o->frozen = calloc(pn, sizeof *o->frozen);
+    if (!o->m_buf || !o->v_buf || !o->m || !o->v || !o->decay || !o->decoupled || !o->lr_mult || !o->frozen) {
         optim_free(o);
         return ocr_set_error(OCR_ERR_OOM, "optimizer state (%zu bytes): out of memory", 2 * bytes);
     }
@@ -68,6 +70,13 @@ ocr_status_t optim_init(Optimizer *o, const OptimConfig *cfg, const OcrParamTabl
                 o->decay[i] = excluded ? 0.0f : (float)cfg->weight_decay;
                 o->decoupled[i] = !excluded;
             }
+        }
+        if (p->frozen) {
+            o->frozen[i] = 1;
+            o->n_frozen++;
+            o->lr_mult[i] = 0.0f;
+            o->decay[i] = 0.0f;
+            o->decoupled[i] = 0;
         }
     }
     return OCR_OK;

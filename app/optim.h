@@ -23,10 +23,14 @@ typedef struct {
     float *decay;          // per parameter: coefficient
     int *decoupled;        // per parameter: 1 = AdamW-style
     float *lr_mult;
+    int *frozen;           // per parameter: OcrParamInfo.frozen (Global.freeze_params): never updated,
+                           // moments stay 0, no decay, its gradient takes no part in clipping
+    int n_frozen;
     int64_t updates;       // optimizer updates applied (skipped steps excluded): Adam's t
 } Optimizer;
 
-// Sizes the moments from the table (zero-filled). The per-parameter rules:
+// Sizes the moments from the table (zero-filled). Frozen entries get lr_mult 0 and decay 0 (and
+// the step does not call the update for them at all). The per-parameter rules:
 //   Adam:  decay GLOBAL -> regularizer.factor (L2 added to the gradient); NONE -> 0; FIXED ->
 //          the entry's coefficient (e.g. the CTC head's fc_decay 1e-5).
 //   AdamW: GLOBAL -> weight_decay, decoupled, except names containing a no_weight_decay_name

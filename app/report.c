@@ -21,15 +21,86 @@ const char *app_version(void) { return g_version; }
 
 static double acc_delta(const Report *rep, int i) { return rep->runs[i].r.acc - rep->runs[0].r.acc; }
 
-int report_run_within_tolerance(const Report *rep, int i) {
-    // A tiny epsilon so that a delta printed as exactly the tolerance passes.
-    return fabs(acc_delta(rep, i)) <= rep->tolerance + 1e-12;
+ocr_status_t report_pair(ReportPaired *out, const EvalLine *base, const EvalLine *run, int64_t n, double acc_tol,
+                         double cer_tol, uint64_t seed) {
+    memset(out, 0, sizeof *out);
+    int32_t *ref = malloc(sizeof(int32_t) * (size_t)(n ? n : 1)), *eb = malloc(sizeof(int32_t) * (size_t)(n ? n : 1)),
+            *er = malloc(sizeof(int32_t) * (size_t)(n ? n : 1));
+    ocr_status_t st = OCR_OK;
+    if (!ref || !eb || !er) st = ocr_set_error(OCR_ERR_OOM, "paired comparison: out of memory for %lld lines",
+                                               (long long)n);
+    int64_t k = 0;
+    for (int64_t i = 0; st == OCR_OK && i < n; i++) {
+        if (!base[i].scored || !run[i].scored) continue;
+        paired_table_add(&out->table, base[i].correct, run[i].correct);
+        ref[k] = base[i].ref_chars;  // the same reference for both runs
+        eb[k] = base[i].edits;
+        er[k] = run[i].edits;
+        k++;
+    }
+    if (st == OCR_OK) st = paired_cer_bootstrap(&out->cer_ci, ref, eb, er, k, PAIRED_BOOTSTRAP_B, 0.05, seed);
+    if (st == OCR_OK) {
+        out->has = 1;
+        out->lines = k;
+        out->acc_delta = paired_acc_delta(&out->table);
+        out->acc_ci = paired_acc_interval(&out->table, PAIRED_Z95);
+        out->mcnemar_p = paired_mcnemar_p(&out->table);
+        out->acc_verdict = paired_verdict(out->acc_ci, acc_tol, 1);
+        out->acc_lines_needed = paired_acc_lines_needed(&out->table, acc_tol, PAIRED_Z95);
+        out->cer_delta = paired_cer_delta(ref, eb, er, k);
+        out->cer_verdict = paired_verdict(out->cer_ci, cer_tol, 0);
+        out->cer_lines_needed = paired_scaled_lines_needed(k, out->cer_delta, out->cer_ci, cer_tol, 0);
+        paired_verdict_t a = out->acc_verdict, c = out->cer_verdict;
+        if (a == PAIRED_REGRESSION || c == PAIRED_REGRESSION) out->verdict = PAIRED_REGRESSION;
+        else if (a == PAIRED_INCONCLUSIVE || c == PAIRED_INCONCLUSIVE) out->verdict = PAIRED_INCONCLUSIVE;
+        else out->verdict = PAIRED_PASS;
+    }
+    free(ref);
+    free(eb);
+    free(er);
+    return st;
 }
 
-int report_regression(const Report *rep) {
-    for (int i = 1; i < rep->n_runs; i++)
-        if (!report_run_within_tolerance(rep, i)) return 1;
-    return 0;
+paired_verdict_t report_run_verdict(const Report *rep, int i) {
+    const ReportPaired *p = &rep->runs[i].paired;
+    return p->has ? p->verdict : PAIRED_INCONCLUSIVE;
+}
+
+int report_exit_code(const Report *rep) {
+    int inconclusive = 0;
+    for (int i = 1; i < rep->n_runs; i++) {
+        paired_verdict_t v = report_run_verdict(rep, i);
+        if (v == PAIRED_REGRESSION) return REPORT_EXIT_REGRESSION;
+        inconclusive |= v == PAIRED_INCONCLUSIVE;
+    }
+    return inconclusive ? REPORT_EXIT_INCONCLUSIVE : REPORT_EXIT_PASS;
+}
+
+int64_t report_lines_needed(const Report *rep) {
+    int64_t worst = -1;
+    for (int i = 1; i < rep->n_runs; i++) {
+        const ReportPaired *p = &rep->runs[i].paired;
+        if (!p->has || p->verdict != PAIRED_INCONCLUSIVE) continue;
+        if (p->acc_verdict == PAIRED_INCONCLUSIVE && p->acc_lines_needed > worst) worst = p->acc_lines_needed;
+        if (p->cer_verdict == PAIRED_INCONCLUSIVE && p->cer_lines_needed > worst) worst = p->cer_lines_needed;
+    }
+    return worst;
+}
+
+static const char *verdict_upper(paired_verdict_t v) {
+    switch (v) {
+    case PAIRED_PASS: return "PASS";
+    case PAIRED_REGRESSION: return "REGRESSION";
+    case PAIRED_BETTER: return "BETTER";
+    default: return "INCONCLUSIVE";
+    }
+}
+
+// "1,362" style counts for lines-needed, or a phrase when no size is known.
+static const char *fmt_lines(int64_t n, char *buf, size_t cap) {
+    if (n < 0) snprintf(buf, cap, "none would");
+    else snprintf(buf, cap, "%lld", (long long)n);
+    return buf;
 }
 
 // Standard error of the difference of two accuracies measured on n samples each (binomial):
@@ -125,6 +196,7 @@ static cJSON *run_json(const ReportRun *run) {
     add_num_or_null(o, "cer", r->has_final_eval ? r->cer : NAN);
     cJSON_AddNumberToObject(o, "eval_samples", (double)r->eval_samples);
     cJSON_AddNumberToObject(o, "eval_samples_per_s", r->eval_samples_per_s);
+    if (run->eval_paths.lines > 0) cJSON_AddItemToObject(o, "eval_lines", eval_paths_json(&run->eval_paths));
     add_num_or_null(o, "final_loss", r->final_loss);
     cJSON_AddNumberToObject(o, "skipped_steps", (double)r->skipped_steps);
     cJSON_AddNumberToObject(o, "final_loss_scale", r->final_scale);
@@ -194,6 +266,9 @@ char *report_json(const Report *rep) {
     cJSON_AddStringToObject(d, "name", rep->device);
     cJSON_AddStringToObject(d, "kind", strncmp(rep->device, "cuda", 4) == 0 ? "gpu" : "cpu");
     cJSON_AddNumberToObject(d, "threads", rep->threads);
+    char isa[160];
+    ocr_backend_cpu_isa(isa, sizeof isa);
+    cJSON_AddStringToObject(d, "cpu_isa", isa);
     const AppDeviceInfo *gi = rep->n_runs > 0 ? &rep->runs[0].r.device_info : NULL;
     if (gi && gi->gpu) {
         cJSON *g = cJSON_AddObjectToObject(d, "gpu");
@@ -213,8 +288,12 @@ char *report_json(const Report *rep) {
     cJSON_AddStringToObject(d, "low_precision_note",
                             strncmp(rep->device, "cuda", 4) == 0
                                 ? "tensor-core kernels"
-                                : "f16/bf16 values are stored and rounded as on a GPU and computed in fp32 "
-                                  "(numerics and memory of mixed precision; CPU speed is not a GPU's)");
+                                : ocr_backend_cpu_emulated_reason(OCR_BF16) && ocr_backend_cpu_emulated_reason(OCR_F16)
+                                      ? "f16/bf16 values are stored and rounded as on a GPU and computed in fp32 "
+                                        "(numerics and memory of mixed precision; CPU speed is not a GPU's)"
+                                      : "f16/bf16 GEMMs and convolutions on the CPU's BF16/FP16 hardware with fp32 "
+                                        "accumulation where cpu_isa names it; other ops computed in fp32 from f16/bf16 "
+                                        "storage");
     cJSON *b = cJSON_AddObjectToObject(root, "build");
     cJSON_AddStringToObject(b, "version", rep->version ? rep->version : app_version());
     cJSON_AddStringToObject(b, "backends", mi.backends);
@@ -240,17 +319,29 @@ char *report_json(const Report *rep) {
     cJSON_AddStringToObject(st, "batch", rep->batch_max ? "max" : "config");
     cJSON_AddNumberToObject(st, "memory_budget_bytes", (double)rep->memory_bytes);
     cJSON_AddNumberToObject(st, "accuracy_tolerance", rep->tolerance);
+    cJSON_AddNumberToObject(st, "cer_tolerance", rep->cer_tolerance);
 
+    if (rep->has_start) {
+        cJSON *sp = cJSON_AddObjectToObject(root, "start");
+        cJSON_AddStringToObject(sp, "weights", rep->start_weights);
+        cJSON_AddNumberToObject(sp, "accuracy", rep->start_acc);
+        cJSON_AddNumberToObject(sp, "norm_edit_dis", rep->start_norm_edit_dis);
+        cJSON_AddNumberToObject(sp, "cer", rep->start_cer);
+        cJSON_AddNumberToObject(sp, "eval_samples", (double)rep->start_samples);
+    } else {
+        cJSON_AddNullToObject(root, "start");
+    }
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < rep->n_runs; i++) cJSON_AddItemToArray(runs, run_json(&rep->runs[i]));
 
     cJSON *cmp = cJSON_AddArrayToObject(root, "comparisons");
     const TrainResult *f = &rep->runs[0].r;
-    int fails = 0;
     double worst = 0;
-    cJSON *failing = cJSON_CreateArray();
+    cJSON *failing = cJSON_CreateArray(), *undecided = cJSON_CreateArray();
+    int fails = 0, inconclusive = 0;
     for (int i = 1; i < rep->n_runs; i++) {
         const TrainResult *r = &rep->runs[i].r;
+        const ReportPaired *p = &rep->runs[i].paired;
         cJSON *c = cJSON_CreateObject();
         cJSON_AddStringToObject(c, "run", rep->runs[i].name);
         cJSON_AddStringToObject(c, "baseline", rep->runs[0].name);
@@ -270,28 +361,84 @@ char *report_json(const Report *rep) {
                                 ratio((double)r->memory.peak[OCR_MEM_ACTIVATIONS],
                                       (double)f->memory.peak[OCR_MEM_ACTIVATIONS]));
         cJSON_AddNumberToObject(c, "batch_size_ratio", ratio(r->batch_size, f->batch_size));
-        int ok = report_run_within_tolerance(rep, i);
-        cJSON_AddBoolToObject(c, "within_tolerance", ok);
+        paired_verdict_t v = report_run_verdict(rep, i);
+        if (p->has) {
+            cJSON *pj = cJSON_AddObjectToObject(c, "paired");
+            cJSON_AddNumberToObject(pj, "lines", (double)p->lines);
+            cJSON *t = cJSON_AddObjectToObject(pj, "table");
+            cJSON_AddNumberToObject(t, "both_right", (double)p->table.both_right);
+            cJSON_AddNumberToObject(t, "both_wrong", (double)p->table.both_wrong);
+            cJSON_AddNumberToObject(t, "baseline_only_right", (double)p->table.base_only);
+            cJSON_AddNumberToObject(t, "run_only_right", (double)p->table.run_only);
+            cJSON *a = cJSON_AddObjectToObject(pj, "accuracy");
+            cJSON_AddNumberToObject(a, "delta", p->acc_delta);
+            cJSON *ci = cJSON_AddArrayToObject(a, "ci95");
+            cJSON_AddItemToArray(ci, cJSON_CreateNumber(p->acc_ci.lo));
+            cJSON_AddItemToArray(ci, cJSON_CreateNumber(p->acc_ci.hi));
+            cJSON_AddStringToObject(a, "method", "newcombe_hybrid_score");
+            cJSON_AddNumberToObject(a, "mcnemar_exact_p", p->mcnemar_p);
+            cJSON_AddNumberToObject(a, "tolerance", rep->tolerance);
+            cJSON_AddStringToObject(a, "verdict", paired_verdict_name(p->acc_verdict));
+            if (p->acc_lines_needed >= 0) cJSON_AddNumberToObject(a, "lines_needed", (double)p->acc_lines_needed);
+            else cJSON_AddNullToObject(a, "lines_needed");
+            cJSON *e = cJSON_AddObjectToObject(pj, "cer");
+            cJSON_AddNumberToObject(e, "delta", p->cer_delta);
+            ci = cJSON_AddArrayToObject(e, "ci95");
+            cJSON_AddItemToArray(ci, cJSON_CreateNumber(p->cer_ci.lo));
+            cJSON_AddItemToArray(ci, cJSON_CreateNumber(p->cer_ci.hi));
+            cJSON_AddStringToObject(e, "method", "paired_bootstrap_percentile");
+            cJSON_AddNumberToObject(e, "resamples", PAIRED_BOOTSTRAP_B);
+            cJSON_AddNumberToObject(e, "seed", (double)rep->bootstrap_seed);
+            cJSON_AddNumberToObject(e, "tolerance", rep->cer_tolerance);
+            cJSON_AddStringToObject(e, "verdict", paired_verdict_name(p->cer_verdict));
+            if (p->cer_lines_needed >= 0) cJSON_AddNumberToObject(e, "lines_needed", (double)p->cer_lines_needed);
+            else cJSON_AddNullToObject(e, "lines_needed");
+        }
+        cJSON_AddBoolToObject(c, "within_tolerance", p->has && p->acc_verdict == PAIRED_PASS);
+        cJSON_AddStringToObject(c, "verdict", paired_verdict_name(v));
         cJSON_AddItemToArray(cmp, c);
-        if (!ok) {
+        if (v == PAIRED_REGRESSION) {
             fails++;
             cJSON_AddItemToArray(failing, cJSON_CreateString(rep->runs[i].name));
+        } else if (v == PAIRED_INCONCLUSIVE) {
+            inconclusive++;
+            cJSON_AddItemToArray(undecided, cJSON_CreateString(rep->runs[i].name));
         }
         if (fabs(da) > fabs(worst)) worst = da;
     }
+    int code = report_exit_code(rep);
     cJSON *v = cJSON_AddObjectToObject(root, "verdict");
-    cJSON_AddStringToObject(v, "status", fails ? "outside_tolerance" : "pass");
+    cJSON_AddStringToObject(v, "status", code == REPORT_EXIT_REGRESSION ? "regression"
+                                         : code == REPORT_EXIT_INCONCLUSIVE ? "inconclusive" : "pass");
     cJSON_AddNumberToObject(v, "accuracy_tolerance", rep->tolerance);
+    cJSON_AddNumberToObject(v, "cer_tolerance", rep->cer_tolerance);
+    cJSON_AddNumberToObject(v, "confidence", 0.95);
     cJSON_AddNumberToObject(v, "worst_accuracy_delta", worst);
     cJSON_AddItemToObject(v, "failing_runs", failing);
-    cJSON_AddNumberToObject(v, "exit_code", fails ? 3 : 0);
-    char text[512];
-    if (fails)
-        snprintf(text, sizeof text, "%d AMP run(s) differ from FP32 accuracy by more than %.4g (worst %+.4f)", fails,
-                 rep->tolerance, worst);
+    cJSON_AddItemToObject(v, "inconclusive_runs", undecided);
+    int64_t need = report_lines_needed(rep);
+    if (code == REPORT_EXIT_INCONCLUSIVE && need >= 0) cJSON_AddNumberToObject(v, "lines_needed", (double)need);
+    else cJSON_AddNullToObject(v, "lines_needed");
+    cJSON_AddNumberToObject(v, "exit_code", code);
+    cJSON_AddStringToObject(v, "rule",
+                            "per run and metric, the paired 95% interval of the delta (run - baseline): pass when it "
+                            "lies within +-tolerance, regression when it lies entirely on the worse side beyond the "
+                            "tolerance, better when entirely on the better side beyond it, inconclusive otherwise; a "
+                            "run regresses if either metric does, is inconclusive if either is; exit 3 on any "
+                            "regression, else 4 on any inconclusive run, else 0");
+    char text[768];
+    char nb[64];
+    if (code == REPORT_EXIT_REGRESSION)
+        snprintf(text, sizeof text, "%d AMP run(s) are worse than FP32 beyond the tolerance (accuracy ±%.4g, CER "
+                 "±%.4g) with 95%% confidence", fails, rep->tolerance, rep->cer_tolerance);
+    else if (code == REPORT_EXIT_INCONCLUSIVE)
+        snprintf(text, sizeof text, "%d AMP run(s) cannot be told apart from a regression of more than the tolerance "
+                 "on %lld eval lines; %s%s lines would make it conclusive at the observed rates", inconclusive,
+                 (long long)rep->eval_samples, need >= 0 ? "about " : "no number of",
+                 need >= 0 ? fmt_lines(need, nb, sizeof nb) : "");
     else
-        snprintf(text, sizeof text, "every AMP run is within %.4g of FP32 accuracy (worst %+.4f)", rep->tolerance,
-                 worst);
+        snprintf(text, sizeof text, "every AMP run is within ±%.4g accuracy and ±%.4g CER of FP32 with 95%% "
+                 "confidence (worst accuracy delta %+.4f)", rep->tolerance, rep->cer_tolerance, worst);
     cJSON_AddStringToObject(v, "summary", text);
     char *out = cJSON_Print(root);
     cJSON_Delete(root);
@@ -355,17 +502,46 @@ static const char *fmt_secs(double s, char *buf, size_t n) {
 
 // ---- report.md ---------------------------------------------------------------------------------------
 
+// The verdict's one-line statement (Markdown and HTML).
+static void verdict_text(Buf *b, const Report *rep) {
+    int code = report_exit_code(rep);
+    char nb[64];
+    if (code == REPORT_EXIT_REGRESSION)
+        bprintf(b, "REGRESSION (exit 3): an AMP run is worse than %s beyond the tolerance with 95%% confidence",
+                rep->runs[0].name);
+    else if (code == REPORT_EXIT_INCONCLUSIVE && report_lines_needed(rep) >= 0)
+        bprintf(b, "INCONCLUSIVE (exit 4): %lld eval lines cannot tell the difference from a regression of more than "
+                   "the tolerance; about %s lines would decide it at the observed rates",
+                (long long)rep->eval_samples, fmt_lines(report_lines_needed(rep), nb, sizeof nb));
+    else if (code == REPORT_EXIT_INCONCLUSIVE)
+        bprintf(b, "INCONCLUSIVE (exit 4): %lld eval lines cannot tell the difference from a regression of more than "
+                   "the tolerance, and no eval set size would at the observed rates (a delta on the tolerance edge, "
+                   "or nothing scored)", (long long)rep->eval_samples);
+    else
+        bprintf(b, "PASS: every AMP run is within the tolerance of %s with 95%% confidence", rep->runs[0].name);
+    bprintf(b, " (paired per line; tolerance ±%.4g accuracy, ±%.4g CER, absolute)", rep->tolerance,
+            rep->cer_tolerance);
+}
+
+static void fmt_ci(char *buf, size_t cap, double d, PairedInterval ci) {
+    snprintf(buf, cap, "%+.4f [%+.4f, %+.4f]", d, ci.lo, ci.hi);
+}
+
 static void markdown(Buf *b, const Report *rep, const MachineInfo *mi) {
     char x[32], y[32], z[32];
-    int fails = report_regression(rep);
-    bprintf(b, "# ocrtrain compare: FP32 vs AMP\n\n");
-    bprintf(b, "**Verdict: %s** — accuracy tolerance ±%.4g (absolute), baseline `%s`.\n\n",
-            fails ? "OUTSIDE TOLERANCE (exit 3)" : "PASS", rep->tolerance, rep->runs[0].name);
+    bprintf(b, "# ocrtrain compare: FP32 vs AMP\n\n**Verdict: ");
+    verdict_text(b, rep);
+    bprintf(b, "**\n\n");
     bprintf(b, "Model %s (%s), %lld parameters, input %dx%dx%d, %d classes. Train %lld samples, eval %lld samples, "
             "%lld epoch(s), seed %llu. Device `%s` (%d threads).\n\n",
             rep->algorithm, rep->backbone, (long long)rep->params, rep->in_channels, rep->height, rep->width,
             rep->classes, (long long)rep->train_samples, (long long)rep->eval_samples, (long long)rep->epochs,
             (unsigned long long)rep->seed, rep->device, rep->threads);
+    if (rep->n_runs > 0 && rep->runs[0].eval_paths.lines > 0) {
+        char sum[1024];
+        eval_paths_summary(&rep->runs[0].eval_paths, sum, sizeof sum);
+        bprintf(b, "Eval set: %s.\n\n", sum);
+    }
     bprintf(b, "| run | level | dtype | batch | samples/s | median step | epoch time | peak memory | accuracy | "
                "norm. edit dist. | CER | final loss | skipped | final scale |\n");
     bprintf(b, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
@@ -376,23 +552,64 @@ static void markdown(Buf *b, const Report *rep, const MachineInfo *mi) {
                 fmt_secs(r->epoch_seconds, x, sizeof x), fmt_bytes(r->memory.peak_total, y, sizeof y), r->acc,
                 r->norm_edit_dis, r->cer, r->final_loss, (long long)r->skipped_steps, (double)r->final_scale);
     }
+    if (rep->has_start) {
+        bprintf(b, "\nBefore training, the pretrained weights `%s` (FP32) read %.4f of the same %lld eval lines "
+                   "(CER %.4f, norm. edit dist. %.4f); after it:",
+                rep->start_weights, rep->start_acc, (long long)rep->start_samples, rep->start_cer,
+                rep->start_norm_edit_dis);
+        for (int i = 0; i < rep->n_runs; i++)
+            bprintf(b, "%s %s %.4f (%+.4f)", i ? "," : "", rep->runs[i].name, rep->runs[i].r.acc,
+                    rep->runs[i].r.acc - rep->start_acc);
+        bprintf(b, ".\n");
+    }
     if (rep->n_runs > 1) {
+        bprintf(b, "\n## Paired verdict against %s\n\n", rep->runs[0].name);
+        bprintf(b, "| run | lines | both right | both wrong | %s only right | run only right | Δ accuracy [95%% CI] | "
+                   "McNemar p | accuracy | Δ CER [95%% CI] | CER | verdict | lines needed |\n",
+                rep->runs[0].name);
+        bprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---|---|---:|\n");
+        for (int i = 1; i < rep->n_runs; i++) {
+            const ReportPaired *p = &rep->runs[i].paired;
+            if (!p->has) {
+                bprintf(b, "| %s | - | - | - | - | - | - | - | - | - | - | INCONCLUSIVE (no per-line results) | - |\n",
+                        rep->runs[i].name);
+                continue;
+            }
+            char ca[80], cc[80], nb[64];
+            fmt_ci(ca, sizeof ca, p->acc_delta, p->acc_ci);
+            fmt_ci(cc, sizeof cc, p->cer_delta, p->cer_ci);
+            int64_t need = p->verdict != PAIRED_INCONCLUSIVE ? p->lines
+                           : p->acc_verdict == PAIRED_INCONCLUSIVE && (p->cer_verdict != PAIRED_INCONCLUSIVE ||
+                                                                       p->acc_lines_needed > p->cer_lines_needed)
+                               ? p->acc_lines_needed
+                               : p->cer_lines_needed;
+            bprintf(b, "| %s | %lld | %lld | %lld | %lld | %lld | %s | %.3g | %s | %s | %s | **%s** | %s |\n",
+                    rep->runs[i].name, (long long)p->lines, (long long)p->table.both_right,
+                    (long long)p->table.both_wrong, (long long)p->table.base_only, (long long)p->table.run_only, ca,
+                    p->mcnemar_p, paired_verdict_name(p->acc_verdict), cc, paired_verdict_name(p->cer_verdict),
+                    verdict_upper(p->verdict), p->verdict == PAIRED_INCONCLUSIVE ? fmt_lines(need, nb, sizeof nb) : "-");
+        }
+        bprintf(b, "\nBoth runs read the same eval lines, so only the lines one of them reads and the other does "
+                   "not move the accuracy delta. Its interval is Newcombe's hybrid score interval for paired "
+                   "proportions (with no discordant line it is still about ±3.84/n wide); the CER interval is a "
+                   "paired bootstrap (%d resamples, seed %llu). A run passes when both intervals lie within the "
+                   "tolerance, regresses when one lies entirely beyond it on the worse side, and is inconclusive "
+                   "otherwise; \"lines needed\" is the eval set size at which the same rates would decide.\n",
+                PAIRED_BOOTSTRAP_B, (unsigned long long)rep->bootstrap_seed);
         bprintf(b, "\n## Against %s\n\n", rep->runs[0].name);
-        bprintf(b, "| run | Δ accuracy | ± noise (1σ) | Δ norm. edit dist. | Δ CER | throughput | epoch time | peak "
-                   "memory | activations | verdict |\n");
-        bprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+        bprintf(b, "| run | Δ accuracy | Δ norm. edit dist. | Δ CER | throughput | epoch time | peak memory | "
+                   "activations |\n");
+        bprintf(b, "|---|---:|---:|---:|---:|---:|---:|---:|\n");
         const TrainResult *f = &rep->runs[0].r;
         for (int i = 1; i < rep->n_runs; i++) {
             const TrainResult *r = &rep->runs[i].r;
-            bprintf(b, "| %s | %+.4f | %.4f | %+.4f | %+.4f | ×%.2f | ×%.2f | ×%.2f (%s%s) | ×%.2f | %s |\n",
-                    rep->runs[i].name, acc_delta(rep, i), acc_delta_stderr(r->acc, f->acc, f->eval_samples),
-                    r->norm_edit_dis - f->norm_edit_dis, r->cer - f->cer, ratio(r->samples_per_s, f->samples_per_s),
-                    ratio(r->epoch_seconds, f->epoch_seconds),
+            bprintf(b, "| %s | %+.4f | %+.4f | %+.4f | ×%.2f | ×%.2f | ×%.2f (%s%s) | ×%.2f |\n", rep->runs[i].name,
+                    acc_delta(rep, i), r->norm_edit_dis - f->norm_edit_dis, r->cer - f->cer,
+                    ratio(r->samples_per_s, f->samples_per_s), ratio(r->epoch_seconds, f->epoch_seconds),
                     ratio((double)r->memory.peak_total, (double)f->memory.peak_total),
                     r->memory.peak_total >= f->memory.peak_total ? "+" : "-",
                     fmt_bytes(llabs(r->memory.peak_total - f->memory.peak_total), z, sizeof z),
-                    ratio((double)r->memory.peak[OCR_MEM_ACTIVATIONS], (double)f->memory.peak[OCR_MEM_ACTIVATIONS]),
-                    report_run_within_tolerance(rep, i) ? "within tolerance" : "**outside tolerance**");
+                    ratio((double)r->memory.peak[OCR_MEM_ACTIVATIONS], (double)f->memory.peak[OCR_MEM_ACTIVATIONS]));
         }
     }
     bprintf(b, "\n## Peak memory by category\n\n| run |");
@@ -443,10 +660,20 @@ static void markdown(Buf *b, const Report *rep, const MachineInfo *mi) {
                     (long long)r->graph_captures, (long long)r->graph_replays);
         }
     }
-    if (strncmp(rep->device, "cuda", 4) != 0)
-        bprintf(b, "\nOn the CPU, f16/bf16 tensors are stored and rounded exactly as on a GPU but computed in fp32: "
-                   "the accuracy, loss-scale and memory figures are those of mixed precision, the speed is not a GPU's "
-                   "(conversions make low precision slower here).\n");
+    if (strncmp(rep->device, "cuda", 4) != 0) {
+        // What the CPU's GEMMs and convolutions ran on per dtype (kernels/cpu/isa.h).
+        char isa[160];
+        ocr_backend_cpu_isa(isa, sizeof isa);
+        bprintf(b, "\nCPU GEMMs and convolutions: %s.", isa);
+        for (int k = 0; k < 2; k++) {
+            ocr_dtype_t dt = k ? OCR_F16 : OCR_BF16;
+            const char *why = ocr_backend_cpu_emulated_reason(dt);
+            if (why)
+                bprintf(b, " %s is emulated (%s): stored and rounded exactly as on a GPU but computed in fp32, "
+                           "so it is slower than FP32 here.", ocr_dtype_name(dt), why);
+        }
+        bprintf(b, "\n");
+    }
 }
 
 // ---- SVG charts -------------------------------------------------------------------------------------------
@@ -753,7 +980,7 @@ static void chart_throughput(Buf *b, const Report *rep) {
 }
 
 static void html(Buf *b, const Report *rep, const MachineInfo *mi) {
-    int fails = report_regression(rep);
+    int code = report_exit_code(rep);
     char x[32], y[32], z[32];
     bprintf(b, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n"
                "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
@@ -765,7 +992,8 @@ static void html(Buf *b, const Report *rep, const MachineInfo *mi) {
                "td,th{border:1px solid #ddd;padding:4px 7px;text-align:right}th{background:#f4f4f4}"
                "td:first-child,th:first-child{text-align:left}\n"
                ".verdict{padding:10px 14px;border-radius:6px;font-weight:600;margin:12px 0}"
-               ".pass{background:#e5f5e8;border:1px solid #3a9d4f}.fail{background:#fde8e6;border:1px solid #d0392b}\n"
+               ".pass{background:#e5f5e8;border:1px solid #3a9d4f}.fail{background:#fde8e6;border:1px solid #d0392b}"
+               ".undecided{background:#fff6dd;border:1px solid #c48a00}\n"
                ".bad{color:#c0392b;font-weight:600}.ok{color:#2e7d32}.muted{color:#666;font-size:.88em}\n"
                "svg.chart{width:100%%;height:auto;margin:10px 0;background:#fff}"
                ".ct{font-size:13px;font-weight:600}.al{font-size:11px;fill:#444}.tl{font-size:10.5px;fill:#333}"
@@ -780,10 +1008,34 @@ static void html(Buf *b, const Report *rep, const MachineInfo *mi) {
             (long long)rep->eval_samples, (long long)rep->epochs);
     besc(b, rep->device);
     bprintf(b, " · %s</div>\n", rep->created_utc);
-    bprintf(b, "<div class=\"verdict %s\">%s — accuracy tolerance ±%.4g against <code>",
-            fails ? "fail" : "pass", fails ? "Outside tolerance (exit code 3)" : "Pass", rep->tolerance);
-    besc(b, rep->runs[0].name);
-    bprintf(b, "</code></div>\n");
+    bprintf(b, "<div class=\"verdict %s\">",
+            code == REPORT_EXIT_REGRESSION ? "fail" : code == REPORT_EXIT_INCONCLUSIVE ? "undecided" : "pass");
+    {
+        Buf t = {0};
+        verdict_text(&t, rep);
+        if (t.s) besc(b, t.s);
+        free(t.s);
+    }
+    bprintf(b, "</div>\n");
+    if (rep->n_runs > 0 && rep->runs[0].eval_paths.lines > 0) {
+        char sum[1024];
+        eval_paths_summary(&rep->runs[0].eval_paths, sum, sizeof sum);
+        bprintf(b, "<p class=\"muted\">Eval set: ");
+        besc(b, sum);
+        bprintf(b, ".</p>\n");
+    }
+    if (rep->has_start) {
+        bprintf(b, "<p>Before training, the pretrained weights <code>");
+        besc(b, rep->start_weights);
+        bprintf(b, "</code> (FP32) read <b>%.4f</b> of the same %lld eval lines (CER %.4f); after it:", rep->start_acc,
+                (long long)rep->start_samples, rep->start_cer);
+        for (int i = 0; i < rep->n_runs; i++) {
+            bprintf(b, "%s ", i ? "," : "");
+            besc(b, rep->runs[i].name);
+            bprintf(b, " <b>%.4f</b> (%+.4f)", rep->runs[i].r.acc, rep->runs[i].r.acc - rep->start_acc);
+        }
+        bprintf(b, ".</p>\n");
+    }
 
     bprintf(b, "<h2>Runs</h2>\n<table><tr><th>run</th><th>level</th><th>dtype</th><th>batch</th><th>samples/s</th>"
                "<th>median step</th><th>epoch time</th><th>peak memory</th><th>accuracy</th><th>norm. edit dist.</th>"
@@ -802,29 +1054,60 @@ static void html(Buf *b, const Report *rep, const MachineInfo *mi) {
     bprintf(b, "</table>\n");
     if (rep->n_runs > 1) {
         const TrainResult *f = &rep->runs[0].r;
-        bprintf(b, "<h2>Against ");
+        bprintf(b, "<h2>Paired verdict against ");
         besc(b, rep->runs[0].name);
-        bprintf(b, "</h2>\n<table><tr><th>run</th><th>Δ accuracy</th><th>± noise (1σ)</th><th>Δ norm. edit dist.</th>"
-                   "<th>Δ CER</th><th>throughput</th><th>epoch time</th><th>peak memory</th><th>activations</th>"
-                   "<th>verdict</th></tr>\n");
+        bprintf(b, "</h2>\n<table><tr><th>run</th><th>lines</th><th>both right</th><th>both wrong</th><th>");
+        besc(b, rep->runs[0].name);
+        bprintf(b, " only right</th><th>run only right</th><th>Δ accuracy [95%% CI]</th><th>McNemar p</th>"
+                   "<th>Δ CER [95%% CI]</th><th>verdict</th><th>lines needed</th></tr>\n");
         for (int i = 1; i < rep->n_runs; i++) {
-            const TrainResult *r = &rep->runs[i].r;
-            int ok = report_run_within_tolerance(rep, i);
+            const ReportPaired *p = &rep->runs[i].paired;
             bprintf(b, "<tr><td>");
             besc(b, rep->runs[i].name);
-            bprintf(b, "</td><td class=\"%s\">%+.4f</td><td>%.4f</td><td>%+.4f</td><td>%+.4f</td><td>×%.2f</td>"
-                       "<td>×%.2f</td><td>×%.2f (%s%s)</td><td>×%.2f</td><td class=\"%s\">%s</td></tr>\n",
-                    ok ? "ok" : "bad", acc_delta(rep, i), acc_delta_stderr(r->acc, f->acc, f->eval_samples),
-                    r->norm_edit_dis - f->norm_edit_dis, r->cer - f->cer, ratio(r->samples_per_s, f->samples_per_s),
-                    ratio(r->epoch_seconds, f->epoch_seconds),
+            if (!p->has) {
+                bprintf(b, "</td><td colspan=\"10\">no per-line results: inconclusive</td></tr>\n");
+                continue;
+            }
+            char ca[80], cc[80], nb[64];
+            fmt_ci(ca, sizeof ca, p->acc_delta, p->acc_ci);
+            fmt_ci(cc, sizeof cc, p->cer_delta, p->cer_ci);
+            int64_t need = p->acc_verdict == PAIRED_INCONCLUSIVE && (p->cer_verdict != PAIRED_INCONCLUSIVE ||
+                                                                     p->acc_lines_needed > p->cer_lines_needed)
+                               ? p->acc_lines_needed
+                               : p->cer_lines_needed;
+            const char *cls = p->verdict == PAIRED_REGRESSION ? "bad" : p->verdict == PAIRED_INCONCLUSIVE ? "" : "ok";
+            bprintf(b, "</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%lld</td><td>%s (%s)</td>"
+                       "<td>%.3g</td><td>%s (%s)</td><td class=\"%s\">%s</td><td>%s</td></tr>\n",
+                    (long long)p->lines, (long long)p->table.both_right, (long long)p->table.both_wrong,
+                    (long long)p->table.base_only, (long long)p->table.run_only, ca,
+                    paired_verdict_name(p->acc_verdict), p->mcnemar_p, cc, paired_verdict_name(p->cer_verdict), cls,
+                    verdict_upper(p->verdict),
+                    p->verdict == PAIRED_INCONCLUSIVE ? fmt_lines(need, nb, sizeof nb) : "-");
+        }
+        bprintf(b, "</table>\n<p class=\"muted\">Paired per line: the accuracy interval is Newcombe's hybrid score "
+                   "interval for paired proportions, the CER interval a paired bootstrap (%d resamples, seed %llu). "
+                   "Pass: both intervals within ±tolerance; regression: one entirely beyond it on the worse side; "
+                   "otherwise inconclusive, with the eval set size that the same rates would need.</p>\n",
+                PAIRED_BOOTSTRAP_B, (unsigned long long)rep->bootstrap_seed);
+        bprintf(b, "<h2>Against ");
+        besc(b, rep->runs[0].name);
+        bprintf(b, "</h2>\n<table><tr><th>run</th><th>Δ accuracy</th><th>Δ norm. edit dist.</th>"
+                   "<th>Δ CER</th><th>throughput</th><th>epoch time</th><th>peak memory</th><th>activations</th>"
+                   "</tr>\n");
+        for (int i = 1; i < rep->n_runs; i++) {
+            const TrainResult *r = &rep->runs[i].r;
+            bprintf(b, "<tr><td>");
+            besc(b, rep->runs[i].name);
+            bprintf(b, "</td><td>%+.4f</td><td>%+.4f</td><td>%+.4f</td><td>×%.2f</td>"
+                       "<td>×%.2f</td><td>×%.2f (%s%s)</td><td>×%.2f</td></tr>\n",
+                    acc_delta(rep, i), r->norm_edit_dis - f->norm_edit_dis, r->cer - f->cer,
+                    ratio(r->samples_per_s, f->samples_per_s), ratio(r->epoch_seconds, f->epoch_seconds),
                     ratio((double)r->memory.peak_total, (double)f->memory.peak_total),
                     r->memory.peak_total >= f->memory.peak_total ? "+" : "−",
                     fmt_bytes(llabs(r->memory.peak_total - f->memory.peak_total), z, sizeof z),
-                    ratio((double)r->memory.peak[OCR_MEM_ACTIVATIONS], (double)f->memory.peak[OCR_MEM_ACTIVATIONS]),
-                    ok ? "ok" : "bad", ok ? "within tolerance" : "outside tolerance");
+                    ratio((double)r->memory.peak[OCR_MEM_ACTIVATIONS], (double)f->memory.peak[OCR_MEM_ACTIVATIONS]));
         }
-        bprintf(b, "</table>\n<p class=\"muted\">± noise: the standard error of an accuracy difference on this eval "
-                   "set (binomial); deltas of that size are indistinguishable from run-to-run noise.</p>\n");
+        bprintf(b, "</table>\n");
     }
     bprintf(b, "<h2>Training</h2>\n");
     chart_loss(b, rep);
@@ -864,10 +1147,12 @@ static void html(Buf *b, const Report *rep, const MachineInfo *mi) {
         bprintf(b, "<td><b>%s</b></td></tr>\n", fmt_bytes(m->peak_total, x, sizeof x));
     }
     bprintf(b, "</table>\n");
-    if (strncmp(rep->device, "cuda", 4) != 0)
-        bprintf(b, "<p class=\"muted\">On the CPU, f16/bf16 tensors are stored and rounded exactly as on a GPU but "
-                   "computed in fp32: accuracy, loss scale and memory are those of mixed precision; the speed is not a "
-                   "GPU's (the conversions make low precision slower here).</p>\n");
+    if (strncmp(rep->device, "cuda", 4) != 0) {
+        char isa[160];
+        ocr_backend_cpu_isa(isa, sizeof isa);
+        bprintf(b, "<p class=\"muted\">CPU GEMMs and convolutions: %s. An emulated dtype is stored and rounded exactly "
+                   "as on a GPU but computed in fp32 (slower than FP32 here).</p>\n", isa);
+    }
     bprintf(b, "<h2>Machine and build</h2>\n<table>");
 #define ROW(k, v)                                  \
     do {                                           \

@@ -7,10 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "amp/engine.h"
 #include "core/fileio.h"
 #include "data/loader.h"
+#include "kernels/backend.h"
 #include "models/model.h"
 
 // ---- known keys ---------------------------------------------------------------------------
@@ -18,28 +20,80 @@
 static const char *const TOP_KEYS[] = {"Global", "Architecture", "Loss", "Optimizer", "PostProcess",
                                        "Metric", "Train",        "Eval", NULL};
 
-// PaddleOCR keys that are accepted for copy-paste compatibility but have no effect here are
-// listed at the end (docs/README_app.md says so).
+// The keys each section implements. PaddleOCR keys that are accepted but have no effect here
+// are not in these lists but in NO_EFFECT_KEYS below (one table, with the reasons).
 static const char *const GLOBAL_KEYS[] = {
     "epoch_num", "log_smooth_window", "print_batch_step", "save_model_dir", "save_epoch_step", "eval_batch_step",
     "cal_metric_during_train", "pretrained_model", "checkpoints", "character_dict_path", "max_text_length",
-    "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cuda_graph", "allow_tf32",
+    "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cer_tolerance", "cuda_graph", "allow_tf32",
+    "cpu_exact_numerics",
+    // fine-tuning (read_finetune)
+    "pretrained_strict", "freeze_norm", "freeze_norm_affine", "freeze_params",
     // AMP (validated by the AMP engine)
     "use_amp", "amp_level", "amp_dtype", "scale_loss", "use_dynamic_loss_scaling", "amp_custom_black_list",
     "amp_custom_white_list", "amp_fp32_layers", "amp_stochastic_rounding", "amp_activation_stats_every",
     "incr_every_n_steps", "incr_ratio", "decr_ratio", "decr_every_n_nan_or_inf", "min_loss_scale", "max_loss_scale",
-    // accepted, no effect
-    "save_inference_dir", "use_visualdl", "infer_img", "infer_mode", "save_res_path", "distributed",
-    "d2s_train_image_shape", "model_name", NULL};
+    // PaddleOCR keys with no effect here: NO_EFFECT_KEYS below
+    NULL};
+
+// THE table of keys that PaddleOCR's training or evaluation reads (tools/program.py, train.py,
+// eval.py, the ppocr builders) but that have no effect here, each with why. ocr_config_check_keys
+// accepts them wherever a section's validation would otherwise reject them as unknown, and
+// records them; run_config_load logs one note line each and `ocrtrain info` lists them.
+// Sections are fnmatch patterns ("" is the top level).
+static const OcrNoEffectKey NO_EFFECT_KEYS[] = {
+    {"", "profiler_options", "PaddleOCR's -p profiler options (tools/program.py); there is no Paddle profiler here"},
+    {"", "wandb", "Weights & Biases settings; metrics go to save_model_dir/metrics.jsonl instead"},
+    {"Global", "debug", "in PaddleOCR's official configs, but no PaddleOCR code reads it either"},
+    {"Global", "calc_epoch_interval", "with cal_metric_during_train the training metric is computed at every step"},
+    {"Global", "print_mem_info",
+     "PaddleOCR's GPU memory log line; memory by category is in metrics.jsonl and the reports"},
+    {"Global", "eval_batch_epoch", "evaluation is scheduled by Global.eval_batch_step (iterations, 0: every epoch)"},
+    {"Global", "uniform_output_enabled",
+     "PaddleX's per-checkpoint inference export; checkpoints are latest/, best/, iter_epoch_N/"},
+    {"Global", "pdx_model_name", "PaddleX model name, used only by PaddleX exports"},
+    {"Global", "model_name", "PaddleX model name, used only by PaddleX exports"},
+    {"Global", "log_ranks", "one process: there is one log"},
+    {"Global", "distributed", "PaddleOCR sets it from the world size; training runs in one process here"},
+    {"Global", "use_sync_bn", "one process: batch norm statistics are never synchronised across devices"},
+    {"Global", "use_xpu", "no Kunlun XPU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
+    {"Global", "use_npu", "no Ascend NPU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
+    {"Global", "use_mlu", "no Cambricon MLU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
+    {"Global", "use_gcu", "no Enflame GCU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
+    {"Global", "use_visualdl", "no VisualDL logging; metrics go to save_model_dir/metrics.jsonl"},
+    {"Global", "use_wandb", "no Weights & Biases logging; metrics go to save_model_dir/metrics.jsonl"},
+    {"Global", "to_static", "Paddle's dynamic-to-static compilation; on a GPU Global.cuda_graph plays that part"},
+    {"Global", "d2s_train_image_shape", "input shape for Paddle's dynamic-to-static training (to_static)"},
+    {"Global", "save_inference_dir", "output of PaddleOCR's tools/export_model.py, not of training"},
+    {"Global", "infer_img", "input of PaddleOCR's tools/infer_rec.py; ocrtrain predict takes images as arguments"},
+    {"Global", "infer_mode", "PaddleOCR's export/inference switch; training and evaluation do not read it"},
+    {"Global", "character_type",
+     "PaddleOCR 2.0's charset switch, superseded by character_dict_path (none: 0-9a-z, as \"en\")"},
+    {"Global", "save_res_path", "output of PaddleOCR's tools/infer_rec.py; ocrtrain predict prints to stdout"},
+    {"Metric", "cal_blue_score",
+     "BLEU for PaddleOCR's LaTeX-OCR evaluation; RecMetric reports accuracy, edit distance, CER"},
+    {NULL, NULL, NULL}};
+
+void run_config_register_no_effect_keys(void) { ocr_config_set_no_effect_keys(NO_EFFECT_KEYS); }
+
+void run_config_log_ignored(const OcrConfig *cfg) {
+    for (int i = 0; i < ocr_config_num_ignored(cfg); i++) {
+        const char *reason, *key = ocr_config_ignored(cfg, i, &reason);
+        ocr_log(OCR_LOG_INFO, "%s: note: %s has no effect here: %s", ocr_config_source(cfg), key, reason);
+    }
+}
 
 static const char *const OPTIM_KEYS[] = {"name",       "beta1",          "beta2",
                                          "epsilon",    "lr",             "regularizer",
                                          "clip_norm",  "clip_norm_global", "weight_decay",
-                                         "no_weight_decay_name", "one_dim_param_no_weight_decay", NULL};
+                                         "no_weight_decay_name", "one_dim_param_no_weight_decay",
+                                         "lr_mult", NULL};
 static const char *const LR_KEYS[] = {"name", "learning_rate", "warmup_epoch", "decay_epochs", "values",
                                       "last_epoch", NULL};
 static const char *const REG_KEYS[] = {"name", "factor", NULL};
-static const char *const LOSS_KEYS[] = {"name", "use_focal_loss", NULL};
+// MultiLoss's keys (loss_config_list, weight_1, weight_2) are validated with the MultiHead in
+// models/arch_config.c, which needs both sections.
+static const char *const LOSS_KEYS[] = {"name", "use_focal_loss", "loss_config_list", "weight_1", "weight_2", NULL};
 static const char *const POST_KEYS[] = {"name", "character_dict_path", "use_space_char", NULL};
 static const char *const METRIC_KEYS[] = {"name", "main_indicator", "ignore_space", "is_filter", NULL};
 static const char *const SPLIT_KEYS[] = {"dataset", "loader", "sampler", NULL};
@@ -231,8 +285,9 @@ static ocr_status_t read_optimizer(const OcrConfig *cfg, OptimConfig *o) {
     return OCR_OK;
 }
 
-static ocr_status_t read_split(const OcrConfig *cfg, const char *split, DataConfig *d, int train) {
-    (void)train;
+// check_files: the command reads this split's data, so its label files (or pack) must exist;
+// otherwise only the section's keys are validated (eval and predict need no training set).
+static ocr_status_t read_split(const OcrConfig *cfg, const char *split, DataConfig *d, int check_files) {
     memset(d, 0, sizeof *d);
     if (!ocr_config_has(cfg, split)) return OCR_OK;
     d->present = 1;
@@ -246,22 +301,91 @@ static ocr_status_t read_split(const OcrConfig *cfg, const char *split, DataConf
     d->num_workers = lc.num_workers;
     // Missing label files stop the run here, before anything is written.
     ocr_status_t st = OCR_OK;
-    for (int i = 0; i < lc.num_label_files && !lc.pack_file; i++)
+    for (int i = 0; check_files && i < lc.num_label_files && !lc.pack_file; i++)
         if (!ocr_file_exists(lc.label_files[i]))
             st = ocr_set_error(OCR_ERR_NOT_FOUND, "%s: %s.dataset.label_file_list: label file %s does not exist",
                                ocr_config_source(cfg), split, lc.label_files[i]);
-    if (st == OCR_OK && lc.pack_file && !ocr_file_exists(lc.pack_file))
+    struct stat sb;
+    if (st == OCR_OK && check_files && lc.lmdb && !lc.pack_file &&
+        (stat(lc.data_dir, &sb) != 0 || !S_ISDIR(sb.st_mode)))
+        st = ocr_set_error(OCR_ERR_NOT_FOUND, "%s: %s.dataset.data_dir: LMDB folder %s does not exist",
+                           ocr_config_source(cfg), split, lc.data_dir);
+    if (st == OCR_OK && check_files && lc.pack_file && !ocr_file_exists(lc.pack_file))
         st = ocr_set_error(OCR_ERR_NOT_FOUND, "%s: %s.loader.pack_file %s does not exist (ocrtrain pack writes it)",
                            ocr_config_source(cfg), split, lc.pack_file);
     ocr_loader_config_free(&lc);
     return st;
 }
 
+// ---- fine-tuning --------------------------------------------------------------------------------
+
+// A list of pattern strings (or, with allow_bool, true / false for all / none).
+static ocr_status_t read_patterns(const OcrConfig *cfg, const char *path, const char **out, int *n, int *all,
+                                  int allow_bool) {
+    *n = 0;
+    if (all) *all = 0;
+    const cJSON *v = ocr_config_node(cfg, path);
+    if (!v || cJSON_IsNull(v)) return OCR_OK;
+    if (allow_bool && cJSON_IsBool(v)) {
+        *all = cJSON_IsTrue(v);
+        return OCR_OK;
+    }
+    if (!cJSON_IsArray(v))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be %sa list of layer-name patterns, got %s", src(cfg), path,
+                             allow_bool ? "true, false or " : "", cJSON_IsString(v) ? "a string (write [\"...\"])"
+                                                                                    : "another type");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, v) {
+        if (!cJSON_IsString(e) || !e->valuestring[0])
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s: entry %d is not a non-empty string", src(cfg), path, *n);
+        if (*n >= RUN_MAX_PATTERNS)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s: at most %d patterns", src(cfg), path, RUN_MAX_PATTERNS);
+        out[(*n)++] = e->valuestring;
+    }
+    return OCR_OK;
+}
+
+static ocr_status_t read_finetune(const OcrConfig *cfg, FinetuneConfig *f) {
+    memset(f, 0, sizeof *f);
+    OCR_TRY(ocr_config_get_bool(cfg, "Global.pretrained_strict", 1, &f->pretrained_strict));
+    OCR_TRY(read_patterns(cfg, "Global.freeze_norm", f->freeze_norm, &f->n_freeze_norm, &f->freeze_norm_all, 1));
+    OCR_TRY(ocr_config_get_bool(cfg, "Global.freeze_norm_affine", 1, &f->freeze_norm_affine));
+    OCR_TRY(read_patterns(cfg, "Global.freeze_params", f->freeze_params, &f->n_freeze_params, NULL, 0));
+    const cJSON *lm = ocr_config_node(cfg, "Optimizer.lr_mult");
+    if (lm && !cJSON_IsNull(lm)) {
+        if (!cJSON_IsObject(lm))
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Optimizer.lr_mult must be an object {\"pattern\": multiplier, "
+                                 "...}, e.g. {\"backbone.*\": 0.1}", src(cfg));
+        const cJSON *e;
+        cJSON_ArrayForEach(e, lm) {
+            if (!cJSON_IsNumber(e) || !isfinite(e->valuedouble) || e->valuedouble < 0 || e->valuedouble > 1000)
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: Optimizer.lr_mult.\"%s\" must be a number in [0, 1000]",
+                                     src(cfg), e->string);
+            if (!e->string[0])
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: Optimizer.lr_mult: an empty pattern", src(cfg));
+            if (f->n_lr_mult >= RUN_MAX_PATTERNS)
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: Optimizer.lr_mult: at most %d patterns", src(cfg),
+                                     RUN_MAX_PATTERNS);
+            f->lr_mult_pattern[f->n_lr_mult] = e->string;
+            f->lr_mult[f->n_lr_mult++] = e->valuedouble;
+        }
+    }
+    return OCR_OK;
+}
+
 // ---- the whole config --------------------------------------------------------------------------
 
 ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     memset(rc, 0, sizeof *rc);
+    run_config_register_no_effect_keys();
     OCR_TRY(ocr_config_check_keys(cfg, "", TOP_KEYS));
+    // The architecture (and the dictionary it sizes the head from) first: a config of another
+    // algorithm (SAR, SRN, distillation, ...) then stops at "not supported", not at one of the
+    // Global keys only that algorithm reads.
+    if (!ocr_config_has(cfg, "Architecture"))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: the Architecture section is missing", src(cfg));
+    OcrArch arch;
+    OCR_TRY(ocr_arch_from_config(&arch, cfg));
     OCR_TRY(ocr_config_check_keys(cfg, "Global", GLOBAL_KEYS));
     int64_t v;
     OCR_TRY(get_int_range(cfg, "Global.epoch_num", 1, 1, 1000000, &rc->epoch_num));
@@ -301,22 +425,35 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     OCR_TRY(get_int_range(cfg, "Global.threads", 0, 0, 1024, &v));
     rc->threads = (int)v;
     OCR_TRY(get_double_range(cfg, "Global.accuracy_tolerance", 0.005, 0.0, 1.0, &rc->accuracy_tolerance));
+    OCR_TRY(get_double_range(cfg, "Global.cer_tolerance", 0.005, 0.0, 1.0, &rc->cer_tolerance));
+    // Both are fractions (0.005 = half a percentage point); a value written as a percentage
+    // would silently accept large regressions.
+    if (rc->accuracy_tolerance > 0.1 || rc->cer_tolerance > 0.1)
+        ocr_log(OCR_LOG_WARN, "%s: Global.%s %g is a fraction, i.e. %g percentage points (0.005 is half a point)",
+                src(cfg), rc->accuracy_tolerance > 0.1 ? "accuracy_tolerance" : "cer_tolerance",
+                rc->accuracy_tolerance > 0.1 ? rc->accuracy_tolerance : rc->cer_tolerance,
+                100 * (rc->accuracy_tolerance > 0.1 ? rc->accuracy_tolerance : rc->cer_tolerance));
     OCR_TRY(ocr_config_get_bool(cfg, "Global.use_amp", 0, &rc->use_amp));
     OCR_TRY(ocr_config_get_bool(cfg, "Global.cuda_graph", 1, &rc->cuda_graph));
     OCR_TRY(ocr_config_get_bool(cfg, "Global.allow_tf32", 0, &rc->allow_tf32));
+    // The CPU backend's f16/bf16 numerics are process-wide, like its thread count: the emulated
+    // reference (GPU rounding bit for bit) or the BF16/FP16 hardware (kernels/backend.h).
+    int exact = 0;
+    OCR_TRY(ocr_config_get_bool(cfg, "Global.cpu_exact_numerics", 0, &exact));
+    ocr_backend_set_cpu_exact_numerics(exact);
     // The AMP keys: the engine's validation, so the messages are the same everywhere.
     AmpConfig ac;
     OCR_TRY(amp_config_from_config(&ac, cfg));
     amp_config_free(&ac);
-    // The architecture (and the dictionary it sizes the head from).
-    if (!ocr_config_has(cfg, "Architecture"))
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: the Architecture section is missing", src(cfg));
-    OcrArch arch;
-    OCR_TRY(ocr_arch_from_config(&arch, cfg));
 
     OCR_TRY(ocr_config_check_keys(cfg, "Loss", LOSS_KEYS));
-    static const char *const losses[] = {"CTCLoss", NULL};
-    OCR_TRY(check_opt_name(cfg, "Loss.name", losses, NULL));
+    static const char *const losses[] = {"CTCLoss", "MultiLoss", NULL};
+    const char *loss_name;
+    OCR_TRY(check_opt_name(cfg, "Loss.name", losses, &loss_name));
+    if (strcmp(loss_name, "CTCLoss") == 0) {
+        static const char *const ctc_keys[] = {"name", "use_focal_loss", NULL};
+        OCR_TRY(ocr_config_check_keys(cfg, "Loss", ctc_keys));
+    }
     OCR_TRY(ocr_config_get_bool(cfg, "Loss.use_focal_loss", 0, &rc->use_focal_loss));
     OCR_TRY(ocr_config_check_keys(cfg, "PostProcess", POST_KEYS));
     static const char *const posts[] = {"CTCLabelDecode", NULL};
@@ -330,9 +467,10 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     OCR_TRY(ocr_config_get_bool(cfg, "Metric.is_filter", 0, &rc->is_filter));
 
     if (ocr_config_has(cfg, "Optimizer") || (need & RUN_NEED_TRAIN)) OCR_TRY(read_optimizer(cfg, &rc->optim));
-    OCR_TRY(read_split(cfg, "Train", &rc->train, 1));
-    OCR_TRY(read_split(cfg, "Eval", &rc->eval, 0));
-    if ((need & RUN_NEED_TRAIN) && !rc->train.present)
+    OCR_TRY(read_finetune(cfg, &rc->finetune));
+    OCR_TRY(read_split(cfg, "Train", &rc->train, (need & RUN_NEED_TRAIN) != 0));
+    OCR_TRY(read_split(cfg, "Eval", &rc->eval, (need & (RUN_NEED_TRAIN | RUN_NEED_EVAL)) != 0));
+    if ((need & (RUN_NEED_TRAIN | RUN_NEED_TRAIN_SECTION)) && !rc->train.present)
         return ocr_set_error(OCR_ERR_CONFIG, "%s: the Train section is missing", src(cfg));
     if ((need & RUN_NEED_EVAL) && !rc->eval.present)
         return ocr_set_error(OCR_ERR_CONFIG, "%s: the Eval section is missing", src(cfg));
@@ -346,6 +484,7 @@ ocr_status_t run_config_load(OcrConfig **cfgp, RunConfig *rc, const char *path, 
                              int n_overrides, int need) {
     *cfgp = NULL;
     if (!path) return ocr_set_error(OCR_ERR_CONFIG, "a config is required (-c CFG)");
+    run_config_register_no_effect_keys();
     OcrConfig *cfg;
     OCR_TRY(ocr_config_load(&cfg, path));
     for (int i = 0; i < n_overrides; i++) {
@@ -360,6 +499,7 @@ ocr_status_t run_config_load(OcrConfig **cfgp, RunConfig *rc, const char *path, 
         ocr_config_free(cfg);
         return st;
     }
+    run_config_log_ignored(cfg);
     *cfgp = cfg;
     return OCR_OK;
 }

@@ -48,6 +48,22 @@ typedef struct {
     int shuffle, drop_last, batch_size, num_workers;
 } DataConfig;
 
+// Fine-tuning (README "Fine-tuning PP-OCRv4"). Patterns are fnmatch(3) globs (`*` also matches
+// dots) owned by the config; each must match something in the model (checked by the trainer).
+#define RUN_MAX_PATTERNS 32
+typedef struct {
+    int pretrained_strict;      // Global.pretrained_strict (default true): an incomplete file is an error
+    int freeze_norm_all;        // Global.freeze_norm: true
+    const char *freeze_norm[RUN_MAX_PATTERNS];  // Global.freeze_norm: [patterns] of batchnorm layer names
+    int n_freeze_norm;
+    int freeze_norm_affine;     // Global.freeze_norm_affine (default true): frozen BNs' gamma/beta frozen too
+    const char *freeze_params[RUN_MAX_PATTERNS];  // Global.freeze_params: parameter-name patterns
+    int n_freeze_params;
+    const char *lr_mult_pattern[RUN_MAX_PATTERNS];  // Optimizer.lr_mult: {pattern: multiplier}, first match
+    double lr_mult[RUN_MAX_PATTERNS];
+    int n_lr_mult;
+} FinetuneConfig;
+
 typedef struct {
     // Global
     int64_t epoch_num;
@@ -67,17 +83,23 @@ typedef struct {
     int threads;              // OpenMP threads, 0: all
     int cuda_graph;           // Global.cuda_graph (default true): capture the GPU step as a CUDA graph
     int allow_tf32;           // Global.allow_tf32 (default false): TF32 tensor cores for f32 GEMMs/convs
-    double accuracy_tolerance;
+    double accuracy_tolerance;  // compare: the paired accuracy delta's 95 % interval must lie within ±this (a fraction)
+    double cer_tolerance;       // compare: the same for the paired CER delta (Global.cer_tolerance, default 0.005)
     int use_amp;
     // Loss / metric
     int use_focal_loss;
     int ignore_space, is_filter;
     OptimConfig optim;
+    FinetuneConfig finetune;
     DataConfig train, eval;
 } RunConfig;
 
 // What a command needs from the config (a missing section is an error only when needed).
-enum { RUN_NEED_TRAIN = 1, RUN_NEED_EVAL = 2 };
+// TRAIN: the Train section and its data (label files or pack must exist; Eval's too, when
+// present, since training evaluates); EVAL: the Eval section and its data; TRAIN_SECTION: the
+// Train section for its shapes and loader settings (capacity), no data. Sections a command
+// does not need have their keys validated but their files are not looked for.
+enum { RUN_NEED_TRAIN = 1, RUN_NEED_EVAL = 2, RUN_NEED_TRAIN_SECTION = 4 };
 
 // Loads the file, applies PaddleOCR-style shorthands (`--use_amp true` = -o Global.use_amp=true
 // and so on, see run_config_shorthand) and overrides, then validates everything. On success
@@ -87,6 +109,14 @@ ocr_status_t run_config_load(OcrConfig **cfg, RunConfig *rc, const char *path, c
                              int n_overrides, int need);
 // Validates an already-loaded config and fills rc.
 ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need);
+
+// Registers the table of PaddleOCR keys that are accepted with no effect (run_config.c,
+// NO_EFFECT_KEYS) with the config reader; run_config_load does it, commands that read a config
+// otherwise call it first. Idempotent.
+void run_config_register_no_effect_keys(void);
+// One note line (INFO) per no-effect key found in cfg: "cfg.yml: note: Global.debug has no
+// effect here: <why>".
+void run_config_log_ignored(const OcrConfig *cfg);
 
 // PaddleOCR's one-line AMP flags: "--use_amp", "--scale_loss", "--amp_level", "--amp_dtype",
 // "--use_dynamic_loss_scaling", "--amp_custom_black_list", "--amp_custom_white_list". Returns

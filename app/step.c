@@ -39,6 +39,7 @@ void step_ctx_free(StepCtx *s) {
     ocr_tensor_free(&s->dl32);
     ocr_tensor_free(&s->logits_buf);
     ocr_tensor_free(&s->kept_logits_buf);
+    ocr_tensor_free(&s->gtc_loss);
     free(s->losses);
     free(s->infeasible);
     free(s->clip);
@@ -78,6 +79,25 @@ static ocr_status_t keep_logits(StepCtx *s, const OcrTensor *logits) {
     return OCR_OK;
 }
 
+// MultiHead: the guidance branch's loss (NRTRLoss) and its gradient × weight_2 × the loss scale,
+// on the model's device; the mean comes back to the host.
+static ocr_status_t guide_loss(StepCtx *s, float loss_scale, double weight, double *loss) {
+    const OcrTensor *logits = ocr_model_guide_logits(s->m), *targets = ocr_model_guide_targets(s->m);
+    OcrTensor *dlogits = ocr_model_guide_dlogits(s->m);
+    OCR_ASSERT(logits && targets && dlogits, "MultiHead: no guidance outputs after a training forward");
+    if (!s->gtc_loss.data || !ocr_device_equal(s->gtc_loss.device, logits->device)) {
+        ocr_tensor_free(&s->gtc_loss);
+        OCR_TRY(ocr_tensor_alloc(&s->gtc_loss, OCR_F32, logits->device, 1, (int64_t[]){1}, OCR_MEM_ACTIVATIONS));
+    }
+    CrossEntropyParams p = ocr_model_guide_loss_params(s->m, loss_scale * (float)weight);
+    cross_entropy_forward(NULL, &s->gtc_loss, NULL, logits, targets, p);
+    cross_entropy_backward(dlogits, logits, targets, p);
+    float v;
+    copy_bytes(ocr_cpu(), &v, s->gtc_loss.device, s->gtc_loss.data, sizeof v);
+    *loss = weight * (double)v;
+    return OCR_OK;
+}
+
 ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int32_t *lengths, int max_len, double lr,
                       StepOutcome *out) {
     int B = (int)images->shape[0];
@@ -86,8 +106,11 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
     AmpEngine *amp = s->amp;
     memset(out, 0, sizeof *out);
 
+    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
+    const int multi = mh->kind != OCR_GUIDE_NONE;
     OCR_TRY(amp_engine_begin_step(amp));
     ocr_params_zero_grads(params);
+    if (multi) OCR_TRY(ocr_model_set_guide_labels(s->m, labels, lengths, B, max_len));
     OCR_TRY(ocr_model_forward(s->m, images, 1));
     amp_engine_after_forward(amp);
     const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
@@ -100,11 +123,26 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
     OcrTensor infeas = ocr_tensor_view(s->infeasible, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
     // zero_infinity: one label longer than the sequence (with its adjacent repeats) would make
     // the whole gradient NaN and the step look like an AMP overflow; it is zeroed and counted.
-    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, amp_engine_loss_scale(amp)};
+    // MultiLoss: loss = weight_1 · CTC + weight_2 · guidance; each gradient carries its weight.
+    const float loss_scale = amp_engine_loss_scale(amp);
+    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, multi ? loss_scale * (float)mh->weight_ctc : loss_scale};
     out->loss = ctc_loss_forward(&losses, NULL, dl32, &infeas, logits, &targets, &lens, NULL, cp);
+    if (multi) {
+        out->loss_ctc = mh->weight_ctc * out->loss;
+        OCR_TRY(guide_loss(s, loss_scale, mh->weight_gtc, &out->loss_gtc));
+        out->loss = out->loss_ctc + out->loss_gtc;
+    }
     for (int i = 0; i < B; i++) out->infeasible += s->infeasible[i] != 0;
     if (dl32 != dl) amp_loss_dlogits(dl, dl32);
     OCR_TRY(ocr_model_backward(s->m));
+    // Frozen parameters (Global.freeze_params) take no part in the step: their gradients are
+    // cleared before the finite check and the clip norm (the GPU step leaves them out of its
+    // table), and the update below skips them.
+    for (int i = 0; s->optim->n_frozen && i < params->count; i++) {
+        if (!s->optim->frozen[i]) continue;
+        OcrTensor g = ocr_params_grad(params, i);
+        zero_tensor(&g);
+    }
 
     out->skipped = amp_engine_check_grads(amp);
     out->grad_norm = NAN;
@@ -115,6 +153,7 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
         }
         out->grad_norm = optim_clip_factors(s->optim, s->grads, amp->grad_scale, s->clip);
         for (int i = 0; i < params->count; i++) {
+            if (s->optim->frozen[i]) continue;
             OcrTensor w = ocr_params_tensor(params, i);
             AdamParams p = {0};
             optim_fill(s->optim, i, lr, &p);
@@ -203,6 +242,10 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     OCR_ASSERT(!s->dev, "step_device_init twice");
     if (params->device.type != OCR_DEVICE_CUDA)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "step_device_init: the model is not on a CUDA device");
+    if (ocr_model_arch(s->m)->multihead.kind != OCR_GUIDE_NONE)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED,
+                             "MultiHead (guided) training runs on the CPU step only: the fused GPU step does not "
+                             "compute the guidance loss yet");
     StepDevice *d = calloc(1, sizeof *d);
     if (!d) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     s->dev = d;
@@ -228,7 +271,9 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
         ft[i].m = (float *)s->optim->m[i].data;
         ft[i].v = (float *)s->optim->v[i].data;
         ft[i].grad = g.data;
-        ft[i].numel = ocr_tensor_numel(&w);
+        // A frozen parameter (Global.freeze_params) is a tensor of no elements to the fused pass:
+        // not checked, not in the norm, never updated (indices, and so rounding streams, stay).
+        ft[i].numel = s->optim->frozen[i] ? 0 : ocr_tensor_numel(&w);
         ft[i].param_dtype = w.dtype;
         ft[i].grad_dtype = g.dtype;
         ft[i].lr_mult = s->optim->lr_mult[i];

@@ -31,6 +31,7 @@ typedef struct {
     // the model's own logits do not outlive the backward. Set keep_logits before the first step.
     int keep_logits;
     OcrTensor kept_logits_buf, kept_logits;  // buffer (grows) and a (B, T, classes) view of it
+    OcrTensor gtc_loss;  // MultiHead: the guidance loss's mean (1 f32 on the model's device)
 } StepCtx;
 
 typedef struct {
@@ -39,6 +40,9 @@ typedef struct {
     float scale;         // the loss scale this step used
     int skipped;         // inf/NaN gradients: no update
     int infeasible;      // samples whose label needs more frames than the sequence has (loss zeroed)
+    // MultiHead (MultiLoss): loss = loss_ctc + loss_gtc, each already multiplied by its weight
+    // (weight_1, weight_2) as PaddleOCR logs CTCLoss and NRTRLoss; 0 for a CTC head.
+    double loss_ctc, loss_gtc;
 } StepOutcome;
 
 ocr_status_t step_ctx_init(StepCtx *s, OcrModel *m, AmpEngine *amp, Optimizer *optim, int capacity, int focal);

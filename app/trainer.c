@@ -1,6 +1,8 @@
 #include "app/trainer.h"
 
 #include <cjson/cJSON.h>
+#include <errno.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
@@ -19,9 +21,8 @@
 #include "eval/decode.h"
 #include "eval/metrics.h"
 #include "models/model.h"
-#ifdef OCR_HAVE_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
+#include "kernels/backend.h"
+#include "models/amp_view.h"
 
 volatile sig_atomic_t train_stop_requested = 0;
 
@@ -57,34 +58,34 @@ ocr_status_t app_device_prepare(const char *device, ocr_dtype_t amp_dtype, int a
     OCR_TRY(st);
     if (d.type != OCR_DEVICE_CUDA) return OCR_OK;
 #ifdef OCR_HAVE_CUDA
-    OcrCudaDeviceInfo ci;
-    if (ocr_cuda_device_info(d.index, &ci)) return ocr_wrap_error(OCR_ERR_CUDA, "%s", device);
+    OcrDeviceInfo ci;
+    OCR_TRY(ocr_backend_device_info(d, &ci));
     info->gpu = 1;
     snprintf(info->name, sizeof info->name, "%s", ci.name);
-    info->cc_major = ci.major;
-    info->cc_minor = ci.minor;
+    info->cc_major = ci.cc_major;
+    info->cc_minor = ci.cc_minor;
     info->multiprocessors = ci.multiprocessors;
-    info->total_memory = (int64_t)ci.total_memory;
-    info->free_memory_at_start = (int64_t)ci.free_memory;
+    info->total_memory = ci.total_memory;
+    info->free_memory_at_start = ci.free_memory;
     info->driver_version = ci.driver_version;
     info->runtime_version = ci.runtime_version;
-    ocr_cuda_library_versions(info->libraries, sizeof info->libraries);
-    int cc = ci.major * 10 + ci.minor;
+    ocr_backend_library_versions(d, info->libraries, sizeof info->libraries);
+    int cc = ci.cc_major * 10 + ci.cc_minor;
     if (amp_dtype == OCR_BF16 && cc < 80)
         return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s (%s) has compute capability %d.%d; bfloat16 needs 8.0 "
                              "(Ampere) or newer. Use Global.amp_dtype float16, or train in FP32", device, ci.name,
-                             ci.major, ci.minor);
+                             ci.cc_major, ci.cc_minor);
     if (amp_dtype == OCR_F16 && cc < 70) {
         snprintf(info->note, sizeof info->note, "compute capability %d.%d has no tensor cores: float16 brings little "
-                 "speed here (memory savings remain)", ci.major, ci.minor);
+                 "speed here (memory savings remain)", ci.cc_major, ci.cc_minor);
         ocr_log(OCR_LOG_WARN, "%s (%s): %s", device, ci.name, info->note);
     }
-    ocr_cuda_set_allow_tf32(allow_tf32);
+    ocr_backend_set_allow_tf32(allow_tf32);
     info->allow_tf32 = allow_tf32;
     if (amp_dtype == OCR_F32)
         snprintf(info->note, sizeof info->note, "FP32 %s", allow_tf32 ? "with TF32 tensor cores (Global.allow_tf32)"
                                                                        : "is true FP32 (TF32 off)");
-    if (ocr_cuda_set_device(d.index)) return ocr_wrap_error(OCR_ERR_CUDA, "%s", device);
+    OCR_TRY(ocr_backend_set_device(d));
     return OCR_OK;
 #else
     (void)amp_dtype, (void)allow_tf32;
@@ -156,6 +157,76 @@ static ocr_status_t push_eval(TrainResult *r, const EvalRecord *e) {
 }
 
 // ---- setup ---------------------------------------------------------------------------------------
+
+ocr_status_t train_apply_finetune(OcrModel *m, const RunConfig *rc, const OcrConfig *cfg) {
+    const FinetuneConfig *f = &rc->finetune;
+    OcrParamTable *params = ocr_model_params(m);
+    OcrOpTable *ops = ocr_model_ops(m);
+    int n_bn = 0;
+    if (f->freeze_norm_all) n_bn = ocr_model_freeze_norm(m, NULL, 1);
+    for (int k = 0; k < f->n_freeze_norm; k++) {
+        int n = ocr_model_freeze_norm(m, f->freeze_norm[k], 1);
+        if (n == 0)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.freeze_norm: pattern \"%s\" matches no batch norm layer "
+                                 "of this model (`ocrtrain info -c CFG` lists the layers; type batchnorm)",
+                                 ocr_config_source(cfg), f->freeze_norm[k]);
+    }
+    if (f->n_freeze_norm) {
+        n_bn = 0;
+        for (int i = 0; i < ops->count; i++) n_bn += ops->items[i].bn_frozen;
+    }
+    int n_frozen = 0;
+    int64_t frozen_numel = 0;
+    for (int i = 0; i < params->count; i++) {
+        OcrParamInfo *p = &params->items[i];
+        int fz = 0;
+        // A frozen BN's scale and shift, unless Global.freeze_norm_affine is false.
+        if (f->freeze_norm_affine && p->role == OCR_ROLE_NORM && params->ops_recorded && p->op >= 0 &&
+            p->op < ops->count && ops->items[p->op].bn_frozen)
+            fz = 1;
+        for (int k = 0; !fz && k < f->n_freeze_params; k++) fz = fnmatch(f->freeze_params[k], p->name, 0) == 0;
+        p->frozen = fz;
+        n_frozen += fz;
+        if (fz) frozen_numel += p->numel;
+    }
+    for (int k = 0; k < f->n_freeze_params; k++) {
+        int hit = 0;
+        for (int i = 0; i < params->count && !hit; i++) hit = fnmatch(f->freeze_params[k], params->items[i].name, 0) == 0;
+        if (!hit)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.freeze_params: pattern \"%s\" matches no parameter of "
+                                 "this model (names as in the weights file, e.g. backbone.conv1.*)",
+                                 ocr_config_source(cfg), f->freeze_params[k]);
+    }
+    if (n_frozen == params->count)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.freeze_params / freeze_norm freeze every parameter: nothing "
+                             "would train", ocr_config_source(cfg));
+    // Optimizer.lr_mult: the first matching pattern multiplies the parameter's own multiplier
+    // (PaddleOCR's ParamAttr learning_rate: lr_mult_list, lab_lr).
+    int hits[RUN_MAX_PATTERNS] = {0};
+    for (int i = 0; i < params->count; i++) {
+        OcrParamInfo *p = &params->items[i];
+        for (int k = 0; k < f->n_lr_mult; k++) {
+            if (fnmatch(f->lr_mult_pattern[k], p->name, 0) != 0) continue;
+            hits[k]++;
+            p->lr_mult = (float)((double)p->lr_mult * f->lr_mult[k]);
+            break;
+        }
+    }
+    for (int k = 0; k < f->n_lr_mult; k++)
+        if (!hits[k])
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Optimizer.lr_mult: pattern \"%s\" matches no parameter%s",
+                                 ocr_config_source(cfg), f->lr_mult_pattern[k],
+                                 k ? " (or only parameters an earlier pattern took: the first match wins)" : "");
+    if (n_bn || n_frozen || f->n_lr_mult) {
+        ocr_log(OCR_LOG_INFO, "fine-tuning: %d batch norm layer(s) with frozen statistics, %d parameter tensor(s) "
+                "(%lld values) frozen, %d learning-rate pattern(s)", n_bn, n_frozen, (long long)frozen_numel,
+                f->n_lr_mult);
+        for (int k = 0; k < f->n_lr_mult; k++)
+            ocr_log(OCR_LOG_INFO, "  Optimizer.lr_mult \"%s\" x%g: %d parameter tensor(s)", f->lr_mult_pattern[k],
+                    f->lr_mult[k], hits[k]);
+    }
+    return OCR_OK;
+}
 
 static void fill_state_from_run(Trainer *t) {
     CkptState *s = &t->st;
@@ -259,12 +330,15 @@ static ocr_status_t setup(Trainer *t) {
             ocr_log(OCR_LOG_WARN, "resuming %s with Global.seed %llu; it was trained with %llu (data order and "
                     "augmentation change)", ckdir, (unsigned long long)rc->seed, (unsigned long long)t->st.seed);
     } else if (rc->pretrained_model) {
-        int loaded, skipped;
-        ocr_status_t st = ckpt_load_pretrained(t->m, rc->pretrained_model, &loaded, &skipped);
+        OcrLoadReport rep;
+        ocr_status_t st = ckpt_load_pretrained(t->m, rc->pretrained_model, rc->finetune.pretrained_strict, &rep);
         if (st != OCR_OK) return ocr_wrap_error(st, "Global.pretrained_model");
-        ocr_log(OCR_LOG_INFO, "pretrained weights %s: %d tensors loaded, %d kept their initial values",
-                rc->pretrained_model, loaded, skipped);
+        ocr_log(OCR_LOG_INFO, "pretrained weights %s: %d tensors loaded%s", rc->pretrained_model, rep.loaded,
+                ocr_load_report_complete(&rep) ? " (all of the model's)" : "");
     }
+    // Frozen BN statistics, frozen parameters and learning-rate multipliers go onto the model's
+    // tables before the AMP engine and the optimizer read them.
+    OCR_TRY(train_apply_finetune(t->m, rc, cfg));
 
     // AMP: the policy goes onto the op table before the first plan; O2 creates the masters.
     AmpConfig ac;
@@ -281,7 +355,10 @@ static ocr_status_t setup(Trainer *t) {
     }
     amp_engine_init(&t->amp, &ac);
     t->amp_ok = 1;
-    OCR_TRY(amp_engine_attach(&t->amp, ocr_model_ops(t->m), ocr_model_params(t->m), ocr_model_stats(t->m)));
+    OCR_TRY(ocr_amp_attach(&t->amp, ocr_model_ops(t->m), ocr_model_params(t->m), ocr_model_stats(t->m)));
+    // O1: the model's conv/linear/embedding ops read the engine's low-precision weight copies
+    // (refreshed once per step) instead of rounding the f32 weights at every call.
+    if (t->amp.cfg.policy.level == OCR_AMP_O1) OCR_TRY(ocr_model_set_cast_cache(t->m, &t->amp.cache));
     snprintf(res->amp_level, sizeof res->amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
     snprintf(res->amp_dtype, sizeof res->amp_dtype, "%s",
              t->amp.cfg.policy.level == OCR_AMP_O0 ? "float32" : ocr_dtype_name(t->amp.cfg.policy.dtype));
@@ -383,7 +460,7 @@ static void cleanup(Trainer *t) {
 #ifdef OCR_HAVE_CUDA
     // Each run (compare runs several) starts with the device's scratch and library workspaces
     // released, so its peak is its own; the cuDNN algorithm choices stay (same bits per run).
-    if (t->device.type == OCR_DEVICE_CUDA) ocr_cuda_release_buffers();
+    ocr_backend_release_buffers(t->device);
 #endif
 }
 
@@ -409,7 +486,7 @@ static ocr_status_t batch_metric(Trainer *t, StepRecord *rec) {
             t->metric_logits_cap = n;
         }
 #ifdef OCR_HAVE_CUDA
-        if (ocr_cuda_synchronize(t->device.index)) return ocr_wrap_error(OCR_ERR_CUDA, "training metric");
+        if (ocr_backend_synchronize(t->device) != OCR_OK) return ocr_wrap_error(OCR_ERR_CUDA, "training metric");
 #endif
         copy_bytes(ocr_cpu(), t->metric_logits, lg->device, lg->data, n * sizeof(float));
         logits = t->metric_logits;
@@ -440,6 +517,8 @@ static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_coun
     *infeasible_count = o.infeasible;
     rec->iter = t->st.iter;
     rec->loss = (float)o.loss;
+    rec->loss_ctc = (float)o.loss_ctc;
+    rec->loss_gtc = (float)o.loss_gtc;
     rec->lr = (float)lr;
     rec->scale = o.scale;
     rec->skipped = o.skipped;
@@ -498,11 +577,15 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
     if (isfinite(r->loss)) cJSON_AddNumberToObject(o, "loss", sig7(r->loss));
     else cJSON_AddNullToObject(o, "loss");
     cJSON_AddNumberToObject(o, "loss_avg", sig7(avg));
+    if (r->loss_gtc != 0.0f || r->loss_ctc != 0.0f) {  // MultiHead
+        cJSON_AddNumberToObject(o, "loss_ctc", sig7(r->loss_ctc));
+        cJSON_AddNumberToObject(o, "loss_gtc", sig7(r->loss_gtc));
+    }
     cJSON_AddNumberToObject(o, "lr", sig7(r->lr));
     cJSON_AddNumberToObject(o, "loss_scale", r->scale);
     cJSON_AddBoolToObject(o, "skipped", r->skipped);
     if (r->skipped && t->amp.last_layer >= 0)
-        cJSON_AddStringToObject(o, "overflow_layer", t->amp.ops->items[t->amp.last_layer].name);
+        cJSON_AddStringToObject(o, "overflow_layer", amp_engine_layer_name(&t->amp, t->amp.last_layer));
     if (isfinite(r->grad_norm)) cJSON_AddNumberToObject(o, "grad_norm", sig7(r->grad_norm));
     else cJSON_AddNullToObject(o, "grad_norm");
     cJSON_AddNumberToObject(o, "step_time_s", sig7(r->step_seconds));
@@ -690,6 +773,7 @@ static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, 
     StepRecord rec;
     rec.iter = q[0].iter;
     rec.loss = (float)o.loss;
+    rec.loss_ctc = rec.loss_gtc = 0.0f;  // the GPU step trains CTC heads only
     rec.lr = q[0].lr;
     rec.scale = o.scale;
     rec.skipped = o.skipped;
@@ -712,6 +796,14 @@ static ocr_status_t drain(Trainer *t, Inflight *q, int *nq, int64_t stop, double
 
 // After a step (CPU) or after draining the steps in flight (GPU): evaluation, epoch end,
 // checkpoints.
+// metrics.jsonl is the run's record: a full disk or an I/O error there stops the run with the
+// file named, instead of training on with the record silently cut short.
+static ocr_status_t metrics_flush(Trainer *t) {
+    if (fflush(t->metrics) != 0 || ferror(t->metrics))
+        return ocr_set_error(OCR_ERR_IO, "writing %s/metrics.jsonl failed: %s", t->dir, strerror(errno));
+    return OCR_OK;
+}
+
 static ocr_status_t after_iteration(Trainer *t) {
     const RunConfig *rc = t->rc;
     int64_t g = t->st.iter;
@@ -728,8 +820,7 @@ static ocr_status_t after_iteration(Trainer *t) {
             OCR_TRY(save_checkpoint(t, name));
         }
     }
-    fflush(t->metrics);
-    return OCR_OK;
+    return metrics_flush(t);
 }
 
 // The GPU loop: step n+1 is enqueued before step n's outcome is read, so the host prepares and
@@ -773,9 +864,8 @@ static ocr_status_t loop_gpu(Trainer *t, int64_t stop, double *ema) {
     // The tracker against the runtime, at the end of training (before evaluation buffers).
     t->res->device_tracked_bytes = ocr_mem_stats(t->device).current_total;
 #ifdef OCR_HAVE_CUDA
-    OcrCudaDeviceInfo ci;
-    if (ocr_cuda_device_info(t->device.index, &ci) == 0)
-        t->res->device_runtime_used = (int64_t)ci.total_memory - (int64_t)ci.free_memory;
+    OcrDeviceInfo ci;
+    if (ocr_backend_device_info(t->device, &ci) == OCR_OK) t->res->device_runtime_used = ci.total_memory - ci.free_memory;
 #endif
     return OCR_OK;
 }

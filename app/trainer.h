@@ -39,6 +39,8 @@ typedef struct {
     // Global.cal_metric_during_train: greedy decode of this batch against its labels
     // (RecMetric), as PaddleOCR logs it; -1 when not computed.
     float train_acc, train_norm_edit_dis;
+    // MultiHead: the weighted CTC and guidance parts of loss (PaddleOCR's CTCLoss / NRTRLoss); 0 otherwise.
+    float loss_ctc, loss_gtc;
 } StepRecord;
 
 typedef struct {
@@ -108,6 +110,14 @@ void train_result_free(TrainResult *r);
 // Runs (or resumes) training as configured. cfg must have passed run_config_read (rc).
 // Files: Global.save_model_dir/{metrics.jsonl, config.json, latest/, best/}.
 ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOptions *opt, TrainResult *res);
+
+// Fine-tuning options onto a model's tables (train_run calls it after loading the weights and
+// before the AMP engine and the optimizer are made): Global.freeze_norm (BN ops' bn_frozen),
+// Global.freeze_norm_affine and Global.freeze_params (OcrParamInfo.frozen), Optimizer.lr_mult
+// (OcrParamInfo.lr_mult, first matching pattern). A pattern that matches nothing, or freezing
+// every parameter, is OCR_ERR_CONFIG naming the key.
+struct OcrModel;
+ocr_status_t train_apply_finetune(struct OcrModel *m, const RunConfig *rc, const OcrConfig *cfg);
 
 // Sets OpenMP threads from Global.threads (0: leave the default).
 void app_set_threads(int threads);

@@ -32,6 +32,7 @@
 #include "kernels/backend.h"
 #include "kernels/ops.h"
 #include "models/model.h"
+#include "models/amp_view.h"
 #ifdef OCR_HAVE_CUDA
 #include "kernels/cuda/cuda_backend.h"
 #endif
@@ -96,7 +97,7 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, int bat
     if (st == OCR_OK) {
         amp_engine_init(&amp, &ac);
         amp_ok = 1;
-        st = amp_engine_attach(&amp, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m));
+        st = ocr_amp_attach(&amp, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m));
     }
     if (st == OCR_OK) st = optim_init(&optim, &rc.optim, ocr_model_params(m));
     optim_ok = st == OCR_OK;

@@ -2,16 +2,27 @@
 
 #include <cjson/cJSON.h>
 #include <ctype.h>
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/yaml.h"
+
+typedef struct {
+    char *path;  // the full key, e.g. "Global.debug"
+    const char *reason;
+} IgnoredKey;
 
 struct OcrConfig {
     cJSON *root;
     char *source;
+    // No-effect keys accepted so far (deduplicated). Recorded by ocr_config_check_keys, which
+    // takes a const config: this is bookkeeping about the reading, not the config.
+    IgnoredKey *ignored;
+    int num_ignored, cap_ignored;
 };
 
 // Paths are short; a segment or a description that does not fit is truncated, never overrun.
@@ -71,8 +82,14 @@ static const char *describe(const cJSON *node, char *buf, size_t bufsize) {
 
 static ocr_status_t type_error(const OcrConfig *cfg, const char *path, const char *expected, const cJSON *found) {
     char d[DESC_MAX_LEN];
-    return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be %s, got %s", cfg->source, path, expected,
-                         describe(found, d, sizeof d));
+    // YAML 1.1 (PaddleOCR's PyYAML) reads 1e-4 as a string; say why a number became one.
+    const char *hint = "";
+    if (cJSON_IsString(found) && strstr(expected, "number") &&
+        ocr_yaml_is_yaml11_number_string(found->valuestring, strlen(found->valuestring)))
+        hint = " (YAML 1.1, as PaddleOCR's yaml.load, reads a number without a dot, or with an unsigned exponent, "
+               "as a string: write e.g. 1.0e-4)";
+    return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be %s, got %s%s", cfg->source, path, expected,
+                         describe(found, d, sizeof d), hint);
 }
 
 // ---- path lookup ----------------------------------------------------------------
@@ -237,17 +254,14 @@ static ocr_status_t parse_json(cJSON **out, const char *text, size_t len, const 
     return ocr_set_error(OCR_ERR_CONFIG, "%s:%d:%d: invalid JSON near: %.*s", name, l, c, show, text + ls);
 }
 
-ocr_status_t ocr_config_parse(OcrConfig **out, const char *json_text, const char *name) {
-    *out = NULL;
-    if (!name) name = "<config>";
-    if (!json_text) return ocr_set_error(OCR_ERR_INVALID_ARG, "%s: no JSON text", name);
-    cJSON *root;
-    OCR_TRY(parse_json(&root, json_text, strlen(json_text), name));
+// Takes ownership of root: checks it is an object without duplicate keys and wraps it.
+static ocr_status_t make_config(OcrConfig **out, cJSON *root, const char *name, const char *kind) {
     if (!cJSON_IsObject(root)) {
         char d[DESC_MAX_LEN];
         describe(root, d, sizeof d);
         cJSON_Delete(root);
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: the top level must be an object, got %s", name, d);
+        if (strcmp(d, "null") == 0) return ocr_set_error(OCR_ERR_CONFIG, "%s: empty, expected a %s", name, kind);
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: the top level must be a %s, got %s", name, kind, d);
     }
     ocr_status_t st = check_duplicates(name, root, "");
     if (st != OCR_OK) {
@@ -266,25 +280,70 @@ ocr_status_t ocr_config_parse(OcrConfig **out, const char *json_text, const char
     return OCR_OK;
 }
 
+ocr_status_t ocr_config_parse(OcrConfig **out, const char *json_text, const char *name) {
+    *out = NULL;
+    if (!name) name = "<config>";
+    if (!json_text) return ocr_set_error(OCR_ERR_INVALID_ARG, "%s: no JSON text", name);
+    cJSON *root;
+    OCR_TRY(parse_json(&root, json_text, strlen(json_text), name));
+    if (!cJSON_IsObject(root)) {
+        char d[DESC_MAX_LEN];
+        describe(root, d, sizeof d);
+        cJSON_Delete(root);
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: the top level must be an object, got %s", name, d);
+    }
+    return make_config(out, root, name, "JSON object");
+}
+
+ocr_status_t ocr_config_parse_yaml(OcrConfig **out, const char *text, size_t len, const char *name) {
+    *out = NULL;
+    if (!name) name = "<config>";
+    if (!text) return ocr_set_error(OCR_ERR_INVALID_ARG, "%s: no YAML text", name);
+    cJSON *root;
+    OCR_TRY(ocr_yaml_parse(&root, text, len, name));
+    return make_config(out, root, name, "mapping (Global:, Architecture:, ...)");
+}
+
+int ocr_config_path_is_yaml(const char *path) {
+    const char *dot = path ? strrchr(path, '.') : NULL;
+    return dot && (strcmp(dot, ".yml") == 0 || strcmp(dot, ".yaml") == 0 || strcmp(dot, ".YML") == 0 ||
+                   strcmp(dot, ".YAML") == 0);
+}
+
+// JSON for .json and for text that starts with '{'; YAML for .yml/.yaml and everything else
+// (PaddleOCR's configs are YAML whatever they are called).
+static int text_is_json(const char *path, const char *text, size_t size) {
+    if (ocr_config_path_is_yaml(path)) return 0;
+    const char *dot = strrchr(path, '.');
+    if (dot && strcmp(dot, ".json") == 0) return 1;
+    size_t i = size >= 3 && memcmp(text, "\xEF\xBB\xBF", 3) == 0 ? 3 : 0;
+    while (i < size && isspace((unsigned char)text[i])) i++;
+    return i < size && text[i] == '{';
+}
+
 ocr_status_t ocr_config_load(OcrConfig **out, const char *path) {
     *out = NULL;
     char *text;
     size_t size;
     OCR_TRY(ocr_read_file(path, &text, &size));
-    if (strlen(text) != size) {
+    ocr_status_t st;
+    if (!text_is_json(path, text, size)) {
+        st = ocr_config_parse_yaml(out, text, size, path);
+    } else if (strlen(text) != size) {
         // parse would stop at the NUL; report it with its position instead.
         cJSON *dummy;
-        ocr_status_t st = parse_json(&dummy, text, size, path);
-        free(text);
-        return st;
+        st = parse_json(&dummy, text, size, path);
+    } else {
+        st = ocr_config_parse(out, text, path);
     }
-    ocr_status_t st = ocr_config_parse(out, text, path);
     free(text);
     return st;
 }
 
 void ocr_config_free(OcrConfig *cfg) {
     if (!cfg) return;
+    for (int i = 0; i < cfg->num_ignored; i++) free(cfg->ignored[i].path);
+    free(cfg->ignored);
     cJSON_Delete(cfg->root);
     free(cfg->source);
     free(cfg);
@@ -360,12 +419,28 @@ static ocr_status_t parse_value(const OcrConfig *cfg, const char *path, const ch
             return OCR_OK;
         }
     }
+    if (*p == '[' || *p == '{') {  // a YAML flow collection: [a, {b: 1}], {x: True}
+        cJSON *y = NULL;
+        ocr_status_t st = ocr_yaml_parse(&y, p, strlen(p), path);
+        if (st == OCR_OK && (cJSON_IsArray(y) || cJSON_IsObject(y))) {
+            *out = y;
+            return OCR_OK;
+        }
+        cJSON_Delete(y);
+    }
     if (*p == '[' || *p == '{' || *p == '"') {
         size_t pos = end && end >= text ? (size_t)(end - text) : 0;
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: value for %s is not valid JSON (error at character %zu): %s",
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: value for %s is not valid JSON or YAML (error at character %zu): %s",
                              cfg->source, path, pos + 1, text);
     }
-    v = cJSON_CreateString(text);
+    // PaddleOCR's tools/program.py types each -o value with yaml.load: True, yes, ~, 0x10, ...
+    const char *e = p + strlen(p);
+    while (e > p && isspace((unsigned char)e[-1])) e--;
+    v = ocr_yaml_plain_scalar(p, (size_t)(e - p));
+    if (v && cJSON_IsString(v)) {
+        cJSON_Delete(v);
+        v = cJSON_CreateString(text);
+    }
     if (!v) return ocr_set_error(OCR_ERR_OOM, "%s: out of memory setting %s", cfg->source, path);
     *out = v;
     return OCR_OK;
@@ -386,6 +461,13 @@ ocr_status_t ocr_config_set(OcrConfig *cfg, const char *path, const char *value_
     }
     cJSON *value;
     OCR_TRY(parse_value(cfg, path, value_text, &value));
+    // A value object is held to the file's rule: no key twice (otherwise the saved effective
+    // config.json would not load again; found by fuzz/fuzz_config.c).
+    ocr_status_t dup = check_duplicates(cfg->source, value, path);
+    if (dup != OCR_OK) {
+        cJSON_Delete(value);
+        return dup;
+    }
 
     cJSON *node = cfg->root;
     char key[PATH_MAX_LEN];
@@ -633,6 +715,46 @@ int ocr_edit_distance(const char *a, const char *b) {
     return d;
 }
 
+static const OcrNoEffectKey *g_no_effect;  // set once at start-up, before any thread reads configs
+
+void ocr_config_set_no_effect_keys(const OcrNoEffectKey *table) { g_no_effect = table; }
+
+// The table entry for `key` under `section_path`, or NULL.
+static const OcrNoEffectKey *no_effect_entry(const char *section_path, const char *key) {
+    for (const OcrNoEffectKey *e = g_no_effect; e && e->key; e++)
+        if (strcmp(e->key, key) == 0 && fnmatch(e->section, section_path, 0) == 0) return e;
+    return NULL;
+}
+
+// Records an accepted no-effect key once. Failing to record (OOM) only loses the listing.
+static void record_ignored(const OcrConfig *cfg_const, const char *full, const char *reason) {
+    OcrConfig *cfg = (OcrConfig *)cfg_const;  // bookkeeping about the reading (see struct OcrConfig)
+    for (int i = 0; i < cfg->num_ignored; i++)
+        if (strcmp(cfg->ignored[i].path, full) == 0) return;
+    if (cfg->num_ignored == cfg->cap_ignored) {
+        int cap = cfg->cap_ignored ? cfg->cap_ignored * 2 : 16;
+        IgnoredKey *k = realloc(cfg->ignored, sizeof *k * (size_t)cap);
+        if (!k) return;
+        cfg->ignored = k;
+        cfg->cap_ignored = cap;
+    }
+    char *p = dup_string(full);
+    if (!p) return;
+    cfg->ignored[cfg->num_ignored++] = (IgnoredKey){p, reason};
+}
+
+void ocr_config_record_ignored(const OcrConfig *cfg, const char *path, const char *reason) {
+    record_ignored(cfg, path, reason);
+}
+
+int ocr_config_num_ignored(const OcrConfig *cfg) { return cfg->num_ignored; }
+
+const char *ocr_config_ignored(const OcrConfig *cfg, int i, const char **reason) {
+    if (i < 0 || i >= cfg->num_ignored) return NULL;
+    if (reason) *reason = cfg->ignored[i].reason;
+    return cfg->ignored[i].path;
+}
+
 ocr_status_t ocr_config_check_keys(const OcrConfig *cfg, const char *section_path, const char *const *known) {
     if (!section_path) section_path = "";
     const cJSON *section;
@@ -647,12 +769,23 @@ ocr_status_t ocr_config_check_keys(const OcrConfig *cfg, const char *section_pat
         if (found) continue;
         char full[PATH_MAX_LEN];
         join_path(full, sizeof full, section_path, key);
+        const OcrNoEffectKey *ne = no_effect_entry(section_path, key);
+        if (ne) {
+            record_ignored(cfg, full, ne->reason);
+            continue;
+        }
         // Suggest the closest known key when it is plausibly a typo; otherwise list them all.
         const char *best = NULL;
         int best_d = 1 << 30;
         for (int i = 0; known && known[i]; i++) {
             int d = ocr_edit_distance(key, known[i]);
             if (d < best_d) best_d = d, best = known[i];
+        }
+        // The accepted no-effect keys of this section are candidates too (print_mem_inf).
+        for (const OcrNoEffectKey *e = g_no_effect; e && e->key; e++) {
+            if (fnmatch(e->section, section_path, 0) != 0) continue;
+            int d = ocr_edit_distance(key, e->key);
+            if (d < best_d) best_d = d, best = e->key;
         }
         int len = (int)strlen(key);
         int limit = len / 3 > 2 ? len / 3 : 2;

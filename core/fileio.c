@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 static char *dup_string(const char *s) {
@@ -70,6 +71,21 @@ static void parent_dir(const char *path, char *buf, size_t bufsize) {
     }
 }
 
+void ocr_test_write_pause(void) {
+    const char *env = getenv("OCR_TEST_WRITE_DELAY_MS");
+    long ms = env ? strtol(env, NULL, 10) : 0;
+    if (ms <= 0) return;
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    // A signal (the trainer's SIGINT handler) may cut the sleep short; the rest is not needed.
+    nanosleep(&ts, NULL);
+}
+
+// OCR_TEST_FAIL_WRITE: whether this write is to fail as on a full disk.
+static int injected_write_failure(const char *path) {
+    const char *env = getenv("OCR_TEST_FAIL_WRITE");
+    return env && env[0] && strstr(path, env) != NULL;
+}
+
 ocr_status_t ocr_atomic_commit(OcrAtomicFile *af) {
     OCR_ASSERT(af->fp && af->path && af->tmp_path, "commit of an atomic file that is not open");
     const char *what = NULL;
@@ -79,11 +95,14 @@ ocr_status_t ocr_atomic_commit(OcrAtomicFile *af) {
         what = "write", err = errno;
     } else if (ferror(af->fp)) {
         what = "write", err = EIO;
+    } else if (injected_write_failure(af->path)) {
+        what = "write", err = ENOSPC;
     } else if (fsync(fileno(af->fp)) != 0) {
         what = "fsync", err = errno;
     }
     if (fclose(af->fp) != 0 && !what) what = "close", err = errno;
     af->fp = NULL;
+    if (!what) ocr_test_write_pause();
     if (!what && rename(af->tmp_path, af->path) != 0) what = "rename", err = errno;
     if (what) {
         unlink(af->tmp_path);

@@ -29,4 +29,16 @@ int ocr_file_exists(const char *path);
 // mkdir -p.
 ocr_status_t ocr_make_dirs(const char *path);
 
+// Fault injection for the crash and full-disk tests (tests/app/test_crash.c). Both are read
+// from the environment at each call and do nothing when unset, which is every normal run:
+//   OCR_TEST_FAIL_WRITE=SUBSTR    an atomic write whose target path contains SUBSTR fails at
+//                                 commit as a full disk does (ENOSPC), after its temporary file
+//                                 was written: the caller's error path runs as it would for real.
+//   OCR_TEST_WRITE_DELAY_MS=N     every atomic commit, and every call of ocr_test_write_pause,
+//                                 sleeps N ms before its rename, widening the windows in which a
+//                                 kill finds a half-written file or checkpoint directory.
+// ocr_test_write_pause is the delay alone, for multi-file writers (checkpoints) to call between
+// their own renames.
+void ocr_test_write_pause(void);
+
 #endif

@@ -4,8 +4,9 @@
 // handled exactly (NaN stays NaN with its sign and the top payload bits that fit, and is
 // always made quiet, so a payload that truncates to zero cannot turn into inf).
 // f16/bf16 -> f32 is exact and keeps NaN bits as they are (a signalling NaN stays signalling).
-// The bulk functions pick F16C (f16) and AVX-512 BF16 / AVX2 (bf16) at run time when the
-// CPU has them and fall back to the scalar code elsewhere; all paths give identical bits.
+// The bulk functions pick F16C (f16; its 16-lane AVX-512 forms where the CPU has AVX-512) and
+// AVX-512 BF16 / AVX2 (bf16) at run time when the CPU has them and fall back to the scalar
+// code elsewhere; all paths give identical bits.
 #ifndef OCR_CORE_HALF_H
 #define OCR_CORE_HALF_H
 

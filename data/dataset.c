@@ -172,6 +172,95 @@ static ocr_status_t append_path(Builder *b, const char *p, size_t len) {
     return OCR_OK;
 }
 
+// Encodes the label and appends the sample (list: a JSON list of alternative paths, owned and
+// freed here; path NULL: an LMDB record). `line` is what examples quote. Non-OK only for OOM.
+static ocr_status_t add_sample(Builder *b, int32_t file, int64_t line_no, const char *s, size_t n, const char *text,
+                               size_t text_len, cJSON *list, const char *path, size_t path_len) {
+    OcrDataset *ds = b->ds;
+    const char *fname = ds->label_files[file];
+    char ex[256];
+    // The label (CTCLabelEncode). Unknown characters are counted even when the sample is
+    // rejected for having no known character at all.
+    int label_len = 0;
+    ocr_label_result_t lr =
+        ocr_dict_encode(ds->dict, text, text_len, ds->max_text_length, b->label_buf, &label_len, &ds->unknown_chars);
+    if (lr != OCR_LABEL_OK) {
+        cJSON_Delete(list);
+        switch (lr) {
+            case OCR_LABEL_EMPTY:
+                ocr_skip_stats_add(&ds->skipped, OCR_SKIP_EMPTY_LABEL, "%s:%lld: empty label in \"%s\"", fname,
+                                   (long long)line_no, excerpt(s, n, ex, sizeof ex));
+                break;
+            case OCR_LABEL_TOO_LONG:
+                ocr_skip_stats_add(&ds->skipped, OCR_SKIP_LABEL_TOO_LONG,
+                                   "%s:%lld: label of %zu characters, over max_text_length %d: \"%s\"", fname,
+                                   (long long)line_no, ocr_utf8_length(text, text_len), ds->max_text_length,
+                                   excerpt(text, text_len, ex, sizeof ex));
+                break;
+            case OCR_LABEL_NO_KNOWN_CHARS:
+                ocr_skip_stats_add(&ds->skipped, OCR_SKIP_NO_KNOWN_CHARS,
+                                   "%s:%lld: no character of the label is in the dictionary: \"%s\"", fname,
+                                   (long long)line_no, excerpt(text, text_len, ex, sizeof ex));
+                break;
+            default:  // validated above
+                OCR_ASSERT(0, "unexpected label result %d", (int)lr);
+        }
+        return OCR_OK;
+    }
+    if (ds->max_encoded_length && label_len > ds->max_encoded_length) {
+        cJSON_Delete(list);
+        ocr_skip_stats_add(&ds->skipped, OCR_SKIP_LABEL_TOO_LONG,
+                           "%s:%lld: label of %d known characters, over MultiLabelEncode's max_text_length − 2 = %d: "
+                           "\"%s\"",
+                           fname, (long long)line_no, label_len, ds->max_encoded_length,
+                           excerpt(text, text_len, ex, sizeof ex));
+        return OCR_OK;
+    }
+    if (text[text_len - 1] == ' ') {
+        ds->notes.trailing_space_labels++;
+        note_example(ds->notes.trailing_space_example, fname, line_no, "label ends in a space (kept):", text,
+                     text_len);
+    }
+
+    if (ds->num_entries_ >= INT32_MAX - 1) {
+        cJSON_Delete(list);
+        return ocr_set_error(OCR_ERR_FORMAT, "%s:%lld: more than %d samples in one dataset", fname,
+                             (long long)line_no, INT32_MAX - 1);
+    }
+    ocr_status_t st = grow((void **)&ds->entries_, &b->entries_cap, (size_t)ds->num_entries_ + 1, sizeof *ds->entries_);
+    if (st == OCR_OK)
+        st = grow((void **)&ds->labels_, &b->labels_cap, b->labels_n + (size_t)label_len, sizeof *ds->labels_);
+    if (st != OCR_OK) {
+        cJSON_Delete(list);
+        return st;
+    }
+    OcrDatasetEntry_ *e = &ds->entries_[ds->num_entries_];
+    e->path_off = (int64_t)b->paths_n;
+    e->text_off = (int64_t)b->texts_n;
+    e->label_off = (int64_t)b->labels_n;
+    e->line = line_no;
+    e->file = file;
+    e->label_len = label_len;
+    e->num_paths = 1;
+    if (!path) {
+        e->path_off = -1;
+        e->num_paths = 0;
+    } else if (list) {
+        e->num_paths = cJSON_GetArraySize(list);
+        for (cJSON *it = list->child; st == OCR_OK && it; it = it->next)
+            st = append_path(b, it->valuestring, strlen(it->valuestring));
+        cJSON_Delete(list);
+    } else {
+        st = append_path(b, path, path_len);
+    }
+    if (st == OCR_OK) st = append_bytes(b, &ds->texts_, &b->texts_n, &b->texts_cap, text, text_len);
+    if (st != OCR_OK) return st;
+    memcpy(ds->labels_ + b->labels_n, b->label_buf, sizeof(int32_t) * (size_t)label_len);
+    b->labels_n += (size_t)label_len;
+    ds->num_entries_++;
+    return OCR_OK;
+}
+
 // Handles one line (without its '\n'). Returns non-OK only for OOM.
 static ocr_status_t parse_line(Builder *b, int32_t file, int64_t line_no, const char *s, size_t n) {
     OcrDataset *ds = b->ds;
@@ -242,74 +331,7 @@ static ocr_status_t parse_line(Builder *b, int32_t file, int64_t line_no, const 
         }
     }
 
-    // The label (CTCLabelEncode). Unknown characters are counted even when the sample is
-    // rejected for having no known character at all.
-    int label_len = 0;
-    ocr_label_result_t lr =
-        ocr_dict_encode(ds->dict, text, text_len, ds->max_text_length, b->label_buf, &label_len, &ds->unknown_chars);
-    if (lr != OCR_LABEL_OK) {
-        cJSON_Delete(list);
-        switch (lr) {
-            case OCR_LABEL_EMPTY:
-                ocr_skip_stats_add(&ds->skipped, OCR_SKIP_EMPTY_LABEL, "%s:%lld: empty label in \"%s\"", fname,
-                                   (long long)line_no, excerpt(s, n, ex, sizeof ex));
-                break;
-            case OCR_LABEL_TOO_LONG:
-                ocr_skip_stats_add(&ds->skipped, OCR_SKIP_LABEL_TOO_LONG,
-                                   "%s:%lld: label of %zu characters, over max_text_length %d: \"%s\"", fname,
-                                   (long long)line_no, ocr_utf8_length(text, text_len), ds->max_text_length,
-                                   excerpt(text, text_len, ex, sizeof ex));
-                break;
-            case OCR_LABEL_NO_KNOWN_CHARS:
-                ocr_skip_stats_add(&ds->skipped, OCR_SKIP_NO_KNOWN_CHARS,
-                                   "%s:%lld: no character of the label is in the dictionary: \"%s\"", fname,
-                                   (long long)line_no, excerpt(text, text_len, ex, sizeof ex));
-                break;
-            default:  // validated above
-                OCR_ASSERT(0, "unexpected label result %d", (int)lr);
-        }
-        return OCR_OK;
-    }
-    if (text[text_len - 1] == ' ') {
-        ds->notes.trailing_space_labels++;
-        note_example(ds->notes.trailing_space_example, fname, line_no, "label ends in a space (kept):", text,
-                     text_len);
-    }
-
-    if (ds->num_entries_ >= INT32_MAX - 1) {
-        cJSON_Delete(list);
-        return ocr_set_error(OCR_ERR_FORMAT, "%s:%lld: more than %d samples in one dataset", fname,
-                             (long long)line_no, INT32_MAX - 1);
-    }
-    ocr_status_t st = grow((void **)&ds->entries_, &b->entries_cap, (size_t)ds->num_entries_ + 1, sizeof *ds->entries_);
-    if (st == OCR_OK)
-        st = grow((void **)&ds->labels_, &b->labels_cap, b->labels_n + (size_t)label_len, sizeof *ds->labels_);
-    if (st != OCR_OK) {
-        cJSON_Delete(list);
-        return st;
-    }
-    OcrDatasetEntry_ *e = &ds->entries_[ds->num_entries_];
-    e->path_off = (int64_t)b->paths_n;
-    e->text_off = (int64_t)b->texts_n;
-    e->label_off = (int64_t)b->labels_n;
-    e->line = line_no;
-    e->file = file;
-    e->label_len = label_len;
-    e->num_paths = 1;
-    if (list) {
-        e->num_paths = cJSON_GetArraySize(list);
-        for (cJSON *it = list->child; st == OCR_OK && it; it = it->next)
-            st = append_path(b, it->valuestring, strlen(it->valuestring));
-        cJSON_Delete(list);
-    } else {
-        st = append_path(b, path, path_len);
-    }
-    if (st == OCR_OK) st = append_bytes(b, &ds->texts_, &b->texts_n, &b->texts_cap, text, text_len);
-    if (st != OCR_OK) return st;
-    memcpy(ds->labels_ + b->labels_n, b->label_buf, sizeof(int32_t) * (size_t)label_len);
-    b->labels_n += (size_t)label_len;
-    ds->num_entries_++;
-    return OCR_OK;
+    return add_sample(b, file, line_no, s, n, text, text_len, list, path, path_len);
 }
 
 static ocr_status_t read_label_file(Builder *b, int32_t file) {
@@ -336,8 +358,92 @@ static ocr_status_t read_label_file(Builder *b, int32_t file) {
     return st;
 }
 
+// One LMDB environment: num-samples, then label-%09d for i = 1..n through the same label rules.
+static ocr_status_t read_lmdb_env(Builder *b, int32_t file) {
+    OcrDataset *ds = b->ds;
+    const OcrLmdbReader *r = &ds->readers_[file];
+    int64_t n;
+    OCR_TRY(ocr_lmdb_read_num_samples(r, &n));
+    if (r->records > 0 && n > r->records)  // see OcrLmdbReader.records
+        return ocr_set_error(OCR_ERR_FORMAT, "LMDBDataSet %s: num-samples is %lld, but the environment holds only %lld "
+                             "records (a damaged count?)", r->name, (long long)n, (long long)r->records);
+    ds->notes.files++;
+    char ex[256];
+    for (int64_t i = 1; i <= n; i++) {
+        char key[32];
+        ocr_lmdb_key(key, sizeof key, "label", i);
+        uint8_t *v = NULL;
+        size_t len = 0;
+        int got = r->get(r->ctx, key, &v, &len);
+        if (got < 0) return ocr_wrap_error(OCR_ERR_IO, "LMDBDataSet %s", r->name);
+        ds->notes.lines++;
+        if (got == 0) {
+            ocr_skip_stats_add(&ds->skipped, OCR_SKIP_EMPTY_LABEL, "%s:%lld: no %s record (num-samples is %lld)",
+                               r->name, (long long)i, key, (long long)n);
+            continue;
+        }
+        const char *t = (const char *)v;
+        size_t bad = 0;
+        ocr_status_t st = OCR_OK;
+        if (!ocr_utf8_valid(t, len, &bad))
+            ocr_skip_stats_add(&ds->skipped, OCR_SKIP_BAD_UTF8, "%s:%lld: %s: invalid UTF-8 at byte %zu: \"%s\"",
+                               r->name, (long long)i, key, bad + 1, excerpt(t, len, ex, sizeof ex));
+        else if (memchr(t, '\0', len))
+            ocr_skip_stats_add(&ds->skipped, OCR_SKIP_BAD_UTF8, "%s:%lld: %s: NUL byte in the label: \"%s\"", r->name,
+                               (long long)i, key, excerpt(t, len, ex, sizeof ex));
+        else
+            st = add_sample(b, file, i, t, len, t, len, NULL, NULL, 0);
+        free(v);
+        if (st != OCR_OK) return st;
+    }
+    return OCR_OK;
+}
+
+// Readers for the environments under data_dir (or the caller's), and their names as the
+// dataset's "files".
+static ocr_status_t open_lmdb_sources(OcrDataset *ds, const OcrDatasetOptions *opt) {
+    ds->lmdb_ = 1;
+    if (opt->lmdb_readers) {
+        if (opt->num_lmdb_readers < 1) return ocr_set_error(OCR_ERR_INVALID_ARG, "LMDBDataSet: no readers");
+        ds->num_files = opt->num_lmdb_readers;
+        ds->readers_ = malloc(sizeof(OcrLmdbReader) * (size_t)ds->num_files);
+        if (!ds->readers_) return ocr_set_error(OCR_ERR_OOM, "dataset: out of memory");
+        memcpy(ds->readers_, opt->lmdb_readers, sizeof(OcrLmdbReader) * (size_t)ds->num_files);
+    } else {
+        char **dirs;
+        int n;
+        OCR_TRY(ocr_lmdb_find_envs(opt->data_dir, &dirs, &n));
+        if (n < 1) {
+            ocr_lmdb_free_dirs(dirs, n);
+            return ocr_set_error(OCR_ERR_NOT_FOUND, "LMDBDataSet: no LMDB environment under %s", opt->data_dir);
+        }
+        ds->num_files = n;
+        ds->readers_ = calloc((size_t)n, sizeof(OcrLmdbReader));
+        ds->envs_ = calloc((size_t)n, sizeof(OcrLmdbEnv *));
+        ocr_status_t st = ds->readers_ && ds->envs_ ? OCR_OK : ocr_set_error(OCR_ERR_OOM, "dataset: out of memory");
+        for (int i = 0; st == OCR_OK && i < n; i++) {
+            st = ocr_lmdb_env_open(&ds->envs_[i], dirs[i]);
+            if (st == OCR_OK) ds->readers_[i] = ocr_lmdb_env_reader(ds->envs_[i]);
+        }
+        ocr_lmdb_free_dirs(dirs, n);
+        if (st != OCR_OK) return st;
+    }
+    ds->label_files = calloc((size_t)ds->num_files, sizeof(char *));
+    ds->ratios = malloc(sizeof(double) * (size_t)ds->num_files);
+    if (!ds->label_files || !ds->ratios) return ocr_set_error(OCR_ERR_OOM, "dataset: out of memory");
+    for (int f = 0; f < ds->num_files; f++) {
+        ds->ratios[f] = 1.0;
+        if (!(ds->label_files[f] = strdup(ds->readers_[f].name)))
+            return ocr_set_error(OCR_ERR_OOM, "dataset: out of memory");
+    }
+    return OCR_OK;
+}
+
 void ocr_dataset_close(OcrDataset *ds) {
     if (!ds) return;
+    for (int f = 0; ds->envs_ && f < ds->num_files; f++) ocr_lmdb_env_close(ds->envs_[f]);
+    free(ds->envs_);
+    free(ds->readers_);
     for (int f = 0; f < ds->num_files && ds->label_files; f++) free(ds->label_files[f]);
     free(ds->label_files);
     free(ds->ratios);
@@ -351,9 +457,62 @@ void ocr_dataset_close(OcrDataset *ds) {
     memset(ds, 0, sizeof *ds);
 }
 
+static ocr_status_t open_lmdb(OcrDataset *ds, const OcrDatasetOptions *opt, const OcrDict *dict) {
+    if (opt->max_text_length < 0)
+        return ocr_set_error(OCR_ERR_CONFIG, "dataset: max_text_length %d is negative", opt->max_text_length);
+    ds->dict = dict;
+    ds->max_text_length = opt->max_text_length ? opt->max_text_length : 25;
+    ds->max_encoded_length = opt->max_encoded_length;
+    ds->seed = opt->seed;
+    ocr_char_counter_init(&ds->unknown_chars);
+    Builder b;
+    memset(&b, 0, sizeof b);
+    b.ds = ds;
+    ocr_status_t st = open_lmdb_sources(ds, opt);
+    if (st == OCR_OK) {
+        ds->file_first_ = malloc(sizeof(int64_t) * ((size_t)ds->num_files + 1));
+        b.label_buf = malloc(sizeof(int32_t) * (size_t)ds->max_text_length);
+        if (!ds->file_first_ || !b.label_buf) st = ocr_set_error(OCR_ERR_OOM, "dataset: out of memory");
+    }
+    for (int f = 0; st == OCR_OK && f < ds->num_files; f++) {
+        ds->file_first_[f] = ds->num_entries_;
+        st = read_lmdb_env(&b, f);
+    }
+    free(b.label_buf);
+    if (st == OCR_OK) ds->file_first_[ds->num_files] = ds->num_entries_;
+    return st;
+}
+
+// What ocr_dataset_open reports when nothing is left.
+static ocr_status_t no_usable_sample(const OcrDataset *ds) {
+    char counts[1024] = "";
+    size_t o = 0;
+    for (int r = 0; r < OCR_SKIP_REASON_COUNT && o < sizeof counts; r++)
+        if (ds->skipped.count[r])
+            o += (size_t)snprintf(counts + o, sizeof counts - o, "%s%s %lld", o ? ", " : "",
+                                  ocr_skip_reason_name((ocr_skip_reason_t)r), (long long)ds->skipped.count[r]);
+    return ocr_set_error(OCR_ERR_FORMAT, "dataset %s%s: no usable sample in %lld %s%s%s", ds->label_files[0],
+                         ds->num_files > 1 ? " (and more)" : "", (long long)ds->notes.lines,
+                         ds->lmdb_ ? "records" : "lines", o ? "; skipped: " : "", counts);
+}
+
 ocr_status_t ocr_dataset_open(OcrDataset *ds, const OcrDatasetOptions *opt, const OcrDict *dict) {
     memset(ds, 0, sizeof *ds);
     if (!opt || !dict) return ocr_set_error(OCR_ERR_INVALID_ARG, "dataset: no options or no dictionary");
+    if (opt->lmdb) {
+        ocr_status_t st = open_lmdb(ds, opt, dict);
+        if (st == OCR_OK && ds->num_entries_ == 0) st = no_usable_sample(ds);
+        if (st == OCR_OK) {
+            ds->active_ = malloc(sizeof(int32_t) * (size_t)ds->num_entries_);
+            if (!ds->active_) st = ocr_set_error(OCR_ERR_OOM, "dataset: out of memory");
+        }
+        if (st != OCR_OK) {
+            ocr_dataset_close(ds);
+            return st;
+        }
+        ocr_dataset_set_epoch(ds, 0);
+        return OCR_OK;
+    }
     if (opt->num_label_files < 1 || !opt->label_files)
         return ocr_set_error(OCR_ERR_CONFIG, "dataset: label_file_list is empty");
     int nf = opt->num_label_files;
@@ -374,6 +533,7 @@ ocr_status_t ocr_dataset_open(OcrDataset *ds, const OcrDatasetOptions *opt, cons
 
     ds->dict = dict;
     ds->max_text_length = opt->max_text_length ? opt->max_text_length : 25;
+    ds->max_encoded_length = opt->max_encoded_length;
     ds->seed = opt->seed;
     ds->num_files = nf;
     ocr_char_counter_init(&ds->unknown_chars);
@@ -403,16 +563,7 @@ ocr_status_t ocr_dataset_open(OcrDataset *ds, const OcrDatasetOptions *opt, cons
     free(b.label_buf);
     if (st == OCR_OK) {
         ds->file_first_[nf] = ds->num_entries_;
-        if (ds->num_entries_ == 0) {
-            char counts[1024] = "";
-            size_t o = 0;
-            for (int r = 0; r < OCR_SKIP_REASON_COUNT && o < sizeof counts; r++)
-                if (ds->skipped.count[r])
-                    o += (size_t)snprintf(counts + o, sizeof counts - o, "%s%s %lld", o ? ", " : "",
-                                          ocr_skip_reason_name((ocr_skip_reason_t)r), (long long)ds->skipped.count[r]);
-            st = ocr_set_error(OCR_ERR_FORMAT, "dataset %s%s: no usable sample in %lld lines%s%s", ds->label_files[0],
-                               nf > 1 ? " (and more)" : "", (long long)ds->notes.lines, o ? "; skipped: " : "", counts);
-        }
+        if (ds->num_entries_ == 0) st = no_usable_sample(ds);
     }
     if (st == OCR_OK) {
         ds->active_ = malloc(sizeof(int32_t) * (size_t)ds->num_entries_);
@@ -468,7 +619,7 @@ ocr_status_t ocr_dataset_get(const OcrDataset *ds, int64_t index, OcrSample *sam
                              (long long)ds->num_active_);
     int32_t id = ds->active_[index];
     const OcrDatasetEntry_ *e = &ds->entries_[id];
-    const char *path = ds->paths_ + e->path_off;
+    const char *path = e->path_off < 0 ? ds->label_files[e->file] : ds->paths_ + e->path_off;
     if (e->num_paths > 1) {
         uint32_t u = ocr_rng_u32(ds->seed, STREAM_PATH_PICK, (ds->epoch << 32) | (uint32_t)id);
         uint32_t pick = (uint32_t)(((uint64_t)u * (uint32_t)e->num_paths) >> 32);
@@ -491,8 +642,49 @@ ocr_status_t ocr_dataset_load_image(const OcrDataset *ds, int64_t index, ocr_cha
     memset(img, 0, sizeof *img);
     OcrSample s;
     OCR_TRY(ocr_dataset_get(ds, index, &s));
-    ocr_status_t st = ocr_image_load(img, s.path, order);
+    ocr_status_t st;
+    if (ds->lmdb_) {
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        st = ocr_dataset_read_image_bytes(ds, index, &bytes, &size, reason);
+        if (st != OCR_OK) return st;  // already names the sample
+        char name[96];
+        snprintf(name, sizeof name, "image-%09lld", (long long)s.line);
+        st = ocr_image_decode(img, bytes, size, order, name);
+        free(bytes);
+    } else {
+        st = ocr_image_load(img, s.path, order);
+    }
     if (st == OCR_OK) return OCR_OK;
+    ocr_skip_reason_for_image_status(st, reason);
+    return ocr_wrap_error(st, "sample %s:%lld", s.label_file, (long long)s.line);
+}
+
+ocr_status_t ocr_dataset_read_image_bytes(const OcrDataset *ds, int64_t index, uint8_t **bytes, size_t *size,
+                                          ocr_skip_reason_t *reason) {
+    ocr_skip_reason_t dummy;
+    if (!reason) reason = &dummy;
+    *reason = OCR_SKIP_REASON_COUNT;
+    *bytes = NULL;
+    *size = 0;
+    OcrSample s;
+    OCR_TRY(ocr_dataset_get(ds, index, &s));
+    ocr_status_t st;
+    if (ds->lmdb_) {
+        const OcrLmdbReader *r = &ds->readers_[ds->entries_[ds->active_[index]].file];
+        char key[32];
+        ocr_lmdb_key(key, sizeof key, "image", s.line);
+        int got = r->get(r->ctx, key, bytes, size);
+        if (got > 0) return OCR_OK;
+        st = got == 0 ? ocr_set_error(OCR_ERR_NOT_FOUND, "no %s record", key) : ocr_wrap_error(OCR_ERR_IO, "%s", key);
+    } else {
+        char *data = NULL;
+        st = ocr_read_file(s.path, &data, size);  // names the path; NOT_FOUND for a missing file
+        if (st == OCR_OK) {
+            *bytes = (uint8_t *)data;
+            return OCR_OK;
+        }
+    }
     ocr_skip_reason_for_image_status(st, reason);
     return ocr_wrap_error(st, "sample %s:%lld", s.label_file, (long long)s.line);
 }

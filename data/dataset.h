@@ -32,6 +32,15 @@
 // Image problems are found when a sample is loaded (ocr_dataset_load_image) and classified
 // into the OCR_SKIP_IMAGE_* reasons.
 //
+// LMDBDataSet (OcrDatasetOptions.lmdb, data/lmdb_dataset.h): the "files" are the LMDB
+// environments found under data_dir (label_files[f] is the environment's directory), each
+// sample's "line" is its 1-based index i, and its label is the record label-%09d, encoded
+// with the same rules and skip reasons as a label line (invalid UTF-8 or a NUL byte: bad_utf8;
+// a missing label record: empty_label). Images are the records image-%09d, decoded when loaded
+// (missing: image_missing; undecodable: image_corrupt / image_unsupported). PaddleOCR resamples
+// at random where we skip and count. ratio_list does not subsample LMDB datasets (PaddleOCR's
+// LMDBDataSet only reads it to set need_reset).
+//
 // After ocr_dataset_open the dataset is read-only except for ocr_dataset_set_epoch, so
 // loader threads may call ocr_dataset_get / ocr_dataset_load_image concurrently.
 #ifndef OCR_DATA_DATASET_H
@@ -43,6 +52,7 @@
 #include "core/error.h"
 #include "data/dict.h"
 #include "data/image.h"
+#include "data/lmdb_dataset.h"
 
 typedef enum {
     OCR_SKIP_NO_DELIMITER = 0,   // label line without the delimiter
@@ -101,7 +111,16 @@ typedef struct {
     int num_ratios;                   // 0, 1 or num_label_files
     const char *delimiter;            // NULL → "\t"
     int max_text_length;              // 0 → 25
+    // MultiLabelEncode (data/transforms.h label_max_len): a label that encodes to more
+    // characters is rejected as too long, as PaddleOCR's SAR/NRTR encoders reject it. 0: none.
+    int max_encoded_length;
     uint64_t seed;                    // subsets (ratio < 1) and JSON-list picks
+    // LMDBDataSet: the environments under data_dir (label_files, ratios and delimiter unused),
+    // or, when lmdb_readers is set, those readers (in-memory tables: tests, fuzzing; borrowed,
+    // they must outlive the dataset).
+    int lmdb;
+    const OcrLmdbReader *lmdb_readers;
+    int num_lmdb_readers;
 } OcrDatasetOptions;
 
 // One entry per valid label line (private layout).
@@ -118,6 +137,7 @@ typedef struct {
 typedef struct {
     const OcrDict *dict;   // borrowed: must outlive the dataset
     int max_text_length;
+    int max_encoded_length;  // 0: none (OcrDatasetOptions)
     uint64_t seed;
     uint64_t epoch;
     int num_files;
@@ -136,6 +156,9 @@ typedef struct {
     int64_t num_active_;
     char *paths_, *texts_;
     int32_t *labels_;
+    int lmdb_;                // an LMDBDataSet: num_files readers, no paths_
+    OcrLmdbReader *readers_;  // per file
+    OcrLmdbEnv **envs_;       // per file, when opened from data_dir (else NULL)
 } OcrDataset;
 
 // Reads and validates every label file. Fails (and frees everything) on a missing or
@@ -153,7 +176,7 @@ int64_t ocr_dataset_size(const OcrDataset *ds);
 int64_t ocr_dataset_num_valid(const OcrDataset *ds);
 
 typedef struct {
-    const char *path;        // the image path (data_dir joined; one pick of a JSON list)
+    const char *path;        // the image path (data_dir joined; one pick of a JSON list); LMDB: its environment
     const char *text;        // the label text as written (minus a trailing '\r')
     const int32_t *label;    // class indices (unknown characters dropped)
     int label_len;           // 1..max_text_length
@@ -169,5 +192,9 @@ ocr_status_t ocr_dataset_get(const OcrDataset *ds, int64_t index, OcrSample *sam
 // OCR_SKIP_REASON_COUNT when the failure is not a data problem (OOM, bad index).
 ocr_status_t ocr_dataset_load_image(const OcrDataset *ds, int64_t index, ocr_channel_order_t order, OcrImage *img,
                                     ocr_skip_reason_t *reason);
+// The encoded image bytes of sample `index` (the file, or the LMDB record), malloc'd into
+// *bytes; errors and *reason as ocr_dataset_load_image (ocrtrain pack --lmdb copies them).
+ocr_status_t ocr_dataset_read_image_bytes(const OcrDataset *ds, int64_t index, uint8_t **bytes, size_t *size,
+                                          ocr_skip_reason_t *reason);
 
 #endif

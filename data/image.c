@@ -106,10 +106,19 @@ ocr_status_t ocr_image_probe(const uint8_t *bytes, size_t size, const char *name
         // Walk the marker segments up to the first SOFn.
         size_t i = 2;
         while (i + 4 <= size) {
-            if (bytes[i] != 0xFF) return ocr_set_error(OCR_ERR_FORMAT, "%s: corrupt JPEG marker at byte %zu", name, i);
+            // Between segments libjpeg (next_marker) skips any byte that is not 0xFF and any
+            // stuffed FF 00 pair with an "extraneous bytes" warning, which the decoder tolerates.
+            if (bytes[i] != 0xFF) {
+                i++;
+                continue;
+            }
             uint8_t m = bytes[i + 1];
             if (m == 0xFF) {  // fill byte
                 i++;
+                continue;
+            }
+            if (m == 0x00) {
+                i += 2;
                 continue;
             }
             if (m == 0xD8 || (m >= 0xD0 && m <= 0xD7) || m == 0x01) {  // no length field
@@ -117,7 +126,11 @@ ocr_status_t ocr_image_probe(const uint8_t *bytes, size_t size, const char *name
                 continue;
             }
             unsigned len = be16(bytes + i + 2);
-            if (len < 2 || i + 2 + len > size) break;
+            if (len < 2) {  // libjpeg skips nothing more for a length below 2 (the SOFn reader refuses it)
+                i += 4;
+                continue;
+            }
+            if (i + 2 + len > size) break;
             int is_sof = m >= 0xC0 && m <= 0xCF && m != 0xC4 && m != 0xC8 && m != 0xCC;
             if (is_sof) {
                 if (len < 7) break;

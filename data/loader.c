@@ -147,28 +147,47 @@ ocr_status_t ocr_loader_config_parse(OcrLoaderConfig *lc, const OcrConfig *cfg, 
     snprintf(p, sizeof p, "%s.name", base);
     TRY_CFG(ocr_config_get_string(cfg, p, "SimpleDataSet", &name));
     int multiscale = strcmp(name, "MultiScaleDataSet") == 0;
-    if (strcmp(name, "LMDBDataSet") == 0) {
+    lc->lmdb = strcmp(name, "LMDBDataSet") == 0;
+    if (!multiscale && !lc->lmdb && strcmp(name, "SimpleDataSet") != 0) {
         st = ocr_set_error(OCR_ERR_CONFIG,
-                           "%s: %s: LMDBDataSet is not supported: use a SimpleDataSet and a packed cache "
-                           "(ocrtrain pack, then %s.loader.pack_file)",
-                           src, p, section);
-        goto fail;
-    }
-    if (!multiscale && strcmp(name, "SimpleDataSet") != 0) {
-        st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s: unknown dataset %s (known: SimpleDataSet, MultiScaleDataSet)", src,
-                           p, name);
+                           "%s: %s: unknown dataset %s (known: SimpleDataSet, MultiScaleDataSet, LMDBDataSet)", src, p,
+                           name);
         goto fail;
     }
     const char *s;
     snprintf(p, sizeof p, "%s.data_dir", base);
     TRY_CFG(ocr_config_get_string(cfg, p, "", &s));
     if (!(lc->data_dir = dup_str(s))) goto nomem;
-    snprintf(p, sizeof p, "%s.label_file_list", base);
-    TRY_CFG(parse_label_files(lc, cfg, p));
+    if (lc->lmdb) {
+        // PaddleOCR's LMDBDataSet reads data_dir only: the labels are records in the LMDB.
+        if (!s[0]) {
+            st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s is required for LMDBDataSet (the folder holding the LMDB "
+                               "folders)", src, p);
+            goto fail;
+        }
+        static const char *const unused[] = {"label_file_list", "delimiter", NULL};
+        for (int i = 0; unused[i]; i++) {
+            snprintf(p, sizeof p, "%s.%s", base, unused[i]);
+            if (ocr_config_has(cfg, p))
+                ocr_config_record_ignored(cfg, p, "LMDBDataSet reads its labels from the LMDB records");
+        }
+        snprintf(p, sizeof p, "%s.ratio_list", base);
+        if (ocr_config_has(cfg, p))
+            ocr_config_record_ignored(cfg, p, "PaddleOCR's LMDBDataSet does not subsample (it only sets need_reset)");
+    } else {
+        snprintf(p, sizeof p, "%s.label_file_list", base);
+        TRY_CFG(parse_label_files(lc, cfg, p));
+    }
     snprintf(p, sizeof p, "%s.ratio_list", base);
-    lc->ratios = calloc((size_t)lc->num_label_files, sizeof(double));
+    lc->ratios = calloc((size_t)(lc->num_label_files ? lc->num_label_files : 1), sizeof(double));
     if (!lc->ratios) goto nomem;
-    TRY_CFG(ocr_config_get_double_list(cfg, p, lc->ratios, lc->num_label_files, &lc->num_ratios));
+    if (lc->lmdb) {
+        double r[64];
+        int nr;  // validated for its type only
+        TRY_CFG(ocr_config_get_double_list(cfg, p, r, 64, &nr));
+    } else {
+        TRY_CFG(ocr_config_get_double_list(cfg, p, lc->ratios, lc->num_label_files, &lc->num_ratios));
+    }
     if (lc->num_ratios != 0 && lc->num_ratios != 1 && lc->num_ratios != lc->num_label_files) {
         st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s has %d entries for %d label files", src, p, lc->num_ratios,
                            lc->num_label_files);
@@ -368,6 +387,13 @@ static ocr_status_t source_open_pack(Source *s, const OcrLoaderConfig *lc, const
                                s->pack.file_names[r.file], (long long)r.line, r.text, ocr_label_result_name(res));
             continue;
         }
+        if (lc->transforms.label_max_len && len > lc->transforms.label_max_len) {  // MultiLabelEncode
+            ocr_skip_stats_add(&s->label_skips, OCR_SKIP_LABEL_TOO_LONG,
+                               "%s:%lld: label \"%.60s\" (%d known characters, over MultiLabelEncode's %d)",
+                               s->pack.file_names[r.file], (long long)r.line, r.text, len,
+                               lc->transforms.label_max_len);
+            continue;
+        }
         s->rec_of[s->num_valid] = i;
         s->lab_off[s->num_valid] = used;
         s->lab_len[s->num_valid] = len;
@@ -388,12 +414,14 @@ static ocr_status_t source_open(Source *s, const OcrLoaderConfig *lc, const OcrD
     if (lc->pack_file) return source_open_pack(s, lc, dict);
     OcrDatasetOptions opt = {0};
     opt.data_dir = lc->data_dir;
+    opt.lmdb = lc->lmdb;
     opt.label_files = (const char *const *)lc->label_files;
     opt.num_label_files = lc->num_label_files;
     opt.ratios = lc->num_ratios ? lc->ratios : NULL;
     opt.num_ratios = lc->num_ratios;
     opt.delimiter = lc->delimiter;
     opt.max_text_length = lc->max_text_length;
+    opt.max_encoded_length = lc->transforms.label_max_len;
     opt.seed = lc->seed;
     OCR_TRY(ocr_dataset_open(&s->ds, &opt, dict));
     s->ds_open = 1;
@@ -466,7 +494,8 @@ static uint64_t source_key(const Source *s, int64_t idx) {
     if (s->is_pack) return (uint64_t)s->rec_of[s->active[idx]] * 0x9E3779B97F4A7C15ull + 1;
     OcrSample smp;
     if (ocr_dataset_get(&s->ds, idx, &smp) != OCR_OK) return 0;
-    return ocr_pack_hash64(smp.path, strlen(smp.path), 7) | 1;
+    // The line too: every sample of an LMDB environment has the environment as its path.
+    return (ocr_pack_hash64(smp.path, strlen(smp.path), 7) ^ ((uint64_t)smp.line * 0x9E3779B97F4A7C15ull)) | 1;
 }
 
 static ocr_status_t source_load(const Source *s, int64_t idx, ocr_channel_order_t order, OcrImage *img,
@@ -623,7 +652,8 @@ static ocr_status_t build_sample(OcrLoader *l, OcrBatch *bt, int i, int32_t slot
             st = source_label(&l->src, j, &xl, &xlen, &xraw);
             int fits = st == OCR_OK && ocr_rec_con_aug_fits(&t->con_aug, raw, img.width, img.height, xraw, xi.width,
                                                              xi.height);
-            if (fits && len + xlen <= bt->max_text_length) {
+            const int max_len = t->label_max_len ? t->label_max_len : bt->max_text_length;  // MultiLabelEncode
+            if (fits && len + xlen <= max_len) {
                 st = ocr_rec_con_aug_merge(&img, &xi, t->con_aug.image_h);
                 if (st == OCR_OK) {
                     memcpy(label + len, xl, sizeof(int32_t) * (size_t)xlen);
@@ -723,7 +753,7 @@ static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
 ocr_status_t ocr_loader_create(OcrLoader **out, const OcrLoaderConfig *lc, const OcrDict *dict) {
     *out = NULL;
-    if (lc->num_label_files < 1 || lc->max_text_length < 1 || lc->sampler.num_scales < 1)
+    if ((lc->num_label_files < 1 && !lc->lmdb) || lc->max_text_length < 1 || lc->sampler.num_scales < 1)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "loader: incomplete configuration");
     OcrLoader *l = calloc(1, sizeof *l);
     if (!l) return ocr_set_error(OCR_ERR_OOM, "loader: out of memory");
@@ -734,8 +764,8 @@ ocr_status_t ocr_loader_create(OcrLoader **out, const OcrLoaderConfig *lc, const
     l->lc.data_dir = dup_str(lc->data_dir);
     l->lc.delimiter = dup_str(lc->delimiter);
     l->lc.pack_file = dup_str(lc->pack_file);
-    l->lc.label_files = calloc((size_t)lc->num_label_files, sizeof(char *));
-    l->lc.ratios = calloc((size_t)lc->num_label_files, sizeof(double));
+    l->lc.label_files = calloc((size_t)(lc->num_label_files ? lc->num_label_files : 1), sizeof(char *));
+    l->lc.ratios = calloc((size_t)(lc->num_label_files ? lc->num_label_files : 1), sizeof(double));
     l->lc.num_label_files = 0;
     if (!l->lc.label_files || !l->lc.ratios) {
         free(l->lc.label_files);

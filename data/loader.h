@@ -60,6 +60,7 @@ typedef struct {
     char *config_name;          // the config file, for messages
     // dataset: SimpleDataSet / MultiScaleDataSet keys
     char *data_dir;
+    int lmdb;                   // LMDBDataSet: the LMDB environments under data_dir (no label files)
     char **label_files;
     int num_label_files;
     double *ratios;

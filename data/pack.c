@@ -11,6 +11,7 @@
 
 #include "core/fileio.h"
 #include "core/timer.h"
+#include "data/lmdb_dataset.h"
 #include "data/transforms.h"
 
 static const char pack_magic[8] = {'O', 'C', 'R', 'P', 'A', 'C', 'K', '\0'};
@@ -396,5 +397,64 @@ ocr_status_t ocr_pack_record(const OcrPack *p, int64_t i, OcrPackRecord *rec) {
     if (ocr_pack_hash64(rec->pixels, bytes, (uint64_t)i) != get64(e + E_HASH))
         return ocr_set_error(OCR_ERR_FORMAT, "pack %s: record %lld (%s:%lld) is damaged (checksum mismatch)", p->path,
                              (long long)i, p->file_names[rec->file], (long long)rec->line);
+    return OCR_OK;
+}
+
+// ---- PaddleOCR LMDB datasets (ocrtrain pack --lmdb) -----------------------------------
+
+ocr_status_t ocr_pack_write_lmdb(const char *dir, const OcrDataset *ds, OcrPackWriteStats *stats) {
+    memset(stats, 0, sizeof *stats);
+    double t0 = ocr_now_seconds();
+    OcrLmdbWriter *w;
+    OCR_TRY(ocr_lmdb_writer_open(&w, dir));
+    int64_t n = ocr_dataset_size(ds), k = 0;
+    ocr_status_t st = OCR_OK;
+    for (int64_t i = 0; st == OCR_OK && i < n; i++) {
+        OcrSample s;
+        if ((st = ocr_dataset_get(ds, i, &s)) != OCR_OK) break;
+        uint8_t *bytes = NULL;
+        size_t size = 0;
+        ocr_skip_reason_t reason = OCR_SKIP_REASON_COUNT;
+        st = ocr_dataset_read_image_bytes(ds, i, &bytes, &size, &reason);
+        if (st == OCR_OK) {
+            // As create_lmdb_dataset's checkImageIsValid: only images that decode go in.
+            OcrImage img;
+            st = ocr_image_decode(&img, bytes, size, OCR_CHANNELS_BGR, s.path);
+            if (st == OCR_OK) ocr_image_free(&img);
+            if (st != OCR_OK && !ocr_skip_reason_for_image_status(st, &reason)) reason = OCR_SKIP_REASON_COUNT;
+            if (st != OCR_OK) st = ocr_wrap_error(st, "sample %s:%lld", s.label_file, (long long)s.line);
+        }
+        if (st != OCR_OK) {
+            free(bytes);
+            if (reason == OCR_SKIP_REASON_COUNT) break;  // not a data problem (OOM): stop
+            ocr_skip_stats_add(&stats->skipped, reason, "%s", ocr_last_error());
+            ocr_log(OCR_LOG_WARN, "pack --lmdb: skipping an image: %s", ocr_last_error());
+            st = OCR_OK;
+            continue;
+        }
+        char key[32];
+        k++;
+        ocr_lmdb_key(key, sizeof key, "image", k);
+        st = ocr_lmdb_writer_put(w, key, bytes, size);
+        free(bytes);
+        ocr_lmdb_key(key, sizeof key, "label", k);
+        if (st == OCR_OK) st = ocr_lmdb_writer_put(w, key, s.text, strlen(s.text));
+        stats->pixel_bytes += (int64_t)size;
+    }
+    if (st == OCR_OK && k == 0)
+        st = ocr_set_error(OCR_ERR_FORMAT, "pack --lmdb %s: no sample has a readable image (%lld skipped)", dir,
+                           (long long)ocr_skip_stats_total(&stats->skipped));
+    if (st == OCR_OK) {
+        char count[32];
+        snprintf(count, sizeof count, "%lld", (long long)k);
+        st = ocr_lmdb_writer_put(w, "num-samples", count, strlen(count));
+    }
+    if (st != OCR_OK) {
+        ocr_lmdb_writer_abort(w);
+        return st;
+    }
+    OCR_TRY(ocr_lmdb_writer_finish(w));
+    stats->written = k;
+    stats->seconds = ocr_now_seconds() - t0;
     return OCR_OK;
 }

@@ -62,6 +62,13 @@ typedef struct {
 ocr_status_t ocr_pack_write(const char *path, const OcrDataset *ds, const OcrPackSpec *spec, int threads,
                             OcrPackWriteStats *stats);
 
+// Writes every sample of `ds` (its current epoch's samples) as a PaddleOCR LMDB dataset
+// (data/lmdb_dataset.h) at `dir`, which must not exist: the image file bytes as they are
+// (re-encoded never), the label text as written, indices 1..n in dataset order, num-samples.
+// Images that do not decode are skipped and counted in stats->skipped, as create_lmdb_dataset
+// does; pixel_bytes counts the encoded bytes written. Nothing is left at `dir` on failure.
+ocr_status_t ocr_pack_write_lmdb(const char *dir, const OcrDataset *ds, OcrPackWriteStats *stats);
+
 typedef struct {
     char *path;
     int height, channels;

@@ -567,19 +567,27 @@ ocr_status_t ocr_transforms_parse(OcrTransformList *out, const OcrConfig *cfg, c
         int t = -1;
         for (int i = 0; transform_names[i]; i++)
             if (strcmp(name, transform_names[i]) == 0) t = i;
+        // MultiLabelEncode takes CTCLabelEncode's place (one label op per list).
+        const int multi_label = strcmp(name, "MultiLabelEncode") == 0;
+        if (multi_label) t = 3;
+        // PaddleOCR's SVTRRecResizeImg(image_shape, padding=True) is the same resize_norm_img call
+        // as RecResizeImg (SVTR's configs use it): one resize op per list either way.
+        if (strcmp(name, "SVTRRecResizeImg") == 0) t = 4;
         if (t < 0) {
-            if (strcmp(name, "MultiLabelEncode") == 0 || strcmp(name, "SARLabelEncode") == 0 ||
-                strcmp(name, "NRTRLabelEncode") == 0)
+            if (strcmp(name, "SARLabelEncode") == 0 || strcmp(name, "NRTRLabelEncode") == 0)
                 return ocr_set_error(OCR_ERR_CONFIG,
-                                     "%s: %s.%d: transform %s is not supported (this trainer is CTC-only: use "
-                                     "CTCLabelEncode)",
+                                     "%s: %s.%d: transform %s is not supported on its own (attention-only "
+                                     "recognizers are not trained here): use CTCLabelEncode, or MultiLabelEncode for "
+                                     "a MultiHead",
                                      src, path, idx, name);
             return ocr_set_error(OCR_ERR_CONFIG,
                                  "%s: %s.%d: unknown transform %s (known: DecodeImage, RecConAug, RecAug, "
-                                 "CTCLabelEncode, RecResizeImg, KeepKeys)",
+                                 "CTCLabelEncode, MultiLabelEncode, RecResizeImg, SVTRRecResizeImg, KeepKeys)",
                                  src, path, idx, name);
         }
-        if (seen[t]) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.%d: %s appears twice", src, path, idx, name);
+        if (seen[t])
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.%d: %s appears twice%s", src, path, idx, name,
+                                 t == 3 ? " (one label op: CTCLabelEncode or MultiLabelEncode)" : "");
         seen[t] = 1;
         if (t != 0 && !seen[0])
             return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.%d: %s before DecodeImage (DecodeImage must come first)",
@@ -658,13 +666,30 @@ ocr_status_t ocr_transforms_parse(OcrTransformList *out, const OcrConfig *cfg, c
             out->ops[out->num_ops++] = OCR_TOP_REC_AUG;
             break;
         }
-        case 3: {  // CTCLabelEncode: the dictionary and max_text_length come from Global
-            static const char *const keys[] = {NULL};
-            ocr_status_t st = ocr_config_check_keys(cfg, base, keys);
+        case 3: {  // CTCLabelEncode / MultiLabelEncode: the dictionary and max_text_length come from Global
+            static const char *const keys[] = {NULL}, *const multi_keys[] = {"gtc_encode", NULL};
+            ocr_status_t st = ocr_config_check_keys(cfg, base, multi_label ? multi_keys : keys);
             if (st != OCR_OK)
-                return ocr_wrap_error(st, "CTCLabelEncode takes its settings from Global (character_dict_path, "
-                                          "use_space_char, max_text_length)");
+                return ocr_wrap_error(st, "%s takes its settings from Global (character_dict_path, "
+                                          "use_space_char, max_text_length)",
+                                      name);
             label_at = idx;
+            out->label_encode = OCR_LABEL_ENCODE_CTC;
+            if (multi_label) {
+                char p[300];
+                const char *gtc;
+                snprintf(p, sizeof p, "%s.gtc_encode", base);
+                OCR_TRY(ocr_config_get_string(cfg, p, NULL, &gtc));
+                if (gtc && strcmp(gtc, "NRTRLabelEncode") != 0)
+                    return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be NRTRLabelEncode or null (SAR), got \"%s\"",
+                                         src, p, gtc);
+                out->label_encode = gtc ? OCR_LABEL_ENCODE_MULTI_NRTR : OCR_LABEL_ENCODE_MULTI_SAR;
+                int L = global_max_text_length > 0 ? global_max_text_length : 25;
+                if (L < 3)
+                    return ocr_set_error(OCR_ERR_CONFIG, "%s: %s needs Global.max_text_length >= 3, got %d", src,
+                                         base, L);
+                out->label_max_len = L - 2;
+            }
             break;
         }
         case 4: {  // RecResizeImg
@@ -706,7 +731,11 @@ ocr_status_t ocr_transforms_parse(OcrTransformList *out, const OcrConfig *cfg, c
         }
     }
     if (!seen[0]) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s has no DecodeImage", src, path);
-    if (!seen[3]) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s has no CTCLabelEncode", src, path);
+    if (!seen[3])
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s has no label op (CTCLabelEncode or MultiLabelEncode)", src, path);
+    // A concatenation (RecConAug) must stay a text MultiLabelEncode keeps.
+    if (out->label_max_len && out->con_aug.max_text_length > out->label_max_len)
+        out->con_aug.max_text_length = out->label_max_len;
     if (out->has_resize && resize_c != out->channels)
         return ocr_set_error(OCR_ERR_CONFIG, "%s: %s: RecResizeImg has %d channels but DecodeImage gives %d", src,
                              path, resize_c, out->channels);

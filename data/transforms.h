@@ -137,6 +137,8 @@ typedef enum { OCR_TOP_REC_CON_AUG = 0, OCR_TOP_REC_AUG } ocr_transform_op_t;
 
 #define OCR_TRANSFORMS_MAX_OPS 4
 
+typedef enum { OCR_LABEL_ENCODE_CTC = 0, OCR_LABEL_ENCODE_MULTI_SAR, OCR_LABEL_ENCODE_MULTI_NRTR } ocr_label_encode_t;
+
 typedef struct {
     ocr_channel_order_t order;  // DecodeImage img_mode (BGR default, RGB, GRAY)
     int channels;               // 3, or 1 for GRAY
@@ -149,13 +151,21 @@ typedef struct {
     int has_resize;
     int resize_h, resize_w;  // image_shape [C, H, W]
     int padding;             // 1 (default): keep aspect + pad right; 0: stretch to W
+    // The label op: CTCLabelEncode, or MultiLabelEncode (MultiHead training: label_ctc plus
+    // label_sar, or label_gtc with gtc_encode NRTRLabelEncode). The guidance labels derive from
+    // the CTC ids (models/svtr/multihead.h); what MultiLabelEncode changes here is the rule
+    // PaddleOCR's SAR/NRTR encoders add: a text of max_text_length − 1 or more encoded
+    // characters is rejected (the sample is dropped), so label_max_len is max_text_length − 2.
+    ocr_label_encode_t label_encode;
+    int label_max_len;  // 0: max_text_length (CTCLabelEncode)
 } OcrTransformList;
 
 // Parses `path` (e.g. "Train.dataset.transforms"), a list of one-key objects as in
 // PaddleOCR: DecodeImage {img_mode, channel_first: false, ignore_orientation},
 // RecConAug {prob, ext_data_num, image_shape [H,W,C], max_text_length}, RecAug {tia_prob,
 // crop_prob, reverse_prob, noise_prob, jitter_prob, blur_prob, hsv_aug_prob},
-// CTCLabelEncode (no keys: the dictionary comes from Global), RecResizeImg {image_shape
+// CTCLabelEncode (no keys: the dictionary comes from Global) or MultiLabelEncode {gtc_encode:
+// null (SAR) or NRTRLabelEncode} in its place, RecResizeImg {image_shape
 // [C,H,W], padding, infer_mode: false, character_dict_path}, KeepKeys {keep_keys}.
 // An unknown transform or key, a wrong type, a value out of range, a duplicate, or an
 // order PaddleOCR could not run (DecodeImage not first, an augmentation after the label

@@ -20,7 +20,10 @@
 #include "kernels/cuda/ctc.h"
 #include "kernels/cuda/dropout.h"
 #include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/embedding.h"
+#include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/lstm.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/optim.h"
 #include "kernels/cuda/pool.h"
@@ -545,4 +548,53 @@ void copy_bytes(ocr_device_t dst_device, void *dst, ocr_device_t src_device, con
 #else
     OCR_ASSERT(0, "copy_bytes: a CUDA device, but this build has no CUDA backend");
 #endif
+}
+
+// ---- embedding lookup, cross-entropy ------------------------------------------------------------------
+
+void embedding_forward(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table, int padding_idx) {
+    if (ON_CUDA("embedding_forward", out, ids, table))
+        CUDA_CALL(embedding_forward_cuda(out, ids, table, padding_idx));
+    else
+        embedding_forward_cpu(out, ids, table, padding_idx);
+}
+
+void embedding_backward(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids, int padding_idx) {
+    if (ON_CUDA("embedding_backward", dtable, dout, ids))
+        CUDA_CALL(embedding_backward_cuda(dtable, dout, ids, padding_idx));
+    else
+        embedding_backward_cpu(dtable, dout, ids, padding_idx);
+}
+
+void cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted, const OcrTensor *logits,
+                           const OcrTensor *targets, CrossEntropyParams p) {
+    if (ON_CUDA("cross_entropy_forward", logits, targets, losses, loss, counted))
+        CUDA_CALL(cross_entropy_forward_cuda(losses, loss, counted, logits, targets, p));
+    else
+        cross_entropy_forward_cpu(losses, loss, counted, logits, targets, p);
+}
+
+void cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
+                            CrossEntropyParams p) {
+    if (ON_CUDA("cross_entropy_backward", dlogits, logits, targets))
+        CUDA_CALL(cross_entropy_backward_cuda(dlogits, logits, targets, p));
+    else
+        cross_entropy_backward_cpu(dlogits, logits, targets, p);
+}
+
+// ---- LSTM cell ----------------------------------------------------------------------------------------------
+
+void lstm_cell_forward(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev) {
+    if (ON_CUDA("lstm_cell_forward", h, c, gates, c_prev))
+        CUDA_CALL(lstm_cell_forward_cuda(h, c, gates, c_prev));
+    else
+        lstm_cell_forward_cpu(h, c, gates, c_prev);
+}
+
+void lstm_cell_backward(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh, const OcrTensor *dc,
+                        const OcrTensor *gates, const OcrTensor *c_prev) {
+    if (ON_CUDA("lstm_cell_backward", dgates, dc_prev, dh, dc, gates, c_prev))
+        CUDA_CALL(lstm_cell_backward_cuda(dgates, dc_prev, dh, dc, gates, c_prev));
+    else
+        lstm_cell_backward_cpu(dgates, dc_prev, dh, dc, gates, c_prev);
 }

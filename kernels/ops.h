@@ -70,6 +70,10 @@ void batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_r
                          OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                          float momentum, float eps, int training);
 // training = 1: gradient through the batch statistics; 0: through fixed statistics.
+// Frozen BN (Global.freeze_norm, fine-tuning) is training = 0 in both calls of a training pass:
+// the running statistics normalise and stay untouched, the output is the eval pass's bit for
+// bit, and the backward treats them as constants while dgamma/dbeta still accumulate. The same
+// holds for batchnorm2d_act_forward / _backward below and for the CUDA twins.
 void batchnorm2d_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                           const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
                           const OcrTensor *save_rstd, int training);
@@ -227,6 +231,45 @@ void attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor 
 // w − window_w/2 .. w + window_w − 1 − window_w/2 (0 there, −inf elsewhere). Written on the
 // mask's device, so a model on the GPU builds it without a host copy.
 void attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);
+
+// ---- embedding lookup, cross-entropy (MultiHead's attention branches) --------------------------
+// out (..., D) = table[ids] (V, D) row by row; ids (...) int32 on the tensors' device. A row
+// whose id is padding_idx is zero (padding_idx < 0: none), as Paddle's nn.Embedding. Ids must
+// lie in [0, V): the callers build them from encoded labels (the CPU asserts; the GPU writes
+// zeros for an id outside and the backward skips it).
+void embedding_forward(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table, int padding_idx);
+// dtable (V, D) += Σ over the rows n with ids[n] = v of dout[n], for v != padding_idx (that
+// row gets no gradient). Each column is summed in row order: deterministic on both devices.
+void embedding_backward(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids, int padding_idx);
+
+typedef struct {
+    float smoothing;   // ε: the target class gets 1 − ε, every other class ε/(C − 1) (NRTRLoss: 0.1)
+    int ignore_index;  // rows whose target is this contribute nothing (< 0: none)
+    float grad_scale;  // the backward multiplies the gradient by this (the AMP loss scale)
+} CrossEntropyParams;
+// Softmax cross-entropy over rows of logits (N, C), any float dtype, computed in fp32 with
+// the log-sum-exp in double; targets (N) int32 in [0, C) (or ignore_index). losses (N) f32
+// (may be NULL): row n's −Σ_j q_j · log_softmax(logits_n)_j, 0 for an ignored row. loss (1) f32
+// (may be NULL): the mean over the rows not ignored (0 when every row is), summed in double in
+// row order. counted (1) int32 (may be NULL): the number of such rows.
+void cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted, const OcrTensor *logits,
+                           const OcrTensor *targets, CrossEntropyParams p);
+// dlogits (N, C) = grad_scale / count · (softmax(logits) − q) for the rows not ignored, 0 for the
+// others (assigned): the gradient of the mean loss.
+void cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
+                            CrossEntropyParams p);
+
+// ---- LSTM cell (SAR's encoder and decoder; Paddle's nn.LSTM step) ------------------------------
+// The elementwise part of one LSTM step; the GEMMs are the caller's linears: gates (B, 4H) =
+// x·W_ihᵀ + b_ih + h_prev·W_hhᵀ + b_hh, laid out [i | f | g | o] (Paddle's gate order).
+// c (B, H) = σ(f)·c_prev + σ(i)·tanh(g); h (B, H) = σ(o)·tanh(c). The nonlinearities and the
+// cell update run in fp32 whatever the storage dtypes; c_prev may be NULL (a zero state).
+void lstm_cell_forward(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev);
+// From dh (B, H) and dc (B, H), the gradients of this step's h and c from later steps (dc may be
+// NULL: zero), recomputing the activations from gates and c_prev: dgates (B, 4H) and dc_prev
+// (B, H), both assigned (either may be NULL).
+void lstm_cell_backward(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh, const OcrTensor *dc,
+                        const OcrTensor *gates, const OcrTensor *c_prev);
 
 // ---- dropout, drop path -----------------------------------------------------------------
 void dropout_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);

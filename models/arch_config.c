@@ -80,12 +80,15 @@ static ocr_status_t require_off(const OcrConfig *cfg, const char *path, const ch
 static ocr_status_t require_string(const OcrConfig *cfg, const char *path, const char *def, const char *const *allowed,
                                    const char **out) {
     OCR_TRY(ocr_config_get_string(cfg, path, def, out));
-    for (int i = 0; allowed[i]; i++)
+    for (int i = 0; *out && allowed[i]; i++)
         if (strcmp(*out, allowed[i]) == 0) return OCR_OK;
     char list[256] = "";
     size_t used = 0;
     for (int i = 0; allowed[i]; i++)
         used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "", allowed[i]);
+    // No default: an absent key (e.g. Architecture.Backbone.name) is an error, not a strcmp on
+    // NULL (found by fuzz/fuzz_config.c).
+    if (!*out) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s is required (one of %s)", ocr_config_source(cfg), path, list);
     return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be one of %s, got \"%s\"", ocr_config_source(cfg), path, list,
                          *out);
 }
@@ -139,7 +142,10 @@ static int find_image_shape(const OcrConfig *cfg, int *h, int *w) {
             const cJSON *shape = cJSON_GetObjectItemCaseSensitive(op, "image_shape");
             if (cJSON_IsArray(shape) && cJSON_GetArraySize(shape) == 3) {
                 const cJSON *hh = cJSON_GetArrayItem(shape, 1), *ww = cJSON_GetArrayItem(shape, 2);
-                if (cJSON_IsNumber(hh) && cJSON_IsNumber(ww)) {
+                // Only values an int holds: (int) of 1e300 or inf is undefined (found by
+                // fuzz/fuzz_config.c); the transform reader refuses them, naming the key.
+                if (cJSON_IsNumber(hh) && cJSON_IsNumber(ww) && hh->valuedouble > -2147483648.0 &&
+                    hh->valuedouble < 2147483648.0 && ww->valuedouble > -2147483648.0 && ww->valuedouble < 2147483648.0) {
                     *h = (int)hh->valuedouble;
                     *w = (int)ww->valuedouble;
                     return 1;
@@ -242,6 +248,10 @@ static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
             if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || !cJSON_IsNumber(it->child) ||
                 !cJSON_IsNumber(it->child->next))
                 return cfg_error(cfg, "%s.local_mixer entries must be [h, w] pairs%s", p, "");
+            // (int) of a value beyond int is undefined (the same bug as in find_image_shape).
+            double wh = it->child->valuedouble, ww = it->child->next->valuedouble;
+            if (!(wh > -65536.0 && wh < 65536.0 && ww > -65536.0 && ww < 65536.0))
+                return cfg_error(cfg, "%s.local_mixer windows must be below 65536%s", p, "");
             s->local_mixer[st][0] = (int)it->child->valuedouble;
             s->local_mixer[st][1] = (int)it->child->next->valuedouble;
         }
@@ -286,8 +296,11 @@ static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
     return OCR_OK;
 }
 
-static ocr_status_t parse_neck(const OcrConfig *cfg, OcrArch *a) {
-    const cJSON *neck = ocr_config_node(cfg, "Architecture.Neck");
+// The SVTR neck's keys under p: "Architecture.Neck" (SequenceEncoder, the encoder type in
+// encoder_type) or, in a MultiHead, "Architecture.Head.head_list.0.CTCHead.Neck" (PaddleOCR pops
+// `name` as the encoder type there).
+static ocr_status_t parse_neck_at(const OcrConfig *cfg, OcrArch *a, const char *p, int multihead) {
+    const cJSON *neck = ocr_config_node(cfg, p);
     if (!neck || cJSON_IsNull(neck)) {
         a->neck_svtr = 0;
         return OCR_OK;
@@ -296,50 +309,191 @@ static ocr_status_t parse_neck(const OcrConfig *cfg, OcrArch *a) {
                                        "use_guide", "num_heads",    "mlp_ratio", "drop_rate",      "attn_drop_rate",
                                        "drop_path", "kernel_size",  "qkv_bias",  "qk_scale",       "hidden_size",
                                        NULL};
-    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Neck", keys));
+    static const char *const mh_keys[] = {"name",      "dims",      "depth",     "hidden_dims",    "use_guide",
+                                          "num_heads", "mlp_ratio", "drop_rate", "attn_drop_rate", "drop_path",
+                                          "kernel_size", "qkv_bias", "qk_scale", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, p, multihead ? mh_keys : keys));
     static const char *const names[] = {"SequenceEncoder", NULL}, *const types[] = {"svtr", "reshape", NULL};
     const char *name, *type;
-    OCR_TRY(require_string(cfg, "Architecture.Neck.name", "SequenceEncoder", names, &name));
-    OCR_TRY(require_string(cfg, "Architecture.Neck.encoder_type", "reshape", types, &type));
+    char k[192];
+#define K(key) (snprintf(k, sizeof k, "%s.%s", p, key), k)
+    if (multihead) {
+        OCR_TRY(require_string(cfg, K("name"), NULL, types, &type));
+    } else {
+        OCR_TRY(require_string(cfg, K("name"), "SequenceEncoder", names, &name));
+        OCR_TRY(require_string(cfg, K("encoder_type"), "reshape", types, &type));
+    }
     a->neck_svtr = strcmp(type, "svtr") == 0;
     SvtrNeckSpec *s = &a->neck;
-    OCR_TRY(get_i(cfg, "Architecture.Neck.dims", 64, 1, 65536, &s->dims));
-    OCR_TRY(get_i(cfg, "Architecture.Neck.depth", 2, 0, 64, &s->depth));
-    OCR_TRY(get_i(cfg, "Architecture.Neck.hidden_dims", 120, 1, 65536, &s->hidden));
-    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Neck.use_guide", 0, &s->use_guide));
-    OCR_TRY(get_i(cfg, "Architecture.Neck.num_heads", 8, 1, 256, &s->heads));
+    OCR_TRY(get_i(cfg, K("dims"), 64, 1, 65536, &s->dims));
+    OCR_TRY(get_i(cfg, K("depth"), 2, 0, 64, &s->depth));
+    OCR_TRY(get_i(cfg, K("hidden_dims"), 120, 1, 65536, &s->hidden));
+    OCR_TRY(ocr_config_get_bool(cfg, K("use_guide"), 0, &s->use_guide));
+    OCR_TRY(get_i(cfg, K("num_heads"), 8, 1, 256, &s->heads));
     double v;
-    OCR_TRY(get_d(cfg, "Architecture.Neck.mlp_ratio", 2.0, 0.25, 16.0, &v));
+    OCR_TRY(get_d(cfg, K("mlp_ratio"), 2.0, 0.25, 16.0, &v));
     s->mlp_ratio = (float)v;
-    OCR_TRY(get_d(cfg, "Architecture.Neck.drop_rate", 0.1, 0.0, 0.99, &v));
+    OCR_TRY(get_d(cfg, K("drop_rate"), 0.1, 0.0, 0.99, &v));
     s->drop = (float)v;
-    OCR_TRY(get_d(cfg, "Architecture.Neck.attn_drop_rate", 0.1, 0.0, 0.99, &v));
+    OCR_TRY(get_d(cfg, K("attn_drop_rate"), 0.1, 0.0, 0.99, &v));
     s->attn_drop = (float)v;
-    OCR_TRY(get_d(cfg, "Architecture.Neck.drop_path", 0.0, 0.0, 0.0, &v));
-    OCR_TRY(get_pair(cfg, "Architecture.Neck.kernel_size", 3, 3, 1, 15, s->kernel));
-    if (s->kernel[0] % 2 == 0 || s->kernel[1] % 2 == 0)
-        return cfg_error(cfg, "Architecture.Neck.kernel_size must be odd%s%s", "", "");
+    OCR_TRY(get_d(cfg, K("drop_path"), 0.0, 0.0, 0.0, &v));
+    OCR_TRY(get_pair(cfg, K("kernel_size"), 3, 3, 1, 15, s->kernel));
+    if (s->kernel[0] % 2 == 0 || s->kernel[1] % 2 == 0) return cfg_error(cfg, "%s must be odd%s", K("kernel_size"), "");
     int qkv_bias;
-    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Neck.qkv_bias", 1, &qkv_bias));
-    if (!qkv_bias) return cfg_error(cfg, "Architecture.Neck.qkv_bias: only true is supported%s%s", "", "");
-    OCR_TRY(require_off(cfg, "Architecture.Neck.qk_scale", "the scale is head_dim^-0.5"));
+    OCR_TRY(ocr_config_get_bool(cfg, K("qkv_bias"), 1, &qkv_bias));
+    if (!qkv_bias) return cfg_error(cfg, "%s: only true is supported%s", K("qkv_bias"), "");
+    OCR_TRY(require_off(cfg, K("qk_scale"), "the scale is head_dim^-0.5"));
+#undef K
     if (s->hidden % s->heads)
-        return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Neck.hidden_dims %d is not divisible by num_heads %d",
-                             ocr_config_source(cfg), s->hidden, s->heads);
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.hidden_dims %d is not divisible by num_heads %d",
+                             ocr_config_source(cfg), p, s->hidden, s->heads);
     return OCR_OK;
+}
+
+static ocr_status_t parse_neck(const OcrConfig *cfg, OcrArch *a) {
+    return parse_neck_at(cfg, a, "Architecture.Neck", 0);
+}
+
+// One entry of a list of single-key maps (head_list, loss_config_list): its key, or an error.
+static ocr_status_t single_key_entry(const OcrConfig *cfg, const char *list_path, int i, const char **key) {
+    char p[160];
+    snprintf(p, sizeof p, "%s.%d", list_path, i);
+    const cJSON *e = ocr_config_node(cfg, p);
+    if (!e || !cJSON_IsObject(e) || !e->child || e->child->next)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be a map with one key (a name)", ocr_config_source(cfg), p);
+    *key = e->child->string;
+    return OCR_OK;
+}
+
+#define MH_LIST "Architecture.Head.head_list"
+#define MH_CTC "Architecture.Head.head_list.0.CTCHead"
+
+// MultiLoss (ppocr/losses/rec_multi_loss.py): loss_config_list [{CTCLoss}, {NRTRLoss|SARLoss}] in
+// the order of the head list, weight_1 (CTC) and weight_2 (guidance), both 1.0 by default.
+static ocr_status_t parse_multiloss(const OcrConfig *cfg, OcrArch *a, const char *guide_loss) {
+    const char *src = ocr_config_source(cfg);
+    static const char *const names[] = {"MultiLoss", NULL};
+    const char *name;
+    OCR_TRY(require_string(cfg, "Loss.name", NULL, names, &name));
+    static const char *const keys[] = {"name", "loss_config_list", "weight_1", "weight_2", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Loss", keys));
+    const cJSON *list = ocr_config_node(cfg, "Loss.loss_config_list");
+    if (!list || !cJSON_IsArray(list) || cJSON_GetArraySize(list) != 2)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Loss.loss_config_list must list 2 losses: CTCLoss, then %s", src,
+                             guide_loss);
+    const char *k0 = NULL, *k1 = NULL;
+    OCR_TRY(single_key_entry(cfg, "Loss.loss_config_list", 0, &k0));
+    OCR_TRY(single_key_entry(cfg, "Loss.loss_config_list", 1, &k1));
+    if (strcmp(k0, "CTCLoss") != 0 || strcmp(k1, guide_loss) != 0)
+        return ocr_set_error(OCR_ERR_CONFIG,
+                             "%s: Loss.loss_config_list is [%s, %s]; with this head_list it must be [CTCLoss, %s]",
+                             src, k0, k1, guide_loss);
+    static const char *const ctc_keys[] = {"use_focal_loss", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Loss.loss_config_list.0.CTCLoss", ctc_keys));
+    OCR_TRY(require_off(cfg, "Loss.loss_config_list.0.CTCLoss.use_focal_loss", "PaddleOCR's MultiHead configs do not use it"));
+    MultiHeadSpec *m = &a->multihead;
+    if (m->kind == OCR_GUIDE_NRTR) {
+        static const char *const nrtr_keys[] = {"smoothing", "ignore_index", NULL};
+        OCR_TRY(ocr_config_check_keys(cfg, "Loss.loss_config_list.1.NRTRLoss", nrtr_keys));
+        OCR_TRY(ocr_config_get_bool(cfg, "Loss.loss_config_list.1.NRTRLoss.smoothing", 1, &m->nrtr_smoothing));
+        OCR_TRY(get_i(cfg, "Loss.loss_config_list.1.NRTRLoss.ignore_index", 0, -1, 1 << 20, &m->nrtr_ignore_index));
+    }
+    OCR_TRY(get_d(cfg, "Loss.weight_1", 1.0, 0.0, 1e6, &m->weight_ctc));
+    OCR_TRY(get_d(cfg, "Loss.weight_2", 1.0, 0.0, 1e6, &m->weight_gtc));
+    return OCR_OK;
+}
+
+// Architecture.Head.name MultiHead (ppocr/modeling/heads/rec_multi_head.py): head_list [{CTCHead:
+// {Neck, Head}}, {NRTRHead: {...}} or {SARHead: {...}}]. The CTC entry's Neck and Head become our
+// neck and CTC FC; the second entry the guidance branch.
+static ocr_status_t parse_multihead(const OcrConfig *cfg, OcrArch *a) {
+    const char *src = ocr_config_source(cfg);
+    static const char *const keys[] = {"name", "head_list", "out_channels_list", "use_pool", "use_pos", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Head", keys));
+    OCR_TRY(require_off(cfg, "Architecture.Head.use_pool", "PaddleOCR's MultiHead configs leave it off"));
+    OCR_TRY(require_off(cfg, "Architecture.Head.use_pos", "PaddleOCR's MultiHead configs leave it off"));
+    const cJSON *neck = ocr_config_node(cfg, "Architecture.Neck");
+    if (neck && !cJSON_IsNull(neck))
+        return ocr_set_error(OCR_ERR_CONFIG,
+                             "%s: Architecture.Neck with a MultiHead: the CTC neck goes in "
+                             "Architecture.Head.head_list.0.CTCHead.Neck, as in PaddleOCR's configs",
+                             src);
+    const cJSON *list = ocr_config_node(cfg, MH_LIST);
+    if (!list || !cJSON_IsArray(list) || cJSON_GetArraySize(list) != 2)
+        return ocr_set_error(OCR_ERR_CONFIG,
+                             "%s: " MH_LIST " must list 2 heads: CTCHead, then NRTRHead or SARHead", src);
+    const char *k0 = NULL, *k1 = NULL;
+    OCR_TRY(single_key_entry(cfg, MH_LIST, 0, &k0));
+    OCR_TRY(single_key_entry(cfg, MH_LIST, 1, &k1));
+    if (strcmp(k0, "CTCHead") != 0)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: " MH_LIST ".0 is %s; the CTC head comes first (CTCHead)", src, k0);
+    static const char *const ctc_keys[] = {"Neck", "Head", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, MH_CTC, ctc_keys));
+    if (!ocr_config_has(cfg, MH_CTC ".Neck"))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: " MH_CTC ".Neck is missing (PaddleOCR's MultiHead requires it)", src);
+    OCR_TRY(parse_neck_at(cfg, a, MH_CTC ".Neck", 1));
+    static const char *const fc_keys[] = {"fc_decay", "mid_channels", "return_feats", NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, MH_CTC ".Head", fc_keys));
+    MultiHeadSpec *m = &a->multihead;
+    int64_t L;
+    OCR_TRY(ocr_config_get_int(cfg, "Global.max_text_length", 25, &L));
+    OCR_TRY(ocr_config_check_range(cfg, "Global.max_text_length", (double)L, 3, 1000));
+    m->steps = (int)L - 1;
+    const char *guide_loss;
+    if (strcmp(k1, "NRTRHead") == 0) {
+        m->kind = OCR_GUIDE_NRTR;
+        guide_loss = "NRTRLoss";
+        static const char *const nrtr_keys[] = {"nrtr_dim", "max_text_length", "num_decoder_layers", NULL};
+        const char *p = MH_LIST ".1.NRTRHead";
+        OCR_TRY(ocr_config_check_keys(cfg, p, nrtr_keys));
+        OCR_TRY(get_i(cfg, MH_LIST ".1.NRTRHead.nrtr_dim", 256, 32, 8192, &m->nrtr_dim));
+        if (m->nrtr_dim % 32)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.nrtr_dim %d must be a multiple of 32 (nhead = nrtr_dim / 32)",
+                                 src, p, m->nrtr_dim);
+        OCR_TRY(get_i(cfg, MH_LIST ".1.NRTRHead.num_decoder_layers", 4, 1, 64, &m->nrtr_layers));
+        m->nrtr_dropout = 0.1f;  // MultiHead leaves the Transformer's residual_dropout_rate at its default
+        // The head's own max_text_length bounds PaddleOCR's greedy inference decode, which the
+        // MultiHead never runs; training sequences follow Global.max_text_length.
+        int unused;
+        OCR_TRY(get_i(cfg, MH_LIST ".1.NRTRHead.max_text_length", 25, 1, 1000, &unused));
+    } else if (strcmp(k1, "SARHead") == 0) {
+        return ocr_set_error(OCR_ERR_CONFIG,
+                             "%s: " MH_LIST ".1: the SARHead guidance branch (PP-OCRv3's) is not implemented yet; "
+                             "NRTRHead (PP-OCRv4's) is: {NRTRHead: {nrtr_dim: 384}} with NRTRLoss",
+                             src);
+    } else {
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: " MH_LIST ".1 is %s; the guidance head must be NRTRHead or SARHead",
+                             src, k1);
+    }
+    return parse_multiloss(cfg, a, guide_loss);
 }
 
 static ocr_status_t parse_head(const OcrConfig *cfg, OcrArch *a) {
     static const char *const keys[] = {"name", "fc_decay", "mid_channels", "out_channels", "return_feats", NULL};
-    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Head", keys));
-    static const char *const names[] = {"CTCHead", NULL};
+    static const char *const names[] = {"CTCHead", "MultiHead", NULL};
     const char *name;
+    // The name first: another head's keys (MultiHead's head_list) are not typos.
     OCR_TRY(require_string(cfg, "Architecture.Head.name", "CTCHead", names, &name));
-    OCR_TRY(get_d(cfg, "Architecture.Head.fc_decay", 0.0004, 0.0, 1.0, &a->fc_decay));
-    const cJSON *mid = ocr_config_node(cfg, "Architecture.Head.mid_channels");
+    const char *h = "Architecture.Head";
+    if (strcmp(name, "MultiHead") == 0) {
+        OCR_TRY(parse_multihead(cfg, a));
+        h = MH_CTC ".Head";
+    } else {
+        OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Head", keys));
+        const char *loss;
+        OCR_TRY(ocr_config_get_string(cfg, "Loss.name", "CTCLoss", &loss));
+        if (strcmp(loss, "MultiLoss") == 0)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Loss.name MultiLoss needs Architecture.Head.name MultiHead",
+                                 ocr_config_source(cfg));
+    }
+    char k[192];
+#define K(key) (snprintf(k, sizeof k, "%s.%s", h, key), k)
+    OCR_TRY(get_d(cfg, K("fc_decay"), 0.0004, 0.0, 1.0, &a->fc_decay));
+    const cJSON *mid = ocr_config_node(cfg, K("mid_channels"));
     a->head_mid = 0;
-    if (mid && !cJSON_IsNull(mid)) OCR_TRY(get_i(cfg, "Architecture.Head.mid_channels", 0, 1, 65536, &a->head_mid));
-    OCR_TRY(require_off(cfg, "Architecture.Head.return_feats", "the head returns logits"));
+    if (mid && !cJSON_IsNull(mid)) OCR_TRY(get_i(cfg, K("mid_channels"), 0, 1, 65536, &a->head_mid));
+    OCR_TRY(require_off(cfg, K("return_feats"), "the head returns logits"));
     // Classes: the dictionary (Global.character_dict_path + use_space_char) as PaddleOCR
     // counts them, or Head.out_channels when given explicitly.
     const char *dict;
@@ -356,8 +510,8 @@ static ocr_status_t parse_head(const OcrConfig *cfg, OcrArch *a) {
     } else {
         from_dict = 1 + 36 + (space ? 1 : 0);  // PaddleOCR's default "0123456789abcdefghijklmnopqrstuvwxyz"
     }
-    if (ocr_config_has(cfg, "Architecture.Head.out_channels")) {
-        OCR_TRY(get_i(cfg, "Architecture.Head.out_channels", 0, 2, 1 << 20, &a->num_classes));
+    if (ocr_config_has(cfg, K("out_channels"))) {
+        OCR_TRY(get_i(cfg, K("out_channels"), 0, 2, 1 << 20, &a->num_classes));
         if (dict && dict[0] && a->num_classes != from_dict)
             return ocr_set_error(OCR_ERR_CONFIG,
                                  "%s: Architecture.Head.out_channels is %d but the dictionary %s gives %d classes",
@@ -365,6 +519,7 @@ static ocr_status_t parse_head(const OcrConfig *cfg, OcrArch *a) {
     } else {
         a->num_classes = from_dict;
     }
+#undef K
     return OCR_OK;
 }
 
@@ -375,11 +530,12 @@ ocr_status_t ocr_arch_from_config(OcrArch *a, const OcrConfig *cfg) {
     if (!arch || !cJSON_IsObject(arch))
         return ocr_set_error(OCR_ERR_CONFIG, "%s: the Architecture section is missing", ocr_config_source(cfg));
     static const char *const keys[] = {"model_type", "algorithm", "Transform", "Backbone", "Neck", "Head", NULL};
-    OCR_TRY(ocr_config_check_keys(cfg, "Architecture", keys));
     static const char *const types[] = {"rec", NULL}, *const algos[] = {"SVTR_LCNet", "SVTR", NULL};
     const char *s;
+    // Type and algorithm first: other algorithms' keys (in_channels, name) are not typos.
     OCR_TRY(require_string(cfg, "Architecture.model_type", "rec", types, &s));
     OCR_TRY(require_string(cfg, "Architecture.algorithm", "SVTR_LCNet", algos, &s));
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture", keys));
     snprintf(a->algorithm, sizeof a->algorithm, "%s", s);
     OCR_TRY(require_off(cfg, "Architecture.Transform", "no STN/TPS rectification"));
     if (!ocr_config_has(cfg, "Architecture.Backbone"))

@@ -19,6 +19,8 @@ struct OcrModel {
     SvtrNet svtr;
     SvtrNeck neck;
     CtcHead head;
+    GuideHead guide;  // MultiHead's guidance branch (arch.multihead.kind != NONE)
+    int guide_off;    // calibration passes skip it (no labels, no backward)
     OcrArena arena;
     OcrCtx ctx;
     OcrTensor seq;  // the head's input view (B, T, C)
@@ -70,13 +72,19 @@ static void build(OcrModel *m) {
         feat = m->svtr.out_channels;
         break;
     }
+    // MultiHead keeps PaddleOCR's names: head.ctc_encoder.encoder.*, head.ctc_head.fc.*, then
+    // the guidance branch (head.before_gtc.*, head.gtc_head.*).
+    const int multi = a->multihead.kind != OCR_GUIDE_NONE;
+    const int backbone_channels = feat;
     if (a->neck_svtr) {
         SvtrNeckSpec s = a->neck;
         s.in_channels = feat;
-        svtrneck_build(&b, &m->neck, "neck.encoder", s);
+        svtrneck_build(&b, &m->neck, multi ? "head.ctc_encoder.encoder" : "neck.encoder", s);
         feat = s.dims;
     }
-    ctchead_build(&b, &m->head, "head", feat, a->num_classes, a->head_mid, (float)a->fc_decay);
+    ctchead_build(&b, &m->head, multi ? "head.ctc_head" : "head", feat, a->num_classes, a->head_mid,
+                  (float)a->fc_decay);
+    if (multi) guide_build(&b, &m->guide, &a->multihead, backbone_channels, a->num_classes);
 }
 
 ocr_status_t ocr_model_create(OcrModel **out, const OcrArch *arch) {
@@ -113,6 +121,7 @@ void ocr_model_free(OcrModel *m) {
     ocr_ops_free(&m->ops);
     svtrnet_free(&m->svtr);
     svtrneck_free(&m->neck);
+    if (m->arch.multihead.kind != OCR_GUIDE_NONE) guide_free(&m->guide);
     ocr_arena_release(&m->arena);
     free(m);
 }
@@ -197,6 +206,11 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     m->dinput_valid = 0;
 }
 
+// A training pass of a MultiHead model runs the guidance branch (calibration passes do not).
+static int guided_pass(const OcrModel *m) {
+    return m->arch.multihead.kind != OCR_GUIDE_NONE && m->ctx.training && !m->guide_off;
+}
+
 static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     OcrCtx *c = &m->ctx;
     OcrTensor *f = NULL;
@@ -214,6 +228,7 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     if (c->failed)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "input %lldx%lld: %s", (long long)x->shape[1],
                              (long long)x->shape[2], c->error);
+    OcrTensor *backbone_out = f;
     if (m->arch.neck_svtr) {
         OcrTensor *g = svtrneck_forward(c, &m->neck, f);
         ocr_ctx_release(c, f);
@@ -228,6 +243,8 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     OcrTensor feat = m->seq;
     ocr_ctx_release(c, &feat);
     if (c->training) m->dlogits = ocr_ctx_like(c, m->logits);
+    // MultiHead: the guidance branch reads the backbone map itself (not detached) in training.
+    if (guided_pass(m)) guide_forward(c, &m->guide, backbone_out);
     return OCR_OK;
 }
 
@@ -248,6 +265,13 @@ static void backward_body(OcrModel *m) {
         OcrTensor d = svtrneck_backward(c, &m->neck, &dfeat, 1);
         ocr_ctx_free(c, &dfeat);
         dfeat = d;
+    }
+    if (guided_pass(m)) {
+        // The guidance branch's gradient of the backbone map joins the CTC branch's (none with
+        // use_guide): the backbone's backward sees their sum.
+        OcrTensor dg = guide_backward(c, &m->guide);
+        OcrTensor dg4 = ocr_tensor_reshape(&dg, 4, (int64_t[]){dg.shape[0], 1, dg.shape[1], dg.shape[2]});
+        ocr_ctx_accumulate(c, &dfeat, &dg4);
     }
     if (!dfeat.data) {
         // use_guide: the backbone gets no gradient; its saved activations are simply dropped
@@ -385,6 +409,12 @@ static ocr_status_t check_images(const OcrModel *m, const OcrTensor *images, con
 }
 
 static ocr_status_t forward_pass(OcrModel *m, const OcrTensor *images, const OcrTensor *widths, int training) {
+    if (training && m->arch.multihead.kind != OCR_GUIDE_NONE &&
+        (!m->guide.labels_set || m->guide.h_batch != images->shape[0]))
+        return ocr_set_error(OCR_ERR_INVALID_ARG,
+                             "MultiHead: a training pass of %lld images needs that batch's labels first "
+                             "(ocr_model_set_guide_labels)",
+                             (long long)images->shape[0]);
     OCR_TRY(begin_pass(m, images, training));
     if (training) m->step++;
     ctx_setup(m, training, 0);
@@ -424,7 +454,9 @@ ocr_status_t ocr_model_calibrate_bn(OcrModel *m, const OcrTensor *images) {
     uint64_t step = m->step;
     ctx_setup(m, 1, 0);
     m->ctx.bn_momentum = 0.0f;
+    m->guide_off = 1;  // BN statistics come from the backbone and the CTC neck alone
     ocr_status_t st = forward_body(m, images);
+    m->guide_off = 0;
     m->step = step;
     m->pass_valid = 0;
     ocr_arena_reset(&m->arena);
@@ -435,6 +467,23 @@ const OcrTensor *ocr_model_logits(const OcrModel *m) { return m->pass_valid ? m-
 const OcrTensor *ocr_model_probs(const OcrModel *m) { return m->pass_valid ? m->probs : NULL; }
 OcrTensor *ocr_model_dlogits(OcrModel *m) { return m->pass_valid && m->pass_training ? &m->dlogits : NULL; }
 
+ocr_status_t ocr_model_set_guide_labels(OcrModel *m, const int32_t *labels, const int32_t *lengths, int batch,
+                                        int max_len) {
+    if (m->arch.multihead.kind == OCR_GUIDE_NONE)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "guidance labels: the model has no MultiHead");
+    return guide_set_labels(&m->guide, labels, lengths, batch, max_len);
+}
+
+static int guide_valid(const OcrModel *m) {
+    return m->pass_valid && m->pass_training && m->arch.multihead.kind != OCR_GUIDE_NONE;
+}
+const OcrTensor *ocr_model_guide_logits(const OcrModel *m) { return guide_valid(m) ? m->guide.logits : NULL; }
+const OcrTensor *ocr_model_guide_targets(const OcrModel *m) { return guide_valid(m) ? &m->guide.targets : NULL; }
+OcrTensor *ocr_model_guide_dlogits(OcrModel *m) { return guide_valid(m) ? &m->guide.dlogits : NULL; }
+CrossEntropyParams ocr_model_guide_loss_params(const OcrModel *m, float grad_scale) {
+    return guide_loss_params(&m->guide, grad_scale);
+}
+
 ocr_status_t ocr_model_backward(OcrModel *m) {
     if (!m->pass_valid || !m->pass_training)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "backward needs a training forward pass first");
@@ -442,7 +491,8 @@ ocr_status_t ocr_model_backward(OcrModel *m) {
     m->ctx.t_last = ocr_now_seconds();
     backward_body(m);
     m->pass_valid = 0;
-    if (m->arch.neck_svtr && m->arch.neck.use_guide) ocr_arena_reset(&m->arena);
+    if (m->arch.neck_svtr && m->arch.neck.use_guide && m->arch.multihead.kind == OCR_GUIDE_NONE)
+        ocr_arena_reset(&m->arena);
     return OCR_OK;
 }
 
@@ -550,9 +600,18 @@ ocr_status_t ocr_model_fuse(OcrModel **out, const OcrModel *t) {
 // ---- weights --------------------------------------------------------------------------------------------
 
 ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
+    return ocr_model_save_weights_from(m, path, NULL);
+}
+
+ocr_status_t ocr_model_save_weights_from(const OcrModel *m, const char *path, const OcrTensor *const *masters) {
     int n = m->params.count + m->stats.count;
     OcrNamedTensor *ts = calloc((size_t)n, sizeof *ts);
-    if (!ts) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    void **mhost = calloc((size_t)(m->params.count ? m->params.count : 1), sizeof *mhost);
+    if (!ts || !mhost) {
+        free(ts);
+        free(mhost);
+        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
     OcrParamTable host[2];
     ocr_status_t hst = ocr_params_host_copy(&m->params, &host[0]);
     if (hst == OCR_OK) {
@@ -561,9 +620,11 @@ ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
     }
     if (hst != OCR_OK) {
         free(ts);
+        free(mhost);
         return hst;
     }
     const OcrParamTable *tables[2] = {&host[0], &host[1]};
+    ocr_status_t st = OCR_OK;
     int k = 0;
     for (int t = 0; t < 2; t++) {
         for (int i = 0; i < tables[t]->count; i++, k++) {
@@ -573,7 +634,25 @@ ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
             ts[k].ndim = p->ndim;
             memcpy(ts[k].shape, p->shape, sizeof ts[k].shape);
             ts[k].data = (const char *)tables[t]->data + p->offset;
+            const OcrTensor *mw = t == 0 && masters ? masters[i] : NULL;
+            if (!mw || !mw->data) continue;
+            // The master is the weight; the working copy in the table is its rounding.
+            if (mw->dtype != OCR_F32 || ocr_tensor_numel(mw) != p->numel) {
+                st = ocr_set_error(OCR_ERR_INTERNAL, "save %s: the master of %s is not f32 of %lld elements", path,
+                                   p->name, (long long)p->numel);
+                break;
+            }
+            size_t nb = (size_t)p->numel * sizeof(float);
+            mhost[i] = malloc(nb ? nb : 1);
+            if (!mhost[i]) {
+                st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+                break;
+            }
+            copy_bytes(ocr_cpu(), mhost[i], mw->device, mw->data, nb);
+            ts[k].dtype = OCR_F32;
+            ts[k].data = mhost[i];
         }
+        if (st != OCR_OK) break;
     }
     char deploy[8];
     snprintf(deploy, sizeof deploy, "%d", m->arch.backbone == OCR_BACKBONE_LCNETV3 ? m->arch.lcnet.deploy : 0);
@@ -581,11 +660,135 @@ ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
                                 {"algorithm", m->arch.algorithm},
                                 {"backbone", backbone_name(m->arch.backbone)},
                                 {"deploy", deploy}};
-    ocr_status_t st = ocr_safetensors_write(path, ts, n, meta, 4);
+    if (st == OCR_OK) st = ocr_safetensors_write(path, ts, n, meta, 4);
+    for (int i = 0; i < m->params.count; i++) free(mhost[i]);
+    free(mhost);
     free(ts);
     ocr_params_host_release(&host[0]);
     ocr_params_host_release(&host[1]);
     return st;
+}
+
+// ---- fine-tuning: frozen BN and the load report -----------------------------------------------------
+
+int ocr_model_freeze_norm(OcrModel *m, const char *pattern, int on_off) {
+    int n = 0;
+    for (int i = 0; i < m->ops.count; i++) {
+        OcrOpInfo *o = &m->ops.items[i];
+        if (strcmp(o->type, "batchnorm") != 0) continue;
+        if (pattern && fnmatch(pattern, o->name, 0) != 0) continue;
+        o->bn_frozen = on_off;
+        n++;
+    }
+    // The plan does not depend on the mode (a frozen BN saves the same statistics), but a
+    // captured GPU step replays the mode it was captured with: freeze before training.
+    return n;
+}
+
+void ocr_load_report_init(OcrLoadReport *r) { memset(r, 0, sizeof *r); }
+void ocr_load_report_add_loaded(OcrLoadReport *r) { r->loaded++; }
+
+void ocr_load_report_add_missing(OcrLoadReport *r, const char *name) {
+    if (r->missing++ == 0) snprintf(r->first_missing, sizeof r->first_missing, "%s", name);
+}
+
+static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
+    size_t u = 0;
+    buf[0] = '\0';
+    for (int d = 0; d < ndim && u < cap; d++)
+        u += (size_t)snprintf(buf + u, cap - u, "%s%lld", d ? ", " : "", (long long)shape[d]);
+}
+
+void ocr_load_report_add_mismatched(OcrLoadReport *r, const char *name, int file_ndim, const int64_t *file_shape,
+                                    int model_ndim, const int64_t *model_shape) {
+    if (r->mismatched++ != 0) return;
+    char a[64], b[64];
+    shape_str(a, sizeof a, file_ndim, file_shape);
+    shape_str(b, sizeof b, model_ndim, model_shape);
+    snprintf(r->first_mismatched, sizeof r->first_mismatched, "%.100s: (%s) in the file, (%s) in the model", name, a,
+             b);
+}
+
+void ocr_load_report_add_unexpected(OcrLoadReport *r, const char *name) {
+    if (r->unexpected++ == 0) snprintf(r->first_unexpected, sizeof r->first_unexpected, "%s", name);
+}
+
+int ocr_load_report_complete(const OcrLoadReport *r) {
+    return r->missing == 0 && r->mismatched == 0 && r->unexpected == 0;
+}
+
+const char *ocr_load_report_describe(const OcrLoadReport *r, char *buf, size_t cap) {
+    size_t u = (size_t)snprintf(buf, cap, "%d tensors loaded", r->loaded);
+    if (u < cap) {
+        if (r->missing)
+            u += (size_t)snprintf(buf + u, cap - u, ", %d of the model's missing from the file (first: %s)", r->missing,
+                                  r->first_missing);
+        else
+            u += (size_t)snprintf(buf + u, cap - u, ", none missing");
+    }
+    if (u < cap && r->mismatched)
+        u += (size_t)snprintf(buf + u, cap - u, ", %d with another shape or dtype (first: %s)", r->mismatched,
+                              r->first_mismatched);
+    if (u < cap) {
+        if (r->unexpected)
+            snprintf(buf + u, cap - u, ", %d in the file not part of the model (first: %s)", r->unexpected,
+                     r->first_unexpected);
+        else
+            snprintf(buf + u, cap - u, ", none unexpected");
+    }
+    return buf;
+}
+
+static ocr_status_t load_partial_table(OcrParamTable *t, const OcrSafetensors *st, OcrLoadReport *r) {
+    for (int i = 0; i < t->count; i++) {
+        const OcrParamInfo *p = &t->items[i];
+        const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
+        if (!nt) {
+            ocr_load_report_add_missing(r, p->name);
+            continue;
+        }
+        int same = nt->ndim == p->ndim && ocr_dtype_is_float(nt->dtype);
+        for (int d = 0; same && d < p->ndim; d++) same = nt->shape[d] == p->shape[d];
+        if (!same) {
+            ocr_load_report_add_mismatched(r, p->name, nt->ndim, nt->shape, p->ndim, p->shape);
+            continue;
+        }
+        OcrTensor src = ocr_tensor_view((void *)nt->data, nt->dtype, ocr_cpu(), nt->ndim, nt->shape);
+        OcrTensor dst = ocr_params_tensor(t, i);
+        float *tmp = malloc((size_t)(p->numel ? p->numel : 1) * sizeof(float));
+        if (!tmp) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        ocr_tensor_to_f32(&src, tmp);
+        ocr_tensor_from_f32(&dst, tmp);
+        free(tmp);
+        ocr_load_report_add_loaded(r);
+    }
+    return OCR_OK;
+}
+
+ocr_status_t ocr_model_load_partial(OcrModel *m, const char *path, OcrLoadReport *report) {
+    ocr_load_report_init(report);
+    OcrSafetensors *st;
+    OCR_TRY(ocr_safetensors_open(&st, path));
+    for (int i = 0; i < ocr_safetensors_count(st); i++) {
+        const char *name = ocr_safetensors_at(st, i)->name;
+        if (ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
+            ocr_load_report_add_unexpected(report, name);
+    }
+    // Into host copies of the tables, then onto the model's device.
+    OcrParamTable hp = {0}, hs = {0};
+    ocr_status_t s = ocr_params_host_copy(&m->params, &hp);
+    if (s == OCR_OK) s = ocr_params_host_copy(&m->stats, &hs);
+    if (s == OCR_OK) s = load_partial_table(&hp, st, report);
+    if (s == OCR_OK) s = load_partial_table(&hs, st, report);
+    if (s == OCR_OK) {
+        ocr_params_upload(&m->params, hp.data);
+        ocr_params_upload(&m->stats, hs.data);
+        if (m->cast_cache) amp_cast_cache_invalidate(m->cast_cache);
+    }
+    free(hp.data);
+    free(hs.data);
+    ocr_safetensors_close(st);
+    return s;
 }
 
 static ocr_status_t load_table(OcrParamTable *t, const OcrSafetensors *st, const char *path) {

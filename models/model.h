@@ -23,6 +23,7 @@
 #include "amp/weights.h"
 #include "models/params.h"
 #include "models/svtr/backbones.h"
+#include "models/svtr/multihead.h"
 
 typedef enum { OCR_BACKBONE_MV1E = 0, OCR_BACKBONE_LCNETV3, OCR_BACKBONE_SVTRNET } ocr_backbone_kind_t;
 
@@ -39,6 +40,7 @@ typedef struct {
     int num_classes;   // CTC classes including the blank
     int head_mid;      // Head.mid_channels (0: none)
     double fc_decay;   // Head.fc_decay
+    MultiHeadSpec multihead;  // Head.name MultiHead: the guidance branch (kind NONE: a CTCHead)
     uint64_t seed;     // Global.seed
     char dict_path[1024];
 } OcrArch;
@@ -111,11 +113,25 @@ const OcrTensor *ocr_model_logits(const OcrModel *m);  // (B, T, classes)
 const OcrTensor *ocr_model_probs(const OcrModel *m);   // softmax (inference passes only)
 // The gradient of the loss with respect to the logits (training passes): fill it, then backward.
 OcrTensor *ocr_model_dlogits(OcrModel *m);
+// MultiHead (arch.multihead.kind != NONE): the guidance branch runs in training passes only, on
+// the labels given before each one (models/svtr/multihead.h: labels (B, max_len) CTC ids,
+// zero-padded, lengths (B), max_len = Global.max_text_length). Its logits (B, T, vocab), the
+// loss targets (B, T) int32 and the gradient to fill sit on the model's device after the
+// forward; ocr_model_backward sums both branches' gradients into the backbone. Inference and
+// evaluation passes run the CTC branch only.
+ocr_status_t ocr_model_set_guide_labels(OcrModel *m, const int32_t *labels, const int32_t *lengths, int batch,
+                                        int max_len);
+const OcrTensor *ocr_model_guide_logits(const OcrModel *m);
+const OcrTensor *ocr_model_guide_targets(const OcrModel *m);
+OcrTensor *ocr_model_guide_dlogits(OcrModel *m);
+// NRTRLoss's settings for cross_entropy_forward/_backward (smoothing, ignored padding id).
+CrossEntropyParams ocr_model_guide_loss_params(const OcrModel *m, float grad_scale);
 // Accumulates parameter gradients (allocates the gradient buffer on first use).
 ocr_status_t ocr_model_backward(OcrModel *m);
 // Also compute the gradient of the images in backward (part of the plan; off by default).
 void ocr_model_want_input_grad(OcrModel *m, int on);
-// (B, H, W, C) in the images' dtype after a backward (NULL when not wanted, or with use_guide).
+// (B, H, W, C) in the images' dtype after a backward (NULL when not wanted, or with use_guide
+// and no MultiHead: then nothing reaches the backbone).
 const OcrTensor *ocr_model_input_grad(const OcrModel *m);
 // Inference passes release every activation once nothing reads it (the plan reflects that),
 // keeping only the logits and probabilities. With keep on they keep everything, so
@@ -152,8 +168,48 @@ void ocr_model_arena_usage(const OcrModel *m, int64_t *peak, int64_t *live);
 // (BN folded with its running statistics); everything else copied by name.
 ocr_status_t ocr_model_fuse(OcrModel **deploy, const OcrModel *train);
 
+// Fine-tuning: freezes the BN statistics of every batchnorm op whose name matches the fnmatch(3)
+// pattern (NULL: all of them). A frozen BN normalises training passes with its running
+// statistics and never updates them (nn.h, "batch norm"). Returns the number of ops matched;
+// on_off 0 unfreezes them.
+int ocr_model_freeze_norm(OcrModel *m, const char *pattern, int on_off);
+
+// What a weights file gave a model (PaddleOCR's load_pretrained_params semantics: weights only):
+// tensors loaded, model tensors missing from the file or present with another shape or dtype
+// (both keep their initial values), and file tensors the model does not have. The first name of
+// each kind is kept for messages. Every loader of weights into a model (safetensors, .pdparams)
+// fills one, so callers apply one rule: Global.pretrained_strict.
+#define OCR_LOAD_NAME_MAX 192
+typedef struct {
+    int loaded, missing, mismatched, unexpected;
+    char first_missing[OCR_LOAD_NAME_MAX];
+    char first_mismatched[OCR_LOAD_NAME_MAX];  // "name: (file shape) in the file, (model shape) in the model"
+    char first_unexpected[OCR_LOAD_NAME_MAX];
+} OcrLoadReport;
+
+void ocr_load_report_init(OcrLoadReport *r);
+void ocr_load_report_add_loaded(OcrLoadReport *r);
+void ocr_load_report_add_missing(OcrLoadReport *r, const char *name);
+void ocr_load_report_add_mismatched(OcrLoadReport *r, const char *name, int file_ndim, const int64_t *file_shape,
+                                    int model_ndim, const int64_t *model_shape);
+void ocr_load_report_add_unexpected(OcrLoadReport *r, const char *name);
+// Every model tensor loaded and nothing left over.
+int ocr_load_report_complete(const OcrLoadReport *r);
+// "178 loaded, 706 missing (first: backbone.conv1.conv.weight), 0 with another shape, 120 not
+// in the model (first: ...)" into buf; returns buf.
+const char *ocr_load_report_describe(const OcrLoadReport *r, char *buf, size_t cap);
+
+// Loads every tensor of a safetensors file whose name and shape match a model tensor (converted
+// to the table's dtype) and fills *report; the rest keep their current values. Never fails on
+// coverage (the caller decides with the report); OCR_ERR_FORMAT only for an unreadable file.
+ocr_status_t ocr_model_load_partial(OcrModel *m, const char *path, OcrLoadReport *report);
+
 // Weights: parameters and BN statistics by name (f32 in our layouts), atomic write.
 ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path);
+// The same with parameter i written from masters[i] (f32, the parameter's shape, any device)
+// when masters and masters[i] are not NULL: AMP O2 saves its f32 master weights, of which the
+// low-precision working parameters are a rounding.
+ocr_status_t ocr_model_save_weights_from(const OcrModel *m, const char *path, const OcrTensor *const *masters);
 // Every tensor of the model must be present with its shape; extra tensors are an error too.
 ocr_status_t ocr_model_load_weights(OcrModel *m, const char *path);
 

@@ -262,14 +262,23 @@ static ocr_status_t parse_tensor_inner(OcrOnnxTensor *t, const uint8_t *data, si
     size_t es = elem_size(t->data_type);
     if (es == 0) return OCR_OK;  // a dtype we never read (bool, string, ...): shape only
     int is_float = t->data_type == OCR_ONNX_FLOAT || t->data_type == OCR_ONNX_FLOAT16 || t->data_type == OCR_ONNX_DOUBLE;
+    const char *nm = t->name ? t->name : "?";
+    // The data must be all there before anything is allocated: dims alone (a few bytes) would
+    // otherwise buy any allocation (found by fuzz/fuzz_onnx.c: 40 bytes asked for 4 GB).
+    int64_t have = has_raw                               ? -1
+                   : t->data_type == OCR_ONNX_FLOAT  ? floats->n
+                   : t->data_type == OCR_ONNX_DOUBLE ? doubles->n
+                                                     : ints->n;
+    if (has_raw && (uint64_t)raw_len != (uint64_t)t->numel * es)
+        return ocr_set_error(OCR_ERR_FORMAT, "tensor %s: raw_data has %zu bytes, its dims need %lld", nm, raw_len,
+                             (long long)(t->numel * (int64_t)es));
+    if (!has_raw && have != t->numel)
+        return ocr_set_error(OCR_ERR_FORMAT, "tensor %s: %lld values for dims holding %lld", nm, (long long)have,
+                             (long long)t->numel);
     if (is_float) t->f32 = malloc((size_t)(t->numel ? t->numel : 1) * sizeof(float));
     else t->i64 = malloc((size_t)(t->numel ? t->numel : 1) * sizeof(int64_t));
     if (!t->f32 && !t->i64) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    const char *nm = t->name ? t->name : "?";
     if (has_raw) {
-        if ((uint64_t)raw_len != (uint64_t)t->numel * es)
-            return ocr_set_error(OCR_ERR_FORMAT, "tensor %s: raw_data has %zu bytes, its dims need %lld", nm, raw_len,
-                                 (long long)(t->numel * (int64_t)es));
         for (int64_t i = 0; i < t->numel; i++) {
             const uint8_t *q = raw + (size_t)i * es;
             switch (t->data_type) {
@@ -300,10 +309,6 @@ static ocr_status_t parse_tensor_inner(OcrOnnxTensor *t, const uint8_t *data, si
         return OCR_OK;
     }
     // Typed fields: FLOAT in float_data, DOUBLE in double_data, FLOAT16 / integers in int32_data or int64_data.
-    int64_t have = t->data_type == OCR_ONNX_FLOAT ? floats->n : t->data_type == OCR_ONNX_DOUBLE ? doubles->n : ints->n;
-    if (have != t->numel)
-        return ocr_set_error(OCR_ERR_FORMAT, "tensor %s: %lld values for dims holding %lld", nm, (long long)have,
-                             (long long)t->numel);
     for (int64_t i = 0; i < t->numel; i++) {
         switch (t->data_type) {
         case OCR_ONNX_FLOAT: t->f32[i] = floats->v[i]; break;
@@ -465,7 +470,11 @@ static ocr_status_t value_info_name(const OcrPbField *vf, char **out) {
     *out = NULL;
     NEXT_OR_FAIL(&r, &f, rc) {
         if (f.field == 1) {
-            EXPECT(&f, OCR_PB_LEN, "ValueInfoProto.name");
+            if (f.wire != OCR_PB_LEN) {  // not EXPECT: a name read before must not leak (found by fuzz/fuzz_onnx.c)
+                free(*out);
+                *out = NULL;
+                return wire_error(&f, OCR_PB_LEN, "ValueInfoProto.name");
+            }
             free(*out);
             *out = dup_bytes(&f);
         }
@@ -538,10 +547,70 @@ static ocr_status_t parse_opset(OcrOnnxModel *m, const OcrPbField *of) {
     return OCR_OK;
 }
 
+// StringStringEntryProto {1: key, 2: value} of ModelProto.metadata_props (PaddleOCR's exports
+// keep the dictionary there under "character"). A repeated key keeps its last value, as
+// onnx.load's dict does.
+static ocr_status_t parse_metadata(OcrOnnxModel *m, const OcrPbField *mf, int *cap) {
+    OcrPbReader r = {mf->data, mf->data + mf->len, "a StringStringEntryProto (metadata_props)"};
+    OcrPbField f;
+    char *key = NULL, *value = NULL;
+    int rc;
+    while ((rc = ocr_pb_next(&r, &f)) > 0) {
+        if (f.field != 1 && f.field != 2) continue;
+        if (f.wire != OCR_PB_LEN) {
+            free(key);
+            free(value);
+            return wire_error(&f, OCR_PB_LEN, f.field == 1 ? "StringStringEntryProto.key" : "StringStringEntryProto.value");
+        }
+        char **dst = f.field == 1 ? &key : &value;
+        free(*dst);
+        *dst = dup_bytes(&f);
+        if (!*dst) {
+            free(key);
+            free(value);
+            return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        }
+    }
+    if (rc < 0 || !key) {
+        free(key);
+        free(value);
+        return rc < 0 ? OCR_ERR_FORMAT : ocr_set_error(OCR_ERR_FORMAT, "a metadata_props entry without a key");
+    }
+    if (!value) value = strdup("");
+    for (int i = 0; i < m->nmeta; i++) {
+        if (strcmp(m->meta_keys[i], key) == 0) {
+            free(key);
+            free(m->meta_values[i]);
+            m->meta_values[i] = value;
+            return value ? OCR_OK : ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        }
+    }
+    if (!value) {
+        free(key);
+        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
+    if (m->nmeta == *cap) {
+        int nc = *cap ? 2 * *cap : 4;
+        char **nk = realloc(m->meta_keys, (size_t)nc * sizeof *nk);
+        if (nk) m->meta_keys = nk;
+        char **nv = nk ? realloc(m->meta_values, (size_t)nc * sizeof *nv) : NULL;
+        if (nv) m->meta_values = nv;
+        if (!nk || !nv) {
+            free(key);
+            free(value);
+            return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        }
+        *cap = nc;
+    }
+    m->meta_keys[m->nmeta] = key;
+    m->meta_values[m->nmeta++] = value;
+    return OCR_OK;
+}
+
 static ocr_status_t parse_model(OcrOnnxModel *m, const uint8_t *data, size_t size) {
     OcrPbReader r = {data, data + size, "the ModelProto"};
     OcrPbField f;
-    int have_graph = 0;
+    int have_graph = 0, meta_cap = 0;
     NEXT_OR_FAIL(&r, &f, rc) {
         switch (f.field) {
         case 1: EXPECT(&f, OCR_PB_VARINT, "ModelProto.ir_version"); m->ir_version = (int64_t)f.value; break;
@@ -557,6 +626,7 @@ static ocr_status_t parse_model(OcrOnnxModel *m, const uint8_t *data, size_t siz
             have_graph = 1;
             break;
         case 8: EXPECT(&f, OCR_PB_LEN, "ModelProto.opset_import"); OCR_TRY(parse_opset(m, &f)); break;
+        case 14: EXPECT(&f, OCR_PB_LEN, "ModelProto.metadata_props"); OCR_TRY(parse_metadata(m, &f, &meta_cap)); break;
         default: break;
         }
     }
@@ -601,7 +671,19 @@ void ocr_onnx_free(OcrOnnxModel *m) {
     free(m->inputs);
     free(m->outputs);
     free(m->producer);
+    for (int i = 0; i < m->nmeta; i++) {
+        free(m->meta_keys[i]);
+        free(m->meta_values[i]);
+    }
+    free(m->meta_keys);
+    free(m->meta_values);
     free(m);
+}
+
+const char *ocr_onnx_metadata(const OcrOnnxModel *m, const char *key) {
+    for (int i = 0; i < m->nmeta; i++)
+        if (strcmp(m->meta_keys[i], key) == 0) return m->meta_values[i];
+    return NULL;
 }
 
 const OcrOnnxAttr *ocr_onnx_attr(const OcrOnnxNode *n, const char *name) {

@@ -1,7 +1,8 @@
 // A small reader of exactly the ONNX protobuf the weight import needs: ModelProto →
 // GraphProto → nodes (op_type, inputs, outputs, attributes: float, int, string, tensor, float
 // and int lists), initializers (TensorProto: dims, data_type, raw_data / float_data /
-// int32_data / int64_data, name), graph input/output names, the default-domain opset.
+// int32_data / int64_data, name), graph input/output names, the default-domain opset and the
+// metadata_props (key → value strings).
 // Everything else is skipped by wire type. Truncated varints, lengths past the end of the
 // enclosing message, group or reserved wire types, and tensors whose data does not match
 // their dims are OCR_ERR_FORMAT errors that say where (message, field) they were found.
@@ -91,6 +92,8 @@ typedef struct {
     int ninits;
     char **inputs, **outputs;  // graph input / output names
     int ninputs, noutputs;
+    char **meta_keys, **meta_values;  // ModelProto.metadata_props
+    int nmeta;
 } OcrOnnxModel;
 
 // Parses a serialized ModelProto; `name` is used in messages.
@@ -98,6 +101,8 @@ ocr_status_t ocr_onnx_parse(OcrOnnxModel **out, const uint8_t *data, size_t size
 ocr_status_t ocr_onnx_load(OcrOnnxModel **out, const char *path);
 void ocr_onnx_free(OcrOnnxModel *m);
 
+// A metadata_props value by key (NULL when absent), e.g. "character": PaddleOCR's dictionary.
+const char *ocr_onnx_metadata(const OcrOnnxModel *m, const char *key);
 // An attribute of a node (NULL when absent).
 const OcrOnnxAttr *ocr_onnx_attr(const OcrOnnxNode *n, const char *name);
 // A constant by name: an initializer or the `value` tensor of a Constant node (NULL when none).

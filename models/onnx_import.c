@@ -1,152 +1,980 @@
 #include "models/onnx_import.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-// ---- what the graph holds, in node order ------------------------------------------------------
+// ---- the graph as a data-flow index -----------------------------------------------------------
+// Tensor names are interned to ids; Identity and (inference) Dropout nodes alias their output
+// to their input, so the walk sees through the pass-throughs paddle2onnx scatters around.
 
 typedef struct {
-    const OcrOnnxNode *node;
-    const OcrOnnxTensor *t[4];  // conv: w, b; bn: scale, bias, mean, var; affine/LN/linear: w, b
-} Group;
+    const OcrOnnxModel *m;
+    const char *file;
+    int nt, tcap;            // interned tensor names
+    const char **tname;
+    int *canon;              // id -> the id it aliases (itself when not an alias)
+    int *producer;           // id -> node index (-1: graph input / constant)
+    const OcrOnnxTensor **konst;
+    int hcap;
+    int *hash;               // open addressing over ids (-1 empty)
+    int **in, **out;         // per node: canonical input ids (-1 for "") / output ids
+    unsigned char *skip;     // Constant / Identity / Dropout: never a consumer
+    unsigned char *used;     // nodes the walk consumed
+    int *rstart, *readers;   // CSR: the nodes reading tensor t are readers[rstart[t] .. rstart[t + 1])
+    int nindexed;            // tensors in the index (names interned later have no readers)
+    OcrOnnxTensor *folded;   // constants computed from constants (Reshape / Unsqueeze of a weight)
+    const OcrOnnxTensor **folded_src;
+    int nfolded;
+} G;
 
-typedef struct {
-    Group *items;
-    int n, cap;
-} Groups;
+static uint64_t fnv(const char *s) {
+    uint64_t h = 1469598103934665603ull;
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
 
-static void push(Groups *g, Group x) {
-    if (g->n == g->cap) {
-        g->cap = g->cap ? 2 * g->cap : 64;
-        g->items = realloc(g->items, (size_t)g->cap * sizeof *g->items);
-        OCR_ASSERT(g->items, "out of host memory");
+static int intern(G *g, const char *name) {
+    uint64_t h = fnv(name);
+    for (int k = (int)(h & (uint64_t)(g->hcap - 1));; k = (k + 1) & (g->hcap - 1)) {
+        int id = g->hash[k];
+        if (id < 0) {
+            if (g->nt == g->tcap) {
+                g->tcap = g->tcap ? 2 * g->tcap : 1024;
+                g->tname = realloc(g->tname, (size_t)g->tcap * sizeof *g->tname);
+                g->canon = realloc(g->canon, (size_t)g->tcap * sizeof *g->canon);
+                g->producer = realloc(g->producer, (size_t)g->tcap * sizeof *g->producer);
+                g->konst = realloc(g->konst, (size_t)g->tcap * sizeof *g->konst);
+                OCR_ASSERT(g->tname && g->canon && g->producer && g->konst, "out of host memory");
+            }
+            id = g->nt++;
+            g->tname[id] = name;
+            g->canon[id] = id;
+            g->producer[id] = -1;
+            g->konst[id] = NULL;
+            g->hash[k] = id;
+            return id;
+        }
+        if (strcmp(g->tname[id], name) == 0) return id;
     }
-    g->items[g->n++] = x;
 }
 
-typedef struct {
-    Groups conv, bn, lab, ln, lin;
-    float ln_eps[16];
-    int n_ln_eps;
-    float attn_scale[16];
-    int n_attn_scale;
-    const OcrOnnxNode *hsig[16];
-    int n_hsig;
-    const OcrOnnxNode *avgpool, *concat, *softmax;
-    int n_avgpool, n_concat, n_softmax;
-} GraphWeights;
-
-static const OcrOnnxNode *producer(const OcrOnnxModel *m, const char *name, int before) {
-    for (int i = before - 1; i >= 0; i--)
-        for (int k = 0; k < m->nodes[i].noutputs; k++)
-            if (strcmp(m->nodes[i].outputs[k], name) == 0) return &m->nodes[i];
-    return NULL;
+static int is_passthrough(const OcrOnnxNode *n) {
+    return (strcmp(n->op_type, "Identity") == 0 || strcmp(n->op_type, "Dropout") == 0) && n->ninputs >= 1 &&
+           n->noutputs >= 1;
 }
 
-// The Add right after node i that consumes its output together with a constant (the bias).
-static const OcrOnnxTensor *following_bias(const OcrOnnxModel *m, int i) {
-    const char *out = m->nodes[i].outputs[0];
-    for (int j = i + 1; j < m->nnodes; j++) {
-        const OcrOnnxNode *n = &m->nodes[j];
-        if (strcmp(n->op_type, "Constant") == 0) continue;
-        if (strcmp(n->op_type, "Add") != 0 || n->ninputs != 2) return NULL;
-        int k = strcmp(n->inputs[0], out) == 0 ? 1 : strcmp(n->inputs[1], out) == 0 ? 0 : -1;
-        return k < 0 ? NULL : ocr_onnx_constant(m, n->inputs[k]);
+static void g_build(G *g, const OcrOnnxModel *m, const char *file) {
+    memset(g, 0, sizeof *g);
+    g->m = m;
+    g->file = file;
+    int names = m->ninits + m->ninputs;
+    for (int i = 0; i < m->nnodes; i++) names += m->nodes[i].ninputs + m->nodes[i].noutputs;
+    g->hcap = 1024;
+    while (g->hcap < 2 * names) g->hcap *= 2;
+    g->hash = malloc((size_t)g->hcap * sizeof *g->hash);
+    OCR_ASSERT(g->hash, "out of host memory");
+    for (int k = 0; k < g->hcap; k++) g->hash[k] = -1;
+    // (intern may grow the arrays: take the id before indexing them)
+    for (int i = 0; i < m->ninits; i++)
+        if (m->inits[i].name) {
+            int id = intern(g, m->inits[i].name);
+            g->konst[id] = &m->inits[i];
+        }
+    g->in = calloc((size_t)m->nnodes + 1, sizeof *g->in);
+    g->out = calloc((size_t)m->nnodes + 1, sizeof *g->out);
+    g->skip = calloc((size_t)m->nnodes + 1, 1);
+    g->used = calloc((size_t)m->nnodes + 1, 1);
+    g->folded = calloc((size_t)m->nnodes + 1, sizeof *g->folded);
+    g->folded_src = calloc((size_t)m->nnodes + 1, sizeof *g->folded_src);
+    OCR_ASSERT(g->in && g->out && g->skip && g->used && g->folded && g->folded_src, "out of host memory");
+    for (int i = 0; i < m->nnodes; i++) {
+        const OcrOnnxNode *n = &m->nodes[i];
+        // Padded with -1 so that reading a missing optional input (a Conv's bias, a BN's
+        // statistics in a malformed graph) or a missing output gives "none", never garbage.
+        int nin = n->ninputs > 5 ? n->ninputs : 5, nout = n->noutputs > 1 ? n->noutputs : 1;
+        g->in[i] = malloc(((size_t)nin + 1) * sizeof(int));
+        g->out[i] = malloc(((size_t)nout + 1) * sizeof(int));
+        OCR_ASSERT(g->in[i] && g->out[i], "out of host memory");
+        for (int k = 0; k <= nin; k++) g->in[i][k] = -1;
+        for (int k = 0; k <= nout; k++) g->out[i][k] = -1;
+        for (int k = 0; k < n->ninputs; k++) {
+            int id = n->inputs[k][0] ? intern(g, n->inputs[k]) : -1;
+            g->in[i][k] = id >= 0 ? g->canon[id] : -1;
+        }
+        for (int k = 0; k < n->noutputs; k++) {
+            int id = intern(g, n->outputs[k]);
+            g->out[i][k] = id;
+            g->producer[id] = i;
+        }
+        if (strcmp(n->op_type, "Constant") == 0) {
+            g->skip[i] = 1;
+            const OcrOnnxAttr *v = ocr_onnx_attr(n, "value");
+            if (n->noutputs >= 1 && v && v->t) g->konst[g->out[i][0]] = v->t;
+        } else if (is_passthrough(n) && g->in[i][0] >= 0 && g->out[i][0] >= 0) {
+            g->skip[i] = 1;
+            g->canon[g->out[i][0]] = g->in[i][0];
+            if (!g->konst[g->out[i][0]]) g->konst[g->out[i][0]] = g->konst[g->in[i][0]];
+        } else if ((strcmp(n->op_type, "Reshape") == 0 || strcmp(n->op_type, "Unsqueeze") == 0) && n->ninputs >= 1 &&
+                   n->noutputs == 1 && g->in[i][0] >= 0 && g->konst[g->in[i][0]]) {
+            // Older paddle2onnx writes a conv bias as Reshape(b, [1, C, 1, 1]) + Add: a constant
+            // with the same values (its shape only matters for the element count here).
+            const OcrOnnxTensor *src = g->konst[g->in[i][0]];
+            if (!src->f32 || g->nfolded == m->nnodes) continue;
+            g->folded_src[g->nfolded] = src;
+            OcrOnnxTensor *t = &g->folded[g->nfolded++];
+            *t = *src;
+            t->name = n->outputs[0];
+            t->ndim = 1;
+            t->dims[0] = src->numel;
+            g->skip[i] = 1;
+            g->konst[g->out[i][0]] = t;
+        }
     }
-    return NULL;
+    // Readers of every tensor, in node order (a node reading a tensor twice is listed once), so
+    // that finding what consumes a tensor does not scan the graph.
+    g->nindexed = g->nt;
+    g->rstart = calloc((size_t)g->nt + 2, sizeof *g->rstart);
+    OCR_ASSERT(g->rstart, "out of host memory");
+    for (int pass = 0; pass < 2; pass++) {
+        int *fill = pass ? calloc((size_t)g->nt + 1, sizeof *fill) : NULL;
+        OCR_ASSERT(!pass || fill, "out of host memory");
+        for (int i = 0; i < m->nnodes; i++) {
+            if (g->skip[i]) continue;
+            for (int k = 0; k < m->nodes[i].ninputs; k++) {
+                int t = g->in[i][k], dup = 0;
+                for (int j = 0; j < k && !dup; j++) dup = g->in[i][j] == t;
+                if (t < 0 || dup) continue;
+                if (pass == 0) g->rstart[t + 1]++;
+                else g->readers[g->rstart[t] + fill[t]++] = i;
+            }
+        }
+        if (pass == 0) {
+            for (int t = 0; t < g->nt; t++) g->rstart[t + 1] += g->rstart[t];
+            g->readers = malloc(((size_t)g->rstart[g->nt] + 1) * sizeof *g->readers);
+            OCR_ASSERT(g->readers, "out of host memory");
+        }
+        free(fill);
+    }
 }
 
-static const OcrOnnxTensor *const_input(const OcrOnnxModel *m, const OcrOnnxNode *n, int k) {
-    return k < n->ninputs && n->inputs[k][0] ? ocr_onnx_constant(m, n->inputs[k]) : NULL;
+// The nodes reading t: for (int r = rbegin(g, t), i; r < rend(g, t) && (i = g->readers[r], 1); r++)
+static int rbegin(const G *g, int t) { return t >= 0 && t < g->nindexed ? g->rstart[t] : 0; }
+static int rend(const G *g, int t) { return t >= 0 && t < g->nindexed ? g->rstart[t + 1] : 0; }
+#define FOR_READERS(g, t, i) for (int r_ = rbegin(g, t), i = 0; r_ < rend(g, t) && ((i = (g)->readers[r_]), 1); r_++)
+
+static void g_free(G *g) {
+    for (int i = 0; i < g->m->nnodes; i++) {
+        free(g->in[i]);
+        free(g->out[i]);
+    }
+    free(g->in);
+    free(g->out);
+    free(g->skip);
+    free(g->used);
+    free(g->folded);
+    free(g->folded_src);
+    free(g->rstart);
+    free(g->readers);
+    free(g->tname);
+    free(g->canon);
+    free(g->producer);
+    free(g->konst);
+    free(g->hash);
 }
 
-static int64_t attr_int(const OcrOnnxNode *n, const char *name, int64_t def) {
+static const OcrOnnxNode *N(const G *g, int i) { return &g->m->nodes[i]; }
+static int O(const G *g, int i) { return g->out[i][0] >= 0 ? g->canon[g->out[i][0]] : -1; }  // a node's first output
+static const char *TN(const G *g, int t) { return t >= 0 ? g->tname[t] : "(none)"; }
+static const OcrOnnxTensor *K(const G *g, int t) { return t >= 0 ? g->konst[t] : NULL; }
+
+static const char *node_label(const G *g, int i, char *buf, size_t n) {
+    const OcrOnnxNode *nd = N(g, i);
+    snprintf(buf, n, "node #%d %s (%s)", i, nd->op_type,
+             nd->name && nd->name[0] ? nd->name : nd->noutputs ? nd->outputs[0] : "unnamed");
+    return buf;
+}
+
+// An error at a node: "<file>: node #12 Conv (name): <what>".
+static ocr_status_t fail_node(const G *g, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ocr_status_t fail_node(const G *g, int i, const char *fmt, ...) {
+    char what[512], lab[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return ocr_set_error(OCR_ERR_FORMAT, "%s: %s: %s", g->file, node_label(g, i, lab, sizeof lab), what);
+}
+
+// An error at a tensor: names it and the node that produced it.
+static ocr_status_t fail_tensor(const G *g, int t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static ocr_status_t fail_tensor(const G *g, int t, const char *fmt, ...) {
+    char what[512], lab[256] = "the graph input";
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (t >= 0 && g->producer[t] >= 0) node_label(g, g->producer[t], lab, sizeof lab);
+    return ocr_set_error(OCR_ERR_FORMAT, "%s: after tensor %s (from %s): %s", g->file, TN(g, t), lab, what);
+}
+
+// The first node (in graph order) of type `op` that reads t at input `slot` (-1: any slot).
+static int consumer(const G *g, int t, const char *op, int slot) {
+    if (t < 0) return -1;
+    FOR_READERS(g, t, i) {
+        if (g->skip[i] || (op && strcmp(N(g, i)->op_type, op) != 0)) continue;
+        for (int k = 0; k < N(g, i)->ninputs; k++)
+            if (g->in[i][k] == t && (slot < 0 || slot == k)) return i;
+    }
+    return -1;
+}
+
+// Nodes that read t (constants and pass-throughs aside), Shape nodes not counted.
+static int data_consumers(const G *g, int t) {
+    int c = 0;
+    if (t < 0) return 0;
+    FOR_READERS(g, t, i) {
+        if (g->skip[i] || strcmp(N(g, i)->op_type, "Shape") == 0) continue;
+        for (int k = 0; k < N(g, i)->ninputs; k++)
+            if (g->in[i][k] == t) {
+                c++;
+                break;
+            }
+    }
+    return c;
+}
+
+// The other input of a two-input node that reads t (-1 when n does not read t).
+static int other_input(const G *g, int n, int t) {
+    if (t < 0 || N(g, n)->ninputs != 2) return -1;
+    if (g->in[n][0] == t) return g->in[n][1];
+    if (g->in[n][1] == t) return g->in[n][0];
+    return -1;
+}
+
+static int scalar_of(const G *g, int t, float *v) {
+    const OcrOnnxTensor *c = K(g, t);
+    if (!c || !c->f32 || c->numel != 1 || c->ndim > 1) return 0;
+    *v = c->f32[0];
+    return 1;
+}
+
+// A two-input node of type op reading t with a scalar constant as its other input.
+static int scalar_consumer(const G *g, int t, const char *op, float *v) {
+    FOR_READERS(g, t, i) {
+        if (g->skip[i] || strcmp(N(g, i)->op_type, op) != 0) continue;
+        int o = other_input(g, i, t);
+        if (o >= 0 && o != t && scalar_of(g, o, v)) return i;
+    }
+    return -1;
+}
+
+static int64_t attr_i(const OcrOnnxNode *n, const char *name, int64_t def) {
     const OcrOnnxAttr *a = ocr_onnx_attr(n, name);
     return a ? a->i : def;
 }
 
-static void collect(const OcrOnnxModel *m, GraphWeights *gw) {
-    memset(gw, 0, sizeof *gw);
-    for (int i = 0; i < m->nnodes; i++) {
-        const OcrOnnxNode *n = &m->nodes[i];
-        const char *op = n->op_type;
-        if (strcmp(op, "Conv") == 0) {
-            Group g = {n, {const_input(m, n, 1), const_input(m, n, 2), NULL, NULL}};
-            push(&gw->conv, g);
-        } else if (strcmp(op, "BatchNormalization") == 0) {
-            Group g = {n, {const_input(m, n, 1), const_input(m, n, 2), const_input(m, n, 3), const_input(m, n, 4)}};
-            push(&gw->bn, g);
-        } else if (strcmp(op, "Mul") == 0 && n->ninputs == 2) {
-            for (int k = 0; k < 2; k++) {
-                const OcrOnnxTensor *c = ocr_onnx_constant(m, n->inputs[k]);
-                if (!c || !c->f32) continue;
-                if (c->ndim == 1 && c->numel == 1) {
-                    Group g = {n, {c, following_bias(m, i), NULL, NULL}};
-                    push(&gw->lab, g);
-                } else if (c->ndim == 1 && c->numel > 1) {
-                    Group g = {n, {c, following_bias(m, i), NULL, NULL}};
-                    push(&gw->ln, g);
-                } else if (c->ndim == 0 && c->f32[0] != 1.0f && gw->n_attn_scale < 16) {
-                    gw->attn_scale[gw->n_attn_scale++] = c->f32[0];
-                }
-                break;
+static float attr_f(const OcrOnnxNode *n, const char *name, float def) {
+    const OcrOnnxAttr *a = ocr_onnx_attr(n, name);
+    return a ? a->f : def;
+}
+
+static void attr_pair(const OcrOnnxNode *n, const char *name, int def, int out[2]) {
+    const OcrOnnxAttr *a = ocr_onnx_attr(n, name);
+    out[0] = a && a->nints > 0 ? (int)a->ints[0] : def;
+    out[1] = a && a->nints > 1 ? (int)a->ints[1] : def;
+}
+
+static void use(G *g, int n) {
+    if (n >= 0) g->used[n] = 1;
+}
+
+// ---- layer patterns ------------------------------------------------------------------------------
+
+enum { ACT_NONE = 0, ACT_HSWISH, ACT_SWISH, ACT_RELU, ACT_HSIG };
+static const char *const act_names[] = {"none", "hardswish", "swish", "relu", "hardsigmoid"};
+
+typedef struct {
+    int conv;  // node
+    const OcrOnnxTensor *w, *b;
+    int stride[2], pad[4], group, dil[2];
+    int bn;  // node or -1
+    const OcrOnnxTensor *bnt[4];
+    float bn_eps;
+    const OcrOnnxTensor *lab[2], *alab[2];  // affine after the conv/BN, after the activation
+    int lab_node, alab_node;
+    int act;
+    float hs_alpha, hs_beta;
+    int act_node;
+    int out;
+} Unit;
+
+// y = w·x + b with one-element w and b: PPLCNetV3's LearnableAffineBlock. A Mul by a scalar
+// whose output feeds the Add of another scalar (swish's Mul(x, 1) feeds a Sigmoid instead).
+static int match_lab(G *g, int t, const OcrOnnxTensor *wb[2], int *node) {
+    float v;
+    FOR_READERS(g, t, i) {
+        if (g->skip[i] || strcmp(N(g, i)->op_type, "Mul") != 0) continue;
+        int o = other_input(g, i, t);
+        if (o < 0 || o == t || !scalar_of(g, o, &v)) continue;
+        float bv;
+        int add = scalar_consumer(g, O(g, i), "Add", &bv);
+        if (add < 0 || data_consumers(g, O(g, i)) != 1) continue;
+        wb[0] = K(g, o);
+        wb[1] = K(g, other_input(g, add, O(g, i)));
+        use(g, i);
+        use(g, add);
+        *node = i;
+        return O(g, add);
+    }
+    return -1;
+}
+
+static int clip_bounds(const G *g, int n, float *lo, float *hi) {
+    const OcrOnnxNode *c = N(g, n);
+    *lo = attr_f(c, "min", -INFINITY);
+    *hi = attr_f(c, "max", INFINITY);
+    if (c->ninputs >= 2 && g->in[n][1] >= 0 && !scalar_of(g, g->in[n][1], lo)) return 0;
+    if (c->ninputs >= 3 && g->in[n][2] >= 0 && !scalar_of(g, g->in[n][2], hi)) return 0;
+    return 1;
+}
+
+// An activation reading t; returns its output (t itself with ACT_NONE).
+static int match_act(G *g, int t, int *act, int *node, float *alpha, float *beta) {
+    int n;
+    *node = -1;
+    if ((n = consumer(g, t, "HardSwish", 0)) >= 0) {
+        *act = ACT_HSWISH;
+        *node = n;
+        use(g, n);
+        return O(g, n);
+    }
+    float v;
+    if ((n = scalar_consumer(g, t, "Add", &v)) >= 0 && v == 3.0f) {
+        // x · clip(x + 3, 0, 6) / 6
+        int clip = consumer(g, O(g, n), "Clip", 0);
+        float lo, hi;
+        if (clip >= 0 && clip_bounds(g, clip, &lo, &hi) && lo == 0.0f && hi == 6.0f) {
+            int mul = -1;
+            for (int i = 0; i < g->m->nnodes && mul < 0; i++)
+                if (!g->skip[i] && strcmp(N(g, i)->op_type, "Mul") == 0 && other_input(g, i, t) == O(g, clip)) mul = i;
+            float d;
+            int div = mul >= 0 ? scalar_consumer(g, O(g, mul), "Div", &d) : -1;
+            int ok = div >= 0 && d == 6.0f;
+            if (!ok && mul >= 0 && (div = scalar_consumer(g, O(g, mul), "Mul", &d)) >= 0)
+                ok = fabsf(d - 1.0f / 6.0f) < 1e-7f;
+            if (ok) {
+                use(g, n);
+                use(g, clip);
+                use(g, mul);
+                use(g, div);
+                *act = ACT_HSWISH;
+                *node = div;
+                return O(g, div);
             }
-        } else if (strcmp(op, "MatMul") == 0 && n->ninputs == 2) {
-            const OcrOnnxTensor *w = ocr_onnx_constant(m, n->inputs[1]);
-            if (w && w->ndim == 2) {
-                Group g = {n, {w, following_bias(m, i), NULL, NULL}};
-                push(&gw->lin, g);
-            }
-        } else if (strcmp(op, "Sqrt") == 0 && n->ninputs == 1 && gw->n_ln_eps < 16) {
-            const OcrOnnxNode *add = producer(m, n->inputs[0], i);
-            if (add && strcmp(add->op_type, "Add") == 0 && add->ninputs == 2) {
-                for (int k = 0; k < 2; k++) {
-                    const OcrOnnxTensor *c = ocr_onnx_constant(m, add->inputs[k]);
-                    if (c && c->f32 && c->numel == 1) gw->ln_eps[gw->n_ln_eps++] = c->f32[0];
-                }
-            }
-        } else if (strcmp(op, "HardSigmoid") == 0) {
-            if (gw->n_hsig < 16) gw->hsig[gw->n_hsig] = n;
-            gw->n_hsig++;
-        } else if (strcmp(op, "AveragePool") == 0) {
-            gw->avgpool = n;
-            gw->n_avgpool++;
-        } else if (strcmp(op, "Concat") == 0 && n->ninputs == 2 && attr_int(n, "axis", 0) == 1 &&
-                   !ocr_onnx_constant(m, n->inputs[0]) && !ocr_onnx_constant(m, n->inputs[1])) {
-            // The neck's channel concat (the shape arithmetic concatenates along axis 0).
-            gw->concat = n;
-            gw->n_concat++;
-        } else if (strcmp(op, "Softmax") == 0) {
-            gw->softmax = n;
-            gw->n_softmax++;
         }
+    }
+    // x · sigmoid(x), optionally with paddle2onnx's Mul(x, 1.0) before the Sigmoid.
+    int sig = consumer(g, t, "Sigmoid", 0), one = -1;
+    if (sig < 0 && (one = scalar_consumer(g, t, "Mul", &v)) >= 0 && v == 1.0f) sig = consumer(g, O(g, one), "Sigmoid", 0);
+    if (sig >= 0) {
+        for (int i = 0; i < g->m->nnodes; i++) {
+            if (g->skip[i] || strcmp(N(g, i)->op_type, "Mul") != 0 || other_input(g, i, t) != O(g, sig)) continue;
+            use(g, one);
+            use(g, sig);
+            use(g, i);
+            *act = ACT_SWISH;
+            *node = i;
+            return O(g, i);
+        }
+    }
+    if ((n = consumer(g, t, "Relu", 0)) >= 0) {
+        *act = ACT_RELU;
+        *node = n;
+        use(g, n);
+        return O(g, n);
+    }
+    if ((n = consumer(g, t, "HardSigmoid", 0)) >= 0) {
+        *act = ACT_HSIG;
+        *node = n;
+        *alpha = attr_f(N(g, n), "alpha", 0.2f);
+        *beta = attr_f(N(g, n), "beta", 0.5f);
+        use(g, n);
+        return O(g, n);
+    }
+    *act = ACT_NONE;
+    return t;
+}
+
+// conv [+ bias Add] [+ BN] [+ affine] [+ activation] [+ affine], reading t.
+static ocr_status_t match_unit(G *g, int t, Unit *u, const char *what) {
+    memset(u, 0, sizeof *u);
+    u->bn = u->lab_node = u->alab_node = u->act_node = -1;
+    int n = consumer(g, t, "Conv", 0);
+    if (n < 0) return fail_tensor(g, t, "expected a Conv (%s), found none reading it", what);
+    int second = -1;
+    for (int i = n + 1; i < g->m->nnodes && second < 0; i++)
+        if (!g->skip[i] && strcmp(N(g, i)->op_type, "Conv") == 0 && g->in[i][0] == t) second = i;
+    if (second >= 0)
+        return fail_node(g, second,
+                         "a second Conv reads the same input as node #%d: parallel branches (an unfused, training-form "
+                         "PPLCNetV3 rep layer?); PaddleOCR's export fuses them, import the .pdparams instead",
+                         n);
+    u->conv = n;
+    use(g, n);
+    const OcrOnnxNode *c = N(g, n);
+    u->w = c->ninputs > 1 ? K(g, g->in[n][1]) : NULL;
+    if (!u->w || !u->w->f32 || u->w->ndim != 4) return fail_node(g, n, "the weight is not a constant 4-D float tensor");
+    u->b = c->ninputs > 2 && g->in[n][2] >= 0 ? K(g, g->in[n][2]) : NULL;
+    if (c->ninputs > 2 && g->in[n][2] >= 0 && (!u->b || !u->b->f32)) return fail_node(g, n, "the bias is not a constant");
+    attr_pair(c, "strides", 1, u->stride);
+    attr_pair(c, "dilations", 1, u->dil);
+    const OcrOnnxAttr *pads = ocr_onnx_attr(c, "pads");
+    for (int k = 0; k < 4; k++) u->pad[k] = pads && pads->nints == 4 ? (int)pads->ints[k] : 0;
+    if (ocr_onnx_attr(c, "auto_pad") && ocr_onnx_attr(c, "auto_pad")->s && strcmp(ocr_onnx_attr(c, "auto_pad")->s, "NOTSET"))
+        return fail_node(g, n, "auto_pad %s is not supported (explicit pads only)", ocr_onnx_attr(c, "auto_pad")->s);
+    u->group = (int)attr_i(c, "group", 1);
+    int y = O(g, n);
+    if (!u->b) {
+        // paddle2onnx (PIR) writes a conv bias as a following Add of a (1, OC, 1, 1) constant.
+        for (int i = 0; i < g->m->nnodes; i++) {
+            if (g->skip[i] || strcmp(N(g, i)->op_type, "Add") != 0) continue;
+            int o = other_input(g, i, y);
+            if (o < 0) continue;
+            const OcrOnnxTensor *b = o != y ? K(g, o) : NULL;
+            if (b && b->f32 && b->numel == u->w->dims[0] && b->numel > 1) {
+                u->b = b;
+                use(g, i);
+                y = O(g, i);
+            }
+            break;
+        }
+    }
+    int bn = consumer(g, y, "BatchNormalization", 0);
+    if (bn >= 0) {
+        u->bn = bn;
+        use(g, bn);
+        for (int k = 0; k < 4; k++) {
+            u->bnt[k] = N(g, bn)->ninputs > k + 1 ? K(g, g->in[bn][k + 1]) : NULL;
+            if (!u->bnt[k] || !u->bnt[k]->f32) return fail_node(g, bn, "input %d is not a constant float tensor", k + 1);
+        }
+        u->bn_eps = attr_f(N(g, bn), "epsilon", 1e-5f);
+        y = O(g, bn);
+    }
+    int z = match_lab(g, y, u->lab, &u->lab_node);
+    if (z >= 0) y = z;
+    y = match_act(g, y, &u->act, &u->act_node, &u->hs_alpha, &u->hs_beta);
+    if (u->act != ACT_NONE && u->act != ACT_HSIG) {
+        z = match_lab(g, y, u->alab, &u->alab_node);
+        if (z >= 0) y = z;
+    }
+    u->out = y;
+    return OCR_OK;
+}
+
+// Reshape / Transpose / Squeeze / Unsqueeze / Flatten plumbing on the data path (Shape nodes
+// that only read the size are ignored).
+static int follow_shape_ops(G *g, int t) {
+    static const char *const ops[] = {"Reshape", "Transpose", "Squeeze", "Unsqueeze", "Flatten", NULL};
+    for (;;) {
+        int next = -1;
+        for (int k = 0; ops[k] && next < 0; k++) next = consumer(g, t, ops[k], 0);
+        if (next < 0) return t;
+        use(g, next);
+        t = O(g, next);
     }
 }
 
-static void free_groups(GraphWeights *gw) {
-    free(gw->conv.items);
-    free(gw->bn.items);
-    free(gw->lab.items);
-    free(gw->ln.items);
-    free(gw->lin.items);
-}
+typedef struct {
+    int node;
+    const OcrOnnxTensor *w, *b;
+    int out;
+} Lin;
 
-// ---- our side -------------------------------------------------------------------------------------
+static ocr_status_t match_linear(G *g, int t, Lin *l, const char *what) {
+    int n = -1;
+    for (int i = 0; i < g->m->nnodes && n < 0; i++) {
+        if (g->skip[i] || strcmp(N(g, i)->op_type, "MatMul") != 0 || g->in[i][0] != t) continue;
+        const OcrOnnxTensor *w = K(g, g->in[i][1]);
+        if (w && w->f32 && w->ndim == 2) n = i;
+    }
+    if (n < 0) {
+        int gemm = consumer(g, t, "Gemm", 0);
+        if (gemm >= 0) return fail_node(g, gemm, "Gemm is not supported for %s (expected MatMul + Add)", what);
+        return fail_tensor(g, t, "expected a MatMul with a constant 2-D weight (%s)", what);
+    }
+    use(g, n);
+    l->node = n;
+    l->w = K(g, g->in[n][1]);
+    l->b = NULL;
+    l->out = O(g, n);
+    for (int i = 0; i < g->m->nnodes; i++) {
+        if (g->skip[i] || strcmp(N(g, i)->op_type, "Add") != 0) continue;
+        int o = other_input(g, i, l->out);
+        if (o < 0) continue;
+        const OcrOnnxTensor *b = K(g, o);
+        if (b && b->f32 && b->numel == l->w->dims[1]) {
+            l->b = b;
+            use(g, i);
+            l->out = O(g, i);
+        }
+        break;
+    }
+    if (!l->b) return fail_node(g, n, "%s: no bias Add of %lld values follows", what, (long long)l->w->dims[1]);
+    return OCR_OK;
+}
 
 typedef struct {
-    int *ops;
-    int n;
-} OpList;
+    int node;  // the first node of the pattern
+    const OcrOnnxTensor *g, *b;
+    float eps;
+    int out;
+} Ln;
 
-static OpList ops_of(const OcrOpTable *t, const char *type) {
-    OpList l = {malloc((size_t)t->count * sizeof(int)), 0};
-    OCR_ASSERT(l.ops);
-    for (int i = 0; i < t->count; i++)
-        if (strcmp(t->items[i].type, type) == 0) l.ops[l.n++] = i;
-    return l;
+// LayerNorm over the last axis: LayerNormalization, or paddle2onnx's ReduceMean, Sub, Pow 2,
+// ReduceMean, Add eps, Sqrt, Div, Mul γ, Add β.
+static ocr_status_t match_ln(G *g, int t, Ln *l) {
+    int n = consumer(g, t, "LayerNormalization", 0);
+    if (n >= 0) {
+        use(g, n);
+        l->node = n;
+        l->g = N(g, n)->ninputs > 1 ? K(g, g->in[n][1]) : NULL;
+        l->b = N(g, n)->ninputs > 2 ? K(g, g->in[n][2]) : NULL;
+        l->eps = attr_f(N(g, n), "epsilon", 1e-5f);
+        l->out = O(g, n);
+        if (!l->g || !l->b || attr_i(N(g, n), "axis", -1) != -1)
+            return fail_node(g, n, "expected constant scale and bias over the last axis");
+        return OCR_OK;
+    }
+    int m1 = consumer(g, t, "ReduceMean", 0);
+    if (m1 < 0) return fail_tensor(g, t, "expected a LayerNorm (ReduceMean ... or LayerNormalization)");
+    l->node = m1;
+    int sub = -1;
+    for (int i = 0; i < g->m->nnodes && sub < 0; i++)
+        if (!g->skip[i] && strcmp(N(g, i)->op_type, "Sub") == 0 && g->in[i][0] == t && g->in[i][1] == O(g, m1)) sub = i;
+    float two = 0, eps = 0, dummy;
+    int pw = sub >= 0 ? scalar_consumer(g, O(g, sub), "Pow", &two) : -1;
+    int m2 = pw >= 0 ? consumer(g, O(g, pw), "ReduceMean", 0) : -1;
+    int add = m2 >= 0 ? scalar_consumer(g, O(g, m2), "Add", &eps) : -1;
+    int sq = add >= 0 ? consumer(g, O(g, add), "Sqrt", 0) : -1;
+    int div = -1;
+    for (int i = 0; sq >= 0 && i < g->m->nnodes && div < 0; i++)
+        if (!g->skip[i] && strcmp(N(g, i)->op_type, "Div") == 0 && g->in[i][0] == O(g, sub) && g->in[i][1] == O(g, sq))
+            div = i;
+    if (div < 0 || two != 2.0f) return fail_node(g, m1, "not the LayerNorm pattern (mean, centre, square, mean, +eps, sqrt, divide)");
+    const OcrOnnxAttr *ax = ocr_onnx_attr(N(g, m1), "axes");
+    if (ax && (ax->nints != 1 || (ax->ints[0] != -1 && ax->ints[0] != 2)))
+        return fail_node(g, m1, "the LayerNorm does not normalise the last axis");
+    int mul = -1, badd = -1;
+    for (int i = 0; i < g->m->nnodes && mul < 0; i++) {
+        if (g->skip[i] || strcmp(N(g, i)->op_type, "Mul") != 0) continue;
+        int o = other_input(g, i, O(g, div));
+        if (o >= 0 && K(g, o) && K(g, o)->f32 && !scalar_of(g, o, &dummy)) mul = i;
+    }
+    for (int i = 0; mul >= 0 && i < g->m->nnodes && badd < 0; i++) {
+        if (g->skip[i] || strcmp(N(g, i)->op_type, "Add") != 0) continue;
+        int o = other_input(g, i, O(g, mul));
+        if (o >= 0 && K(g, o) && K(g, o)->f32) badd = i;
+    }
+    if (badd < 0) return fail_node(g, div, "the LayerNorm has no per-channel scale (Mul) and shift (Add) after it");
+    int nodes[] = {m1, sub, pw, m2, add, sq, div, mul, badd};
+    for (size_t k = 0; k < sizeof nodes / sizeof *nodes; k++) use(g, nodes[k]);
+    l->g = K(g, other_input(g, mul, O(g, div)));
+    l->b = K(g, other_input(g, badd, O(g, mul)));
+    l->eps = eps;
+    l->out = O(g, badd);
+    return OCR_OK;
 }
+
+// The Add of t and `other` (a residual connection).
+static int residual_add(G *g, int t, int other) {
+    for (int i = 0; i < g->m->nnodes; i++)
+        if (!g->skip[i] && strcmp(N(g, i)->op_type, "Add") == 0 && other_input(g, i, t) == other && other != t) {
+            use(g, i);
+            return i;
+        }
+    return -1;
+}
+
+#define MAX_UNITS 96
+#define MAX_BLOCKS 24
+#define MAX_SVTR 8
+
+typedef struct {
+    Ln ln1, ln2;
+    Lin qkv, proj, fc1, fc2;
+    float scale;
+    int scale_node, softmax_node, act;
+} Blk;
+
+typedef struct {
+    Unit units[MAX_UNITS];
+    int nunits;
+    int stem, nblocks;
+    struct {
+        int dw, se1, se2, pw;  // unit indices (-1: no SE)
+    } blocks[MAX_BLOCKS];
+    int pool_node, pool_avg, pool_k[2], pool_s[2];
+    int backbone_out;
+    int svtr_neck;
+    int neck[5];  // conv1, conv2, conv3, conv4, conv1x1 units
+    Blk svtr[MAX_SVTR];
+    int depth;
+    Ln norm;
+    int concat_node;
+    Lin head;
+    int softmax_node;
+    int output;
+} Net;
+
+static ocr_status_t push_unit(G *g, Net *net, int t, const char *what, int *idx) {
+    if (net->nunits == MAX_UNITS) return fail_tensor(g, t, "more than %d convolutions: not a PP-OCR recognizer", MAX_UNITS);
+    OCR_TRY(match_unit(g, t, &net->units[net->nunits], what));
+    *idx = net->nunits++;
+    return OCR_OK;
+}
+
+// Attention between qkv and proj: the only Softmax on the data path from the qkv output, and
+// the scalar that scales q (paddle2onnx writes Mul(q, s), PIR exports add 0 after it).
+static ocr_status_t match_attention(G *g, Blk *b) {
+    int from = b->qkv.node;
+    if (b->qkv.out < 0) return fail_node(g, from, "the qkv projection has no output");
+    unsigned char *reach = calloc((size_t)g->nt, 1);
+    OCR_ASSERT(reach, "out of host memory");
+    reach[b->qkv.out] = 1;
+    int proj_in = -1, nsoft = 0;
+    b->scale = 0;
+    b->scale_node = b->softmax_node = -1;
+    for (int i = from + 1; i < g->m->nnodes && proj_in < 0; i++) {
+        if (g->skip[i]) continue;
+        const OcrOnnxNode *n = N(g, i);
+        int hit = 0;
+        for (int k = 0; k < n->ninputs; k++) hit |= g->in[i][k] >= 0 && reach[g->in[i][k]];
+        if (!hit) continue;
+        if (strcmp(n->op_type, "MatMul") == 0 && K(g, g->in[i][1]) && K(g, g->in[i][1])->ndim == 2) {
+            proj_in = g->in[i][0];
+            break;
+        }
+        use(g, i);
+        for (int k = 0; k < n->noutputs; k++) reach[g->canon[g->out[i][k]]] = 1;
+        float v;
+        if (strcmp(n->op_type, "Softmax") == 0) {
+            nsoft++;
+            b->softmax_node = i;
+            int64_t ax = attr_i(n, "axis", -1);
+            if (ax != -1 && ax != 3) {
+                free(reach);
+                return fail_node(g, i, "the attention softmax runs over axis %lld, not the keys", (long long)ax);
+            }
+        } else if (strcmp(n->op_type, "Mul") == 0 && n->ninputs == 2 &&
+                   (scalar_of(g, g->in[i][1], &v) || scalar_of(g, g->in[i][0], &v))) {
+            if (b->scale_node >= 0) {
+                free(reach);
+                return fail_node(g, i, "a second scalar Mul inside the attention (the first is node #%d)", b->scale_node);
+            }
+            b->scale = v;
+            b->scale_node = i;
+        } else if (strcmp(n->op_type, "Add") == 0 && n->ninputs == 2 &&
+                   (scalar_of(g, g->in[i][1], &v) || scalar_of(g, g->in[i][0], &v)) && v != 0.0f) {
+            free(reach);
+            return fail_node(g, i, "adds %g inside the attention", v);
+        }
+    }
+    free(reach);
+    if (proj_in < 0) return fail_node(g, from, "no projection MatMul after this attention's qkv");
+    if (nsoft != 1) return fail_node(g, from, "the attention after this qkv has %d Softmax nodes, expected 1", nsoft);
+    if (b->scale_node < 0) return fail_node(g, b->softmax_node, "no scalar scaling q before this attention softmax");
+    return match_linear(g, proj_in, &b->proj, "the attention projection");
+}
+
+static ocr_status_t walk(G *g, Net *net) {
+    memset(net, 0, sizeof *net);
+    if (g->m->ninputs < 1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has no input", g->file);
+    // The image input: the graph input that is not an initializer.
+    int x = -1;
+    for (int i = 0; i < g->m->ninputs && x < 0; i++) {
+        int id = intern(g, g->m->inputs[i]);
+        if (!K(g, id)) x = g->canon[id];
+    }
+    if (x < 0) return ocr_set_error(OCR_ERR_FORMAT, "%s: every graph input is an initializer", g->file);
+    OCR_TRY(push_unit(g, net, x, "the stem convolution", &net->stem));
+    int t = net->units[net->stem].out;
+    // Depthwise-separable blocks: dw conv [SE] pw conv.
+    for (;;) {
+        int c = consumer(g, t, "Conv", 0);
+        if (c < 0) break;
+        const OcrOnnxTensor *w = K(g, g->in[c][1]);
+        int group = (int)attr_i(N(g, c), "group", 1);
+        if (!w || w->ndim != 4 || group <= 1 || w->dims[1] != 1) break;  // not depthwise: the neck
+        if (net->nblocks == MAX_BLOCKS) return fail_node(g, c, "more than %d blocks", MAX_BLOCKS);
+        int bi = net->nblocks++;
+        OCR_TRY(push_unit(g, net, t, "a depthwise convolution", &net->blocks[bi].dw));
+        t = net->units[net->blocks[bi].dw].out;
+        net->blocks[bi].se1 = net->blocks[bi].se2 = -1;
+        int gap = consumer(g, t, "GlobalAveragePool", 0);
+        if (gap < 0) {
+            int rm = consumer(g, t, "ReduceMean", 0);
+            const OcrOnnxAttr *ax = rm >= 0 ? ocr_onnx_attr(N(g, rm), "axes") : NULL;
+            if (ax && ax->nints == 2 && ax->ints[0] == 2 && ax->ints[1] == 3) gap = rm;
+        }
+        if (gap >= 0) {
+            use(g, gap);
+            OCR_TRY(push_unit(g, net, O(g, gap), "the SE gate's first convolution", &net->blocks[bi].se1));
+            OCR_TRY(push_unit(g, net, net->units[net->blocks[bi].se1].out, "the SE gate's second convolution",
+                              &net->blocks[bi].se2));
+            int gate = net->units[net->blocks[bi].se2].out, mul = -1;
+            for (int i = 0; i < g->m->nnodes && mul < 0; i++)
+                if (!g->skip[i] && strcmp(N(g, i)->op_type, "Mul") == 0 && other_input(g, i, t) == gate) mul = i;
+            if (mul < 0) return fail_tensor(g, gate, "the SE gate is not multiplied into the block's feature map");
+            use(g, mul);
+            t = O(g, mul);
+        }
+        OCR_TRY(push_unit(g, net, t, "a pointwise convolution", &net->blocks[bi].pw));
+        t = net->units[net->blocks[bi].pw].out;
+    }
+    if (net->nblocks == 0) return fail_tensor(g, t, "expected depthwise-separable blocks after the stem");
+    int pool = consumer(g, t, "AveragePool", 0);
+    net->pool_avg = pool >= 0;
+    if (pool < 0) pool = consumer(g, t, "MaxPool", 0);
+    if (pool < 0) return fail_tensor(g, t, "expected the backbone's last AveragePool/MaxPool");
+    use(g, pool);
+    net->pool_node = pool;
+    attr_pair(N(g, pool), "kernel_shape", 1, net->pool_k);
+    attr_pair(N(g, pool), "strides", 1, net->pool_s);
+    const OcrOnnxAttr *pp = ocr_onnx_attr(N(g, pool), "pads");
+    for (int k = 0; pp && k < pp->nints; k++)
+        if (pp->ints[k]) return fail_node(g, pool, "the last pool is padded");
+    if (attr_i(N(g, pool), "ceil_mode", 0)) return fail_node(g, pool, "the last pool uses ceil_mode");
+    t = net->backbone_out = O(g, pool);
+    // Neck.
+    if (consumer(g, t, "Conv", 0) >= 0) {
+        net->svtr_neck = 1;
+        OCR_TRY(push_unit(g, net, t, "the neck's conv1", &net->neck[0]));
+        OCR_TRY(push_unit(g, net, net->units[net->neck[0]].out, "the neck's conv2", &net->neck[1]));
+        int h = follow_shape_ops(g, net->units[net->neck[1]].out);
+        for (;;) {
+            Ln ln;
+            OCR_TRY(match_ln(g, h, &ln));
+            int mm = -1;
+            for (int i = 0; i < g->m->nnodes && mm < 0; i++)
+                if (!g->skip[i] && strcmp(N(g, i)->op_type, "MatMul") == 0 && g->in[i][0] == ln.out && K(g, g->in[i][1]))
+                    mm = i;
+            if (mm < 0) {
+                net->norm = ln;
+                break;
+            }
+            if (net->depth == MAX_SVTR) return fail_node(g, mm, "more than %d SVTR blocks", MAX_SVTR);
+            Blk *b = &net->svtr[net->depth++];
+            b->ln1 = ln;
+            OCR_TRY(match_linear(g, ln.out, &b->qkv, "the attention qkv"));
+            OCR_TRY(match_attention(g, b));
+            int a1 = residual_add(g, b->proj.out, h);
+            if (a1 < 0) return fail_tensor(g, b->proj.out, "the attention output is not added to the block input %s", TN(g, h));
+            OCR_TRY(match_ln(g, O(g, a1), &b->ln2));
+            OCR_TRY(match_linear(g, b->ln2.out, &b->fc1, "the MLP's fc1"));
+            int an, act;
+            float al, be;
+            int y = match_act(g, b->fc1.out, &act, &an, &al, &be);
+            b->act = act;
+            OCR_TRY(match_linear(g, y, &b->fc2, "the MLP's fc2"));
+            int a2 = residual_add(g, b->fc2.out, O(g, a1));
+            if (a2 < 0) return fail_tensor(g, b->fc2.out, "the MLP output is not added to the attention residual");
+            h = O(g, a2);
+        }
+        int t3 = follow_shape_ops(g, net->norm.out);
+        OCR_TRY(push_unit(g, net, t3, "the neck's conv3", &net->neck[2]));
+        int cat = consumer(g, net->units[net->neck[2]].out, "Concat", -1);
+        if (cat < 0) return fail_tensor(g, net->units[net->neck[2]].out, "expected the neck's channel Concat");
+        use(g, cat);
+        net->concat_node = cat;
+        if (N(g, cat)->ninputs != 2 || g->in[cat][0] != net->backbone_out || g->in[cat][1] != net->units[net->neck[2]].out ||
+            attr_i(N(g, cat), "axis", 0) != 1)
+            return fail_node(g, cat, "expected Concat([backbone output %s, conv3 output], axis 1)", TN(g, net->backbone_out));
+        OCR_TRY(push_unit(g, net, O(g, cat), "the neck's conv4", &net->neck[3]));
+        OCR_TRY(push_unit(g, net, net->units[net->neck[3]].out, "the neck's conv1x1", &net->neck[4]));
+        t = net->units[net->neck[4]].out;
+    }
+    t = follow_shape_ops(g, t);
+    OCR_TRY(match_linear(g, t, &net->head, "the CTC head"));
+    t = net->head.out;
+    int after = consumer(g, t, "MatMul", 0);
+    if (after >= 0) return fail_node(g, after, "a second MatMul after the CTC head (Head.mid_channels is not supported)");
+    net->softmax_node = consumer(g, t, "Softmax", 0);
+    if (net->softmax_node >= 0) {
+        use(g, net->softmax_node);
+        int64_t ax = attr_i(N(g, net->softmax_node), "axis", -1);
+        if (ax != 2 && ax != -1) return fail_node(g, net->softmax_node, "the head's Softmax runs over axis %lld, not the classes", (long long)ax);
+        t = O(g, net->softmax_node);
+    }
+    int is_out = 0;
+    for (int i = 0; i < g->m->noutputs; i++) {
+        int id = intern(g, g->m->outputs[i]);
+        is_out |= g->canon[id] == t;
+    }
+    if (!is_out) return fail_tensor(g, t, "the head's %s is not a graph output", net->softmax_node >= 0 ? "softmax" : "output");
+    if (g->m->noutputs != 1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has %d outputs, a recognizer has one", g->file, g->m->noutputs);
+    net->output = t;
+    return OCR_OK;
+}
+
+// ---- the variant --------------------------------------------------------------------------------------
+
+static int64_t oc_of(const Unit *u) { return u->w->dims[0]; }
+
+static ocr_status_t expect_unit(const G *g, const Unit *u, const char *what, int want_bn, int want_bias, int want_lab,
+                                int act, int want_alab) {
+    if ((u->bn >= 0) != want_bn)
+        return fail_node(g, u->conv, "%s: %s a BatchNormalization, the network %s", what, u->bn >= 0 ? "has" : "lacks",
+                         want_bn ? "needs one" : "has none there");
+    if ((u->b != NULL) != want_bias)
+        return fail_node(g, u->conv, "%s: %s a bias, the network %s", what, u->b ? "has" : "lacks",
+                         want_bias ? "needs one" : "has none");
+    if ((u->lab[0] != NULL) != want_lab)
+        return fail_node(g, u->conv, "%s: %s a learnable affine block after the conv, the network %s", what,
+                         u->lab[0] ? "has" : "lacks", want_lab ? "needs one" : "has none");
+    if (u->act != act)
+        return fail_node(g, u->act_node >= 0 ? u->act_node : u->conv, "%s: activation %s, the network uses %s", what,
+                         act_names[u->act], act_names[act]);
+    if ((u->alab[0] != NULL) != want_alab)
+        return fail_node(g, u->conv, "%s: %s a learnable affine block after the activation, the network %s", what,
+                         u->alab[0] ? "has" : "lacks", want_alab ? "needs one" : "has none");
+    if (u->act == ACT_HSIG && (u->hs_alpha != 0.1666667f || u->hs_beta != 0.5f))
+        return fail_node(g, u->act_node, "HardSigmoid alpha %.9g beta %g, PaddleOCR's SE gate uses 0.1666667 and 0.5",
+                         u->hs_alpha, u->hs_beta);
+    if (u->bn >= 0 && fabsf(u->bn_eps - 1e-5f) > 1e-9f)
+        return fail_node(g, u->bn, "%s: BatchNormalization epsilon %g, the network uses 1e-5", what, u->bn_eps);
+    if (u->dil[0] != 1 || u->dil[1] != 1) return fail_node(g, u->conv, "%s: dilated convolution", what);
+    return OCR_OK;
+}
+
+// Scales whose channel formula reproduces every block's output channels (PPLCNetV3).
+static double lcnet_scale(const Net *net) {
+    static const double common[] = {0.95, 0.5, 0.35, 0.75, 1.0, 1.5, 2.0};
+    // Base channels of the 14 blocks (rec_lcnetv3.py NET_CONFIG), then the stem (16).
+    static const int base[14] = {32, 64, 64, 128, 128, 256, 256, 256, 256, 256, 512, 512, 512, 512};
+    if (net->nblocks != 14) return 0;
+    for (int pass = 0; pass < 2; pass++) {
+        int n = pass ? 400 : (int)(sizeof common / sizeof *common);
+        for (int k = 0; k < n; k++) {
+            double s = pass ? (k + 1) / 100.0 : common[k];
+            int ok = ocr_lcnet_make_divisible(16 * s) == oc_of(&net->units[net->stem]);
+            for (int b = 0; ok && b < 14; b++) ok = ocr_lcnet_make_divisible(base[b] * s) == oc_of(&net->units[net->blocks[b].pw]);
+            if (ok) return s;
+        }
+    }
+    return 0;
+}
+
+static ocr_status_t identify(const G *g, const Net *net, OcrArch *a, OcrOnnxImportInfo *info) {
+    memset(a, 0, sizeof *a);
+    snprintf(a->algorithm, sizeof a->algorithm, "SVTR_LCNet");
+    a->in_channels = (int)net->units[net->stem].w->dims[1];
+    if (a->in_channels < 1 || a->in_channels > 4)
+        return fail_node(g, net->units[net->stem].conv, "the stem reads %d channels (1 to 4 are built)", a->in_channels);
+    a->img_h = 48;
+    a->img_w = 320;
+    a->seed = 1024;
+    a->fc_decay = 1e-5;
+    const Unit *dw0 = &net->units[net->blocks[0].dw];
+    char bb[96];
+    if (dw0->bn >= 0 && !dw0->b && !dw0->lab[0] && dw0->act == ACT_HSWISH) {
+        a->backbone = OCR_BACKBONE_MV1E;
+        info->version = "PP-OCRv3";
+        int64_t last = oc_of(&net->units[net->blocks[net->nblocks - 1].pw]);
+        a->mv1e.scale = last / 1024.0;
+        if (net->nblocks != 13 || last % 8)
+            return fail_node(g, net->units[net->blocks[net->nblocks - 1].pw].conv,
+                             "MobileNetV1Enhance has 13 blocks ending in 1024·scale channels; the graph has %d ending in %lld",
+                             net->nblocks, (long long)last);
+        const Unit *l = &net->units[net->blocks[12].dw];
+        if (l->stride[0] < 1 || l->stride[0] > 4 || l->stride[1] < 1 || l->stride[1] > 4)
+            return fail_node(g, l->conv, "last block stride (%d,%d) is outside Architecture.Backbone.last_conv_stride's 1..4",
+                             l->stride[0], l->stride[1]);
+        a->mv1e.last_conv_stride[0] = l->stride[0];
+        a->mv1e.last_conv_stride[1] = l->stride[1];
+        a->mv1e.last_pool_avg = net->pool_avg;
+        if (net->pool_avg) {
+            if (net->pool_k[0] < 1 || net->pool_k[0] > 8 || net->pool_k[1] < 1 || net->pool_k[1] > 8)
+                return fail_node(g, net->pool_node, "AveragePool kernel (%d,%d) is outside last_pool_kernel_size's 1..8",
+                                 net->pool_k[0], net->pool_k[1]);
+            if (net->pool_k[0] != net->pool_s[0] || net->pool_k[1] != net->pool_s[1])
+                return fail_node(g, net->pool_node, "AveragePool kernel (%d,%d) with stride (%d,%d); the network pools with kernel = stride",
+                                 net->pool_k[0], net->pool_k[1], net->pool_s[0], net->pool_s[1]);
+            a->mv1e.last_pool_kernel[0] = net->pool_k[0];
+            a->mv1e.last_pool_kernel[1] = net->pool_k[1];
+        } else {
+            if (net->pool_k[0] != 2 || net->pool_k[1] != 2 || net->pool_s[0] != 2 || net->pool_s[1] != 2)
+                return fail_node(g, net->pool_node, "MaxPool must be 2x2 with stride 2 (MobileNetV1Enhance's max pool)");
+            a->mv1e.last_pool_kernel[0] = a->mv1e.last_pool_kernel[1] = 2;
+        }
+        snprintf(bb, sizeof bb, "MobileNetV1Enhance %g", a->mv1e.scale);
+        info->deploy = 0;
+    } else if (dw0->bn < 0 && dw0->b && dw0->lab[0] && dw0->act == ACT_HSWISH && dw0->alab[0]) {
+        a->backbone = OCR_BACKBONE_LCNETV3;
+        info->version = "PP-OCRv4";
+        a->lcnet.scale = lcnet_scale(net);
+        if (a->lcnet.scale == 0)
+            return fail_node(g, net->units[net->blocks[net->nblocks - 1].pw].conv,
+                             "no PPLCNetV3 scale gives these channels (%d blocks, the last with %lld)", net->nblocks,
+                             (long long)oc_of(&net->units[net->blocks[net->nblocks - 1].pw]));
+        a->lcnet.conv_kxk_num = 4;
+        a->lcnet.lab_lr = 0.1;
+        for (int i = 0; i < 6; i++) a->lcnet.lr_mult_list[i] = 1.0;
+        a->lcnet.deploy = 1;
+        if (!net->pool_avg || net->pool_k[0] != 3 || net->pool_k[1] != 2 || net->pool_s[0] != 3 || net->pool_s[1] != 2)
+            return fail_node(g, net->pool_node, "PPLCNetV3's exported pool is AveragePool kernel and stride (3, 2)");
+        snprintf(bb, sizeof bb, "PPLCNetV3 %g (deploy-fused)", a->lcnet.scale);
+        info->deploy = 1;
+    } else {
+        return fail_node(g, dw0->conv,
+                         "the first block is neither MobileNetV1Enhance's (conv, BN, HardSwish) nor PPLCNetV3's deploy "
+                         "form (conv with bias, affine, hardswish, affine): BN %s, bias %s, affine %s, activation %s",
+                         dw0->bn >= 0 ? "yes" : "no", dw0->b ? "yes" : "no", dw0->lab[0] ? "yes" : "no", act_names[dw0->act]);
+    }
+    char neck[96] = "Im2Seq neck";
+    a->neck_svtr = net->svtr_neck;
+    if (net->svtr_neck) {
+        const Unit *c1 = &net->units[net->neck[0]];
+        SvtrNeckSpec n;
+        memset(&n, 0, sizeof n);
+        n.dims = (int)oc_of(&net->units[net->neck[4]]);
+        n.hidden = (int)oc_of(&net->units[net->neck[1]]);
+        n.kernel[0] = (int)c1->w->dims[2];
+        n.kernel[1] = (int)c1->w->dims[3];
+        n.depth = net->depth;
+        if (net->depth < 1) return fail_node(g, net->norm.node, "the SVTR neck has no blocks");
+        float s = net->svtr[0].scale;
+        int hd = s > 0 ? (int)lrint(1.0 / ((double)s * s)) : 0;
+        if (hd <= 0 || n.hidden % hd)
+            return fail_node(g, net->svtr[0].scale_node, "attention scale %.9g: no head size divides %d", s, n.hidden);
+        n.heads = n.hidden / hd;
+        n.mlp_ratio = (float)net->svtr[0].fc1.w->dims[1] / (float)n.hidden;
+        n.drop = 0.1f;
+        n.attn_drop = 0.1f;
+        a->neck = n;
+        snprintf(neck, sizeof neck, "SVTR neck (dims %d, hidden %d, kernel %dx%d, depth %d, %d heads)", n.dims, n.hidden,
+                 n.kernel[0], n.kernel[1], n.depth, n.heads);
+    }
+    a->num_classes = (int)net->head.w->dims[1];
+    if (a->num_classes < 2) return fail_node(g, net->head.node, "the head has %d classes", a->num_classes);
+    info->language = a->num_classes == 97 ? "en" : a->num_classes == 6625 ? "ch" : "other";
+    snprintf(info->variant, sizeof info->variant, "%s %s: %s + %s + CTC head (%d classes)", info->version, info->language, bb,
+             neck, a->num_classes);
+    return OCR_OK;
+}
+
+// ---- pairing with the network ---------------------------------------------------------------------
+
+typedef struct {
+    const G *g;
+    OcrModel *model;
+    OcrParamTable *params, *stats;
+    int loaded;
+    int64_t values;
+    const OcrOnnxTensor **taken;  // the constants loaded (one per tensor filled)
+} Ctx;
 
 static const char *dims_str(const OcrOnnxTensor *t, char *buf, size_t n) {
     size_t u = (size_t)snprintf(buf, n, "{");
@@ -157,261 +985,295 @@ static const char *dims_str(const OcrOnnxTensor *t, char *buf, size_t n) {
 
 static const char *tname(const OcrOnnxTensor *t) { return t && t->name ? t->name : "(unnamed)"; }
 
-typedef struct {
-    const char *file;
-    OcrModel *model;
-    OcrParamTable *params, *stats;
-} Ctx;
-
-// Copies `src` (numel must match dst) into parameter `name` of table `tab`.
-static ocr_status_t put(Ctx *c, OcrParamTable *tab, const char *name, const float *src, int64_t numel,
-                        const char *what) {
+static ocr_status_t put(Ctx *c, OcrParamTable *tab, const char *name, const OcrOnnxTensor *src, const float *data, int node) {
     int i = ocr_params_find(tab, name);
-    if (i < 0) return ocr_set_error(OCR_ERR_INTERNAL, "%s: the network has no %s", c->file, name);
-    if (tab->items[i].numel != numel)
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has %lld values, %s needs %lld", c->file, what, (long long)numel,
-                             name, (long long)tab->items[i].numel);
+    if (i < 0) return fail_node(c->g, node, "the network has no %s for %s", name, tname(src));
+    if (c->loaded >= c->params->count + c->stats->count) return fail_node(c->g, node, "more tensors than the network has");
+    if (tab->items[i].numel != src->numel) {
+        char a[64];
+        return fail_node(c->g, node, "%s is %s (%lld values), %s needs %lld", tname(src), dims_str(src, a, sizeof a),
+                         (long long)src->numel, name, (long long)tab->items[i].numel);
+    }
     OcrTensor t = ocr_params_tensor(tab, i);
-    ocr_tensor_from_f32(&t, src);
+    ocr_tensor_from_f32(&t, data ? data : src->f32);
+    c->taken[c->loaded] = src;
+    c->loaded++;
+    c->values += src->numel;
     return OCR_OK;
 }
 
-static ocr_status_t expect_f32(Ctx *c, const OcrOnnxTensor *t, const char *role, const char *node) {
-    if (!t) return ocr_set_error(OCR_ERR_FORMAT, "%s: %s of node %s is not a constant", c->file, role, node);
-    if (!t->f32) return ocr_set_error(OCR_ERR_FORMAT, "%s: %s %s is not a float tensor", c->file, role, tname(t));
-    return OCR_OK;
-}
-
-static const char *node_name(const OcrOnnxNode *n) {
-    return n->name && n->name[0] ? n->name : n->noutputs ? n->outputs[0] : n->op_type;
-}
-
-static ocr_status_t count_check(Ctx *c, const char *what, int graph, int ours) {
-    if (graph == ours) return OCR_OK;
-    return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has %d %s, the PP-OCRv4 network has %d (not the PP-OCRv4 recognizer?)",
-                         c->file, graph, what, ours);
-}
-
-static int attr_ints_eq(const OcrOnnxNode *n, const char *name, const int64_t *want, int count, int64_t def) {
-    const OcrOnnxAttr *a = ocr_onnx_attr(n, name);
-    for (int i = 0; i < count; i++) {
-        int64_t v = a ? (i < a->nints ? a->ints[i] : -999) : def;
-        if (v != want[i]) return 0;
-    }
-    return !a || a->nints == count;
-}
-
-static ocr_status_t import_convs(Ctx *c, const GraphWeights *gw) {
-    const OcrOpTable *ops = ocr_model_ops(c->model);
-    OpList l = ops_of(ops, "conv2d");
-    ocr_status_t st = count_check(c, "Conv nodes", gw->conv.n, l.n);
+static ocr_status_t put_conv(Ctx *c, const OcrOpInfo *o, const Unit *u) {
     char buf[300], a[64];
-    for (int k = 0; st == OCR_OK && k < l.n; k++) {
-        const OcrOpInfo *o = &ops->items[l.ops[k]];
-        const Group *g = &gw->conv.items[k];
-        const char *nn = node_name(g->node);
-        st = expect_f32(c, g->t[0], "the weight", nn);
-        if (st != OCR_OK) break;
-        int wi = ocr_params_find(c->params, ocr_name(buf, sizeof buf, "%s.weight", o->name));
-        const OcrParamInfo *p = &c->params->items[wi];
-        int64_t oc = p->shape[0], kh = p->shape[1], kw = p->shape[2], cg = p->shape[3];
-        const OcrOnnxTensor *w = g->t[0];
-        if (w->ndim != 4 || w->dims[0] != oc || w->dims[1] != cg || w->dims[2] != kh || w->dims[3] != kw) {
-            st = ocr_set_error(OCR_ERR_FORMAT, "%s: Conv #%d (%s) weight %s is %s, %s needs {%lld,%lld,%lld,%lld}", c->file,
-                               k, nn, tname(w), dims_str(w, a, sizeof a), o->name, (long long)oc, (long long)cg,
-                               (long long)kh, (long long)kw);
-            break;
-        }
-        int64_t strides[2] = {o->conv_stride[0], o->conv_stride[1]};
-        int64_t pads[4] = {o->conv_pad[0], o->conv_pad[1], o->conv_pad[0], o->conv_pad[1]};
-        int64_t ones[2] = {1, 1};
-        if (!attr_ints_eq(g->node, "strides", strides, 2, 1) || !attr_ints_eq(g->node, "pads", pads, 4, 0) ||
-            attr_int(g->node, "group", 1) != o->conv_groups || !attr_ints_eq(g->node, "dilations", ones, 2, 1)) {
-            st = ocr_set_error(OCR_ERR_FORMAT,
-                               "%s: Conv #%d (%s) has other strides/pads/group/dilations than %s (stride %d,%d pad %d,%d "
-                               "group %d)",
-                               c->file, k, nn, o->name, o->conv_stride[0], o->conv_stride[1], o->conv_pad[0],
-                               o->conv_pad[1], o->conv_groups);
-            break;
-        }
-        // OIHW -> (OC, KH, KW, C/groups).
-        float *t = malloc((size_t)w->numel * sizeof(float));
-        OCR_ASSERT(t);
-        for (int64_t oo = 0; oo < oc; oo++)
-            for (int64_t i = 0; i < cg; i++)
-                for (int64_t y = 0; y < kh; y++)
-                    for (int64_t x = 0; x < kw; x++)
-                        t[((oo * kh + y) * kw + x) * cg + i] = w->f32[((oo * cg + i) * kh + y) * kw + x];
-        st = put(c, c->params, p->name, t, w->numel, tname(w));
-        free(t);
-        if (st != OCR_OK) break;
-        int has_bias = ocr_params_find(c->params, ocr_name(buf, sizeof buf, "%s.bias", o->name)) >= 0;
-        if (has_bias != (g->t[1] != NULL) ) {
-            st = ocr_set_error(OCR_ERR_FORMAT, "%s: Conv #%d (%s) %s a bias, %s %s", c->file, k, nn,
-                               g->t[1] ? "has" : "has no", o->name, has_bias ? "needs one" : "has none");
-            break;
-        }
-        if (has_bias) {
-            st = expect_f32(c, g->t[1], "the bias", nn);
-            if (st == OCR_OK) st = put(c, c->params, buf, g->t[1]->f32, g->t[1]->numel, tname(g->t[1]));
-        }
-    }
-    free(l.ops);
-    return st;
+    const G *g = c->g;
+    int wi = ocr_params_find(c->params, ocr_name(buf, sizeof buf, "%s.weight", o->name));
+    if (wi < 0) return fail_node(g, u->conv, "the network's %s has no weight", o->name);
+    const OcrParamInfo *p = &c->params->items[wi];
+    int64_t oc = p->shape[0], kh = p->shape[1], kw = p->shape[2], cg = p->shape[3];
+    const OcrOnnxTensor *w = u->w;
+    if (w->dims[0] != oc || w->dims[1] != cg || w->dims[2] != kh || w->dims[3] != kw)
+        return fail_node(g, u->conv, "weight %s is %s, %s needs {%lld,%lld,%lld,%lld}", tname(w), dims_str(w, a, sizeof a),
+                         o->name, (long long)oc, (long long)cg, (long long)kh, (long long)kw);
+    if (u->stride[0] != o->conv_stride[0] || u->stride[1] != o->conv_stride[1] || u->pad[0] != o->conv_pad[0] ||
+        u->pad[1] != o->conv_pad[1] || u->pad[2] != o->conv_pad[0] || u->pad[3] != o->conv_pad[1] ||
+        u->group != o->conv_groups)
+        return fail_node(g, u->conv,
+                         "strides (%d,%d) pads (%d,%d,%d,%d) group %d, %s has strides (%d,%d) pads (%d,%d) group %d", u->stride[0],
+                         u->stride[1], u->pad[0], u->pad[1], u->pad[2], u->pad[3], u->group, o->name, o->conv_stride[0],
+                         o->conv_stride[1], o->conv_pad[0], o->conv_pad[1], o->conv_groups);
+    float *t = malloc((size_t)w->numel * sizeof(float));
+    OCR_ASSERT(t, "out of host memory");
+    for (int64_t oo = 0; oo < oc; oo++)  // OIHW -> (OC, KH, KW, C/groups)
+        for (int64_t i = 0; i < cg; i++)
+            for (int64_t y = 0; y < kh; y++)
+                for (int64_t x = 0; x < kw; x++)
+                    t[((oo * kh + y) * kw + x) * cg + i] = w->f32[((oo * cg + i) * kh + y) * kw + x];
+    ocr_status_t st = put(c, c->params, p->name, w, t, u->conv);
+    free(t);
+    if (st != OCR_OK) return st;
+    int has_bias = ocr_params_find(c->params, ocr_name(buf, sizeof buf, "%s.bias", o->name)) >= 0;
+    if (has_bias != (u->b != NULL))
+        return fail_node(g, u->conv, "%s a bias, %s %s", u->b ? "has" : "has no", o->name, has_bias ? "needs one" : "has none");
+    return has_bias ? put(c, c->params, buf, u->b, NULL, u->conv) : OCR_OK;
 }
 
-static ocr_status_t import_bns(Ctx *c, const GraphWeights *gw) {
-    const OcrOpTable *ops = ocr_model_ops(c->model);
-    OpList l = ops_of(ops, "batchnorm");
-    ocr_status_t st = count_check(c, "BatchNormalization nodes", gw->bn.n, l.n);
-    static const char *const roles[4] = {"scale", "B", "mean", "var"};
-    static const char *const ours[4] = {"weight", "bias", "_mean", "_variance"};
+static ocr_status_t put_pair(Ctx *c, const OcrOpInfo *o, const OcrOnnxTensor *w, const OcrOnnxTensor *b, const char *wn,
+                             const char *bnm, int node) {
     char buf[300];
-    for (int k = 0; st == OCR_OK && k < l.n; k++) {
-        const OcrOpInfo *o = &ops->items[l.ops[k]];
-        const Group *g = &gw->bn.items[k];
-        const OcrOnnxAttr *eps = ocr_onnx_attr(g->node, "epsilon");
-        float e = eps ? eps->f : 1e-5f;
-        if (fabsf(e - 1e-5f) > 1e-9f) {
-            st = ocr_set_error(OCR_ERR_FORMAT, "%s: BatchNormalization #%d (%s) has epsilon %g, %s uses 1e-5", c->file, k,
-                               node_name(g->node), e, o->name);
-            break;
-        }
-        for (int r = 0; r < 4 && st == OCR_OK; r++) {
-            st = expect_f32(c, g->t[r], roles[r], node_name(g->node));
-            if (st == OCR_OK)
-                st = put(c, r < 2 ? c->params : c->stats, ocr_name(buf, sizeof buf, "%s.%s", o->name, ours[r]),
-                         g->t[r]->f32, g->t[r]->numel, tname(g->t[r]));
-        }
+    int wi = ocr_params_find(c->params, ocr_name(buf, sizeof buf, "%s.%s", o->name, wn));
+    if (wi < 0) return fail_node(c->g, node, "the network's %s has no %s", o->name, wn);
+    const OcrParamInfo *p = &c->params->items[wi];
+    int same = w->ndim == p->ndim || (p->numel == 1 && w->numel == 1);
+    for (int d = 0; same && d < p->ndim && p->numel > 1; d++) same = w->dims[d] == p->shape[d];
+    if (!same) {
+        char a[64];
+        return fail_node(c->g, node, "%s is %s, %s needs %lld values (%d-D)", tname(w), dims_str(w, a, sizeof a), p->name,
+                         (long long)p->numel, p->ndim);
     }
-    free(l.ops);
-    return st;
+    OCR_TRY(put(c, c->params, p->name, w, NULL, node));
+    return put(c, c->params, ocr_name(buf, sizeof buf, "%s.%s", o->name, bnm), b, NULL, node);
 }
 
-// Pairs of (w, b) constants: affine scalars, LayerNorm gamma/beta, linear weight/bias.
-static ocr_status_t import_pairs(Ctx *c, const Groups *gr, const char *type, const char *what, const char *w_name,
-                                 const char *b_name) {
+static ocr_status_t pair_all(Ctx *c, const Net *net) {
+    const G *g = c->g;
     const OcrOpTable *ops = ocr_model_ops(c->model);
-    OpList l = ops_of(ops, type);
-    ocr_status_t st = count_check(c, what, gr->n, l.n);
+    const Ln *lns[2 * MAX_SVTR + 1];
+    const Lin *lins[4 * MAX_SVTR + 1];
+    int nln = 0, nlin = 0;
+    for (int b = 0; b < net->depth; b++) {
+        lns[nln++] = &net->svtr[b].ln1;
+        lns[nln++] = &net->svtr[b].ln2;
+        lins[nlin++] = &net->svtr[b].qkv;
+        lins[nlin++] = &net->svtr[b].proj;
+        lins[nlin++] = &net->svtr[b].fc1;
+        lins[nlin++] = &net->svtr[b].fc2;
+    }
+    if (net->svtr_neck) lns[nln++] = &net->norm;
+    lins[nlin++] = &net->head;
+    int ku = -1, kl = 0, kn = 0, kb = 0, ka = 0, katt = 0;
+    static const char *const bn_ours[4] = {"weight", "bias", "_mean", "_variance"};
     char buf[300];
-    for (int k = 0; st == OCR_OK && k < l.n; k++) {
-        const OcrOpInfo *o = &ops->items[l.ops[k]];
-        const Group *g = &gr->items[k];
-        const char *nn = node_name(g->node);
-        st = expect_f32(c, g->t[0], "the weight", nn);
-        if (st == OCR_OK) st = expect_f32(c, g->t[1], "the bias (the Add that follows)", nn);
-        if (st != OCR_OK) break;
-        int wi = ocr_params_find(c->params, ocr_name(buf, sizeof buf, "%s.%s", o->name, w_name));
-        const OcrParamInfo *p = &c->params->items[wi];
-        int same = g->t[0]->ndim == p->ndim;
-        for (int d = 0; same && d < p->ndim; d++) same = g->t[0]->dims[d] == p->shape[d];
-        if (!same) {
-            char a[64];
-            st = ocr_set_error(OCR_ERR_FORMAT, "%s: %s #%d (%s): %s is %s, %s needs %lld values (%d-D)", c->file, what, k,
-                               nn, tname(g->t[0]), dims_str(g->t[0], a, sizeof a), p->name, (long long)p->numel,
-                               p->ndim);
-            break;
+    for (int i = 0; i < ops->count; i++) {
+        const OcrOpInfo *o = &ops->items[i];
+        const char *ty = o->type;
+        if (strcmp(ty, "conv2d") == 0) {
+            if (ku >= 0) {
+                const Unit *u = &net->units[ku];
+                if (kb != (u->bn >= 0) || ka != (u->lab[0] != NULL) + (u->alab[0] != NULL))
+                    return fail_node(g, u->conv, "%d BatchNormalization and %d affine blocks follow it, the network has %d and %d",
+                                     u->bn >= 0, (u->lab[0] != NULL) + (u->alab[0] != NULL), kb, ka);
+            }
+            if (++ku >= net->nunits)
+                return fail_tensor(g, net->output, "the graph has %d convolutions, the network's %s has none in the graph",
+                                   net->nunits, o->name);
+            kb = ka = 0;
+            OCR_TRY(put_conv(c, o, &net->units[ku]));
+        } else if (strcmp(ty, "batchnorm") == 0) {
+            const Unit *u = ku >= 0 ? &net->units[ku] : NULL;
+            if (!u || u->bn < 0 || kb++)
+                return fail_node(g, u ? u->conv : 0, "no BatchNormalization in the graph for the network's %s", o->name);
+            for (int r = 0; r < 4; r++)
+                OCR_TRY(put(c, r < 2 ? c->params : c->stats, ocr_name(buf, sizeof buf, "%s.%s", o->name, bn_ours[r]), u->bnt[r],
+                            NULL, u->bn));
+        } else if (strcmp(ty, "affine") == 0) {
+            // The unit's affine blocks in forward order: after the conv, after the activation.
+            const Unit *u = ku >= 0 ? &net->units[ku] : NULL;
+            const OcrOnnxTensor *const *list[2];
+            int nodes[2], n = 0;
+            if (u && u->lab[0]) list[n] = u->lab, nodes[n++] = u->lab_node;
+            if (u && u->alab[0]) list[n] = u->alab, nodes[n++] = u->alab_node;
+            if (ka >= n)
+                return fail_node(g, u ? u->conv : 0, "no learnable affine block in the graph for the network's %s", o->name);
+            OCR_TRY(put_pair(c, o, list[ka][0], list[ka][1], "scale", "bias", nodes[ka]));
+            ka++;
+        } else if (strcmp(ty, "layernorm") == 0) {
+            if (kn >= nln) return fail_tensor(g, net->output, "no LayerNorm in the graph for the network's %s", o->name);
+            const Ln *l = lns[kn++];
+            float want = strstr(o->name, "svtr_block") ? 1e-5f : 1e-6f;
+            if (l->eps != want) return fail_node(g, l->node, "LayerNorm epsilon %g, %s uses %g", l->eps, o->name, want);
+            OCR_TRY(put_pair(c, o, l->g, l->b, "weight", "bias", l->node));
+        } else if (strcmp(ty, "linear") == 0) {
+            if (kl >= nlin) return fail_tensor(g, net->output, "no MatMul in the graph for the network's %s", o->name);
+            const Lin *l = lins[kl++];
+            OCR_TRY(put_pair(c, o, l->w, l->b, "weight", "bias", l->node));
+        } else if (strcmp(ty, "attention") == 0) {
+            if (katt >= net->depth) return fail_tensor(g, net->output, "no attention in the graph for the network's %s", o->name);
+            const Blk *b = &net->svtr[katt++];
+            int heads = ocr_model_arch(c->model)->neck.heads, hd = ocr_model_arch(c->model)->neck.hidden / heads;
+            float want = (float)pow((double)hd, -0.5);
+            if (fabsf(b->scale - want) > 1e-7f)
+                return fail_node(g, b->scale_node, "scales q by %.9g, %d heads of %d need %.9g", b->scale, heads, hd, want);
+            if (b->act != ACT_SWISH)
+                return fail_node(g, b->fc1.node, "the MLP activation is %s, the network uses swish", act_names[b->act]);
         }
-        st = put(c, c->params, p->name, g->t[0]->f32, g->t[0]->numel, tname(g->t[0]));
-        if (st == OCR_OK)
-            st = put(c, c->params, ocr_name(buf, sizeof buf, "%s.%s", o->name, b_name), g->t[1]->f32, g->t[1]->numel,
-                     tname(g->t[1]));
     }
-    free(l.ops);
-    return st;
-}
-
-// The hyper-parameters the network hard-codes.
-static ocr_status_t check_fixed(Ctx *c, const OcrOnnxModel *m, const GraphWeights *gw) {
-    // LayerNorm epsilons: 1e-5 in the SVTR blocks, 1e-6 in the final norm.
-    const OcrOpTable *ops = ocr_model_ops(c->model);
-    OpList l = ops_of(ops, "layernorm");
-    ocr_status_t st = count_check(c, "LayerNorm epsilons (Add before Sqrt)", gw->n_ln_eps, l.n);
-    for (int k = 0; st == OCR_OK && k < l.n; k++) {
-        float want = strstr(ops->items[l.ops[k]].name, "svtr_block") ? 1e-5f : 1e-6f;
-        if (gw->ln_eps[k] != want)
-            st = ocr_set_error(OCR_ERR_FORMAT, "%s: LayerNorm #%d uses epsilon %g, %s uses %g", c->file, k, gw->ln_eps[k],
-                               ops->items[l.ops[k]].name, want);
-    }
-    free(l.ops);
-    if (st != OCR_OK) return st;
-    l = ops_of(ops, "attention");
-    st = count_check(c, "attention scale constants", gw->n_attn_scale, l.n);
-    float scale = (float)pow(15.0, -0.5);
-    for (int k = 0; st == OCR_OK && k < gw->n_attn_scale; k++)
-        if (fabsf(gw->attn_scale[k] - scale) > 1e-7f)
-            st = ocr_set_error(OCR_ERR_FORMAT, "%s: attention #%d scales q by %.9g, 8 heads of 15 need %.9g", c->file, k,
-                               gw->attn_scale[k], scale);
-    free(l.ops);
-    if (st != OCR_OK) return st;
-    l = ops_of(ops, "mul");  // SE gates, one HardSigmoid each
-    st = count_check(c, "HardSigmoid nodes (SE gates)", gw->n_hsig, l.n);
-    free(l.ops);
-    for (int k = 0; st == OCR_OK && k < gw->n_hsig && k < 16; k++) {
-        const OcrOnnxAttr *al = ocr_onnx_attr(gw->hsig[k], "alpha"), *be = ocr_onnx_attr(gw->hsig[k], "beta");
-        float alpha = al ? al->f : 0.2f, beta = be ? be->f : 0.5f;
-        if (alpha != 0.1666667f || beta != 0.5f)
-            st = ocr_set_error(OCR_ERR_FORMAT, "%s: HardSigmoid %s has alpha %.9g beta %g, expected 0.1666667 and 0.5",
-                               c->file, node_name(gw->hsig[k]), alpha, beta);
-    }
-    if (st != OCR_OK) return st;
-    int64_t k32[2] = {3, 2};
-    if (gw->n_avgpool != 1 || !attr_ints_eq(gw->avgpool, "kernel_shape", k32, 2, 0) ||
-        !attr_ints_eq(gw->avgpool, "strides", k32, 2, 1))
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: expected one AveragePool with kernel and stride (3, 2) ending the backbone",
-                             c->file);
-    if (gw->n_concat != 1 || strcmp(gw->concat->inputs[0], gw->avgpool->outputs[0]) != 0 ||
-        attr_int(gw->concat, "axis", 0) != 1)
-        return ocr_set_error(OCR_ERR_FORMAT,
-                             "%s: expected the neck to concatenate [backbone output, conv3 output] along channels", c->file);
-    l = ops_of(ops, "attention");
-    int n_attn = l.n;
-    free(l.ops);
-    if (gw->n_softmax != n_attn + 1)
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: expected %d Softmax nodes (one per attention block, one for the head), found %d",
-                             c->file, n_attn + 1, gw->n_softmax);
-    int64_t ax = attr_int(gw->softmax, "axis", -1);
-    if (ax != 2 && ax != -1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the Softmax runs over axis %lld, not the classes", c->file, (long long)ax);
-    if (m->ninputs < 1 || m->noutputs != 1 || strcmp(m->outputs[0], gw->softmax->outputs[0]) != 0)
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph's output is not the head's softmax", c->file);
+    if (ku + 1 != net->nunits)
+        return fail_node(g, net->units[ku + 1].conv, "a convolution the network does not have (it has %d, the graph %d)", ku + 1,
+                         net->nunits);
+    const Unit *u = &net->units[ku];
+    if (kb != (u->bn >= 0) || ka != (u->lab[0] != NULL) + (u->alab[0] != NULL))
+        return fail_node(g, u->conv, "the last conv's BN/affine blocks do not match the network");
+    if (kl != nlin) return fail_node(g, lins[kl]->node, "a MatMul the network does not have");
+    if (kn != nln) return fail_node(g, lns[kn]->node, "a LayerNorm the network does not have");
     return OCR_OK;
 }
 
-ocr_status_t ocr_import_ppocrv4_onnx(OcrModel **out, const OcrOnnxModel *m, const char *name) {
+static ocr_status_t check_units(const G *g, const Net *net, const OcrArch *a) {
+    int v4 = a->backbone == OCR_BACKBONE_LCNETV3;
+    const Unit *s = &net->units[net->stem];
+    OCR_TRY(expect_unit(g, s, "the stem", 1, 0, 0, v4 ? ACT_NONE : ACT_HSWISH, 0));
+    for (int b = 0; b < net->nblocks; b++) {
+        char what[64];
+        snprintf(what, sizeof what, "block %d's depthwise conv", b);
+        OCR_TRY(expect_unit(g, &net->units[net->blocks[b].dw], what, !v4, v4, v4, ACT_HSWISH, v4));
+        snprintf(what, sizeof what, "block %d's pointwise conv", b);
+        OCR_TRY(expect_unit(g, &net->units[net->blocks[b].pw], what, !v4, v4, v4, ACT_HSWISH, v4));
+        if (net->blocks[b].se1 >= 0) {
+            OCR_TRY(expect_unit(g, &net->units[net->blocks[b].se1], "the SE gate's conv1", 0, 1, 0, ACT_RELU, 0));
+            OCR_TRY(expect_unit(g, &net->units[net->blocks[b].se2], "the SE gate's conv2", 0, 1, 0, ACT_HSIG, 0));
+        }
+    }
+    static const char *const neck_names[5] = {"the neck's conv1", "conv2", "conv3", "conv4", "conv1x1"};
+    for (int k = 0; net->svtr_neck && k < 5; k++) OCR_TRY(expect_unit(g, &net->units[net->neck[k]], neck_names[k], 1, 0, 0, ACT_SWISH, 0));
+    return OCR_OK;
+}
+
+static int count_lines(const char *s) {
+    if (!s || !*s) return 0;
+    int n = 1;
+    for (const char *p = s; *p; p++)
+        if (*p == '\n' && p[1]) n++;
+    return n;
+}
+
+ocr_status_t ocr_import_onnx(OcrModel **out, const OcrOnnxModel *m, const char *name, OcrOnnxImportInfo *info_out) {
     *out = NULL;
-    GraphWeights gw;
-    collect(m, &gw);
-    if (gw.lin.n == 0 || !gw.lin.items[gw.lin.n - 1].t[0]) {
-        free_groups(&gw);
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: no MatMul with a constant weight (no CTC head): not the PP-OCRv4 recognizer",
-                             name);
-    }
-    int classes = (int)gw.lin.items[gw.lin.n - 1].t[0]->dims[1];
-    if (classes < 2) {
-        free_groups(&gw);
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: the head has %d classes", name, classes);
-    }
+    OcrOnnxImportInfo info;
+    memset(&info, 0, sizeof info);
+    G g;
+    g_build(&g, m, name);
+    Net *net = calloc(1, sizeof *net);
+    OCR_ASSERT(net, "out of host memory");
     OcrArch arch;
-    ocr_arch_ppocrv4_deploy(&arch, classes);
-    OcrModel *model;
-    ocr_status_t st = ocr_model_create(&model, &arch);
-    if (st != OCR_OK) {
-        free_groups(&gw);
-        return st;
+    OcrModel *model = NULL;
+    ocr_status_t st = walk(&g, net);
+    if (st == OCR_OK) st = identify(&g, net, &arch, &info);
+    if (st == OCR_OK) st = check_units(&g, net, &arch);
+    if (st == OCR_OK) st = ocr_model_create(&model, &arch);
+    Ctx c = {&g, model, model ? ocr_model_params(model) : NULL, model ? ocr_model_stats(model) : NULL, 0, 0, NULL};
+    if (model) {
+        c.taken = calloc((size_t)(c.params->count + c.stats->count) + 1, sizeof *c.taken);
+        OCR_ASSERT(c.taken, "out of host memory");
     }
-    Ctx c = {name, model, ocr_model_params(model), ocr_model_stats(model)};
-    st = import_convs(&c, &gw);
-    if (st == OCR_OK) st = import_bns(&c, &gw);
-    if (st == OCR_OK) st = import_pairs(&c, &gw.lab, "affine", "learnable affine blocks (Mul/Add by 1-element constants)", "scale", "bias");
-    if (st == OCR_OK) st = import_pairs(&c, &gw.ln, "layernorm", "LayerNorm scale/shift pairs", "weight", "bias");
-    if (st == OCR_OK) st = import_pairs(&c, &gw.lin, "linear", "MatMul nodes with constant weights", "weight", "bias");
-    if (st == OCR_OK) st = check_fixed(&c, m, &gw);
-    free_groups(&gw);
+    if (st == OCR_OK) st = pair_all(&c, net);
+    if (st == OCR_OK && c.loaded != c.params->count + c.stats->count)
+        st = ocr_set_error(OCR_ERR_INTERNAL, "%s: %d of the network's %d tensors were filled", name, c.loaded,
+                           c.params->count + c.stats->count);
+    if (st == OCR_OK) {
+        for (int i = 0; i < m->nnodes; i++) info.nodes_walked += g.used[i];
+        info.tensors_loaded = c.loaded;
+        info.values_loaded = c.values;
+        info.softmax_output = net->softmax_node >= 0;
+        info.dictionary = ocr_onnx_metadata(m, "character");
+        info.dictionary_lines = count_lines(info.dictionary);
+        info.config = ocr_import_suggest_config(&arch, NULL, 0);
+        for (int i = 0; i < m->ninits + m->nnodes; i++) {
+            const OcrOnnxTensor *t = NULL;
+            if (i < m->ninits) {
+                t = &m->inits[i];
+            } else if (strcmp(m->nodes[i - m->ninits].op_type, "Constant") == 0) {
+                const OcrOnnxAttr *v = ocr_onnx_attr(&m->nodes[i - m->ninits], "value");
+                t = v ? v->t : NULL;
+            }
+            if (!t) continue;
+            info.constants_total++;
+            int taken = 0;
+            for (int k = 0; k < c.loaded && !taken; k++) {
+                const OcrOnnxTensor *x = c.taken[k];
+                if (x >= g.folded && x < g.folded + g.nfolded) x = g.folded_src[x - g.folded];
+                taken = x == t;
+            }
+            if (taken) continue;
+            const char *nm = t->name ? t->name : "(unnamed)";
+            if (t->f32 && t->numel > 1) {
+                if (info.unused_arrays < OCR_ONNX_MAX_LISTED) info.unused_array_names[info.unused_arrays] = nm;
+                info.unused_arrays++;
+            } else {
+                if (info.unused_helpers < OCR_ONNX_MAX_LISTED) info.unused_helper_names[info.unused_helpers] = nm;
+                info.unused_helpers++;
+            }
+        }
+    }
+    free(c.taken);
+    free(net);
+    g_free(&g);
     if (st != OCR_OK) {
         ocr_model_free(model);
         return st;
     }
+    if (info_out) *info_out = info;
     *out = model;
     return OCR_OK;
+}
+
+ocr_status_t ocr_import_ppocrv4_onnx(OcrModel **out, const OcrOnnxModel *onnx, const char *name) {
+    return ocr_import_onnx(out, onnx, name, NULL);
+}
+
+// Our configs' architectures (configs/rec_ppocrv3_en.json, rec_ppocrv4_{ch,en}.json): the
+// variant decides the file; what differs from it becomes -o overrides.
+const char *ocr_import_suggest_config(const OcrArch *a, char *ov, size_t size) {
+    const char *cfg = NULL;
+    size_t u = 0;
+    char tmp[512] = "";
+#define OV(...) (u < sizeof tmp ? (u += (size_t)snprintf(tmp + u, sizeof tmp - u, __VA_ARGS__)) : u)
+    int dims = 120, hidden = 120, k0 = 1, k1 = 3;
+    if (a->backbone == OCR_BACKBONE_MV1E) {
+        cfg = "configs/rec_ppocrv3_en.json";
+        dims = 64;
+        k0 = k1 = 3;
+        if (a->mv1e.scale != 0.5) OV(" Architecture.Backbone.scale=%g", a->mv1e.scale);
+        if (a->mv1e.last_conv_stride[0] != 1 || a->mv1e.last_conv_stride[1] != 2)
+            OV(" Architecture.Backbone.last_conv_stride=[%d,%d]", a->mv1e.last_conv_stride[0], a->mv1e.last_conv_stride[1]);
+        if (!a->mv1e.last_pool_avg) OV(" Architecture.Backbone.last_pool_type=max");
+        else if (a->mv1e.last_pool_kernel[0] != 2 || a->mv1e.last_pool_kernel[1] != 2)
+            OV(" Architecture.Backbone.last_pool_kernel_size=[%d,%d]", a->mv1e.last_pool_kernel[0], a->mv1e.last_pool_kernel[1]);
+    } else if (a->backbone == OCR_BACKBONE_LCNETV3) {
+        cfg = a->num_classes == 97 ? "configs/rec_ppocrv4_en.json" : "configs/rec_ppocrv4_ch.json";
+        if (a->lcnet.scale != 0.95) OV(" Architecture.Backbone.scale=%g", a->lcnet.scale);
+        if (a->lcnet.deploy) OV(" Architecture.Backbone.deploy=true");
+    }
+    if (!a->neck_svtr) {
+        OV(" Architecture.Neck.encoder_type=reshape");
+    } else {
+        if (a->neck.dims != dims) OV(" Architecture.Neck.dims=%d", a->neck.dims);
+        if (a->neck.hidden != hidden) OV(" Architecture.Neck.hidden_dims=%d", a->neck.hidden);
+        if (a->neck.kernel[0] != k0 || a->neck.kernel[1] != k1)
+            OV(" Architecture.Neck.kernel_size=[%d,%d]", a->neck.kernel[0], a->neck.kernel[1]);
+        if (a->neck.depth != 2) OV(" Architecture.Neck.depth=%d", a->neck.depth);
+        if (a->neck.heads != 8) OV(" Architecture.Neck.num_heads=%d", a->neck.heads);
+        if (a->neck.mlp_ratio != 2.0f) OV(" Architecture.Neck.mlp_ratio=%g", a->neck.mlp_ratio);
+    }
+#undef OV
+    if (ov && size) snprintf(ov, size, "%s", tmp[0] == ' ' ? tmp + 1 : tmp);
+    return cfg;
 }

@@ -1,22 +1,62 @@
-// PaddleOCR's PP-OCRv4 recognizer as exported to ONNX by paddle2onnx (see
-// shared/models/ppocrv4_rec/GRAPH.md) → the fused PP-OCRv4 network's parameters.
+// PaddleOCR's PP-OCR recognizers as exported to ONNX by paddle2onnx → ocrtrain networks.
 //
-// The graph is matched structurally, in node order: its Conv, BatchNormalization,
-// learnable-affine (Mul/Add with one-element constants), LayerNorm (Mul/Add with per-channel
-// constants after the normalising Div) and MatMul(+Add) weights are paired with the
-// network's conv, batchnorm, affine, layernorm and linear ops in forward order, and every
-// shape and every fixed hyper-parameter the network hard-codes (strides, pads, groups, BN
-// and LN epsilons, the attention scale, HardSigmoid's slope, the final AveragePool, the
-// concat order, the softmax) is checked. Any difference is an OCR_ERR_FORMAT error that
-// names the node and what differs. Conv weights are transposed from OIHW to (OC, KH, KW, C).
+// The graph is matched by its structure, never by counting nodes: starting at the graph
+// input, the importer walks the data flow layer by layer (conv [+ bias] [+ BN] [+ learnable
+// affine] [+ activation] [+ affine]; depthwise-separable blocks with their SE gates; the
+// backbone's last pool; the SVTR neck's convs, LayerNorms, attention and MLP with their
+// residual adds and the channel concat; the CTC head and its softmax). Each pattern is
+// recognised in every form paddle2onnx writes it (HardSwish as one op or as Add/Clip/Mul/Div,
+// Clip bounds as attributes (opset < 11) or inputs, scalars of shape () or (1), Identity and
+// Dropout pass-throughs, LayerNorm decomposed or as LayerNormalization). What the walk found
+// decides the variant:
+//   PP-OCRv3: MobileNetV1Enhance (conv + BN + HardSwish everywhere), scale from the channels,
+//             the last block's stride and the last pool from the graph;
+//   PP-OCRv4: PPLCNetV3 in its deploy (re-parameterised) form (conv with bias + affine +
+//             hardswish + affine), scale from the channels;
+// the neck (SVTR: dims, hidden dims, kernel, depth, heads from the attention scale, MLP ratio;
+// or Im2Seq) and the class count. The matching ocrtrain network is then built and every layer
+// is paired with its op in forward order; shapes, strides, pads, groups, epsilons, HardSigmoid's
+// slope, the attention scale and the concat order are checked. A mismatch is an OCR_ERR_FORMAT
+// error naming the first node or tensor that does not fit. Conv weights are transposed from
+// OIHW to (OC, KH, KW, C/groups).
 #ifndef OCR_MODELS_ONNX_IMPORT_H
 #define OCR_MODELS_ONNX_IMPORT_H
 
 #include "models/model.h"
 #include "models/onnx.h"
 
-// Builds the fused v4 network (classes from the head's weight) and fills every parameter and
-// BN statistic from the graph. `name` is used in messages.
+typedef struct {
+    char variant[160];    // "PP-OCRv4 ch: PPLCNetV3 0.95 (deploy-fused) + SVTR neck ... + CTC 6625"
+    const char *version;  // "PP-OCRv3" or "PP-OCRv4"
+    const char *language; // "en" (97 classes), "ch" (6625) or "other"
+    const char *config;   // the config to train the result with ("configs/rec_ppocrv4_ch.json")
+    int deploy;           // the network was built in its deploy (fused) form
+    int softmax_output;   // the graph ends with the head's softmax (else it outputs logits)
+    int nodes_walked;     // compute nodes the walk consumed (shape plumbing included)
+    int tensors_loaded;   // parameters + BN statistics filled
+    int64_t values_loaded;
+    // Graph constants the network did not take: float arrays (listed: any is suspicious) and
+    // scalars / integer shape helpers (counted: hardswish's 3 and 6, epsilons, reshape shapes).
+    int constants_total;
+    int unused_arrays, unused_helpers;
+    // Their names (the first OCR_ONNX_MAX_LISTED of each; they point into the ONNX model).
+#define OCR_ONNX_MAX_LISTED 512
+    const char *unused_array_names[OCR_ONNX_MAX_LISTED];
+    const char *unused_helper_names[OCR_ONNX_MAX_LISTED];
+    const char *dictionary;  // metadata_props "character" (newline separated), NULL when absent
+    int dictionary_lines;
+} OcrOnnxImportInfo;
+
+// Walks the graph, builds the matching network and fills every parameter and BN statistic.
+// `name` is used in messages; `info` (may be NULL) receives what was recognised (its
+// dictionary points into `onnx`).
+ocr_status_t ocr_import_onnx(OcrModel **out, const OcrOnnxModel *onnx, const char *name, OcrOnnxImportInfo *info);
+
+// The same, for callers that only want the network.
 ocr_status_t ocr_import_ppocrv4_onnx(OcrModel **out, const OcrOnnxModel *onnx, const char *name);
+
+// The config a network of this architecture trains with (NULL: none of ours fits) and the
+// `-o` overrides it needs on top (written into buf, "" when none).
+const char *ocr_import_suggest_config(const OcrArch *arch, char *overrides, size_t size);
 
 #endif

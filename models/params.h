@@ -59,6 +59,7 @@ typedef struct {
     ocr_param_role_t role;
     int op;  // index of the owning op in the model's op table (nn.h OcrOpTable); -1: none
              // (valid when the table's ops_recorded is set: a zeroed entry is not "op 0")
+    int frozen;  // fine-tuning (Global.freeze_params): no update, no optimizer state, no decay
 } OcrParamInfo;
 
 #define OCR_PARAM_ALIGN 64

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "app/commands.h"
+#include "app/run_config.h"
 #include "app/runtime.h"
 #include "kernels/backend.h"
 
@@ -20,11 +21,11 @@ static void print_usage(FILE *out) {
             "  info     -c CFG [--json]                      model summary: params, FLOPs, layer table\n"
             "  synth    --style receipt|document|zh --count N --seed S --out DIR\n"
             "  data     -c CFG [--json]                      scan + benchmark the datasets through the loader\n"
-            "  pack     -c CFG --out FILE                    decoded, height-normalized images in one mmap file\n"
-            "  train    -c CFG [-o Key.path=value ...]\n"
-            "  eval     -c CFG --weights W [--json]\n"
-            "  predict  -c CFG --weights W [--batch N] [--min-width PX] IMAGE...\n"
-            "  compare  -c CFG --out DIR                     FP32 run vs AMP run, report, exit 3 on regression\n"
+            "  pack     -c CFG --out FILE | --lmdb DIR       decoded images in one mmap file, or a PaddleOCR LMDB\n"
+            "  train    -c CFG [-o Key.path=value ...]       CFG: JSON or PaddleOCR's .yml\n"
+            "  eval     -c CFG --weights W [--json] [--lines FILE]   every Eval line scored\n"
+            "  predict  -c CFG --weights W [--batch N] [--min-width PX] [--json] IMAGE|FOLDER|LABELS...\n"
+            "  compare  -c CFG --out DIR                     FP32 vs AMP paired per line: exit 3 regression, 4 inconclusive\n"
             "  capacity -c CFG [--memory SIZE] [--json]      largest batch per precision\n"
             "  import   --onnx FILE --out W.safetensors      PaddleOCR PP-OCRv4 rec weights\n"
             "\n"
@@ -52,6 +53,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     app_set_version(OCR_VERSION);
+    run_config_register_no_effect_keys();  // PaddleOCR keys accepted with a note, for every command
     if (strcmp(cmd, "info") == 0) return cmd_info(argc - 1, argv + 1);
     if (strcmp(cmd, "import") == 0) return cmd_import(argc - 1, argv + 1);
     if (strcmp(cmd, "synth") == 0) return cmd_synth(argc - 1, argv + 1);

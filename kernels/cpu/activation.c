@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "core/half.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
@@ -236,12 +237,48 @@ void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n,
     }
 }
 
+// f16/bf16 tensors go through in blocks: each block is widened into a buffer on the stack,
+// computed in fp32 and rounded back while it is in cache, instead of three passes over the
+// whole tensor (widen, compute, round). Per element the same operations as the f32 loops, so
+// the results are bit-identical to the whole-tensor conversion.
+#define ACT_BLOCK 2048
+
+static void block_in(float *dst, const OcrTensor *t, int64_t i0, int64_t m) {
+    if (t->dtype == OCR_F32)
+        memcpy(dst, (const float *)t->data + i0, (size_t)m * sizeof(float));
+    else if (t->dtype == OCR_BF16)
+        ocr_bf16_to_f32_array(dst, (const ocr_bf16_t *)t->data + i0, (size_t)m);
+    else
+        ocr_f16_to_f32_array(dst, (const ocr_f16_t *)t->data + i0, (size_t)m);
+}
+
+static void block_out(OcrTensor *t, int64_t i0, const float *src, int64_t m) {
+    if (t->dtype == OCR_F32)
+        memcpy((float *)t->data + i0, src, (size_t)m * sizeof(float));
+    else if (t->dtype == OCR_BF16)
+        ocr_f32_to_bf16_array((ocr_bf16_t *)t->data + i0, src, (size_t)m);
+    else
+        ocr_f32_to_f16_array((ocr_f16_t *)t->data + i0, src, (size_t)m);
+}
+
 void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "activation: out and inp sizes differ");
     OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
     const int64_t n = ocr_tensor_numel(inp);
+    if (inp->dtype != OCR_F32 || out->dtype != OCR_F32) {
+        // out may be inp (in-place activations): each block is read before it is written.
+#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
+        for (int64_t i0 = 0; i0 < n; i0 += ACT_BLOCK) {
+            float buf[ACT_BLOCK];
+            int64_t m = n - i0 < ACT_BLOCK ? n - i0 : ACT_BLOCK;
+            block_in(buf, inp, i0, m);
+            cpu_act_forward_f32(buf, buf, m, act);
+            block_out(out, i0, buf, m);
+        }
+        return;
+    }
     CpuScratch s = {0};
     const float *x = cpu_f32_in(&s, inp);
     float *y = cpu_f32_out(&s, out, 0);
@@ -257,6 +294,19 @@ void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTe
     const int64_t n = ocr_tensor_numel(inp);
     OCR_ASSERT(ocr_tensor_numel(dinp) == n && ocr_tensor_numel(dout) == n, "activation: gradient sizes differ");
     OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
+    if (inp->dtype != OCR_F32 || dout->dtype != OCR_F32 || dinp->dtype != OCR_F32) {
+        // dinp may be dout (in-place gradients): each block is read before it is written.
+#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
+        for (int64_t i0 = 0; i0 < n; i0 += ACT_BLOCK) {
+            float bx[ACT_BLOCK], bg[ACT_BLOCK];
+            int64_t m = n - i0 < ACT_BLOCK ? n - i0 : ACT_BLOCK;
+            block_in(bx, inp, i0, m);
+            block_in(bg, dout, i0, m);
+            cpu_act_backward_f32(bg, bg, bx, m, act);
+            block_out(dinp, i0, bg, m);
+        }
+        return;
+    }
     CpuScratch s = {0};
     const float *x = cpu_f32_in(&s, inp);
     const float *dy = cpu_f32_in(&s, dout);

@@ -8,12 +8,20 @@
 // - Depthwise (groups == C == OC): direct loops in conv2d_depthwise.c.
 // Backward: dweight += doutᵀ·col, dcol = dout·W followed by a gather col2im (each input
 // pixel sums the column entries that read it), so no scatter races and no zeroing pass.
+// f16/bf16 convolutions (1×1 and im2col) run on the CPU's BF16/FP16 hardware through oneDNN
+// where it exists (kernels/cpu/isa.h): the same GEMMs on the low-precision data itself (the
+// column buffer is built in that dtype), fp32 accumulation, one rounding into the output, no
+// fp32 copies of the tensors. The reference path (no such hardware, or
+// Global.cpu_exact_numerics) widens to fp32 and uses sgemm.
 #include <cblas.h>
 #include <omp.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/onednn.h"
 #include "kernels/ops.h"
 
 // Column buffer budget per chunk (bytes); one image is always processed even when bigger.
@@ -118,6 +126,36 @@ static void im2col(float *col, const float *x, const ConvGeom *g, int64_t n0, in
     }
 }
 
+// im2col on elements of es bytes (the low-precision hardware path builds its columns in the
+// tensor's own dtype; zero bytes are +0 in every float format).
+static void im2col_bytes(void *col, const void *x, size_t es, const ConvGeom *g, int64_t n0, int64_t nb, int64_t grp) {
+    const int64_t Cg = g->Cg, KKC = g->KKC;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < nb * g->Ho; r++) {
+        int64_t n = n0 + r / g->Ho, oh = r % g->Ho;
+        for (int64_t ow = 0; ow < g->Wo; ow++) {
+            char *dst = (char *)col + (size_t)((r * g->Wo + ow) * KKC) * es;
+            for (int64_t kh = 0; kh < g->KH; kh++) {
+                int64_t ih = oh * g->sh - g->ph + kh;
+                if (ih < 0 || ih >= g->H) {
+                    memset(dst, 0, (size_t)(g->KW * Cg) * es);
+                    dst += (size_t)(g->KW * Cg) * es;
+                    continue;
+                }
+                const char *src_row = (const char *)x + (size_t)(((n * g->H + ih) * g->W) * g->C + grp * Cg) * es;
+                for (int64_t kw = 0; kw < g->KW; kw++, dst += (size_t)Cg * es) {
+                    int64_t iw = ow * g->sw - g->pw + kw;
+                    if (iw < 0 || iw >= g->W) {
+                        memset(dst, 0, (size_t)Cg * es);
+                    } else {
+                        memcpy(dst, src_row + (size_t)(iw * g->C) * es, (size_t)Cg * es);
+                    }
+                }
+            }
+        }
+    }
+}
+
 // dx[..., grp·Cg : (grp+1)·Cg] = Σ of the dcol entries that read each input pixel (assigned),
 // for images n0 .. n0+nb−1. Each pixel is written by one thread in a fixed order.
 static void col2im_gather(float *dx, const float *dcol, const ConvGeom *g, int64_t n0, int64_t nb, int64_t grp) {
@@ -143,6 +181,39 @@ static void col2im_gather(float *dx, const float *dcol, const ConvGeom *g, int64
     }
 }
 
+// col2im_gather into a tensor of dtype dt: each pixel's sums are formed in fp32 (tmp: Cg
+// floats per thread) and rounded once when stored, which is what the fp32 gather followed by
+// one conversion of the whole tensor gives, without the fp32 copy of dx.
+static void col2im_gather_to(void *dx, ocr_dtype_t dt, const float *dcol, const ConvGeom *g, int64_t n0, int64_t nb,
+                             int64_t grp, float *tmp_all) {
+    const int64_t Cg = g->Cg, KKC = g->KKC;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < nb * g->H; r++) {
+        float *restrict acc = tmp_all + (size_t)omp_get_thread_num() * (size_t)Cg;
+        int64_t nl = r / g->H, ih = r % g->H;
+        for (int64_t iw = 0; iw < g->W; iw++) {
+            int64_t off = (((n0 + nl) * g->H + ih) * g->W + iw) * g->C + grp * Cg;
+            for (int64_t c = 0; c < Cg; c++) acc[c] = 0.0f;
+            for (int64_t kh = (ih + g->ph) % g->sh; kh < g->KH; kh += g->sh) {
+                int64_t oh = (ih + g->ph - kh) / g->sh;
+                if (ih + g->ph - kh < 0 || oh >= g->Ho) continue;
+                for (int64_t kw = (iw + g->pw) % g->sw; kw < g->KW; kw += g->sw) {
+                    int64_t ow = (iw + g->pw - kw) / g->sw;
+                    if (iw + g->pw - kw < 0 || ow >= g->Wo) continue;
+                    const float *restrict src = dcol + ((nl * g->Ho + oh) * g->Wo + ow) * KKC + (kh * g->KW + kw) * Cg;
+                    for (int64_t c = 0; c < Cg; c++) acc[c] += src[c];
+                }
+            }
+            if (dt == OCR_BF16)
+                ocr_f32_to_bf16_array((ocr_bf16_t *)dx + off, acc, (size_t)Cg);
+            else if (dt == OCR_F16)
+                ocr_f32_to_f16_array((ocr_f16_t *)dx + off, acc, (size_t)Cg);
+            else
+                memcpy((float *)dx + off, acc, (size_t)Cg * sizeof(float));
+        }
+    }
+}
+
 // y (rows, C) = bias broadcast over rows.
 static void fill_rows(float *y, const float *bias, int64_t rows, int64_t C) {
 #pragma omp parallel for schedule(static)
@@ -163,6 +234,96 @@ static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
     }
 }
 
+// The hardware path: dense/grouped (not depthwise) non-empty convolutions whose data tensors
+// share one native low-precision dtype; outputs in f32 or that dtype.
+static int conv_lp_native(const ConvGeom *g, ocr_dtype_t dt, const OcrTensor *const *ins, int n_in,
+                          const OcrTensor *const *outs, int n_out) {
+    if (is_depthwise(g) || !ocr_cpu_lp_native(dt)) return 0;
+    if (g->N * g->Ho * g->Wo == 0 || g->OC == 0 || g->KKC == 0) return 0;
+    for (int i = 0; i < n_in; i++)
+        if (ins[i]->dtype != dt) return 0;
+    for (int i = 0; i < n_out; i++)
+        if (outs[i] && outs[i]->dtype != OCR_F32 && outs[i]->dtype != dt) return 0;
+    return 1;
+}
+
+static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const float *b,
+                            const ConvGeom *g, CpuScratch *s) {
+    const ocr_dtype_t dt = inp->dtype, odt = out->dtype;
+    const int64_t rows = g->N * g->Ho * g->Wo;
+    if (is_pointwise(g)) {
+        for (int64_t grp = 0; grp < g->G; grp++)
+            ocr_onednn_gemm(1, rows, g->OCg, g->Cg, 1.0f, onednn_mat(inp->data, dt, grp * g->Cg, g->C, 0),
+                            onednn_mat(weight->data, dt, grp * g->OCg * g->Cg, g->Cg, 1), b ? b + grp * g->OCg : NULL,
+                            0, onednn_elem(out->data, odt, grp * g->OCg), odt, g->OC, 0);
+        return;
+    }
+    const size_t es = ocr_dtype_size(dt);
+    const int64_t chunk = images_per_chunk(g), img_rows = g->Ho * g->Wo;
+    void *col = cpu_scratch_bytes(s, (size_t)(chunk * img_rows * g->KKC) * es);
+    for (int64_t n0 = 0; n0 < g->N; n0 += chunk) {
+        int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
+        for (int64_t grp = 0; grp < g->G; grp++) {
+            im2col_bytes(col, inp->data, es, g, n0, nb, grp);
+            ocr_onednn_gemm(1, nb * img_rows, g->OCg, g->KKC, 1.0f, onednn_mat(col, dt, 0, g->KKC, 0),
+                            onednn_mat(weight->data, dt, grp * g->OCg * g->KKC, g->KKC, 1),
+                            b ? b + grp * g->OCg : NULL, 0,
+                            onednn_elem(out->data, odt, n0 * img_rows * g->OC + grp * g->OCg), odt, g->OC, 0);
+        }
+    }
+}
+
+static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                             const OcrTensor *inp, const OcrTensor *weight, const ConvGeom *g, CpuScratch *s) {
+    const ocr_dtype_t dt = dout->dtype;
+    const int64_t rows = g->N * g->Ho * g->Wo;
+    if (dbias) {
+        float *db = cpu_f32_out(s, dbias, 1);
+        onednn_column_sums_add(db, dout->data, dt, rows, g->OC, g->OC);
+        cpu_f32_store(dbias, db);
+    }
+    if (is_pointwise(g)) {
+        for (int64_t grp = 0; grp < g->G; grp++) {
+            // dweight_g (OCg, Cg) += dout_gᵀ · inp_g;  dinp_g (rows, Cg) = dout_g · weight_g.
+            if (dweight)
+                ocr_onednn_gemm(1, g->OCg, g->Cg, rows, 1.0f, onednn_mat(dout->data, dt, grp * g->OCg, g->OC, 1),
+                                onednn_mat(inp->data, dt, grp * g->Cg, g->C, 0), NULL, 1,
+                                onednn_elem(dweight->data, dweight->dtype, grp * g->OCg * g->Cg), dweight->dtype,
+                                g->Cg, 0);
+            if (dinp)
+                ocr_onednn_gemm(1, rows, g->Cg, g->OCg, 1.0f, onednn_mat(dout->data, dt, grp * g->OCg, g->OC, 0),
+                                onednn_mat(weight->data, dt, grp * g->OCg * g->Cg, g->Cg, 0), NULL, 0,
+                                onednn_elem(dinp->data, dinp->dtype, grp * g->Cg), dinp->dtype, g->C, 0);
+        }
+        return;
+    }
+    if (!dweight && !dinp) return;
+    // One buffer serves the low-precision columns (dweight) and then the fp32 dcol (dinp).
+    const size_t es = ocr_dtype_size(dt);
+    const int64_t chunk = images_per_chunk(g), img_rows = g->Ho * g->Wo;
+    void *col = cpu_scratch_floats(s, (size_t)(chunk * img_rows * g->KKC));
+    float *tmp = dinp ? cpu_scratch_floats(s, (size_t)omp_get_max_threads() * (size_t)g->Cg) : NULL;
+    for (int64_t n0 = 0; n0 < g->N; n0 += chunk) {
+        int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
+        for (int64_t grp = 0; grp < g->G; grp++) {
+            int64_t dy_off = n0 * img_rows * g->OC + grp * g->OCg;
+            if (dweight) {
+                im2col_bytes(col, inp->data, es, g, n0, nb, grp);
+                ocr_onednn_gemm(1, g->OCg, g->KKC, nb * img_rows, 1.0f, onednn_mat(dout->data, dt, dy_off, g->OC, 1),
+                                onednn_mat(col, dt, 0, g->KKC, 0), NULL, 1,
+                                onednn_elem(dweight->data, dweight->dtype, grp * g->OCg * g->KKC), dweight->dtype,
+                                g->KKC, 0);
+            }
+            if (dinp) {
+                ocr_onednn_gemm(1, nb * img_rows, g->KKC, g->OCg, 1.0f, onednn_mat(dout->data, dt, dy_off, g->OC, 0),
+                                onednn_mat(weight->data, dt, grp * g->OCg * g->KKC, g->KKC, 0), NULL, 0, col, OCR_F32,
+                                g->KKC, 0);
+                col2im_gather_to(dinp->data, dinp->dtype, col, g, n0, nb, grp, tmp);
+            }
+        }
+    }
+}
+
 void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
                     Conv2dParams p) {
     ConvGeom g = conv_geom(inp, weight, p);
@@ -176,6 +337,11 @@ void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
         OCR_ASSERT(ocr_tensor_numel(bias) == g.OC, "conv2d: bias must have OC elements");
     }
     CpuScratch s = {0};
+    if (conv_lp_native(&g, inp->dtype, (const OcrTensor *const[]){inp, weight}, 2, (const OcrTensor *const[]){out}, 1)) {
+        conv_forward_lp(out, inp, weight, bias ? cpu_f32_in(&s, bias) : NULL, &g, &s);
+        cpu_scratch_free(&s);
+        return;
+    }
     const float *x = cpu_f32_in(&s, inp);
     const float *w = cpu_f32_in(&s, weight);
     const float *b = bias ? cpu_f32_in(&s, bias) : NULL;
@@ -235,6 +401,12 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
         OCR_ASSERT(ocr_tensor_numel(dbias) == g.OC, "conv2d backward: dbias must have OC elements");
     }
     CpuScratch s = {0};
+    if (conv_lp_native(&g, dout->dtype, (const OcrTensor *const[]){dout, inp, weight}, 3,
+                       (const OcrTensor *const[]){dinp, dweight}, 2)) {
+        conv_backward_lp(dinp, dweight, dbias, dout, inp, weight, &g, &s);
+        cpu_scratch_free(&s);
+        return;
+    }
     const float *dy = cpu_f32_in(&s, dout);
     const float *x = dweight ? cpu_f32_in(&s, inp) : NULL;
     const float *w = dinp ? cpu_f32_in(&s, weight) : NULL;

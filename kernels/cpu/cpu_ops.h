@@ -127,6 +127,21 @@ void dropout_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, DropoutParams 
 void droppath_forward_cpu(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
 void droppath_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
 
+// kernels/cpu/embedding.c
+void embedding_forward_cpu(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table, int padding_idx);
+void embedding_backward_cpu(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids, int padding_idx);
+
+// kernels/cpu/cross_entropy.c
+void cross_entropy_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted, const OcrTensor *logits,
+                               const OcrTensor *targets, CrossEntropyParams p);
+void cross_entropy_backward_cpu(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
+                                CrossEntropyParams p);
+
+// kernels/cpu/lstm.c
+void lstm_cell_forward_cpu(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev);
+void lstm_cell_backward_cpu(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh, const OcrTensor *dc,
+                            const OcrTensor *gates, const OcrTensor *c_prev);
+
 // kernels/cpu/cast.c
 void cast_forward_cpu(OcrTensor *out, const OcrTensor *inp);
 void cast_backward_cpu(OcrTensor *dinp, const OcrTensor *dout);

@@ -1,15 +1,27 @@
-// GEMM, linear and batched matmul on the CPU: OpenBLAS sgemm on fp32 views.
+// GEMM, linear and batched matmul on the CPU.
 //
-// f16/bf16 operands are widened into fp32 scratch, multiplied with fp32 accumulation and
-// rounded once into the output's dtype, which is what a tensor-core GEMM with an fp32
-// accumulator stores.
+// f16/bf16 operands run on the CPU's BF16/FP16 hardware through oneDNN where it exists
+// (kernels/cpu/isa.h): the operands are read as they are, accumulated in fp32 and rounded
+// once into the output's dtype, which is what a tensor-core GEMM with an fp32 accumulator
+// stores. Elsewhere, and under Global.cpu_exact_numerics, they are widened into fp32 scratch
+// and multiplied with OpenBLAS sgemm (the reference: the same contract, sgemm's summation
+// order). f32 always takes sgemm.
 #include <cblas.h>
 #include <omp.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/onednn.h"
 #include "kernels/ops.h"
+
+// The hardware path takes both operands in one native low-precision dtype and writes f32 or
+// that dtype; any other mix (an f32 weight with a bf16 input) takes the reference.
+static int lp_native(const OcrTensor *a, const OcrTensor *b) {
+    return a->dtype == b->dtype && ocr_cpu_lp_native(a->dtype);
+}
+static int lp_out_ok(const OcrTensor *out, const OcrTensor *a) { return out->dtype == OCR_F32 || out->dtype == a->dtype; }
 
 // Rows of a tensor viewed as a matrix whose columns are the last dimension.
 static int64_t mat_rows(const OcrTensor *t) {
@@ -54,6 +66,11 @@ void gemm_cpu(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a,
     OCR_ASSERT(K == Kb, "gemm: inner dimensions differ (%lld vs %lld)", (long long)K, (long long)Kb);
     OCR_ASSERT(mat_rows(c) == M && ocr_tensor_dim(c, -1) == N, "gemm: c is not (%lld, %lld)", (long long)M,
                (long long)N);
+    if (lp_native(a, b) && lp_out_ok(c, a) && (beta == 0.0f || beta == 1.0f) && M > 0 && N > 0 && K > 0) {
+        ocr_onednn_gemm(1, M, N, K, alpha, onednn_mat(a->data, a->dtype, 0, ac, trans_a),
+                        onednn_mat(b->data, b->dtype, 0, bc, trans_b), NULL, beta == 1.0f, c->data, c->dtype, N, 0);
+        return;
+    }
     CpuScratch s = {0};
     const float *fa = cpu_f32_in(&s, a);
     const float *fb = cpu_f32_in(&s, b);
@@ -78,6 +95,19 @@ void linear_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
     int64_t R = mat_rows(inp);
     OCR_ASSERT(mat_rows(out) == R, "linear: input and output rows differ");
     CpuScratch s = {0};
+    if (lp_native(inp, weight) && lp_out_ok(out, inp) && R > 0 && OUT > 0 && IN > 0) {
+        const float *bb = NULL;
+        if (bias) {
+            CPU_ASSERT_FLOAT(bias);
+            OCR_ASSERT(ocr_tensor_numel(bias) == OUT, "linear: bias must have OUT elements");
+            bb = cpu_f32_in(&s, bias);
+        }
+        // The bias joins the fp32 accumulator before the one rounding, as in the reference.
+        ocr_onednn_gemm(1, R, OUT, IN, 1.0f, onednn_mat(inp->data, inp->dtype, 0, IN, 0),
+                        onednn_mat(weight->data, weight->dtype, 0, OUT, 0), bb, 0, out->data, out->dtype, OUT, 0);
+        cpu_scratch_free(&s);
+        return;
+    }
     const float *x = cpu_f32_in(&s, inp);
     const float *w = cpu_f32_in(&s, weight);
     float *y = cpu_f32_out(&s, out, 0);
@@ -122,6 +152,34 @@ void linear_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
     OCR_ASSERT(ocr_tensor_dim(inp, -1) == IN && ocr_tensor_dim(dout, -1) == OUT && mat_rows(dout) == R,
                "linear backward: shapes of inp/dout do not match the weight");
     CpuScratch s = {0};
+    if (lp_native(dout, weight) && lp_native(dout, inp) && (!dinp || lp_out_ok(dinp, dout)) &&
+        (!dweight || lp_out_ok(dweight, dout)) && R > 0 && IN > 0 && OUT > 0) {
+        if (dinp) {
+            CPU_ASSERT_FLOAT(dinp);
+            OCR_ASSERT(ocr_tensor_numel(dinp) == R * IN, "linear backward: dinp shape");
+            // dinp (R, IN) = dout (R, OUT) · weightᵀ.
+            ocr_onednn_gemm(1, R, IN, OUT, 1.0f, onednn_mat(dout->data, dout->dtype, 0, OUT, 0),
+                            onednn_mat(weight->data, weight->dtype, 0, OUT, 1), NULL, 0, dinp->data, dinp->dtype, IN,
+                            0);
+        }
+        if (dweight) {
+            CPU_ASSERT_FLOAT(dweight);
+            OCR_ASSERT(ocr_tensor_numel(dweight) == IN * OUT, "linear backward: dweight shape");
+            // dweight (IN, OUT) += inpᵀ · dout.
+            ocr_onednn_gemm(1, IN, OUT, R, 1.0f, onednn_mat(inp->data, inp->dtype, 0, IN, 1),
+                            onednn_mat(dout->data, dout->dtype, 0, OUT, 0), NULL, 1, dweight->data, dweight->dtype,
+                            OUT, 0);
+        }
+        if (dbias) {
+            CPU_ASSERT_FLOAT(dbias);
+            OCR_ASSERT(ocr_tensor_numel(dbias) == OUT, "linear backward: dbias shape");
+            float *db = cpu_f32_out(&s, dbias, 1);
+            onednn_column_sums_add(db, dout->data, dout->dtype, R, OUT, OUT);
+            cpu_f32_store(dbias, db);
+        }
+        cpu_scratch_free(&s);
+        return;
+    }
     const float *dy = cpu_f32_in(&s, dout);
     if (dinp) {
         CPU_ASSERT_FLOAT(dinp);
@@ -195,6 +253,20 @@ static void batched_sgemm(float *c, const float *a, int ta, const float *b, int 
     cpu_scratch_free(&s);
 }
 
+// batched_sgemm's contract on the hardware: c (dtype c_dt) from a and b of one native dtype.
+static void batched_lp(void *c, ocr_dtype_t c_dt, const OcrTensor *a, int ta, const OcrTensor *b, int tb, int64_t B,
+                       int64_t M, int64_t N, int64_t K, float alpha) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        memset(c, 0, (size_t)(B * M * N) * ocr_dtype_size(c_dt));
+        return;
+    }
+    OnednnMat ma = onednn_mat(a->data, a->dtype, 0, ta ? M : K, ta);
+    OnednnMat mb = onednn_mat(b->data, b->dtype, 0, tb ? K : N, tb);
+    ma.batch_stride = M * K, mb.batch_stride = K * N;
+    ocr_onednn_gemm(B, M, N, K, alpha, ma, mb, NULL, 0, c, c_dt, N, M * N);
+}
+
 typedef struct {
     int64_t B, M, N, K;
 } BatchDims;
@@ -220,6 +292,10 @@ void matmul_batched_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTen
     BatchDims d = batch_dims(a, b, trans_a, trans_b);
     OCR_ASSERT(out->ndim == 3 && out->shape[0] == d.B && out->shape[1] == d.M && out->shape[2] == d.N,
                "matmul_batched: out must be (B, M, N)");
+    if (lp_native(a, b) && lp_out_ok(out, a) && d.B > 0) {
+        batched_lp(out->data, out->dtype, a, trans_a, b, trans_b, d.B, d.M, d.N, d.K, alpha);
+        return;
+    }
     CpuScratch s = {0};
     const float *fa = cpu_f32_in(&s, a);
     const float *fb = cpu_f32_in(&s, b);
@@ -239,6 +315,27 @@ void matmul_batched_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *
     BatchDims d = batch_dims(a, b, trans_a, trans_b);
     OCR_ASSERT(dout->ndim == 3 && dout->shape[0] == d.B && dout->shape[1] == d.M && dout->shape[2] == d.N,
                "matmul_batched backward: dout must be (B, M, N)");
+    if (lp_native(dout, a) && lp_native(dout, b) && (!da || lp_out_ok(da, dout)) && (!db || lp_out_ok(db, dout)) &&
+        d.B > 0) {
+        // The same factor pairs as the sgemm path below.
+        if (da) {
+            CPU_ASSERT_FLOAT(da);
+            OCR_ASSERT(ocr_tensor_same_shape(da, a), "matmul_batched backward: da must match a");
+            if (!trans_a)
+                batched_lp(da->data, da->dtype, dout, 0, b, !trans_b, d.B, d.M, d.K, d.N, alpha);
+            else
+                batched_lp(da->data, da->dtype, b, trans_b, dout, 1, d.B, d.K, d.M, d.N, alpha);
+        }
+        if (db) {
+            CPU_ASSERT_FLOAT(db);
+            OCR_ASSERT(ocr_tensor_same_shape(db, b), "matmul_batched backward: db must match b");
+            if (!trans_b)
+                batched_lp(db->data, db->dtype, a, !trans_a, dout, 0, d.B, d.K, d.N, d.M, alpha);
+            else
+                batched_lp(db->data, db->dtype, dout, 1, a, trans_a, d.B, d.N, d.K, d.M, alpha);
+        }
+        return;
+    }
     CpuScratch s = {0};
     const float *dy = cpu_f32_in(&s, dout);
     if (da) {

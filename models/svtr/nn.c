@@ -268,10 +268,16 @@ void lbn_build(OcrBuilder *b, LBN *l, const char *name, int channels, OcrParamAt
                              OCR_ROLE_STAT, ocr_attr_default());
 }
 
+// Batch statistics in a training pass unless the op is frozen (a calibration pass asks for
+// them on every layer).
+static int bn_uses_batch_stats(const OcrCtx *c, const LBN *l) {
+    return c->training && (!c->ops->items[l->op].bn_frozen || c->bn_momentum >= 0.0f);
+}
+
 OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
     OCR_ASSERT(x->ndim == 4 && x->shape[3] == l->channels);
     l->x = *x;
-    l->training = c->training;
+    l->training = bn_uses_batch_stats(c, l);
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, x->shape);
     l->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
     l->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
@@ -376,7 +382,7 @@ OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x) {
     OCR_ASSERT(ocr_ctx_dtype(c, act->op) == dt, "%s: a fused activation keeps the batch norm's dtype",
                c->ops->items[act->op].name);
     bn->x = *x;
-    bn->training = c->training;
+    bn->training = bn_uses_batch_stats(c, bn);
     OcrTensor y = ocr_ctx_new(c, dt, 4, x->shape);
     bn->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){bn->channels});
     bn->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){bn->channels});

@@ -39,6 +39,8 @@ typedef struct {
     OcrTensor out;                    // the output of the last pass (valid until the arena is reused)
     double time_fwd, time_bwd;        // seconds accumulated while profiling
     int conv_stride[2], conv_pad[2], conv_groups;  // convolutions: geometry (for import checks)
+    int bn_frozen;  // batchnorm: training passes normalise with the running statistics and do not
+                    // update them (Global.freeze_norm); the backward treats them as constants
 } OcrOpInfo;
 
 typedef struct {
@@ -134,11 +136,17 @@ OcrTensor *lconv_forward(OcrCtx *c, LConv *l, const OcrTensor *x);
 OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx);
 
 // ---- batch norm (Paddle: momentum 0.9, eps 1e-5) ---------------------------------------
+// Three modes: training (batch statistics, running ones updated), inference (running
+// statistics), and frozen (the op's bn_frozen flag in a training pass): the inference
+// arithmetic — bit-identical outputs to an eval pass, running statistics untouched — with a
+// backward through constant statistics that still accumulates dgamma/dbeta (whether those
+// train is the optimizer's business). A calibration pass (ctx bn_momentum >= 0) re-estimates
+// frozen layers too: it is asked for explicitly.
 typedef struct {
     int op, g, b, mean, var;  // mean/var index the stats table
     int channels;
     float momentum, eps;
-    int training;  // mode of the last forward
+    int training;  // mode of the last forward: 1 batch statistics, 0 running ones (inference or frozen)
     OcrTensor x, y, save_mean, save_rstd;
     OcrTensor save_scale;  // lbn_act_forward only: gamma·rstd as it normalised (C, f32)
 } LBN;

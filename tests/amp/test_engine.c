@@ -16,6 +16,7 @@
 #include "kernels/ctc.h"
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
+#include "models/amp_view.h"
 
 enum { B = 8, H = 4, W = 12, C = 3, F = 16, K = 5, S = 4 };
 enum { OP_CONV, OP_BN, OP_ACT, OP_POOL, OP_FC, NOPS };
@@ -297,7 +298,7 @@ static void attach(Net *n, AmpEngine *e, ocr_amp_level_t level, ocr_dtype_t dtyp
     ck_assert_int_eq(amp_policy_make(&cfg.policy, level, dtype, NULL, NULL, NULL), OCR_OK);
     cfg.scaler = sc;
     amp_engine_init(e, &cfg);
-    ck_assert_msg(amp_engine_attach(e, &n->ops, &n->params, &n->stats) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(ocr_amp_attach(e, &n->ops, &n->params, &n->stats) == OCR_OK, "%s", ocr_last_error());
     net_prepare(n);
 }
 
@@ -321,9 +322,11 @@ START_TEST(attach_o2_converts_tables) {
     ck_assert_int_eq(n.params.items[P_FW].dtype, OCR_F16);
     ck_assert_int_lt(n.params.bytes, f32_bytes);
     for (int i = 0; i < NPARAMS; i++) ck_assert_int_eq(n.params.items[i].offset % OCR_PARAM_ALIGN, 0);
-    ck_assert_int_eq(amp_param_owner(&n.ops, "net.bn.bias"), OP_BN);
-    ck_assert_int_eq(amp_param_owner(&n.ops, "head.fc.weight"), OP_FC);
-    ck_assert_int_eq(amp_param_owner(&n.ops, "nothing.weight"), -1);
+    AmpManaged mg;
+    ocr_amp_managed(&mg, &n.ops, &n.params, &n.stats);
+    ck_assert_int_eq(amp_param_owner(&mg, "net.bn.bias"), OP_BN);
+    ck_assert_int_eq(amp_param_owner(&mg, "head.fc.weight"), OP_FC);
+    ck_assert_int_eq(amp_param_owner(&mg, "nothing.weight"), -1);
     // masters hold the f32 values, the working weights their f16 rounding
     OcrTensor *mw = amp_engine_master(&e, P_CW);
     ck_assert_ptr_nonnull(mw);
@@ -360,9 +363,8 @@ END_TEST
 static const char *capture_stderr_begin(int *saved) {
     fflush(stderr);
     *saved = dup(2);
-    char path[] = "/tmp/amp_test_log_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
+    char path[1024];
+    int fd = ocr_test_tmpfile(path, sizeof path, "amp_test_log_");
     unlink(path);
     dup2(fd, 2);
     close(fd);
@@ -521,7 +523,7 @@ static void train(const Mode *m, int steps, double *losses, AmpStats *stats_out,
     cfg.seed = 99;
     cfg.activation_stats_every = 100;
     amp_engine_init(&e, &cfg);
-    ck_assert_int_eq(amp_engine_attach(&e, &n.ops, &n.params, &n.stats), OCR_OK);
+    ck_assert_int_eq(ocr_amp_attach(&e, &n.ops, &n.params, &n.stats), OCR_OK);
     net_prepare(&n);
     for (int s = 0; s < steps; s++) losses[s] = net_step(&n, &e, NULL, 0).loss;
     if (sr) {

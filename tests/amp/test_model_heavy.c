@@ -10,6 +10,7 @@
 #include "kernels/ctc.h"
 #include "models/model.h"
 #include "tests/common/test_util.h"
+#include "models/amp_view.h"
 
 static OcrConfig *load(const char *name, const char *const *overrides) {
     char path[1024];
@@ -27,7 +28,7 @@ static void setup(const char *name, const char *const *overrides, OcrModel **m, 
     AmpConfig ac;
     ck_assert_msg(amp_config_from_config(&ac, cfg) == OCR_OK, "%s", ocr_last_error());
     amp_engine_init(e, &ac);
-    ck_assert_msg(amp_engine_attach(e, ocr_model_ops(*m), ocr_model_params(*m), ocr_model_stats(*m)) == OCR_OK, "%s",
+    ck_assert_msg(ocr_amp_attach(e, ocr_model_ops(*m), ocr_model_params(*m), ocr_model_stats(*m)) == OCR_OK, "%s",
                   ocr_last_error());
     if (e->cfg.policy.level == OCR_AMP_O1) ck_assert_int_eq(ocr_model_set_cast_cache(*m, &e->cache), OCR_OK);
     ocr_config_free(cfg);
@@ -104,7 +105,7 @@ static void run(const char *const *overrides, int steps, double *losses, const c
         losses[s] = step(m, &e, mom, &img, &tg, &tl, &buf, inj, &skipped);
         if (inj) {
             ck_assert(skipped);
-            snprintf(layer, layer_size, "%s", e.ops->items[e.last_layer].name);
+            snprintf(layer, layer_size, "%s", amp_engine_layer_name(&e, e.last_layer));
         }
     }
     for (int i = 0; i < 2 * pt->count; i++) ocr_tensor_free(&mom[i]);

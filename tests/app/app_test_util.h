@@ -9,7 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
@@ -25,13 +29,8 @@ static const unsigned char AT_FONT[10][7] = {
     {0x0E, 0x11, 0x11, 0x0E, 0x11, 0x11, 0x0E}, {0x0E, 0x11, 0x11, 0x0F, 0x01, 0x02, 0x0C},
 };
 
-// A fresh temporary directory (removed by the OS eventually; tests run forked).
-static inline char *at_tmpdir(void) {
-    char *t = malloc(256);
-    snprintf(t, 256, "/tmp/ocr_app_test_XXXXXX");
-    ck_assert_ptr_nonnull(mkdtemp(t));
-    return t;
-}
+// A fresh temporary directory, removed when the process that made it exits (tests/common).
+static inline char *at_tmpdir(void) { return ocr_test_tmpdir("ocr_app_test_"); }
 
 static inline void at_write_text(const char *path, const char *text) {
     ck_assert_msg(ocr_write_file_atomic(path, text, strlen(text)) == OCR_OK, "%s", ocr_last_error());
@@ -81,6 +80,15 @@ static inline void at_make_digits(const char *dir, const char *name, int n, int 
     free(labels);
 }
 
+// Global.threads of the test configs: 1, or OCR_TEST_THREADS (the thread matrix of
+// tests/build/blas_matrix.sh). Every comparison inside a test uses one config, so the thread
+// count is the same on both sides.
+static inline int at_threads(void) {
+    const char *e = getenv("OCR_TEST_THREADS");
+    int n = e ? atoi(e) : 1;
+    return n > 0 ? n : 1;
+}
+
 // The neck of the test configs: the PP-OCRv3 SVTR neck (tiny), or Im2Seq ("reshape").
 #define AT_NECK_SVTR                                                                                     \
     "{\"name\": \"SequenceEncoder\", \"encoder_type\": \"svtr\", \"dims\": 16, \"depth\": 1, \"hidden_dims\": 32, " \
@@ -96,7 +104,7 @@ static inline void at_write_config_neck(const char *path, const char *dir, int w
              "{\n"
              " \"Global\": {%s \"print_batch_step\": 1000, \"save_model_dir\": \"%s/out\", \"eval_batch_step\": [0, 0],\n"
              "   \"character_dict_path\": \"%s/dict.txt\", \"max_text_length\": 8, \"use_space_char\": false,\n"
-             "   \"seed\": 5, \"device\": \"cpu\", \"threads\": 1},\n"
+             "   \"seed\": 5, \"device\": \"cpu\", \"threads\": %d},\n"
              " \"Optimizer\": {\"name\": \"Adam\", \"beta1\": 0.9, \"beta2\": 0.999,\n"
              "   \"lr\": {\"name\": \"Cosine\", \"learning_rate\": 0.02, \"warmup_epoch\": 0.3},\n"
              "   \"regularizer\": {\"name\": \"L2\", \"factor\": 3e-05}},\n"
@@ -121,7 +129,7 @@ static inline void at_write_config_neck(const char *path, const char *dir, int w
              "       {\"KeepKeys\": {\"keep_keys\": [\"image\", \"label\", \"length\"]}}]},\n"
              "   \"loader\": {\"shuffle\": false, \"batch_size_per_card\": 16, \"drop_last\": false, \"num_workers\": 0}}\n"
              "}\n",
-             extra ? extra : "", dir, dir, scale, neck, dir, dir, width, batch, dir, dir, width);
+             extra ? extra : "", dir, dir, at_threads(), scale, neck, dir, dir, width, batch, dir, dir, width);
     at_write_text(path, text);
     free(text);
 }
@@ -207,9 +215,8 @@ static inline int at_same_file(const char *a, const char *b) {
 
 // at_run with stderr captured into err (NUL-terminated, truncated to cap).
 static inline int at_run_capture(at_cmd_fn fn, const char *const *args, char *err, size_t cap) {
-    char path[] = "/tmp/ocr_app_stderr_XXXXXX";
-    int fd = mkstemp(path);
-    ck_assert_int_ge(fd, 0);
+    char path[1024];
+    int fd = ocr_test_tmpfile(path, sizeof path, "ocr_app_stderr_");
     fflush(stderr);
     int saved = dup(2);
     dup2(fd, 2);
@@ -223,5 +230,78 @@ static inline int at_run_capture(at_cmd_fn fn, const char *const *args, char *er
     close(fd);
     unlink(path);
     return rc;
+}
+
+// ---- subcommands in a child process (kill and signal tests) -------------------------------------
+// A child runs fn(args) exactly as `ocrtrain` would (cli/main.c only dispatches) with stdout and
+// stderr appended to `log` and, when env_name is not NULL, env_name=env_value set. The test
+// process itself never trains, so no OpenMP thread pool exists when it forks.
+static inline pid_t at_spawn(at_cmd_fn fn, const char *const *args, const char *log, const char *env_name,
+                             const char *env_value) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
+        if (fd >= 0) {
+            dup2(fd, 1);
+            dup2(fd, 2);
+            close(fd);
+        }
+        if (env_name) setenv(env_name, env_value, 1);
+        int rc = at_run(fn, args);
+        fflush(NULL);
+        _exit(rc);  // not exit(): the parent's atexit handlers (temporary directories) are its own
+    }
+    return pid;
+}
+
+// Non-blocking wait: 1 and *status when the child has ended, else 0.
+static inline int at_child_done(pid_t pid, int *status) {
+    pid_t r = waitpid(pid, status, WNOHANG);
+    ck_assert_int_ge(r, 0);
+    return r == pid;
+}
+
+static inline void at_sleep_ms(double ms) {
+    if (ms <= 0) return;
+    struct timespec ts = {(time_t)(ms / 1000), (long)((ms - 1000.0 * (time_t)(ms / 1000)) * 1e6)};
+    nanosleep(&ts, NULL);
+}
+
+static inline double at_now(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// The training steps recorded in dir/metrics.jsonl so far: the largest "iter" of a step line
+// (a step line's "iter" counts the iterations done; 0 when none). Tolerates a torn last line (a killed writer), which it does not count.
+static inline int64_t at_steps_recorded(const char *dir) {
+    char p[700];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    char *text;
+    size_t size;
+    if (ocr_read_file(p, &text, &size) != OCR_OK) return 0;
+    int64_t n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        const cJSON *it = o ? cJSON_GetObjectItem(o, "iter") : NULL;
+        if (it && cJSON_IsNumber(it) && cJSON_HasObjectItem(o, "loss") && (int64_t)it->valuedouble > n)
+            n = (int64_t)it->valuedouble;
+        cJSON_Delete(o);
+    }
+    free(text);
+    return n;
+}
+
+// Prints a child's log (after a failure).
+static inline void at_print_log(const char *log) {
+    char *text;
+    size_t size;
+    if (ocr_read_file(log, &text, &size) != OCR_OK) return;
+    printf("---- %s ----\n%s\n---- end ----\n", log, size > 6000 ? text + size - 6000 : text);
+    free(text);
 }
 #endif

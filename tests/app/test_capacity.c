@@ -43,8 +43,8 @@ START_TEST(test_capacity_plan_matches_a_real_step) {
     }
     ocr_config_free(cfg);
     // The CLI's JSON shape.
-    char path[] = "/tmp/ocr_app_stdout_XXXXXX";
-    int fd = mkstemp(path);
+    char path[1024];
+    int fd = ocr_test_tmpfile(path, sizeof path, "ocr_app_stdout_");
     fflush(stdout);
     int saved = dup(1);
     dup2(fd, 1);

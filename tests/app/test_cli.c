@@ -42,6 +42,7 @@ START_TEST(test_valid_config) {
     ck_assert_int_eq(rc.train.batch_size, 8);
     ck_assert_int_eq(rc.optim.lr.kind, LR_COSINE);
     ck_assert(fabs(rc.accuracy_tolerance - 0.005) < 1e-12);
+    ck_assert(fabs(rc.cer_tolerance - 0.005) < 1e-12);
     ck_assert(fabs(rc.optim.epsilon - 1e-8) < 1e-20);  // Paddle's Adam default
 }
 END_TEST
@@ -78,6 +79,9 @@ START_TEST(test_wrong_type_and_range_name_the_key) {
     const char *ov5[] = {"Global.accuracy_tolerance=-1"};
     ck_assert_int_eq(load_with(ov5, 1, &rc), OCR_ERR_CONFIG);
     ck_assert_msg(strstr(ocr_last_error(), "accuracy_tolerance"), "%s", ocr_last_error());
+    const char *ov6[] = {"Global.cer_tolerance=1.5"};
+    ck_assert_int_eq(load_with(ov6, 1, &rc), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "cer_tolerance"), "%s", ocr_last_error());
 }
 END_TEST
 
@@ -457,9 +461,42 @@ START_TEST(test_report_schema_and_verdict) {
     fake_run(&rep->runs[0], "fp32", "O0", "float32", 0.800, 0);
     fake_run(&rep->runs[1], "fp16-o2", "O2", "float16", 0.797, 3);
     fake_run(&rep->runs[2], "bf16-o2", "O2", "bfloat16", 0.790, 0);
-    ck_assert(report_run_within_tolerance(rep, 1));
-    ck_assert(!report_run_within_tolerance(rep, 2));
-    ck_assert(report_regression(rep));
+    // Per-line results: 2000 lines, the baseline reads 1600. fp16-o2 loses 2 and gains 2 (pass at
+    // ±0.005: Newcombe's interval is about ±0.0016 wide here), bf16-o2 loses 40 and gains 5
+    // (regression). Every line has 10 reference characters; a wrong line has 1 edit.
+    enum { NL = 2000 };
+    EvalLine *base = calloc(NL, sizeof *base), *l1 = calloc(NL, sizeof *l1), *l2 = calloc(NL, sizeof *l2);
+    for (int i = 0; i < NL; i++) {
+        int b = i < 1600, c1 = (i >= 2 && i < 1602), c2 = (i >= 40 && i < 1605);
+        EvalLine *l[3] = {&base[i], &l1[i], &l2[i]};
+        int ok[3] = {b, c1, c2};
+        for (int k = 0; k < 3; k++) {
+            l[k]->scored = 1;
+            l[k]->correct = (uint8_t)ok[k];
+            l[k]->edits = !ok[k];
+            l[k]->ref_chars = 10;
+        }
+    }
+    base[NL - 1].scored = 0;  // an unreadable image: left out of every pair
+    l1[NL - 1].scored = l2[NL - 1].scored = 0;
+    rep->cer_tolerance = 0.005;
+    rep->bootstrap_seed = 1024;
+    ck_assert(report_pair(&rep->runs[1].paired, base, l1, NL, 0.005, 0.005, 1024) == OCR_OK);
+    ck_assert(report_pair(&rep->runs[2].paired, base, l2, NL, 0.005, 0.005, 1024) == OCR_OK);
+    const ReportPaired *p1 = &rep->runs[1].paired, *p2 = &rep->runs[2].paired;
+    ck_assert_int_eq(p1->lines, NL - 1);
+    ck_assert(p1->table.both_right == 1598 && p1->table.base_only == 2 && p1->table.run_only == 2 &&
+              p1->table.both_wrong == NL - 1 - 1602);
+    ck_assert_int_eq(p1->acc_verdict, PAIRED_PASS);
+    ck_assert_int_eq(p1->cer_verdict, PAIRED_PASS);
+    ck_assert_int_eq(report_run_verdict(rep, 1), PAIRED_PASS);
+    ck_assert(p2->table.base_only == 40 && p2->table.run_only == 5);
+    ck_assert_int_eq(p2->acc_verdict, PAIRED_REGRESSION);
+    // 35 more edits in 19,990 characters: +0.0018 CER, inside ±0.005; the run regresses on accuracy.
+    ck_assert_int_eq(p2->cer_verdict, PAIRED_PASS);
+    ck_assert_int_eq(p2->verdict, PAIRED_REGRESSION);
+    ck_assert(fabs(p2->cer_delta - 35.0 / 19990.0) < 1e-15);
+    ck_assert_int_eq(report_exit_code(rep), REPORT_EXIT_REGRESSION);
     char *text = report_json(rep);
     cJSON *root = cJSON_Parse(text);
     ck_assert_ptr_nonnull(root);
@@ -490,9 +527,23 @@ START_TEST(test_report_schema_and_verdict) {
     ck_assert(fabs(cJSON_GetObjectItem(c0, "accuracy_delta")->valuedouble - (-0.003)) < 1e-9);
     ck_assert(fabs(cJSON_GetObjectItem(c0, "peak_memory_ratio")->valuedouble - 0.6) < 1e-12);
     ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(c0, "within_tolerance")));
-    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(cJSON_GetArrayItem(cmp, 1), "within_tolerance")));
+    ck_assert_str_eq(cJSON_GetObjectItem(c0, "verdict")->valuestring, "pass");
+    cJSON *pj = cJSON_GetObjectItem(c0, "paired");
+    ck_assert_int_eq(cJSON_GetObjectItem(pj, "lines")->valueint, NL - 1);
+    cJSON *tj = cJSON_GetObjectItem(pj, "table");
+    ck_assert_int_eq(cJSON_GetObjectItem(tj, "both_right")->valueint, 1598);
+    ck_assert_int_eq(cJSON_GetObjectItem(tj, "baseline_only_right")->valueint, 2);
+    ck_assert_int_eq(cJSON_GetObjectItem(tj, "run_only_right")->valueint, 2);
+    cJSON *aj = cJSON_GetObjectItem(pj, "accuracy");
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetObjectItem(aj, "ci95")), 2);
+    ck_assert_str_eq(cJSON_GetObjectItem(aj, "method")->valuestring, "newcombe_hybrid_score");
+    ck_assert(cJSON_HasObjectItem(aj, "mcnemar_exact_p") && cJSON_HasObjectItem(aj, "lines_needed"));
+    ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(pj, "cer"), "verdict")->valuestring, "pass");
+    cJSON *c1 = cJSON_GetArrayItem(cmp, 1);
+    ck_assert(cJSON_IsFalse(cJSON_GetObjectItem(c1, "within_tolerance")));
+    ck_assert_str_eq(cJSON_GetObjectItem(c1, "verdict")->valuestring, "regression");
     cJSON *v = cJSON_GetObjectItem(root, "verdict");
-    ck_assert_str_eq(cJSON_GetObjectItem(v, "status")->valuestring, "outside_tolerance");
+    ck_assert_str_eq(cJSON_GetObjectItem(v, "status")->valuestring, "regression");
     ck_assert_int_eq(cJSON_GetObjectItem(v, "exit_code")->valueint, 3);
     ck_assert_str_eq(cJSON_GetArrayItem(cJSON_GetObjectItem(v, "failing_runs"), 0)->valuestring, "bf16-o2");
     cJSON_Delete(root);
@@ -513,12 +564,37 @@ START_TEST(test_report_schema_and_verdict) {
     ck_assert_ptr_null(strstr(html, "http://cdn"));
     ck_assert_ptr_null(strstr(html, "head.fc<x>"));  // escaped
     ck_assert_ptr_nonnull(strstr(html, "head.fc&lt;x&gt;"));
+    ck_assert_ptr_nonnull(strstr(html, "both right"));
     free(html);
     snprintf(p, sizeof p, "%s/report.md", dir);
-    ck_assert(at_exists(p));
-    // A pass when every delta is inside.
-    rep->runs[2].r.acc = 0.8049;
-    ck_assert(!report_regression(rep));
+    ck_assert(ocr_read_file(p, &html, &n) == OCR_OK);
+    ck_assert_ptr_nonnull(strstr(html, "REGRESSION (exit 3)"));
+    ck_assert_ptr_nonnull(strstr(html, "| fp16-o2 | 1999 | 1598 |"));
+    free(html);
+    // A small set: 50 lines the baseline reads, bf16-o2 misses one (delta −0.02). Its interval spans
+    // about [−0.10, +0.05]: inconclusive (exit 4), and the report says how many lines would decide.
+    for (int i = 0; i < 50; i++) {
+        base[i] = l2[i] = (EvalLine){.scored = 1, .correct = 1, .edits = 0, .ref_chars = 10};
+        if (i == 7) l2[i] = (EvalLine){.scored = 1, .correct = 0, .edits = 1, .ref_chars = 10};
+    }
+    ck_assert(report_pair(&rep->runs[2].paired, base, l2, 50, 0.005, 0.005, 1024) == OCR_OK);
+    ck_assert_int_eq(report_run_verdict(rep, 2), PAIRED_INCONCLUSIVE);
+    ck_assert_int_eq(report_exit_code(rep), REPORT_EXIT_INCONCLUSIVE);
+    ck_assert_int_gt(report_lines_needed(rep), 50);
+    text = report_json(rep);
+    root = cJSON_Parse(text);
+    v = cJSON_GetObjectItem(root, "verdict");
+    ck_assert_str_eq(cJSON_GetObjectItem(v, "status")->valuestring, "inconclusive");
+    ck_assert_int_eq(cJSON_GetObjectItem(v, "exit_code")->valueint, REPORT_EXIT_INCONCLUSIVE);
+    ck_assert_int_eq((int64_t)cJSON_GetObjectItem(v, "lines_needed")->valuedouble, report_lines_needed(rep));
+    cJSON_Delete(root);
+    free(text);
+    // A pass when every run is: identical outputs on 1,999 lines (no discordant line, ±0.0019).
+    ck_assert(report_pair(&rep->runs[2].paired, l1, l1, NL, 0.005, 0.005, 1024) == OCR_OK);
+    ck_assert_int_eq(report_exit_code(rep), REPORT_EXIT_PASS);
+    free(base);
+    free(l1);
+    free(l2);
     for (int i = 0; i < rep->n_runs; i++) train_result_free(&rep->runs[i].r);
     free(rep);
 }

@@ -74,8 +74,8 @@ START_TEST(test_eval_and_predict_after_training) {
     ck_assert_int_eq(at_run(cmd_train, a), 0);
     snprintf(w, sizeof w, "%s/latest", out);
     // eval --json on stdout
-    char path[] = "/tmp/ocr_app_stdout_XXXXXX";
-    int fd = mkstemp(path);
+    char path[1024];
+    int fd = ocr_test_tmpfile(path, sizeof path, "ocr_app_stdout_");
     fflush(stdout);
     int saved = dup(1);
     dup2(fd, 1);
@@ -134,7 +134,13 @@ START_TEST(test_finetune_loads_matching_tensors_only) {
     snprintf(pre, sizeof pre, "Global.pretrained_model=%s/latest/model.safetensors", out);
     snprintf(dov, sizeof dov, "Global.character_dict_path=%s", dict2);
     char err[8192];
-    const char *b[] = {"train", "-c", g_cfg, "--max-steps", "1", "-o", ov2, pre, dov, NULL};
+    // Global.pretrained_strict (the default) refuses a file that does not cover the model...
+    const char *bs[] = {"train", "-c", g_cfg, "--max-steps", "1", "-o", ov2, pre, dov, NULL};
+    ck_assert_int_eq(at_run_capture(cmd_train, bs, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "head.fc.weight") && strstr(err, "pretrained_strict"), "%s", err);
+    // ...and with it off the rest loads and the head starts from its initial values.
+    const char *b[] = {"train", "-c", g_cfg, "--max-steps", "1", "-o", ov2, pre, dov, "Global.pretrained_strict=false",
+                       NULL};
     ck_assert_int_eq(at_run_capture(cmd_train, b, err, sizeof err), 0);
     ck_assert_msg(strstr(err, "head.fc.weight") && strstr(err, "initial values"), "%s", err);
     // The strict loaders refuse the mismatch: eval with the fine-tuned config on the old weights.
@@ -151,7 +157,7 @@ START_TEST(test_compare_writes_a_report) {
     snprintf(out, sizeof out, "%s/cmp", g_dir);
     const char *a[] = {"compare", "-c", g_cfg, "--out", out, "--dtypes", "bfloat16", "--max-steps", "3", NULL};
     int rc = at_run(cmd_compare, a);
-    ck_assert_msg(rc == 0 || rc == 3, "compare exited %d", rc);
+    ck_assert_msg(rc == 0 || rc == 3 || rc == 4, "compare exited %d", rc);  // pass, regression, inconclusive
     char p[700];
     const char *files[] = {"report.json", "report.md", "report.html", NULL};
     for (int i = 0; files[i]; i++) {
@@ -189,7 +195,7 @@ START_TEST(test_compare_batch_max) {
     const char *a[] = {"compare", "-c", g_cfg, "--out", out, "--dtypes", "bfloat16", "--batch", "max", "--memory", "48M",
                        "--max-steps", "1", "-o", "Global.eval_batch_step=[0,1000]", NULL};
     int rc = at_run(cmd_compare, a);
-    ck_assert_msg(rc == 0 || rc == 3, "compare exited %d", rc);
+    ck_assert_msg(rc == 0 || rc == 3 || rc == 4, "compare exited %d", rc);  // pass, regression, inconclusive
     char p[700];
     snprintf(p, sizeof p, "%s/report.json", out);
     char *text;

@@ -1,9 +1,12 @@
 #include "tests/common/test_util.h"
 
+#include <dirent.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "core/rng.h"
 
@@ -123,4 +126,74 @@ double ocr_test_dtype_eps(ocr_dtype_t dtype) {
         case OCR_BF16: return ldexp(1.0, -8);
         default: return ldexp(1.0, -24);
     }
+}
+
+// ---- temporary files and directories ----------------------------------------------------------
+
+const char *ocr_test_tmp_root(void) {
+    const char *t = getenv("TMPDIR");
+    return t && t[0] ? t : "/tmp";
+}
+
+int ocr_test_remove_tree(const char *path) {
+    struct stat sb;
+    if (lstat(path, &sb) != 0) return 0;
+    int rc = 0;
+    if (S_ISDIR(sb.st_mode)) {
+        DIR *d = opendir(path);
+        if (!d) return -1;
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
+            size_t n = strlen(path) + strlen(e->d_name) + 2;
+            char *sub = malloc(n);
+            if (!sub) {
+                rc = -1;
+                continue;
+            }
+            snprintf(sub, n, "%s/%s", path, e->d_name);
+            if (ocr_test_remove_tree(sub) != 0) rc = -1;
+            free(sub);
+        }
+        closedir(d);
+    }
+    return remove(path) == 0 ? rc : -1;
+}
+
+// Directories to remove at exit, each with the process that created it.
+#define TMP_MAX_DIRS 64
+static struct {
+    pid_t pid;
+    char *path;
+} tmp_dirs[TMP_MAX_DIRS];
+static int tmp_ndirs = 0, tmp_registered = 0;
+
+static void remove_own_tmpdirs(void) {
+    pid_t me = getpid();
+    for (int i = 0; i < tmp_ndirs; i++)
+        if (tmp_dirs[i].pid == me && tmp_dirs[i].path) ocr_test_remove_tree(tmp_dirs[i].path);
+}
+
+char *ocr_test_tmpdir(const char *prefix) {
+    size_t cap = strlen(ocr_test_tmp_root()) + strlen(prefix) + 16;
+    char *t = malloc(cap);
+    ck_assert_ptr_nonnull(t);
+    snprintf(t, cap, "%s/%sXXXXXX", ocr_test_tmp_root(), prefix);
+    ck_assert_msg(mkdtemp(t) != NULL, "cannot create a temporary directory %s", t);
+    ck_assert_msg(tmp_ndirs < TMP_MAX_DIRS, "more than %d temporary directories in one test process", TMP_MAX_DIRS);
+    if (!tmp_registered) {
+        atexit(remove_own_tmpdirs);
+        tmp_registered = 1;
+    }
+    tmp_dirs[tmp_ndirs].pid = getpid();
+    tmp_dirs[tmp_ndirs].path = strdup(t);
+    tmp_ndirs++;
+    return t;
+}
+
+int ocr_test_tmpfile(char *buf, size_t cap, const char *prefix) {
+    snprintf(buf, cap, "%s/%sXXXXXX", ocr_test_tmp_root(), prefix);
+    int fd = mkstemp(buf);
+    ck_assert_msg(fd >= 0, "cannot create a temporary file %s", buf);
+    return fd;
 }

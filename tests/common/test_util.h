@@ -38,6 +38,20 @@ double ocr_test_rel_error(const float *a, const double *b, int64_t n);
 typedef double (*ocr_test_scalar_fn)(const double *x, void *ctx);
 void ocr_test_numeric_grad(double *grad, double *x, int64_t n, ocr_test_scalar_fn f, void *ctx, double h);
 
+// Temporary files and directories. The root is $TMPDIR, else /tmp; CTest gives every test the
+// build's private Testing/tmp and fails build_tmp_clean when a test left anything there, so a
+// test creates what it needs through these helpers and nothing is left behind.
+const char *ocr_test_tmp_root(void);
+// A fresh directory <root>/<prefix>XXXXXX (malloc'd path), removed with all it holds when the
+// process that created it exits: a forked test removes its own, the runner (unchecked fixtures)
+// its own, neither the other's.
+char *ocr_test_tmpdir(const char *prefix);
+// A fresh empty file <root>/<prefix>XXXXXX: its path into buf, an open read-write descriptor
+// returned. The caller closes and unlinks it.
+int ocr_test_tmpfile(char *buf, size_t cap, const char *prefix);
+// rm -rf (does not follow symbolic links); 0 on success.
+int ocr_test_remove_tree(const char *path);
+
 // Unit roundoff of a dtype (2^-24 for f32, 2^-11 for f16, 2^-8 for bf16).
 double ocr_test_dtype_eps(ocr_dtype_t dtype);
 

@@ -290,9 +290,11 @@ START_TEST(test_override_kinds) {
     apply_ok(cfg, "Global.version=1.2.3");  // not a number: a string
     ck_assert_int_eq(ocr_config_get_string(cfg, "Global.version", NULL, &s), OCR_OK);
     ck_assert_str_eq(s, "1.2.3");
+    // An empty value is null, as PaddleOCR's yaml.load("") gives None.
     apply_ok(cfg, "Global.empty=");
-    ck_assert_int_eq(ocr_config_get_string(cfg, "Global.empty", NULL, &s), OCR_OK);
-    ck_assert_str_eq(s, "");
+    ck_assert(cJSON_IsNull(ocr_config_node(cfg, "Global.empty")));
+    ck_assert_int_eq(ocr_config_get_string(cfg, "Global.empty", "unset", &s), OCR_OK);
+    ck_assert_str_eq(s, "unset");
     // Only the first '=' splits.
     apply_ok(cfg, "Global.expr=c=d");
     ck_assert_int_eq(ocr_config_get_string(cfg, "Global.expr", NULL, &s), OCR_OK);
@@ -312,6 +314,30 @@ START_TEST(test_override_kinds) {
     ck_assert(cJSON_IsTrue(cJSON_GetArrayItem(list, 2)) && cJSON_IsNull(cJSON_GetArrayItem(list, 3)));
     apply_ok(cfg, "Global.none=[ ]");
     ck_assert_int_eq(cJSON_GetArraySize(ocr_config_node(cfg, "Global.none")), 0);
+    // PaddleOCR types -o values with yaml.load: YAML 1.1 scalars and flow collections.
+    int flag;
+    apply_ok(cfg, "Global.use_amp=True");
+    ck_assert_int_eq(ocr_config_get_bool(cfg, "Global.use_amp", 0, &flag), OCR_OK);
+    ck_assert_int_eq(flag, 1);
+    apply_ok(cfg, "Global.use_amp=no");
+    ck_assert_int_eq(ocr_config_get_bool(cfg, "Global.use_amp", 1, &flag), OCR_OK);
+    ck_assert_int_eq(flag, 0);
+    apply_ok(cfg, "Global.checkpoints=~");
+    ck_assert(cJSON_IsNull(ocr_config_node(cfg, "Global.checkpoints")));
+    apply_ok(cfg, "Global.hex=0x10");
+    ck_assert_int_eq(ocr_config_get_int(cfg, "Global.hex", 0, &i), OCR_OK);
+    ck_assert_int_eq(i, 16);
+    apply_ok(cfg, "Global.amp_level=O2");  // a letter O: a string
+    ck_assert_int_eq(ocr_config_get_string(cfg, "Global.amp_level", NULL, &s), OCR_OK);
+    ck_assert_str_eq(s, "O2");
+    apply_ok(cfg, "Global.nested=[a, [b, 2], {c: True}]");
+    list = ocr_config_node(cfg, "Global.nested");
+    ck_assert_int_eq(cJSON_GetArraySize(list), 3);
+    ck_assert_int_eq(cJSON_GetArraySize(cJSON_GetArrayItem(list, 1)), 2);
+    ck_assert(cJSON_IsTrue(cJSON_GetObjectItem(cJSON_GetArrayItem(list, 2), "c")));
+    apply_ok(cfg, "Train.loader={shuffle: false, batch_size_per_card: 64}");
+    ck_assert_int_eq(ocr_config_get_int(cfg, "Train.loader.batch_size_per_card", 0, &i), OCR_OK);
+    ck_assert_int_eq(i, 64);
     // Spaces around the key are dropped.
     apply_ok(cfg, " Global.epoch_num =3");
     ck_assert_int_eq(ocr_config_get_int(cfg, "Global.epoch_num", 0, &i), OCR_OK);
@@ -364,9 +390,9 @@ START_TEST(test_override_errors) {
     assert_error_has("Global.image_shape", "not valid JSON", NULL, NULL);
     ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.l=[a,,b]"), OCR_ERR_CONFIG);
     assert_error_has("Global.l", "not valid JSON", NULL, NULL);
-    ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.l=[a, [b]]"), OCR_ERR_CONFIG);
+    ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.l=[a, [b]"), OCR_ERR_CONFIG);
     assert_error_has("Global.l", "not valid JSON", NULL, NULL);
-    ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.obj={\"a\": }"), OCR_ERR_CONFIG);
+    ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.obj={\"a\": 1"), OCR_ERR_CONFIG);
     assert_error_has("Global.obj", "not valid JSON", NULL, NULL);
     ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.s=\"unterminated"), OCR_ERR_CONFIG);
     assert_error_has("Global.s", "not valid JSON", NULL, NULL);
@@ -519,6 +545,45 @@ START_TEST(test_to_json_round_trip) {
 }
 END_TEST
 
+START_TEST(test_no_effect_keys) {
+    static const OcrNoEffectKey table[] = {{"Global", "debug", "nobody reads it"},
+                                           {"*.dataset.transforms.*.DecodeImage", "channel_first", "NHWC here"},
+                                           {NULL, NULL, NULL}};
+    static const char *const gkeys[] = {"epoch_num", NULL}, *const dkeys[] = {"img_mode", NULL};
+    OcrConfig *cfg;
+    const char *text = "{\"Global\": {\"epoch_num\": 1, \"debug\": false},"
+                       " \"Train\": {\"dataset\": {\"transforms\": [{\"DecodeImage\": {\"img_mode\": \"BGR\","
+                       " \"channel_first\": false}}]}}}";
+    ck_assert_int_eq(ocr_config_parse(&cfg, text, "t.json"), OCR_OK);
+    // Without the table the key is unknown.
+    ocr_config_set_no_effect_keys(NULL);
+    ck_assert_int_eq(ocr_config_check_keys(cfg, "Global", gkeys), OCR_ERR_CONFIG);
+    assert_error_has("unknown key Global.debug", NULL, NULL, NULL);
+    ocr_config_set_no_effect_keys(table);
+    ck_assert_msg(ocr_config_check_keys(cfg, "Global", gkeys) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(ocr_config_check_keys(cfg, "Train.dataset.transforms.0.DecodeImage", dkeys) == OCR_OK, "%s",
+                  ocr_last_error());
+    ck_assert_int_eq(ocr_config_check_keys(cfg, "Global", gkeys), OCR_OK);  // twice: recorded once
+    ck_assert_int_eq(ocr_config_num_ignored(cfg), 2);
+    const char *why;
+    ck_assert_str_eq(ocr_config_ignored(cfg, 0, &why), "Global.debug");
+    ck_assert_str_eq(why, "nobody reads it");
+    ck_assert_str_eq(ocr_config_ignored(cfg, 1, &why), "Train.dataset.transforms.0.DecodeImage.channel_first");
+    ck_assert(ocr_config_ignored(cfg, 2, &why) == NULL);
+    // A table key in another section is still unknown there (with the did-you-mean).
+    static const char *const okeys[] = {"debugs", NULL};
+    ocr_config_free(cfg);
+    ck_assert_int_eq(ocr_config_parse(&cfg, "{\"Optimizer\": {\"debug\": 1}}", "t.json"), OCR_OK);
+    ck_assert_int_eq(ocr_config_check_keys(cfg, "Optimizer", okeys), OCR_ERR_CONFIG);
+    assert_error_has("unknown key Optimizer.debug (did you mean debugs?)", NULL, NULL, NULL);
+    // Keys a validator records itself.
+    ocr_config_record_ignored(cfg, "Optimizer.debug", "test");
+    ck_assert_int_eq(ocr_config_num_ignored(cfg), 1);
+    ocr_config_set_no_effect_keys(NULL);
+    ocr_config_free(cfg);
+}
+END_TEST
+
 static Suite *config_suite(void) {
     Suite *s = suite_create("core_config");
     TCase *tc = tcase_create("config");
@@ -534,6 +599,7 @@ static Suite *config_suite(void) {
     tcase_add_test(tc, test_override_nested_creation);
     tcase_add_test(tc, test_override_errors);
     tcase_add_test(tc, test_check_keys);
+    tcase_add_test(tc, test_no_effect_keys);
     tcase_add_test(tc, test_edit_distance);
     tcase_add_test(tc, test_parse_errors);
     tcase_add_test(tc, test_load_file);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/fileio.h"
@@ -150,6 +151,45 @@ START_TEST(test_commit_failure_removes_temp) {
 }
 END_TEST
 
+// The test hook OCR_TEST_FAIL_WRITE (core/fileio.h) fails the writes whose path contains it as
+// a full disk would: the message names the file and the cause, the old content stays, no
+// temporary is left; other paths are not affected.
+START_TEST(test_injected_full_disk) {
+    char path[4096], other[4096];
+    in_tmp(path, sizeof path, "model.safetensors");
+    in_tmp(other, sizeof other, "state.json");
+    write_plain(path, "the old weights");
+    setenv("OCR_TEST_FAIL_WRITE", "model.safetensors", 1);
+    ocr_status_t st = ocr_write_file_atomic(path, "new weights", 11);
+    ocr_status_t st2 = ocr_write_file_atomic(other, "{}", 2);
+    unsetenv("OCR_TEST_FAIL_WRITE");
+    ck_assert_int_eq(st, OCR_ERR_IO);
+    ck_assert_msg(strstr(ocr_last_error(), path) && strstr(ocr_last_error(), strerror(ENOSPC)), "message: %s",
+                  ocr_last_error());
+    ck_assert_int_eq(st2, OCR_OK);
+    assert_content(path, "the old weights");
+    assert_content(other, "{}");
+    ck_assert_int_eq(count_temp_files(), 0);
+}
+END_TEST
+
+// OCR_TEST_WRITE_DELAY_MS holds a commit open for that long, the temporary visible meanwhile.
+START_TEST(test_write_delay_hook) {
+    char path[4096];
+    in_tmp(path, sizeof path, "slow.txt");
+    setenv("OCR_TEST_WRITE_DELAY_MS", "120", 1);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    ocr_status_t st = ocr_write_file_atomic(path, "x", 1);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    unsetenv("OCR_TEST_WRITE_DELAY_MS");
+    ck_assert_int_eq(st, OCR_OK);
+    double dt = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    ck_assert_msg(dt >= 0.12, "the commit took %.3f s", dt);
+    assert_content(path, "x");
+}
+END_TEST
+
 START_TEST(test_open_in_missing_dir_fails) {
     char path[4096];
     in_tmp(path, sizeof path, "no/such/dir/file.txt");
@@ -274,6 +314,8 @@ static Suite *fileio_suite(void) {
     tcase_add_test(tc, test_read_unsized_file);
     tcase_add_test(tc, test_make_dirs_nested);
     tcase_add_test(tc, test_file_exists);
+    tcase_add_test(tc, test_injected_full_disk);
+    tcase_add_test(tc, test_write_delay_hook);
     suite_add_tcase(s, tc);
     return s;
 }

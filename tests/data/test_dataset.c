@@ -369,6 +369,27 @@ START_TEST(test_delimiter_and_default_dict) {
 }
 END_TEST
 
+// MultiLabelEncode's rule (max_encoded_length = max_text_length − 2): a label of more known
+// characters is skipped as too long; unknown characters do not count (PaddleOCR encodes first).
+START_TEST(test_max_encoded_length) {
+    OcrDict dict;
+    ck_assert_int_eq(ocr_dict_load(&dict, NULL, 0), OCR_OK);  // 0-9a-z
+    const char lines[] = "a.png\tabcd\nb.png\tabcde\nc.png\tab!!!cd\nd.png\tabcdef\n";
+    write_file("enc.txt", lines, sizeof lines - 1);
+    char p[2048];
+    const char *files[1] = {in_tmp(p, sizeof p, "enc.txt")};
+    OcrDatasetOptions opt = {.label_files = files, .num_label_files = 1, .max_text_length = 7, .max_encoded_length = 5};
+    OcrDataset ds;
+    ck_assert_int_eq(ocr_dataset_open(&ds, &opt, &dict), OCR_OK);
+    ck_assert_int_eq(ocr_dataset_size(&ds), 3);  // abcd, abcde, ab!!!cd (4 known characters)
+    ck_assert_int_eq(ds.skipped.count[OCR_SKIP_LABEL_TOO_LONG], 1);
+    ck_assert_ptr_nonnull(strstr(ds.skipped.example[OCR_SKIP_LABEL_TOO_LONG], "enc.txt:4:"));
+    ck_assert_ptr_nonnull(strstr(ds.skipped.example[OCR_SKIP_LABEL_TOO_LONG], "MultiLabelEncode"));
+    ocr_dataset_close(&ds);
+    ocr_dict_free(&dict);
+}
+END_TEST
+
 START_TEST(test_load_image_reasons) {
     OcrDict dict;
     make_dict(&dict);
@@ -447,6 +468,7 @@ int main(void) {
     tcase_add_test(tc, test_open_errors);
     tcase_add_test(tc, test_delimiter_and_default_dict);
     tcase_add_test(tc, test_load_image_reasons);
+    tcase_add_test(tc, test_max_encoded_length);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }

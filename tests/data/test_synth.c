@@ -28,10 +28,7 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
 static void rm_rf(const char *path) { nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
 
 static char *make_tmpdir(void) {
-    char tmpl[] = "/tmp/ocr_test_synth_XXXXXX";
-    char *d = mkdtemp(tmpl);
-    ck_assert_ptr_nonnull(d);
-    return strdup(d);
+    return ocr_test_tmpdir("ocr_test_synth_");
 }
 
 static char *join(const char *a, const char *b) {

@@ -459,6 +459,43 @@ START_TEST(test_parse_config) {
     ck_assert_int_eq(t.con_aug.image_h, 32);  // the class default image_shape (32, 320, 3)
     ck_assert_int_eq(parse_text(ok, &t, 25), OCR_OK);
     ck_assert_int_eq(t.con_aug.max_text_length, 25);  // Global wins, as in PaddleOCR
+    ck_assert_int_eq(t.label_encode, OCR_LABEL_ENCODE_CTC);
+    ck_assert_int_eq(t.label_max_len, 0);
+
+    // MultiLabelEncode (MultiHead): texts of max_text_length − 1 known characters or more are
+    // rejected, so concatenations stop at max_text_length − 2.
+    const char *multi = "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null},{\"RecConAug\":null},"
+                        "{\"MultiLabelEncode\":{\"gtc_encode\":\"NRTRLabelEncode\"}},"
+                        "{\"RecResizeImg\":{\"image_shape\":[3,48,320]}}]}}}";
+    ck_assert_int_eq(parse_text(multi, &t, 25), OCR_OK);
+    ck_assert_int_eq(t.label_encode, OCR_LABEL_ENCODE_MULTI_NRTR);
+    ck_assert_int_eq(t.label_max_len, 23);
+    ck_assert_int_eq(t.con_aug.max_text_length, 23);
+    const char *sar = "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null},{\"MultiLabelEncode\":null}]}}}";
+    ck_assert_int_eq(parse_text(sar, &t, 0), OCR_OK);
+    ck_assert_int_eq(t.label_encode, OCR_LABEL_ENCODE_MULTI_SAR);
+    ck_assert_int_eq(t.label_max_len, 23);  // Global.max_text_length's default 25
+    const char *both = "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null},{\"CTCLabelEncode\":null},"
+                       "{\"MultiLabelEncode\":null}]}}}";
+    ck_assert_int_eq(parse_text(both, &t, 0), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "one label op"), "%s", ocr_last_error());
+    const char *gtc = "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null},"
+                      "{\"MultiLabelEncode\":{\"gtc_encode\":\"CTCLabelEncode\"}}]}}}";
+    ck_assert_int_eq(parse_text(gtc, &t, 0), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "gtc_encode"), "%s", ocr_last_error());
+
+    // SVTRRecResizeImg is RecResizeImg under SVTR's name (PaddleOCR's resize_norm_img either way);
+    // a second resize of either name is refused.
+    const char *svtr = "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null},{\"CTCLabelEncode\":null},"
+                       "{\"SVTRRecResizeImg\":{\"image_shape\":[3,32,100],\"padding\":false}}]}}}";
+    ck_assert_int_eq(parse_text(svtr, &t, 0), OCR_OK);
+    ck_assert(t.has_resize);
+    ck_assert_int_eq(t.resize_h, 32);
+    ck_assert_int_eq(t.resize_w, 100);
+    ck_assert_int_eq(t.padding, 0);
+    const char *two = "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null},{\"CTCLabelEncode\":null},"
+                      "{\"SVTRRecResizeImg\":{\"image_shape\":[3,32,100]}},{\"RecResizeImg\":{\"image_shape\":[3,32,100]}}]}}}";
+    ck_assert_int_eq(parse_text(two, &t, 0), OCR_ERR_CONFIG);
 
     const char *bad[] = {
         // unknown transform
@@ -477,8 +514,8 @@ START_TEST(test_parse_config) {
         // channels mismatch
         "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":{\"img_mode\":\"GRAY\"}},{\"CTCLabelEncode\":null},"
         "{\"RecResizeImg\":{\"image_shape\":[3,48,320]}}]}}}",
-        // CTC-only
-        "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null},{\"MultiLabelEncode\":null}]}}}",
+        // an attention-only label op (MultiLabelEncode is the MultiHead's)
+        "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null},{\"SARLabelEncode\":null}]}}}",
         // no label encoder
         "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":null}]}}}",
         // two keys in one entry
@@ -487,7 +524,7 @@ START_TEST(test_parse_config) {
         "{\"Train\":{\"dataset\":{\"transforms\":[{\"DecodeImage\":{\"img_mode\":3}},{\"CTCLabelEncode\":null}]}}}",
     };
     const char *expect[] = {"transforms.1: unknown transform Foo", "did you mean tia_prob", "before DecodeImage",
-                            "crop_prob", "must come before", "channels", "CTC-only", "no CTCLabelEncode",
+                            "crop_prob", "must come before", "channels", "on its own", "no label op",
                             "one key", "img_mode"};
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         ck_assert_int_eq(parse_text(bad[i], &t, 0), OCR_ERR_CONFIG);

@@ -1,4 +1,4 @@
-// Batch norm and layer norm on the GPU against the CPU twins: training and inference, the
+// Batch norm and layer norm on the GPU against the CPU twins: training, inference and frozen, the
 // saved and running statistics, NULL gamma/beta/outputs, accumulation into dgamma/dbeta,
 // f32/f16/bf16 storage, a large mean (the two-pass variance), and bitwise-repeatable runs.
 #include "tests/gpu/gpu_test.h"
@@ -61,6 +61,56 @@ START_TEST(test_batchnorm) {
     bn_case(4, 6, 30, 16, OCR_F32, 1, 1, 1000.0f, 1.0f, 1);
     // One row: the batch variance is 0 (the backward is all cancellation there: not compared).
     bn_case(1, 1, 1, 8, OCR_F32, 1, 1, 0.0f, 1.0f, 0);
+}
+END_TEST
+
+// Frozen BN (Global.freeze_norm): a training step moves the running statistics, then training
+// passes run the inference mode on them. On the device the frozen passes leave the statistics
+// bit for bit as they were, equal an eval pass bit for bit, and follow the CPU twin (forward and
+// the backward through constant statistics, dgamma/dbeta accumulating) in f32, f16 and bf16.
+START_TEST(test_batchnorm_frozen_sequence) {
+    const int64_t N = 2, H = 3, W = 9, C = 20;
+    for (int k = 0; k < 3; k++) {
+        ocr_dtype_t dt = DTS[k];
+        char what[96];
+        snprintf(what, sizeof what, "frozen bn %s", dtn(dt));
+        Twin x0 = twin_uniform(dt, 4, OCR_SHAPE(N, H, W, C), -1.0f, 2.0f);
+        Twin x = twin_uniform(dt, 4, OCR_SHAPE(N, H, W, C), -1.5f, 2.5f);
+        Twin g = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 1.5f), b = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -0.5f, 0.5f);
+        Twin rm = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -0.1f, 0.1f), rv = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 2.0f);
+        Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(C));
+        Twin y = twin_new(dt, 4, OCR_SHAPE(N, H, W, C)), ye = twin_new(dt, 4, OCR_SHAPE(N, H, W, C));
+        batchnorm2d_forward(&y.h, &sm.h, &sr.h, &rm.h, &rv.h, &x0.h, &g.h, &b.h, 0.9f, 1e-5f, 1);
+        batchnorm2d_forward(&y.d, &sm.d, &sr.d, &rm.d, &rv.d, &x0.d, &g.d, &b.d, 0.9f, 1e-5f, 1);
+        OcrTensor rm_before = twin_fetch(&rm), rv_before = twin_fetch(&rv);
+        for (int step = 0; step < 2; step++) {
+            batchnorm2d_forward(&y.h, &sm.h, &sr.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, 0.9f, 1e-5f, 0);
+            batchnorm2d_forward(&y.d, &sm.d, &sr.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f, 0);
+            ck_assert_msg(twin_close(&y, NORM_TOL, NORM_TOL, what), "%s: out", what);
+            OcrTensor a = twin_fetch(&rm), v = twin_fetch(&rv);
+            ck_assert_msg(memcmp(a.data, rm_before.data, ocr_tensor_bytes(&a)) == 0, "%s: running_mean moved", what);
+            ck_assert_msg(memcmp(v.data, rv_before.data, ocr_tensor_bytes(&v)) == 0, "%s: running_var moved", what);
+            ocr_tensor_free(&a), ocr_tensor_free(&v);
+        }
+        // An eval pass on the device gives the frozen training pass's output bit for bit.
+        batchnorm2d_forward(&ye.d, NULL, NULL, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f, 0);
+        OcrTensor yf = twin_fetch(&y), yv = twin_fetch(&ye);
+        ck_assert_msg(memcmp(yf.data, yv.data, ocr_tensor_bytes(&yf)) == 0, "%s: eval output differs", what);
+        ocr_tensor_free(&yf), ocr_tensor_free(&yv);
+        Twin dy = twin_uniform(dt, 4, OCR_SHAPE(N, H, W, C), -1, 1), dx = twin_new(dt, 4, OCR_SHAPE(N, H, W, C));
+        Twin dg = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
+        for (int call = 0; call < 2; call++) {
+            batchnorm2d_backward(&dx.h, &dg.h, &db.h, &dy.h, &x.h, &g.h, &sm.h, &sr.h, 0);
+            batchnorm2d_backward(&dx.d, &dg.d, &db.d, &dy.d, &x.d, &g.d, &sm.d, &sr.d, 0);
+        }
+        ck_assert_msg(twin_close(&dx, NORM_TOL, NORM_TOL, what), "%s: dinp", what);
+        ck_assert_msg(twin_close(&dg, NORM_TOL, NORM_TOL, what), "%s: dgamma", what);
+        ck_assert_msg(twin_close(&db, NORM_TOL, NORM_TOL, what), "%s: dbeta", what);
+        ocr_tensor_free(&rm_before), ocr_tensor_free(&rv_before);
+        twin_free(&x0), twin_free(&x), twin_free(&g), twin_free(&b), twin_free(&rm), twin_free(&rv);
+        twin_free(&sm), twin_free(&sr), twin_free(&y), twin_free(&ye), twin_free(&dy), twin_free(&dx);
+        twin_free(&dg), twin_free(&db);
+    }
 }
 END_TEST
 
@@ -156,6 +206,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("norm");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_batchnorm);
+    tcase_add_test(tc, test_batchnorm_frozen_sequence);
     tcase_add_test(tc, test_batchnorm_optional_outputs);
     tcase_add_test(tc, test_layernorm);
     tcase_add_test(tc, test_norm_deterministic);

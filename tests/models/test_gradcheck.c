@@ -12,10 +12,18 @@
 // the first-order change of L 0.01 (capped at 1% of the tensor's norm), and Richardson
 // extrapolation of the steps s and s/2 removes the s² curvature term, which is large here
 // because BN in training mode normalises over very few elements; the closest of the three
-// estimates is judged (see check_tensor). Agreement within 2e-2 is required (observed: v3
+// estimates is judged (see check_tensor). Agreement within 2e-2 plus the measured fp32 noise of
+// the estimate is required. The noise part is not a constant tuned on one CPU: L's rounding
+// error depends on the BLAS kernels' summation order (OpenBLAS picks them per CPU), so each
+// tensor measures it: L at θ ± ε·g for ε = s/1024 against L(θ) ± ε|g|² (the curvature term is
+// 2^-20 of the one at s) gives δ, the noise of one evaluation of L, and the estimates divide
+// differences of L by s (Richardson: at most 3δ/s), so 3δ/(s|g|²) is added to the relative
+// tolerance. (v4 training form, LAB scale of blocks4.0: 1.6e-2 with OpenBLAS's Haswell
+// kernels, 1.9e-2 with Cooperlake's, 2.1e-2 with Sandybridge's; its noise term is 5e-3.)
+// The 2e-2 itself covers the finite-difference error across the kinks (observed: v3
 // 2.2e-3, v4 training form 1.6e-2, deploy form 9e-3, SVTR 9.4e-4); OCR_GRADCHECK_SCALE=1.03
-// (every analytic gradient scaled by 3%) fails 51 of the 52 tensors, and a
-// 3% error in one rep-layer branch or 5% in one LAB scale failed 10 and 1 tensors (judged by
+// (every analytic gradient scaled by 3%) fails 43 of the 52 tensors (51 without the noise
+// term), and a 3% error in one rep-layer branch or 5% in one LAB scale failed 10 and 1 tensors (judged by
 // the extrapolated estimate alone, before the closest-of-three rule). Tensors
 // whose whole effect on L is below the fp32 noise (e.g. an SE squeeze conv behind a mostly
 // dead ReLU) cannot be checked this way in fp32 and are not in the samples; exact zeros are
@@ -32,6 +40,7 @@ typedef struct {
     OcrTensor x;
     double *w;
     int64_t n;
+    double l0;  // L at the unperturbed point
 } GC;
 
 static double loss(GC *g) {
@@ -86,14 +95,22 @@ static void check_tensor(GC *g, const char *what, OcrTensor *t, const float *ga,
     double rich = (4 * d2 - d1) / 3, num = rich;
     if (fabs(d1 - g2) < fabs(num - g2)) num = d1;
     if (fabs(d2 - g2) < fabs(num - g2)) num = d2;
+    // The fp32 noise of one evaluation of L here (see the top of the file).
+    double eps = s / 1024, noise = 0;
+    for (int sign = -1; sign <= 1; sign += 2) {
+        for (int64_t i = 0; i < n; i++) ((float *)t->data)[i] = (float)(orig[i] + sign * eps * ga[i]);
+        noise = fmax(noise, fabs(loss(g) - g->l0 - sign * eps * g2));
+    }
+    memcpy(t->data, orig, (size_t)n * sizeof(float));
+    double allowed = tol + 3 * noise / (s * fmax(g2, 1e-30));
     if (getenv("OCR_GRADCHECK_SCALE")) g2 *= atof(getenv("OCR_GRADCHECK_SCALE"));
     double err = fabs(num - g2) / fmax(fmax(fabs(num), g2), 1e-30);
     st->checked++;
     if (err > st->worst) st->worst = err;
-    int bad = err > tol;
+    int bad = err > allowed;
     st->bad += bad;
-    printf("  %-58s |g|^2 %12.6g numeric %12.6g (s: %.6g, s/2: %.6g, extrapolated: %.6g) rel err %.2e%s\n", what,
-           g2, num, d1, d2, rich, err, bad ? "  <-- FAIL" : "");
+    printf("  %-58s |g|^2 %12.6g numeric %12.6g (s: %.6g, s/2: %.6g, extrapolated: %.6g) rel err %.2e of %.2e%s\n",
+           what, g2, num, d1, d2, rich, err, allowed, bad ? "  <-- FAIL" : "");
     free(orig);
 }
 
@@ -108,6 +125,7 @@ static void gradcheck(const char *cfg, const char *const *ov, int H, int W, cons
     float *wf = malloc((size_t)g.n * sizeof(float));
     ocr_rng_fill_uniform(wf, (size_t)g.n, 5, 6, 0, -1.0f, 1.0f);
     for (int64_t i = 0; i < g.n; i++) g.w[i] = wf[i];
+    g.l0 = loss(&g);
     ocr_tensor_from_f32(ocr_model_dlogits(g.m), wf);
     ck_assert(ocr_model_backward(g.m) == OCR_OK);
     const OcrTensor *dx = ocr_model_input_grad(g.m);
@@ -132,7 +150,7 @@ static void gradcheck(const char *cfg, const char *const *ov, int H, int W, cons
         check_tensor(&g, params[k], &t, gp[k], &st);
         free(gp[k]);
     }
-    printf("  %d tensors, %d outside %.0e, worst rel err %.3g\n", st.checked, st.bad, tol, st.worst);
+    printf("  %d tensors, %d outside %.0e + noise, worst rel err %.3g\n", st.checked, st.bad, tol, st.worst);
     ck_assert_msg(st.bad == 0, "%s: %d of %d tensors disagree with finite differences", cfg, st.bad, st.checked);
     free(gp);
     free(gx);

@@ -1,8 +1,11 @@
 // The ONNX reader on hand-built protobuf bytes (varints, packed and unpacked repeated fields,
 // raw_data / float_data / int64_data tensors, attributes, every truncation of a model, bad
-// wire types, overlong varints, external data) and the PP-OCRv4 import's rejection of graphs
-// that differ from the network (wrong shapes, attributes, epsilons, missing nodes). The
-// import tests use the shared model and skip without it.
+// wire types, overlong varints, external data, metadata_props) and the structural import:
+// PaddleOCR's PP-OCRv4 export (opset 9), RapidOCR's (opset 12, committed in tests/models/data)
+// and PaddleOCR's PP-OCRv3 en (opset 14) are recognised; edited graphs (wrong shapes, strides,
+// epsilons, slopes, attention scale, concat order, missing BN, unfused branches) are rejected
+// with the node that does not fit. The shared-model tests skip without ../shared.
+#include "core/fileio.h"
 #include "kernels/backend.h"
 #include "models/onnx.h"
 #include "models/onnx_import.h"
@@ -222,6 +225,16 @@ static Buf build_model(void) {
     put_msg(&model, 8, &opset);
     put_msg(&model, 7, &graph);
     put_vfield(&model, 99, 12345);  // unknown field: skipped
+    // metadata_props: the dictionary (a repeated key keeps its last value) and another key.
+    Buf kv = {0};
+    put_sfield(&kv, 1, "character");
+    put_sfield(&kv, 2, "old");
+    put_msg(&model, 14, &kv);
+    put_sfield(&kv, 2, "a\nb\n\xe4\xb8\x80");
+    put_sfield(&kv, 1, "character");
+    put_msg(&model, 14, &kv);
+    put_sfield(&kv, 1, "note");
+    put_msg(&model, 14, &kv);  // no value: empty string
     return model;
 }
 
@@ -255,6 +268,10 @@ START_TEST(test_parse_model) {
     ck_assert_int_eq(ocr_onnx_attr(n, "group")->i, 4);
     ck_assert(ocr_onnx_attr(n, "alpha")->f == 0.1666667f);
     ck_assert_str_eq(ocr_onnx_attr(n, "auto_pad")->s, "NOTSET");
+    ck_assert_int_eq(m->nmeta, 2);
+    ck_assert_str_eq(ocr_onnx_metadata(m, "character"), "a\nb\n\xe4\xb8\x80");
+    ck_assert_str_eq(ocr_onnx_metadata(m, "note"), "");
+    ck_assert_ptr_null(ocr_onnx_metadata(m, "nothing"));
     ocr_onnx_free(m);
     // Every truncation either fails cleanly or (on a field boundary) parses; nothing crashes.
     int failed = 0;
@@ -331,44 +348,74 @@ START_TEST(test_parse_errors) {
     OcrModel *om;
     ck_assert_int_eq(ocr_import_ppocrv4_onnx(&om, m, "hand.onnx"), OCR_ERR_FORMAT);
     ck_assert_ptr_null(om);
-    ck_assert_msg(strstr(ocr_last_error(), "MatMul"), "%s", ocr_last_error());
+    // The walk starts at the input and names the first node that does not fit.
+    ck_assert_msg(strstr(ocr_last_error(), "node #2 Conv (conv0)") && strstr(ocr_last_error(), "4-D"), "%s",
+                  ocr_last_error());
     ocr_onnx_free(m);
     free(b.p);
 }
 END_TEST
 
-// ---- import against the real export -----------------------------------------------------------------
+// ---- import against the real exports -----------------------------------------------------------------
 
-static OcrOnnxModel *load_shared(void) {
-    char path[1024];
-    if (!ocr_test_shared_path("models/ppocrv4_rec/ch_PP-OCRv4_rec_infer.onnx", path, sizeof path)) return NULL;
+static OcrOnnxModel *load_onnx(const char *path) {
     OcrOnnxModel *m;
     ck_assert_msg(ocr_onnx_load(&m, path) == OCR_OK, "%s", ocr_last_error());
     return m;
 }
 
-static OcrOnnxNode *nth_node(OcrOnnxModel *m, const char *op, int k) {
-    for (int i = 0; i < m->nnodes; i++)
-        if (strcmp(m->nodes[i].op_type, op) == 0 && k-- == 0) return &m->nodes[i];
-    ck_abort_msg("no %s #%d", op, k);
-    return NULL;
+static OcrOnnxModel *load_shared(const char *rel) {
+    char path[1024];
+    if (!ocr_test_shared_path(rel, path, sizeof path)) return NULL;
+    return load_onnx(path);
 }
+
+static int node_index(OcrOnnxModel *m, const char *op, int k) {
+    for (int i = 0; i < m->nnodes; i++)
+        if (strcmp(m->nodes[i].op_type, op) == 0 && k-- == 0) return i;
+    ck_abort_msg("no %s #%d", op, k);
+    return -1;
+}
+
+static OcrOnnxNode *nth_node(OcrOnnxModel *m, const char *op, int k) { return &m->nodes[node_index(m, op, k)]; }
 
 static void expect_rejected(OcrOnnxModel *m, const char *needle) {
     OcrModel *om = (OcrModel *)1;
-    ck_assert_int_eq(ocr_import_ppocrv4_onnx(&om, m, "edited.onnx"), OCR_ERR_FORMAT);
+    ck_assert_int_eq(ocr_import_onnx(&om, m, "edited.onnx", NULL), OCR_ERR_FORMAT);
     ck_assert_ptr_null(om);
     ck_assert_msg(strstr(ocr_last_error(), needle), "message \"%s\" lacks \"%s\"", ocr_last_error(), needle);
     printf("  rejected: %s\n", ocr_last_error());
 }
 
+// A constant read by a node (initializer or Constant), writable for the edit tests.
+static OcrOnnxTensor *konst(OcrOnnxModel *m, const char *name) { return (OcrOnnxTensor *)ocr_onnx_constant(m, name); }
+
+// The scalar constant input of a two-input node, or NULL.
+static OcrOnnxTensor *scalar_input(OcrOnnxModel *m, OcrOnnxNode *n) {
+    for (int k = 0; k < n->ninputs; k++) {
+        OcrOnnxTensor *c = konst(m, n->inputs[k]);
+        if (c && c->f32 && c->numel == 1) return c;
+    }
+    return NULL;
+}
+
 START_TEST(test_import_checks) {
-    OcrOnnxModel *m = load_shared();
+    OcrOnnxModel *m = load_shared("models/ppocrv4_rec/ch_PP-OCRv4_rec_infer.onnx");
     if (!m) return;
-    // The real graph imports.
+    // The real graph imports, and is recognised for what it is.
     OcrModel *om;
-    ck_assert_msg(ocr_import_ppocrv4_onnx(&om, m, "ch.onnx") == OCR_OK, "%s", ocr_last_error());
+    OcrOnnxImportInfo info;
+    ck_assert_msg(ocr_import_onnx(&om, m, "ch.onnx", &info) == OCR_OK, "%s", ocr_last_error());
     ck_assert_int_eq(ocr_model_param_count(om), 2688509);
+    ck_assert_str_eq(info.version, "PP-OCRv4");
+    ck_assert_str_eq(info.language, "ch");
+    ck_assert_int_eq(info.deploy, 1);
+    ck_assert_int_eq(info.softmax_output, 1);
+    ck_assert_int_eq(info.tensors_loaded, ocr_model_params(om)->count + ocr_model_stats(om)->count);
+    ck_assert_int_eq(info.unused_arrays, 0);
+    ck_assert_ptr_null(info.dictionary);
+    ck_assert_str_eq(info.config, "configs/rec_ppocrv4_ch.json");
+    ck_assert(ocr_model_arch(om)->lcnet.scale == 0.95);
     // Conv weights are transposed OIHW -> (OC, KH, KW, C): check one element of the stem.
     const OcrOnnxTensor *w = ocr_onnx_constant(m, "conv2d_10.w_0");
     OcrParamTable *p = ocr_model_params(om);
@@ -378,52 +425,217 @@ START_TEST(test_import_checks) {
     OcrParamTable *st = ocr_model_stats(om);
     OcrTensor var = ocr_params_tensor(st, ocr_params_find(st, "neck.encoder.conv4.norm._variance"));
     ck_assert(ocr_tensor_get_f32(&var, 7) == ocr_onnx_constant(m, "batch_norm2d_151.w_2")->f32[7]);
+    OcrTensor lab = ocr_params_tensor(p, ocr_params_find(p, "backbone.blocks2.0.dw_conv.act.lab.scale"));
+    ck_assert(ocr_tensor_get_f32(&lab, 0) == ocr_onnx_constant(m, "whswish_b_1.w_0")->f32[0]);
     ocr_model_free(om);
+    char want[64];
 
-    // A weight with another shape.
-    OcrOnnxNode *conv = nth_node(m, "Conv", 5);
-    OcrOnnxTensor *cw = (OcrOnnxTensor *)ocr_onnx_constant(m, conv->inputs[1]);
+    // A weight with another shape: the message names the node.
+    int ci = node_index(m, "Conv", 5);
+    OcrOnnxTensor *cw = konst(m, m->nodes[ci].inputs[1]);
     int64_t saved = cw->dims[0];
     cw->dims[0] = saved / 2;
-    expect_rejected(m, "Conv #5");
+    snprintf(want, sizeof want, "node #%d Conv", ci);
+    expect_rejected(m, want);
     cw->dims[0] = saved;
     // Other strides.
-    OcrOnnxAttr *strides = (OcrOnnxAttr *)ocr_onnx_attr(nth_node(m, "Conv", 7), "strides");
+    ci = node_index(m, "Conv", 7);
+    OcrOnnxAttr *strides = (OcrOnnxAttr *)ocr_onnx_attr(&m->nodes[ci], "strides");
     ck_assert_ptr_nonnull(strides);
     int64_t ss = strides->ints[0];
     strides->ints[0] = 3;
-    expect_rejected(m, "Conv #7");
+    snprintf(want, sizeof want, "node #%d Conv", ci);
+    expect_rejected(m, want);
     strides->ints[0] = ss;
-    // A missing BatchNormalization (turned into another op).
-    OcrOnnxNode *bn = nth_node(m, "BatchNormalization", 2);
+    // A missing BatchNormalization (turned into another op): the stem conv then lacks its BN.
+    OcrOnnxNode *bn = nth_node(m, "BatchNormalization", 0);
     char *saved_op = bn->op_type;
     bn->op_type = "Identity";
-    expect_rejected(m, "BatchNormalization");
+    expect_rejected(m, "lacks a BatchNormalization");
     bn->op_type = saved_op;
+    // BN epsilon.
+    OcrOnnxAttr *eps = (OcrOnnxAttr *)ocr_onnx_attr(nth_node(m, "BatchNormalization", 3), "epsilon");
+    float se = eps->f;
+    eps->f = 1e-3f;
+    expect_rejected(m, "epsilon");
+    eps->f = se;
     // HardSigmoid with the textbook slope 0.2.
     OcrOnnxAttr *alpha = (OcrOnnxAttr *)ocr_onnx_attr(nth_node(m, "HardSigmoid", 1), "alpha");
     float sa = alpha->f;
     alpha->f = 0.2f;
-    expect_rejected(m, "HardSigmoid");
+    expect_rejected(m, "HardSigmoid alpha");
     alpha->f = sa;
     // The final LayerNorm's epsilon (1e-6) replaced by 1e-5.
     OcrOnnxNode *sq = nth_node(m, "Sqrt", 4);
     for (int i = 0; i < m->nnodes; i++) {
         OcrOnnxNode *n = &m->nodes[i];
         if (strcmp(n->op_type, "Add") || strcmp(n->outputs[0], sq->inputs[0])) continue;
-        for (int k = 0; k < 2; k++) {
-            OcrOnnxTensor *c = (OcrOnnxTensor *)ocr_onnx_constant(m, n->inputs[k]);
-            if (c && c->numel == 1) {
-                float e = c->f32[0];
-                c->f32[0] = 1e-5f;
-                expect_rejected(m, "epsilon");
-                c->f32[0] = e;
-            }
+        OcrOnnxTensor *c = scalar_input(m, n);
+        ck_assert_ptr_nonnull(c);
+        float e = c->f32[0];
+        c->f32[0] = 1e-5f;
+        expect_rejected(m, "LayerNorm epsilon");
+        c->f32[0] = e;
+    }
+    // The attention scale of another head size.
+    OcrOnnxNode *soft = nth_node(m, "Softmax", 0);
+    for (int i = 0; i < m->nnodes; i++) {
+        OcrOnnxNode *n = &m->nodes[i];
+        if (strcmp(n->op_type, "MatMul") || strcmp(n->outputs[0], soft->inputs[0])) continue;
+        for (int j = 0; j < m->nnodes; j++) {
+            OcrOnnxNode *q = &m->nodes[j];
+            if (strcmp(q->op_type, "Mul") || strcmp(q->outputs[0], n->inputs[0])) continue;
+            OcrOnnxTensor *c = scalar_input(m, q);
+            ck_assert_ptr_nonnull(c);
+            float v = c->f32[0];
+            c->f32[0] = v * 1.01f;  // still nearest to 15 dims a head, but not 15^-0.5
+            expect_rejected(m, "scales q by");
+            c->f32[0] = v;
         }
     }
+    // The neck's concat in the other order.
+    OcrOnnxNode *cat = NULL;
+    for (int i = 0; i < m->nnodes; i++)
+        if (!strcmp(m->nodes[i].op_type, "Concat") && ocr_onnx_attr(&m->nodes[i], "axis") &&
+            ocr_onnx_attr(&m->nodes[i], "axis")->i == 1)
+            cat = &m->nodes[i];
+    ck_assert_ptr_nonnull(cat);
+    char *t0 = cat->inputs[0];
+    cat->inputs[0] = cat->inputs[1];
+    cat->inputs[1] = t0;
+    expect_rejected(m, "Concat");
+    cat->inputs[1] = cat->inputs[0];
+    cat->inputs[0] = t0;
+    // A hardswish whose clip bound is 5 no longer is one: the walk names where it stopped.
+    OcrOnnxAttr *mx = (OcrOnnxAttr *)ocr_onnx_attr(nth_node(m, "Clip", 2), "max");
+    ck_assert_ptr_nonnull(mx);
+    mx->f = 5.0f;
+    expect_rejected(m, "after tensor p2o.Add.19");
+    mx->f = 6.0f;
     // With every edit undone the graph imports again.
-    ck_assert_msg(ocr_import_ppocrv4_onnx(&om, m, "ch.onnx") == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(ocr_import_onnx(&om, m, "ch.onnx", NULL) == OCR_OK, "%s", ocr_last_error());
     ocr_model_free(om);
+    ocr_onnx_free(m);
+}
+END_TEST
+
+// Tensor-by-tensor equality of two imported networks.
+static void expect_same_weights(OcrModel *a, OcrModel *b) {
+    OcrParamTable *ta[2] = {ocr_model_params(a), ocr_model_stats(a)}, *tb[2] = {ocr_model_params(b), ocr_model_stats(b)};
+    for (int q = 0; q < 2; q++) {
+        ck_assert_int_eq(ta[q]->count, tb[q]->count);
+        for (int i = 0; i < ta[q]->count; i++) {
+            ck_assert_str_eq(ta[q]->items[i].name, tb[q]->items[i].name);
+            OcrTensor x = ocr_params_tensor(ta[q], i), y = ocr_params_tensor(tb[q], i);
+            for (int64_t k = 0; k < ocr_tensor_numel(&x); k++)
+                ck_assert_msg(ocr_tensor_get_f32(&x, k) == ocr_tensor_get_f32(&y, k), "%s[%lld]", ta[q]->items[i].name,
+                              (long long)k);
+        }
+    }
+}
+
+// RapidOCR's wheel (rapidocr_onnxruntime 1.4.4) ships the same PP-OCRv4 ch recognizer exported at
+// opset 12: scalars of shape (1), Clip bounds as inputs, the dictionary in the metadata. The copy
+// in tests/models/data is the wheel's file byte for byte (sha256 in tests/models/data/README.md).
+START_TEST(test_import_rapidocr) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/data/rapidocr_ch_PP-OCRv4_rec_infer.onnx", OCR_SOURCE_DIR);
+    OcrOnnxModel *m = load_onnx(path);
+    ck_assert_int_eq(m->opset, 12);
+    OcrModel *om;
+    OcrOnnxImportInfo info;
+    ck_assert_msg(ocr_import_onnx(&om, m, "rapidocr.onnx", &info) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_str_eq(info.version, "PP-OCRv4");
+    ck_assert_str_eq(info.language, "ch");
+    ck_assert_int_eq(info.unused_arrays, 0);
+    ck_assert_int_eq(ocr_model_param_count(om), 2688509);
+    ck_assert_ptr_nonnull(info.dictionary);
+    ck_assert_int_eq(info.dictionary_lines, 6623);  // + blank + space = 6625 classes
+    char dict[1024];
+    if (ocr_test_shared_path("models/ppocrv4_rec/ppocr_keys_v1.txt", dict, sizeof dict)) {
+        char *text;
+        size_t size;
+        ck_assert(ocr_read_file(dict, &text, &size) == OCR_OK);
+        ck_assert_msg(size == strlen(info.dictionary) && memcmp(text, info.dictionary, size) == 0,
+                      "the embedded dictionary is not ppocr_keys_v1.txt");
+        free(text);
+    }
+    // The same weights as the opset-9 export in the shared folder (whose numerics models_parity checks).
+    OcrOnnxModel *m9 = load_shared("models/ppocrv4_rec/ch_PP-OCRv4_rec_infer.onnx");
+    if (m9) {
+        OcrModel *o9;
+        ck_assert_msg(ocr_import_onnx(&o9, m9, "ch.onnx", NULL) == OCR_OK, "%s", ocr_last_error());
+        expect_same_weights(om, o9);
+        ocr_model_free(o9);
+        ocr_onnx_free(m9);
+    }
+    ocr_model_free(om);
+    ocr_onnx_free(m);
+}
+END_TEST
+
+// PaddleOCR's own PP-OCRv3 en export (paddle2onnx 2.1, PIR, opset 14): MobileNetV1Enhance with BN
+// and HardSwish ops, conv biases as separate Adds, Identity pass-throughs, the attention scale as
+// Mul + Add 0. Numerics: tests/models/test_import_golden.c.
+START_TEST(test_import_v3) {
+    OcrOnnxModel *m = load_shared("models/ppocrv3_paddle/v3_en_ctc_paddle_150steps.onnx");
+    if (!m) return;
+    OcrModel *om;
+    OcrOnnxImportInfo info;
+    ck_assert_msg(ocr_import_onnx(&om, m, "v3.onnx", &info) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_str_eq(info.version, "PP-OCRv3");
+    ck_assert_str_eq(info.language, "en");
+    ck_assert_int_eq(info.deploy, 0);
+    ck_assert_str_eq(info.config, "configs/rec_ppocrv3_en.json");
+    const OcrArch *a = ocr_model_arch(om);
+    ck_assert(a->backbone == OCR_BACKBONE_MV1E && a->mv1e.scale == 0.5);
+    ck_assert(a->mv1e.last_conv_stride[0] == 1 && a->mv1e.last_conv_stride[1] == 2 && a->mv1e.last_pool_avg);
+    ck_assert(a->neck.dims == 64 && a->neck.hidden == 120 && a->neck.kernel[0] == 3 && a->neck.heads == 8);
+    ck_assert_int_eq(ocr_model_param_count(om), 2215345);  // configs/rec_ppocrv3_en.json's network
+    char ov[256];
+    ck_assert_ptr_nonnull(ocr_import_suggest_config(a, ov, sizeof ov));
+    ck_assert_str_eq(ov, "");
+    // The SE conv bias (a separate Add of a (1, C, 1, 1) constant) landed in the conv's bias.
+    OcrParamTable *p = ocr_model_params(om);
+    OcrTensor b = ocr_params_tensor(p, ocr_params_find(p, "backbone.block_list.11._se.conv1.bias"));
+    ck_assert(ocr_tensor_get_f32(&b, 3) == ocr_onnx_constant(m, "p2o.pd_op.reshape.0.0")->f32[3]);
+    // Older paddle2onnx (rapidocr_onnxruntime 1.2.x's PP-OCRv3 ch) writes that bias as
+    // Add(conv, Reshape(b, [1, C, 1, 1])): a Reshape of a constant is a constant, same import.
+    int ai = -1;
+    for (int i = 0; i < m->nnodes && ai < 0; i++)
+        if (!strcmp(m->nodes[i].op_type, "Add") && m->nodes[i].ninputs == 2 && !strcmp(m->nodes[i].inputs[1], "p2o.pd_op.reshape.0.0"))
+            ai = i;
+    ck_assert_int_ge(ai, 0);
+    OcrOnnxNode *nodes = realloc(m->nodes, ((size_t)m->nnodes + 1) * sizeof *nodes);
+    ck_assert_ptr_nonnull(nodes);
+    m->nodes = nodes;
+    memmove(&m->nodes[ai + 1], &m->nodes[ai], (size_t)(m->nnodes - ai) * sizeof *nodes);
+    m->nnodes++;
+    OcrOnnxNode *rs = &m->nodes[ai];
+    memset(rs, 0, sizeof *rs);
+    rs->op_type = strdup("Reshape");
+    rs->name = strdup("test.reshape_bias");
+    rs->ninputs = 2;
+    rs->inputs = malloc(2 * sizeof(char *));
+    rs->inputs[0] = strdup("p2o.pd_op.reshape.0.0");
+    rs->inputs[1] = strdup("auto.cast.7");
+    rs->noutputs = 1;
+    rs->outputs = malloc(sizeof(char *));
+    rs->outputs[0] = strdup("test.bias");
+    free(m->nodes[ai + 1].inputs[1]);
+    m->nodes[ai + 1].inputs[1] = strdup("test.bias");
+    OcrModel *om2;
+    ck_assert_msg(ocr_import_onnx(&om2, m, "v3-reshaped-bias.onnx", &info) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(info.unused_arrays, 0);  // the Reshape's source counts as loaded
+    expect_same_weights(om, om2);
+    ocr_model_free(om2);
+    ocr_model_free(om);
+    // A training-form (unfused) rep layer is named as such: a second Conv reading the stem output.
+    OcrOnnxNode *dw = nth_node(m, "Conv", 1), *pw = nth_node(m, "Conv", 2);
+    char *saved = pw->inputs[0];
+    pw->inputs[0] = dw->inputs[0];
+    expect_rejected(m, "parallel branches");
+    pw->inputs[0] = saved;
     ocr_onnx_free(m);
 }
 END_TEST
@@ -438,6 +650,8 @@ int main(void) {
     tcase_add_test(tc, test_parse_model);
     tcase_add_test(tc, test_parse_errors);
     tcase_add_test(tc, test_import_checks);
+    tcase_add_test(tc, test_import_rapidocr);
+    tcase_add_test(tc, test_import_v3);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }

@@ -1,0 +1,111 @@
+// CPU feature detection and the per-dtype choice of GEMM/convolution path (kernels/cpu/isa.h).
+#include "kernels/cpu/isa.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "kernels/cpu/onednn.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#define OCR_ISA_X86 1
+#include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#else
+#define OCR_ISA_X86 0
+#endif
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static OcrCpuFeatures feats;
+static atomic_int exact_numerics;
+
+#if OCR_ISA_X86
+static unsigned long long xgetbv0(void) {
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return ((unsigned long long)hi << 32) | lo;
+}
+#endif
+
+static void detect(void) {
+#if OCR_ISA_X86
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d)) return;
+    int osxsave = (c >> 27) & 1;
+    unsigned long long xcr0 = osxsave ? xgetbv0() : 0;
+    int os_avx = (xcr0 & 0x6) == 0x6;              // XMM + YMM state
+    int os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;  // opmask + ZMM state
+    int os_amx = (xcr0 & 0x60000ull) == 0x60000ull;   // XTILECFG + XTILEDATA
+    feats.fma = os_avx && ((c >> 12) & 1);
+    feats.f16c = os_avx && ((c >> 29) & 1);
+    unsigned max_leaf = __get_cpuid_max(0, NULL);
+    if (max_leaf < 7) return;
+    __cpuid_count(7, 0, a, b, c, d);
+    unsigned b7 = b, d7 = d;
+    __cpuid_count(7, 1, a, b, c, d);
+    unsigned a71 = a;
+    feats.avx2 = os_avx && ((b7 >> 5) & 1);
+    feats.avx512f = os_avx512 && ((b7 >> 16) & 1);
+    feats.avx512bw = feats.avx512f && ((b7 >> 30) & 1);
+    feats.avx512vl = feats.avx512f && ((b7 >> 31) & 1);
+    feats.avx512_bf16 = feats.avx512bw && feats.avx512vl && ((a71 >> 5) & 1);
+    feats.avx512_fp16 = feats.avx512bw && feats.avx512vl && ((d7 >> 23) & 1);
+    int amx_tile = os_amx && ((d7 >> 24) & 1);
+#ifdef SYS_arch_prctl
+    // Linux hands out the 8 KiB tile state only on request (ARCH_REQ_XCOMP_PERM for
+    // XFEATURE_XTILEDATA); without the grant the first tile instruction faults.
+    if (amx_tile && syscall(SYS_arch_prctl, 0x1023, 18) != 0) amx_tile = 0;
+#else
+    amx_tile = 0;
+#endif
+    feats.amx_bf16 = amx_tile && ((d7 >> 22) & 1);
+    feats.amx_fp16 = amx_tile && ((a71 >> 21) & 1);
+#endif
+}
+
+const OcrCpuFeatures *ocr_cpu_features(void) {
+    pthread_once(&detect_once, detect);
+    return &feats;
+}
+
+void ocr_cpu_set_exact_numerics(int on) { atomic_store(&exact_numerics, on != 0); }
+int ocr_cpu_exact_numerics(void) { return atomic_load_explicit(&exact_numerics, memory_order_relaxed); }
+
+// The hardware path exists for dt: CPU instructions and the library's implementation.
+static int hardware_path(ocr_dtype_t dt) {
+    const OcrCpuFeatures *f = ocr_cpu_features();
+    if (dt == OCR_BF16) return (f->amx_bf16 || f->avx512_bf16) && ocr_onednn_native(OCR_BF16);
+    if (dt == OCR_F16) return (f->amx_fp16 || f->avx512_fp16) && ocr_onednn_native(OCR_F16);
+    return 0;
+}
+
+int ocr_cpu_lp_native(ocr_dtype_t dt) {
+    if (dt != OCR_BF16 && dt != OCR_F16) return 0;
+    return !ocr_cpu_exact_numerics() && hardware_path(dt);
+}
+
+const char *ocr_cpu_isa_emulated_reason(ocr_dtype_t dt) {
+    if (dt != OCR_BF16 && dt != OCR_F16) return NULL;
+    if (ocr_cpu_lp_native(dt)) return NULL;
+    if (ocr_cpu_exact_numerics()) return "exact numerics requested (Global.cpu_exact_numerics)";
+    if (!ocr_onednn_available()) return "built without oneDNN";
+    const OcrCpuFeatures *f = ocr_cpu_features();
+    if (dt == OCR_BF16 && !f->amx_bf16 && !f->avx512_bf16) return "no AVX512-BF16 or AMX-BF16 on this CPU";
+    if (dt == OCR_F16 && !f->amx_fp16 && !f->avx512_fp16) return "no AVX512-FP16 or AMX-FP16 on this CPU";
+    return "oneDNN has no hardware implementation here";
+}
+
+const char *ocr_cpu_isa_name(ocr_dtype_t dt) {
+    const OcrCpuFeatures *f = ocr_cpu_features();
+    if (dt == OCR_F32) return f->avx512f ? "AVX-512" : f->avx2 ? "AVX2" : "SSE2";
+    if (!ocr_cpu_lp_native(dt)) return "emulated";
+    // What oneDNN picked for a probe GEMM of this dtype (AMX needs the OS grant as well).
+    return ocr_onednn_isa_name(dt);
+}
+
+void ocr_cpu_isa_summary(char *buf, size_t n) {
+    snprintf(buf, n, "fp32: %s, bf16: %s, fp16: %s", ocr_cpu_isa_name(OCR_F32), ocr_cpu_isa_name(OCR_BF16),
+             ocr_cpu_isa_name(OCR_F16));
+}

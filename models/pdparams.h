@@ -1,0 +1,98 @@
+// PaddleOCR training checkpoints (`.pdparams`, paddle.save(model.state_dict())): a Python
+// pickle (protocols 2–5) of one dict {structured name → numpy ndarray}, see
+// shared/reference/paddleocr_formats.md §1.
+//
+// The reader is a small, strict pickle machine of our own: it knows only the opcodes numpy and
+// paddle pickles use (protocol/frame, marks, memo get/put, ints, str/bytes, None/bools, floats,
+// tuples, lists, dicts, GLOBAL / STACK_GLOBAL, REDUCE, BUILD) and only the callables an
+// ndarray's reduce names: numpy(._core|.core).multiarray._reconstruct, numpy.ndarray,
+// numpy.dtype, collections.OrderedDict and _codecs.encode (protocol 2 bytes). Anything else
+// — other globals, persistent ids, extension codes, object construction — is refused with
+// OCR_ERR_FORMAT naming the opcode and its byte offset. Every length, memo index and stack
+// access is bounds-checked against the buffer; nested containers are limited in depth; an
+// array's byte count must equal its shape × dtype size. Arrays of float32/float16/float64
+// are converted to float32; int and bool arrays are kept as counts in `other` (not loaded).
+// Entries whose value is not an array (Paddle's "StructuredToParameterName@@" map) are listed
+// in `other` too, so the caller can report every tensor it did not load.
+#ifndef OCR_MODELS_PDPARAMS_H
+#define OCR_MODELS_PDPARAMS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+
+#define OCR_PD_MAX_DIMS 8
+
+typedef struct {
+    char *name;
+    int ndim;
+    int64_t shape[OCR_PD_MAX_DIMS];
+    int64_t numel;
+    char dtype[8];  // numpy's descr without the byte order: "f4", "f2", "f8"
+    float *f32;     // C order, converted to float32
+} OcrPdTensor;
+
+typedef struct {
+    OcrPdTensor *tensors;  // in the file's (state_dict) order
+    int count;
+    char **other;          // keys whose value is not a float array, with why ("name (dict)")
+    int nother;
+    int protocol;
+} OcrPdparams;
+
+// Parses a pickle held in memory (the fuzz entry point; `name` is used in messages).
+ocr_status_t ocr_pdparams_parse(OcrPdparams **out, const uint8_t *data, size_t size, const char *name);
+ocr_status_t ocr_pdparams_load(OcrPdparams **out, const char *path);
+void ocr_pdparams_free(OcrPdparams *p);
+const OcrPdTensor *ocr_pdparams_find(const OcrPdparams *p, const char *name);
+
+// ---- into ocrtrain networks ----------------------------------------------------------------------
+// Names: our parameter tables use PaddleOCR's structured names, so a CTC model's keys map to
+// themselves. A MultiHead checkpoint's CTC branch maps too (head.ctc_encoder.X → neck.X,
+// head.ctc_head.X → head.X); its guidance branches (head.sar_head.*, head.gtc_head.*,
+// head.before_gtc.*) are not part of a CTC network: counted as such, never loaded. Layouts:
+// Paddle's conv weights (OC, C/groups, KH, KW) are transposed to ours (OC, KH, KW, C/groups);
+// linear weights are (in, out) on both sides; BN running statistics go to the statistics
+// table.
+#include "models/model.h"
+
+typedef enum { OCR_PD_MAPPED = 0, OCR_PD_GUIDANCE = 1 } ocr_pd_map_t;
+// Our name for a PaddleOCR structured name (written into `ours`).
+ocr_pd_map_t ocr_pdparams_map_name(const char *paddle, char *ours, size_t size);
+
+typedef struct {
+    int loaded;          // tensors copied into the model
+    int64_t values;
+    int missing;         // model tensors the file did not provide (they keep their values)
+    int unexpected;      // file tensors that map to no tensor of the model
+    int shape_mismatch;  // file tensors whose shape differs from the model's (not loaded; counted in missing too)
+    int guidance;        // MultiHead guidance-branch tensors (not part of a CTC model)
+    int other;           // non-float-array entries (StructuredToParameterName@@, ...)
+    char first_missing[256], first_unexpected[256];
+    // Every file entry not loaded, "name: why", in file order; every model tensor not filled.
+    char **not_loaded;
+    int n_not_loaded;
+    char **missing_names;
+    int n_missing_names;
+} OcrPdLoadReport;
+
+// Loads every tensor of `p` whose mapped name and shape match into `m` (on any device) and
+// reports everything else. Never fails on a partial match (the caller decides whether a
+// partial load is an error); fails only on allocation or device errors.
+ocr_status_t ocr_pdparams_load_into(OcrModel *m, const OcrPdparams *p, OcrPdLoadReport *rep);
+// The same from a file: `path` may be the .pdparams file or PaddleOCR's prefix
+// ("output/rec/best_accuracy" → best_accuracy.pdparams), as Global.pretrained_model takes it.
+ocr_status_t ocr_pdparams_load_model(OcrModel *m, const char *path, OcrPdLoadReport *rep);
+void ocr_pdparams_report_free(OcrPdLoadReport *rep);
+
+// The network a checkpoint holds, from its tensor names and shapes: PP-OCRv3 (MobileNetV1Enhance;
+// scale from the channels, last stride (1,2) and 2x2 average pool as PP-OCRv3's config, which
+// the weights cannot show), PP-OCRv4 (PPLCNetV3 training or deploy form; scale and conv_kxk_num
+// from the weights), the SVTR neck (dims, hidden, kernel, depth, MLP ratio from the weights;
+// 8 heads as PaddleOCR's EncoderWithSVTR) or Im2Seq, and the CTC head's classes. `desc`
+// receives a one-line description. A checkpoint of another network is OCR_ERR_FORMAT naming
+// the tensor that does not fit.
+ocr_status_t ocr_pdparams_arch(const OcrPdparams *p, OcrArch *arch, char *desc, size_t size);
+
+#endif

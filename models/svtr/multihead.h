@@ -1,0 +1,74 @@
+// PaddleOCR's MultiHead (guided training, GTC): the CTC branch (SVTR neck + CTC FC) and a guidance
+// branch that only exists in training (../shared/reference/paddleocr_multihead.md §1-§2, §6).
+//
+//   backbone map x (B, 1, W, C) ─┬─ CTC: neck (use_guide: its input detached) → FC → logits
+//                                └─ guidance: NRTR (before_gtc Linear C→dim, no bias → decoder)
+//
+// Both branches read the same x; in the backward their gradients with respect to x are summed
+// before the backbone's backward (with use_guide the CTC branch contributes none, so only the
+// guidance loss trains the backbone, as in PaddleOCR). Inference, evaluation and export run the
+// CTC branch alone; the guidance parameters live in the model's table under PaddleOCR's names
+// (head.before_gtc.1.fc.weight, head.gtc_head.*), so checkpoints keep them.
+//
+// Labels: the guidance branch's token ids are derived from the CTC-encoded batch. The three
+// encodings index a character alike up to a shift (CTC id = SAR id + 1 = NRTR id − 3, the
+// same dictionary and the same last-position rule for duplicates), so MultiLabelEncode's
+// label_gtc is [<s> = 2, c1 + 3, ..., cn + 3, </s> = 3, 0, ...] from the CTC ids c and the
+// length n; the dataset rejects texts of n >= max_text_length − 1 when MultiLabelEncode is
+// the label op (data/transforms.h), as PaddleOCR's NRTR/SAR encoders do.
+#ifndef OCR_MODELS_SVTR_MULTIHEAD_H
+#define OCR_MODELS_SVTR_MULTIHEAD_H
+
+#include <stdint.h>
+
+#include "core/error.h"
+#include "models/svtr/nrtr.h"
+
+typedef enum { OCR_GUIDE_NONE = 0, OCR_GUIDE_NRTR, OCR_GUIDE_SAR } ocr_guide_kind_t;
+
+typedef struct {
+    ocr_guide_kind_t kind;  // NONE: a plain CTCHead (no MultiHead)
+    int steps;              // decoder positions: Global.max_text_length − 1
+    int nrtr_dim;           // NRTRHead.nrtr_dim (PaddleOCR's default 256; the v4 configs 384)
+    int nrtr_layers;        // NRTRHead.num_decoder_layers (4)
+    float nrtr_dropout;     // the Transformer's residual_dropout_rate: 0.1, no config key (tests set 0)
+    int nrtr_smoothing;     // NRTRLoss.smoothing (true): ε = 0.1 with the padding id 0 masked out
+    int nrtr_ignore_index;  // NRTRLoss.ignore_index (0): the ignored id without smoothing
+    double weight_ctc;      // MultiLoss weight_1 (1.0)
+    double weight_gtc;      // MultiLoss weight_2 (1.0)
+} MultiHeadSpec;
+
+typedef struct {
+    MultiHeadSpec s;
+    int ctc_classes;
+    LLinear before_gtc;  // Flatten + FCTranspose: (B, W, C) → (B, W, dim), no bias
+    NrtrDecoder nrtr;
+    int32_t *h_tokens, *h_targets;  // (B, T) host staging for the next training pass
+    int h_cap, h_batch, labels_set;
+    OcrTensor tokens, targets;  // (B, T) int32 in the arena, on the model's device
+    OcrTensor *mem;             // before_gtc's output
+    OcrTensor *logits;          // (B, T, vocab)
+    OcrTensor dlogits;          // the loss fills it before the backward
+} GuideHead;
+
+// Vocabulary of the guidance classifier from the CTC class count: NRTR C + 4 (NRTRLabelDecode's
+// C + 3 plus the Transformer's own +1).
+int guide_vocab(const MultiHeadSpec *s, int ctc_classes);
+void guide_build(OcrBuilder *b, GuideHead *g, const MultiHeadSpec *s, int in_channels, int ctc_classes);
+void guide_free(GuideHead *g);
+// Converts one batch's CTC labels (B, max_len) (zero-padded ids) and lengths (B) into the
+// decoder's input tokens and the loss targets for the next training pass. max_len must be
+// steps + 1 (Global.max_text_length); a length outside [1, max_len − 2] or an id outside
+// [1, ctc_classes) is OCR_ERR_INVALID_ARG naming the sample (the dataset filters them when
+// MultiLabelEncode is configured).
+ocr_status_t guide_set_labels(GuideHead *g, const int32_t *labels, const int32_t *lengths, int batch, int max_len);
+// x (B, 1, W, C): the backbone map. Training passes only. Returns the logits.
+OcrTensor *guide_forward(OcrCtx *c, GuideHead *g, const OcrTensor *x);
+// From g->dlogits: accumulates the branch's parameter gradients and returns the gradient of x
+// (B, 1, W, C) (a new arena tensor).
+OcrTensor guide_backward(OcrCtx *c, GuideHead *g);
+// NRTRLoss: with smoothing (the default) ε = 0.1 and the padding id 0 masked out; without it plain
+// cross-entropy ignoring ignore_index. The mean runs over the remaining tokens of the batch.
+CrossEntropyParams guide_loss_params(const GuideHead *g, float grad_scale);
+
+#endif

@@ -1,0 +1,130 @@
+// A few whole training steps (forward, CTC, backward, unscale + check, Adam) of a small
+// PP-OCRv3-like network under AMP on the CPU's BF16/FP16 hardware path against the emulated
+// reference (Global.cpu_exact_numerics), both from the same initial weights and batches.
+//
+// The two paths store and round identically and differ only in the order of fp32 additions
+// inside GEMMs and convolutions (kernels_lp_native bounds that per op). Over a network and a few
+// Adam steps those differences propagate, so the check is relative to what low precision itself
+// does: at every step the hardware path's loss must lie within the largest distance between the
+// reference's loss and the FP32 run's over the same steps (the rounding of f16/bf16 storage
+// that both AMP paths share), and it must not skip a step the reference did not skip. Without
+// the hardware for a dtype the case prints SKIP.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "amp/engine.h"
+#include "app/optim.h"
+#include "app/run_config.h"
+#include "app/step.h"
+#include "core/rng.h"
+#include "kernels/backend.h"
+#include "kernels/cpu/isa.h"
+#include "models/amp_view.h"
+#include "models/model.h"
+#include "tests/app/app_test_util.h"
+
+#define STEPS 4
+
+static char *g_dir;
+static char g_cfg[512];
+
+static void setup_data(void) { g_dir = at_setup_digits(g_cfg, sizeof g_cfg, "\"epoch_num\": 1,"); }
+
+// Losses of STEPS steps under the overrides; skipped[s] = the step overflowed.
+static void run_steps(const char *const *ov, int nov, double *loss, int *skipped) {
+    OcrConfig *cfg;
+    RunConfig rc;
+    ck_assert_msg(run_config_load(&cfg, &rc, g_cfg, ov, nov, RUN_NEED_TRAIN) == OCR_OK, "%s", ocr_last_error());
+    ocr_backends_init(rc.threads);
+    OcrModel *m;
+    ck_assert_msg(ocr_model_from_config(&m, cfg) == OCR_OK, "%s", ocr_last_error());
+    AmpConfig ac;
+    ck_assert(amp_config_from_config(&ac, cfg) == OCR_OK);
+    AmpEngine amp;
+    amp_engine_init(&amp, &ac);
+    ck_assert(ocr_amp_attach(&amp, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m)) == OCR_OK);
+    if (amp.cfg.policy.level == OCR_AMP_O1) ck_assert_int_eq(ocr_model_set_cast_cache(m, &amp.cache), OCR_OK);
+    Optimizer o;
+    ck_assert(optim_init(&o, &rc.optim, ocr_model_params(m)) == OCR_OK);
+    StepCtx sc;
+    const int B = 8, L = 3, H = 32, W = 64;
+    ck_assert(step_ctx_init(&sc, m, &amp, &o, B, 0) == OCR_OK);
+    OcrTensor x;
+    ck_assert(ocr_tensor_alloc(&x, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, 3}, OCR_MEM_DATA) == OCR_OK);
+    int32_t labels[8 * 3], lengths[8];
+    for (int b = 0; b < B; b++) {
+        lengths[b] = 1 + b % 3;
+        for (int k = 0; k < L; k++) labels[b * L + k] = k < lengths[b] ? 1 + (b * 7 + k * 3) % 10 : 0;
+    }
+    for (int s = 0; s < STEPS; s++) {
+        ocr_rng_fill_uniform(x.data, (size_t)B * H * W * 3, 31, (uint64_t)s, 0, -1.0f, 1.0f);
+        StepOutcome out;
+        ck_assert_msg(step_run(&sc, &x, labels, lengths, L, 0.01, &out) == OCR_OK, "%s", ocr_last_error());
+        loss[s] = out.loss;
+        skipped[s] = out.skipped;
+    }
+    ocr_tensor_free(&x);
+    step_ctx_free(&sc);
+    optim_free(&o);
+    amp_engine_free(&amp);
+    ocr_model_free(m);
+    ocr_config_free(cfg);
+}
+
+static void compare(const char *level, const char *dtype, ocr_dtype_t dt) {
+    if (!ocr_cpu_lp_native(dt)) {
+        printf("SKIP: %s is emulated here (%s)\n", dtype, ocr_cpu_isa_emulated_reason(dt));
+        return;
+    }
+    char lv[64], dv[64];
+    snprintf(lv, sizeof lv, "Global.amp_level=%s", level);
+    snprintf(dv, sizeof dv, "Global.amp_dtype=%s", dtype);
+    const char *fp32[] = {"Global.use_amp=false"};
+    // A moderate initial loss scale so that fp16's first steps are not all skipped on random data.
+    const char *sc = dt == OCR_F16 ? "Global.scale_loss=128" : "Global.seed=5";
+    const char *ref[] = {"Global.use_amp=true", lv, dv, sc, "Global.cpu_exact_numerics=true"};
+    const char *nat[] = {"Global.use_amp=true", lv, dv, sc, "Global.cpu_exact_numerics=false"};
+    double l32[STEPS], lref[STEPS], lnat[STEPS];
+    int s32[STEPS], sref[STEPS], snat[STEPS];
+    run_steps(fp32, 1, l32, s32);
+    run_steps(ref, 5, lref, sref);
+    run_steps(nat, 5, lnat, snat);
+    double spread = 0;
+    for (int s = 0; s < STEPS; s++)
+        if (!sref[s]) spread = fmax(spread, fabs(lref[s] - l32[s]));
+    for (int s = 0; s < STEPS; s++) {
+        printf("%s %s step %d: fp32 %.7f  reference %.7f  native %.7f  |native - reference| %.3g (allowed %.3g)%s\n",
+               dtype, level, s, l32[s], lref[s], lnat[s], fabs(lnat[s] - lref[s]), spread,
+               sref[s] ? " (skipped in the reference)" : "");
+        ck_assert_msg(isfinite(lnat[s]), "%s %s step %d: native loss %g", dtype, level, s, lnat[s]);
+        ck_assert_msg(snat[s] <= sref[s], "%s %s step %d: the native path overflowed, the reference did not", dtype,
+                      level, s);
+        if (!sref[s])
+            ck_assert_msg(fabs(lnat[s] - lref[s]) <= spread,
+                          "%s %s step %d: native loss %.7f is %.3g from the reference %.7f, more than low precision "
+                          "moves it from FP32 (%.3g)", dtype, level, s, lnat[s], fabs(lnat[s] - lref[s]), lref[s],
+                          spread);
+    }
+    ocr_backend_set_cpu_exact_numerics(0);
+}
+
+START_TEST(test_bf16_o2) { compare("O2", "bfloat16", OCR_BF16); }
+END_TEST
+START_TEST(test_bf16_o1) { compare("O1", "bfloat16", OCR_BF16); }
+END_TEST
+START_TEST(test_fp16_o2) { compare("O2", "float16", OCR_F16); }
+END_TEST
+
+int main(void) {
+    Suite *s = suite_create("cpu_native_amp");
+    TCase *tc = tcase_create("steps");
+    tcase_add_unchecked_fixture(tc, setup_data, NULL);
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_bf16_o2);
+    tcase_add_test(tc, test_bf16_o1);
+    tcase_add_test(tc, test_fp16_o2);
+    suite_add_tcase(s, tc);
+    return ocr_test_run_suite(s);
+}
