@@ -705,7 +705,7 @@ void ocr_load_report_add_mismatched(OcrLoadReport *r, const char *name, int file
     char a[64], b[64];
     shape_str(a, sizeof a, file_ndim, file_shape);
     shape_str(b, sizeof b, model_ndim, model_shape);
-    snprintf(r->first_mismatched, sizeof r->first_mismatched, "%.100s: (%s) in the file, (%s) in the model", name, a,
+    snprintf(r->first_mismatched, sizeof r->first_mismatched, "%.72s: (%.40s) in the file, (%.40s) in the model", name, a,
              b);
 }
 

@@ -26,7 +26,7 @@
 #include "models/onnx.h"
 
 typedef struct {
-    char variant[160];    // "PP-OCRv4 ch: PPLCNetV3 0.95 (deploy-fused) + SVTR neck ... + CTC 6625"
+    char variant[320];    // "PP-OCRv4 ch: PPLCNetV3 0.95 (deploy-fused) + SVTR neck ... + CTC 6625"
     const char *version;  // "PP-OCRv3" or "PP-OCRv4"
     const char *language; // "en" (97 classes), "ch" (6625) or "other"
     const char *config;   // the config to train the result with ("configs/rec_ppocrv4_ch.json")
