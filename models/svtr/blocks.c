@@ -7,27 +7,7 @@
 
 #define NAME OCR_NAME
 
-// A gradient that is either borrowed from the caller or owned by the current backward.
-typedef struct {
-    OcrTensor t;
-    int owned;
-} Grad;
-
-static Grad borrowed(const OcrTensor *t) { Grad g = {*t, 0}; return g; }
-static void grad_set(OcrCtx *c, Grad *g, OcrTensor t) {
-    if (g->owned) ocr_ctx_free(c, &g->t);
-    g->t = t;
-    g->owned = 1;
-}
-static void grad_drop(OcrCtx *c, Grad *g) {
-    if (g->owned) ocr_ctx_free(c, &g->t);
-    g->owned = 0;
-}
-// Backward through a dropout / drop path that may have been an identity.
-static void drop_back(OcrCtx *c, LDrop *l, Grad *g) {
-    if (l->identity) return;
-    grad_set(c, g, ldrop_backward(c, l, &g->t, 1));
-}
+#include "models/svtr/grad.h"
 
 // ---- ConvBN ----------------------------------------------------------------------------------------
 

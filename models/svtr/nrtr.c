@@ -6,32 +6,7 @@
 
 #define NAME OCR_NAME
 
-// A gradient that is either borrowed from the caller or owned by the current backward.
-typedef struct {
-    OcrTensor t;
-    int owned;
-} Grad;
-
-static Grad borrowed(const OcrTensor *t) { Grad g = {*t, 0}; return g; }
-static void grad_set(OcrCtx *c, Grad *g, OcrTensor t) {
-    if (g->owned) ocr_ctx_free(c, &g->t);
-    g->t = t;
-    g->owned = 1;
-}
-// Takes the gradient out as an owned tensor (a copy when it was borrowed).
-static OcrTensor grad_take(OcrCtx *c, Grad *g) {
-    if (g->owned) {
-        g->owned = 0;
-        return g->t;
-    }
-    OcrTensor t = ocr_ctx_like(c, &g->t);
-    if (!c->plan) cast_forward(&t, &g->t);
-    return t;
-}
-static void drop_back(OcrCtx *c, LDrop *l, Grad *g) {
-    if (l->identity) return;
-    grad_set(c, g, ldrop_backward(c, l, &g->t, 1));
-}
+#include "models/svtr/grad.h"
 
 // The GEMM ops run on a copy of their input in their compute dtype when that dtype would round
 // it (nn.h, "Autocast"); the input gradient goes back in the input's dtype.
