@@ -94,6 +94,10 @@ static void compare(const char *level, const char *dtype, ocr_dtype_t dt) {
     double spread = 0;
     for (int s = 0; s < STEPS; s++)
         if (!sref[s]) spread = fmax(spread, fabs(lref[s] - l32[s]));
+    // The native run is another low-precision run: when it sits no farther from FP32 than the
+    // reference does, the two can still lie on opposite sides, so they may differ by up to twice
+    // the reference's distance (the OpenBLAS kernel choice moves that distance: Haswell's failed 1x).
+    spread *= 2;
     for (int s = 0; s < STEPS; s++) {
         printf("%s %s step %d: fp32 %.7f  reference %.7f  native %.7f  |native - reference| %.3g (allowed %.3g)%s\n",
                dtype, level, s, l32[s], lref[s], lnat[s], fabs(lnat[s] - lref[s]), spread,
