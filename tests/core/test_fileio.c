@@ -12,34 +12,15 @@
 #include "tests/common/test_util.h"
 
 // Each test gets a fresh directory under the build tree, removed afterwards.
-static char tmpdir[1024];
+static char *tmpdir;  // a fresh directory per test (setup), removed by teardown
 
-static void rm_tree(const char *path) {
-    struct stat sb;
-    if (lstat(path, &sb) != 0) return;
-    if (S_ISDIR(sb.st_mode)) {
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d)) != NULL) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            char sub[4096];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            rm_tree(sub);
-        }
-        if (d) closedir(d);
-    }
-    remove(path);
+static void setup(void) { tmpdir = ocr_test_tmpdir("fileio_"); }
+
+static void teardown(void) {
+    ocr_test_remove_tree(tmpdir);
+    free(tmpdir);
+    tmpdir = NULL;
 }
-
-static void setup(void) {
-    char base[512];
-    snprintf(base, sizeof base, "%s/test_tmp", OCR_BINARY_DIR);
-    mkdir(base, 0777);
-    snprintf(tmpdir, sizeof tmpdir, "%s/fileio_XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
-}
-
-static void teardown(void) { rm_tree(tmpdir); }
 
 static const char *in_tmp(char *buf, size_t n, const char *name) {
     snprintf(buf, n, "%s/%s", tmpdir, name);

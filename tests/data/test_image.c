@@ -15,33 +15,15 @@
 #include "data/image.h"
 #include "tests/common/test_util.h"
 
-static char tmpdir[1024];
+static char *tmpdir;  // a fresh directory per test (setup), removed by teardown
 
-static void rm_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[2048];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            rm_tree(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
+static void setup(void) { tmpdir = ocr_test_tmpdir("image_"); }
 
-static void setup(void) {
-    char base[512];
-    snprintf(base, sizeof base, "%s/test_tmp", OCR_BINARY_DIR);
-    mkdir(base, 0755);
-    snprintf(tmpdir, sizeof tmpdir, "%s/image_XXXXXX", base);
-    ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+static void teardown(void) {
+    ocr_test_remove_tree(tmpdir);
+    free(tmpdir);
+    tmpdir = NULL;
 }
-static void teardown(void) { rm_tree(tmpdir); }
 
 // ---- a reference PNG writer and the expected decode, computed independently ---------------
 

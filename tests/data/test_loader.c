@@ -21,23 +21,6 @@
 static char dir[1024];
 static const int bad_at[3] = {5, 17, 30};  // label lines (0-based among images) that are broken
 
-static void rm_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[2048];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            rm_tree(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 // Plain writes (no fsync: the atomic writer's syncs would dominate the test's time).
 static void write_bytes(const char *path, const void *data, size_t size) {
     FILE *f = fopen(path, "wb");
@@ -63,11 +46,9 @@ static void write_png(const char *path, const OcrImage *img) {
 // 40 labelled images (heights 24..40, widths 20..200), three of them broken: a missing
 // file, a truncated PNG and garbage bytes. Labels use the letters a..j.
 static void make_dataset(int with_bad) {
-    snprintf(dir, sizeof dir, "%s/test_tmp", OCR_BINARY_DIR);
-    mkdir(dir, 0755);
-    snprintf(dir, sizeof dir, "%s/test_tmp/loader_%d", OCR_BINARY_DIR, (int)getpid());
-    rm_tree(dir);
-    ck_assert_int_eq(ocr_make_dirs(dir), OCR_OK);
+    char *fresh = ocr_test_tmpdir("loader_");
+    snprintf(dir, sizeof dir, "%s", fresh);
+    free(fresh);
     write_text("dict.txt", "a\nb\nc\nd\ne\nf\ng\nh\ni\nj\n");
     char labels[8192] = "";
     size_t used = 0;
@@ -106,7 +87,7 @@ static void make_dataset(int with_bad) {
     write_text("labels.txt", labels);
 }
 
-static void teardown(void) { rm_tree(dir); }
+static void teardown(void) { ocr_test_remove_tree(dir); }
 
 static const char *aug_transforms =
     "[{\"DecodeImage\":{\"img_mode\":\"BGR\"}},"

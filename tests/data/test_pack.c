@@ -20,23 +20,6 @@
 #define NUM_IMAGES 30
 static char dir[1024], pack_path[1200];
 
-static void rm_tree(const char *path) {
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
-            char sub[2048];
-            snprintf(sub, sizeof sub, "%s/%s", path, e->d_name);
-            rm_tree(sub);
-        }
-        closedir(d);
-        rmdir(path);
-    } else {
-        unlink(path);
-    }
-}
-
 static void write_bytes(const char *path, const void *data, size_t size) {
     FILE *f = fopen(path, "wb");
     ck_assert_ptr_nonnull(f);
@@ -46,11 +29,9 @@ static void write_bytes(const char *path, const void *data, size_t size) {
 
 // Images k = 0..29 with heights 24/32/40; with_bad: image 7 missing, image 11 garbage.
 static void make_dataset(int with_bad) {
-    snprintf(dir, sizeof dir, "%s/test_tmp", OCR_BINARY_DIR);
-    mkdir(dir, 0755);
-    snprintf(dir, sizeof dir, "%s/test_tmp/pack_%d", OCR_BINARY_DIR, (int)getpid());
-    rm_tree(dir);
-    ck_assert_int_eq(ocr_make_dirs(dir), OCR_OK);
+    char *fresh = ocr_test_tmpdir("pack_");
+    snprintf(dir, sizeof dir, "%s", fresh);
+    free(fresh);
     snprintf(pack_path, sizeof pack_path, "%s/train.pack", dir);
     char path[1200], labels[4096] = "";
     size_t used = 0;
@@ -185,7 +166,7 @@ START_TEST(test_round_trip) {
     }
     ocr_pack_close(&p);
     ocr_config_free(cfg);
-    rm_tree(dir);
+    ocr_test_remove_tree(dir);
 }
 END_TEST
 
@@ -280,7 +261,7 @@ START_TEST(test_loader_from_pack) {
     ocr_dict_free(&dict);
     ocr_config_free(packed);
     ocr_config_free(files);
-    rm_tree(dir);
+    ocr_test_remove_tree(dir);
 }
 END_TEST
 
@@ -343,7 +324,7 @@ START_TEST(test_damage) {
     ck_assert_int_eq(ocr_pack_open(&p, "/nonexistent.pack"), OCR_ERR_NOT_FOUND);
     ocr_config_free(files);
     ocr_config_free(packed);
-    rm_tree(dir);
+    ocr_test_remove_tree(dir);
 }
 END_TEST
 
@@ -385,7 +366,7 @@ START_TEST(test_refused_for_other_config) {
     ck_assert_int_eq(run_eval(cfg, h, idx, &s, &c), NUM_IMAGES);
     ocr_config_free(cfg);
     ocr_config_free(files);
-    rm_tree(dir);
+    ocr_test_remove_tree(dir);
 }
 END_TEST
 
