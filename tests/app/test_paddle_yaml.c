@@ -1,8 +1,11 @@
 // PaddleOCR's configs as they are: a YAML config in PaddleOCR's layout (tests/core/data/
 // paddle_ctc_rec.yml: anchors, aliases, merges, both boolean spellings) validates with its
 // PaddleOCR-only keys accepted and listed; the command-line aliases PaddleOCR users type work
-// with YAML; MultiHead stays a clear error; unknown keys are still rejected; and an LMDB
-// dataset written by `ocrtrain pack --lmdb` trains.
+// with YAML; PaddleOCR's PP-OCRv4 ch MultiHead config trains as it is; an unknown guidance head
+// and unknown keys are still rejected; and an LMDB dataset written by `ocrtrain pack --lmdb` trains.
+#define _GNU_SOURCE  // memmem
+#include <string.h>
+
 #include "app/cli_common.h"
 #include "app/commands.h"
 #include "app/run_config.h"
@@ -129,21 +132,74 @@ START_TEST(test_unknown_keys_still_rejected) {
 }
 END_TEST
 
-START_TEST(test_multihead_is_a_clear_error) {
-    // The official v3 head, as PaddleOCR writes it.
+START_TEST(test_multihead_unknown_head_is_a_clear_error) {
+    // The official heads are built (NRTRHead, SARHead); any other guidance head names itself.
     OcrConfig *cfg;
     RunConfig rc;
-    const char *a[] = {"Architecture.Head={name: MultiHead, head_list: [{CTCHead: {Neck: {name: svtr, dims: 64, "
-                       "depth: 2, hidden_dims: 120, use_guide: True}, Head: {fc_decay: 0.00001}}}, {SARHead: "
-                       "{enc_dim: 512, max_text_length: 25}}]}",
+    const char *a[] = {"Architecture.Neck=null",
+                       "Architecture.Head={name: MultiHead, head_list: [{CTCHead: {Neck: {name: svtr, dims: 64, "
+                       "depth: 2, hidden_dims: 120, use_guide: True}, Head: {fc_decay: 0.00001}}}, {AttnHead: "
+                       "{hidden_size: 96}}]}",
                        NULL};
-    ocr_status_t st = load_cli(a, &cfg, &rc);
-    if (st == OCR_OK) {  // MultiHead implemented: nothing to check here
-        ocr_config_free(cfg);
-        return;
+    ck_assert_int_eq(load_cli(a, &cfg, &rc), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "head_list") && strstr(ocr_last_error(), "AttnHead"), "%s",
+                  ocr_last_error());
+}
+END_TEST
+
+// The lines of dir/metrics.jsonl that carry a MultiLoss split (loss_ctc and loss_gtc, both finite
+// and loss = their sum within float rounding).
+static int count_multiloss_lines(const char *dir) {
+    char p[1200];
+    snprintf(p, sizeof p, "%s/metrics.jsonl", dir);
+    char *text;
+    size_t size;
+    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
+    int n = 0;
+    for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *o = cJSON_Parse(line);
+        ck_assert_msg(o != NULL, "not JSON: %s", line);
+        const cJSON *l = cJSON_GetObjectItem(o, "loss"), *c = cJSON_GetObjectItem(o, "loss_ctc"),
+                    *g = cJSON_GetObjectItem(o, "loss_gtc");
+        if (cJSON_IsNumber(l) && cJSON_IsNumber(c) && cJSON_IsNumber(g)) {
+            ck_assert(isfinite(c->valuedouble) && isfinite(g->valuedouble) && g->valuedouble > 0);
+            // metrics.jsonl writes 7 significant digits of each value
+            ck_assert_msg(fabs(l->valuedouble - c->valuedouble - g->valuedouble) <= 2e-6 * fabs(l->valuedouble),
+                          "%s", line);
+            n++;
+        }
+        cJSON_Delete(o);
     }
-    ck_assert_msg(strstr(ocr_last_error(), "unknown key") == NULL, "%s", ocr_last_error());
-    ck_assert_msg(strstr(ocr_last_error(), "MultiHead") != NULL, "%s", ocr_last_error());
+    free(text);
+    return n;
+}
+
+START_TEST(test_ppocrv4_multihead_yaml_trains) {
+    // PaddleOCR's ch_PP-OCRv4_rec.yml (keys and values as PaddleOCR ships them: MultiHead CTC +
+    // NRTR, MultiLoss, MultiLabelEncode with NRTRLabelEncode, MultiScaleDataSet + its sampler,
+    // RecConAug, the &bs anchor); only the data, the dictionary and the batch are overridden.
+    char yml[1024], err[8192], out[600];  // at_read_losses builds paths of at most 700 bytes
+    snprintf(yml, sizeof yml, "%s/tests/app/data/ppocrv4_ch_multihead_rec.yml", OCR_SOURCE_DIR);
+    const char *a[] = {"train", "-c", yml, "-o", g_ov[0], g_ov[1], g_ov[2], g_ov[3], g_ov[4], g_ov[5],
+                       "Train.sampler.first_bs=2", "Train.loader.num_workers=1", "Eval.loader.batch_size_per_card=8",
+                       "--max-steps", "2", NULL};
+    int rc = at_run_capture(cmd_train, a, err, sizeof err);
+    ck_assert_msg(rc == 0, "train -c ch_PP-OCRv4_rec.yml: exit %d: %s", rc, err);
+    snprintf(out, sizeof out, "%.580s/out", g_dir);
+    int n;
+    double *losses = at_read_losses(out, &n, NULL);
+    ck_assert_int_eq(n, 2);
+    free(losses);
+    ck_assert_int_eq(count_multiloss_lines(out), 2);
+    // The checkpoint holds the guidance branch under PaddleOCR's names, next to the CTC branch.
+    char latest[800];
+    snprintf(latest, sizeof latest, "%s/latest/model.safetensors", out);
+    char *bytes;
+    size_t size;
+    ck_assert_msg(ocr_read_file(latest, &bytes, &size) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(memmem(bytes, size, "head.gtc_head.", 14) && memmem(bytes, size, "head.ctc_head.", 14),
+                  "no MultiHead names in %s", latest);
+    free(bytes);
 }
 END_TEST
 
@@ -253,7 +309,8 @@ static Suite *paddle_yaml_suite(void) {
     tcase_add_test(tc, test_yaml_config_validates_and_lists_ignored);
     tcase_add_test(tc, test_paddleocr_aliases_with_yaml);
     tcase_add_test(tc, test_unknown_keys_still_rejected);
-    tcase_add_test(tc, test_multihead_is_a_clear_error);
+    tcase_add_test(tc, test_multihead_unknown_head_is_a_clear_error);
+    tcase_add_test(tc, test_ppocrv4_multihead_yaml_trains);
     tcase_add_test(tc, test_train_from_lmdb);
     tcase_add_test(tc, test_info_lists_ignored_keys);
     suite_add_tcase(s, tc);
