@@ -136,6 +136,8 @@ else
     # Mono (regular and bold, from fonts-dejavu-core) at the model's height, 32 pixels, with the
     # generator's paper, fading, blur and geometry effects. One face keeps the task learnable within
     # the CPU budget; `ocrtrain synth` without --font-dir draws from every installed face.
+    DATA_DIR=${DATA_DIR:-train_data/receipts}
+    if [ "$SYNTH_GPU" = 1 ]; then DATA_DIR=${DATA_DIR}_gpu; fi
     FONT_DIR="$DATA_DIR/fonts"
     mkdir -p "$FONT_DIR"
     for f in DejaVuSansMono.ttf DejaVuSansMono-Bold.ttf; do
@@ -155,8 +157,6 @@ else
         awk -F'\t' 'length($2) <= 12' "$1/labels.txt" >"$1/fields.txt"
         echo "demo: $1/fields.txt: $(wc -l <"$1/fields.txt") receipt fields"
     }
-    DATA_DIR=${DATA_DIR:-train_data/receipts}
-    if [ "$SYNTH_GPU" = 1 ]; then DATA_DIR=${DATA_DIR}_gpu; fi
     say "dataset"
     make_split "$DATA_DIR/train" "$TRAIN_LINES" 1
     make_split "$DATA_DIR/eval" "$EVAL_LINES" 2
