@@ -73,9 +73,11 @@ double paired_mcnemar_p(const PairedTable *t) {
 
 paired_verdict_t paired_verdict(PairedInterval ci, double tol, int higher_is_better) {
     double lo = higher_is_better ? ci.lo : -ci.hi, hi = higher_is_better ? ci.hi : -ci.lo;
-    if (lo >= -tol && hi <= tol) return PAIRED_PASS;
+    // A gate asks "is the run worse by more than tol?" (non-inferiority): an interval above −tol
+    // passes whatever its upper edge; one entirely below −tol regresses.
     if (hi < -tol) return PAIRED_REGRESSION;
     if (lo > tol) return PAIRED_BETTER;
+    if (lo >= -tol) return PAIRED_PASS;
     return PAIRED_INCONCLUSIVE;
 }
 
@@ -175,17 +177,15 @@ int64_t paired_scaled_lines_needed(int64_t n, double delta, PairedInterval ci, d
     double hl = higher_is_better ? delta - ci.lo : ci.hi - delta, hu = higher_is_better ? ci.hi - delta : delta - ci.lo;
     if (hl < 0) hl = 0;
     if (hu < 0) hu = 0;
-    // The factor k = √(n / n') the half-widths must shrink by for the nearest conclusive verdict.
+    // The factor k = √(n / n') the half-widths must shrink by for the nearest conclusive verdict
+    // (inconclusive means lo < −tol <= hi).
     double k;
-    if (d > -tol && d < tol) {
-        double kl = hl > 0 ? (d + tol) / hl : INFINITY, ku = hu > 0 ? (tol - d) / hu : INFINITY;
-        k = kl < ku ? kl : ku;                       // PASS: both edges inside
+    if (d > -tol) {
+        k = hl > 0 ? (d + tol) / hl : INFINITY;  // PASS: the lower edge up to −tol
     } else if (d < -tol) {
-        k = hu > 0 ? (-tol - d) / hu : INFINITY;      // REGRESSION: the upper edge below −tol
-    } else if (d > tol) {
-        k = hl > 0 ? (d - tol) / hl : INFINITY;       // BETTER: the lower edge above +tol
+        k = hu > 0 ? (-tol - d) / hu : INFINITY;  // REGRESSION: the upper edge below −tol
     } else {
-        return -1;                                    // the delta sits on ±tol
+        return -1;  // the delta sits on −tol
     }
     if (!(k > 0) || !isfinite(k)) return -1;
     double need = ceil((double)n / (k * k));

@@ -28,11 +28,12 @@
 // Verdict against a tolerance tol > 0 (both deltas are absolute fractions: 0.005 is half a
 // percentage point). With the interval mapped so that "worse" is negative (accuracy as is, CER
 // negated):
-//   PASS          −tol <= lo and hi <= tol: equivalent within the tolerance;
 //   REGRESSION    hi < −tol: worse by more than the tolerance;
 //   BETTER        lo > tol: better by more than the tolerance (not a regression);
-//   INCONCLUSIVE  anything else: the interval is wider than the tolerance band or straddles
-//                 one of its edges.
+//   PASS          −tol <= lo (and lo <= tol): not worse by more than the tolerance, at the
+//                 interval's confidence (a non-inferiority test: what a regression gate asks;
+//                 how much better the run might be does not hold the gate up);
+//   INCONCLUSIVE  lo < −tol <= hi: the data cannot rule out a loss beyond the tolerance.
 #ifndef OCR_EVAL_PAIRED_H
 #define OCR_EVAL_PAIRED_H
 
@@ -83,7 +84,7 @@ const char *paired_verdict_name(paired_verdict_t v);
 // Accuracy: the smallest eval set (lines) on which a table with the same cell proportions
 // reaches a conclusive verdict (PASS, REGRESSION or BETTER) under paired_acc_interval; the
 // current n when it already is. −1 when no size up to 10^12 lines does (the observed delta sits
-// on ±tol, or the table is empty).
+// on −tol, or the table is empty).
 int64_t paired_acc_lines_needed(const PairedTable *t, double tol, double z);
 
 // CER delta Σ(run_edits − base_edits) / Σ ref_chars over n lines.
@@ -95,7 +96,7 @@ ocr_status_t paired_cer_bootstrap(PairedInterval *ci, const int32_t *ref_chars, 
                                   const int32_t *run_edits, int64_t n, int B, double alpha, uint64_t seed);
 // CER: the eval set size that would make the verdict conclusive if the interval's half-widths
 // shrink as 1/√n around the same delta (the usual bootstrap scaling); n when it already is;
-// −1 when no size does (a zero-width interval on ±tol, or n = 0).
+// −1 when no size does (a delta on −tol, or n = 0).
 int64_t paired_scaled_lines_needed(int64_t n, double delta, PairedInterval ci, double tol, int higher_is_better);
 
 // SplitMix64 (Steele, Lea, Flood 2014), the bootstrap's generator: *state += 0x9E3779B97F4A7C15,

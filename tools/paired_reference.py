@@ -54,12 +54,12 @@ def mcnemar_exact(base_only, run_only):
 def verdict(lo, hi, tol, higher_is_better=True):
     if not higher_is_better:
         lo, hi = -hi, -lo
-    if lo >= -tol and hi <= tol:
-        return "pass"
     if hi < -tol:
         return "regression"
     if lo > tol:
         return "better"
+    if lo >= -tol:
+        return "pass"
     return "inconclusive"
 
 

@@ -112,7 +112,8 @@ START_TEST(test_verdict_rule) {
     ck_assert_int_eq(paired_verdict((PairedInterval){-0.03, -0.0051}, 0.005, 1), PAIRED_REGRESSION);
     ck_assert_int_eq(paired_verdict((PairedInterval){-0.03, -0.005}, 0.005, 1), PAIRED_INCONCLUSIVE);
     ck_assert_int_eq(paired_verdict((PairedInterval){0.006, 0.03}, 0.005, 1), PAIRED_BETTER);
-    ck_assert_int_eq(paired_verdict((PairedInterval){0.001, 0.03}, 0.005, 1), PAIRED_INCONCLUSIVE);
+    ck_assert_int_eq(paired_verdict((PairedInterval){0.001, 0.03}, 0.005, 1), PAIRED_PASS);  // maybe better: still a pass
+    ck_assert_int_eq(paired_verdict((PairedInterval){-0.004, 0.03}, 0.005, 1), PAIRED_PASS);
     // CER (lower is better): a higher CER is the regression.
     ck_assert_int_eq(paired_verdict((PairedInterval){0.006, 0.03}, 0.005, 0), PAIRED_REGRESSION);
     ck_assert_int_eq(paired_verdict((PairedInterval){-0.03, -0.006}, 0.005, 0), PAIRED_BETTER);
@@ -125,22 +126,25 @@ END_TEST
 START_TEST(test_lines_needed) {
     // Brute force over n in tools/paired_reference.py (cells scaled with n).
     PairedTable t = tab(80, 3, 5, 12);
-    ck_assert_int_eq(paired_acc_lines_needed(&t, 0.005, PAIRED_Z95), 1362);
-    ck_assert_int_eq(paired_acc_lines_needed(&t, 0.05, PAIRED_Z95), 364);
+    ck_assert_int_eq(paired_acc_lines_needed(&t, 0.005, PAIRED_Z95), 499);
+    ck_assert_int_eq(paired_acc_lines_needed(&t, 0.05, PAIRED_Z95), 100);
     t = tab(95, 0, 0, 5);
     ck_assert_int_eq(paired_acc_lines_needed(&t, 0.005, PAIRED_Z95), 688);
     ck_assert_int_eq(paired_acc_lines_needed(&t, 0.05, PAIRED_Z95), 100);
     t = tab(0, 4, 6, 0);
-    ck_assert_int_eq(paired_acc_lines_needed(&t, 0.005, PAIRED_Z95), 102);
-    ck_assert_int_eq(paired_acc_lines_needed(&t, 0.05, PAIRED_Z95), 171);
-    // A delta exactly on the tolerance edge never becomes conclusive.
-    t = tab(0, 0, 1, 1);  // delta 0.5
+    ck_assert_int_eq(paired_acc_lines_needed(&t, 0.005, PAIRED_Z95), 92);
+    ck_assert_int_eq(paired_acc_lines_needed(&t, 0.05, PAIRED_Z95), 62);
+    // A delta exactly on the tolerance's lower edge never becomes conclusive.
+    t = tab(0, 1, 0, 1);  // delta −0.5
     ck_assert_int_eq(paired_acc_lines_needed(&t, 0.5, PAIRED_Z95), -1);
 
     // The 1/√n scaling of a bootstrap interval (dyadic numbers, so the arithmetic is exact):
-    // delta 0.25 in [0, 0.75] on 100 lines at ±0.5 must shrink by k = min((0.25 + 0.5) / 0.25,
-    // (0.5 − 0.25) / 0.5) = 1/2: 100 / (1/4) = 400 lines.
-    ck_assert_int_eq(paired_scaled_lines_needed(100, 0.25, (PairedInterval){0.0, 0.75}, 0.5, 1), 400);
+    // delta 0.25 in [−1.25, 1.75] on 100 lines at ±0.5: the lower half-width 1.5 must shrink to
+    // 0.25 + 0.5, k = 1/2: 100 / (1/4) = 400 lines.
+    ck_assert_int_eq(paired_scaled_lines_needed(100, 0.25, (PairedInterval){-1.25, 1.75}, 0.5, 1), 400);
+    // A loss: delta −1 in [−1.75, −0.25] at ±0.5: the upper edge −1 + 0.75 k must reach −0.5,
+    // k = 2/3: 100 / (4/9) = 225 lines.
+    ck_assert_int_eq(paired_scaled_lines_needed(100, -1.0, (PairedInterval){-1.75, -0.25}, 0.5, 1), 225);
     // Already conclusive: n itself.
     ck_assert_int_eq(paired_scaled_lines_needed(100, 0.0, (PairedInterval){-0.25, 0.25}, 0.5, 1), 100);
     // CER worse by 0.5 in [0, 1] at ±0.125: the lower edge must rise above 0.125, k = 0.375 / 0.5:
