@@ -18,8 +18,7 @@ static int temp_count;
 static void remove_temp(void) {
     char path[4200];
     for (int i = 0; i < temp_count; i++) {
-        snprintf(path, sizeof path, "%s/%s", temp_dir, temp_names[i]);
-        unlink(path);
+        if (snprintf(path, sizeof path, "%s/%s", temp_dir, temp_names[i]) < (int)sizeof path) unlink(path);
     }
     if (temp_dir[0]) rmdir(temp_dir);
 }
