@@ -12,6 +12,7 @@
 static const char *const KNOWN_TYPES[] = {
     "conv2d", "linear", "attention", "batchnorm", "layernorm", "activation", "add", "affine", "mul",
     "concat", "pool", "softmax", "dropout", "droppath", "embedding", "lstm",
+    "sar_attention",
     "log_softmax", "exp", "log", "pow", "reduce_mean", "reduce_sum", "mean", "sum", "ctc_loss",
     "cross_entropy", "mse_loss", "cast",
     // aliases (expanded below)
@@ -39,8 +40,11 @@ static const struct {
     {"rnn", {"lstm", NULL}},
 };
 
-// The LSTM cell (SAR's recurrences) is black: its sigmoid/tanh and the cell state that carries
-// over the steps stay f32 (its GEMMs are linear ops, white). The embedding lookup (MultiHead's
+// The LSTM layers (SAR's recurrences, kernels/ops.h lstm_layer_*) are black: the sigmoid/tanh
+// and the cell state that carries over the steps stay f32, and so do the layer's own GEMMs (the
+// recurrence feeds each step's rounding into the next). SAR's 2-D attention (tanh(key + query)
+// score, valid_ratio mask, softmax over H·W and the glimpse, op type "sar_attention") is black
+// too: its scores and softmax are f32 like the attention ops'. The embedding lookup (MultiHead's
 // NRTR branch) is grey: a row copy, exact in any dtype once the
 // table is. The guidance losses (cross_entropy, black) are computed by the step in f32 on the
 // logits whatever their dtype, and the attention ops keep their scores and softmax in f32.
@@ -52,7 +56,7 @@ static const char *const DEFAULT_WHITE[] = {"conv2d", "linear", "attention", NUL
 // autocast and Paddle leave pooling to follow its input).
 static const char *const DEFAULT_BLACK[] = {"softmax", "log_softmax", "layernorm", "reduce_mean", "reduce_sum",
                                             "mean", "sum", "exp", "log", "pow", "ctc_loss", "cross_entropy",
-                                            "mse_loss", "lstm", NULL};
+                                            "mse_loss", "lstm", "sar_attention", NULL};
 
 const char *const *amp_known_op_types(void) { return KNOWN_TYPES; }
 

@@ -164,6 +164,8 @@ static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
     }
     ocr_rng_fill_uniform(images.data, (size_t)B * H * W * C, 1, 7, 0, -1.0f, 1.0f);
     int32_t *labels = calloc((size_t)B * b->max_len, sizeof *labels), *lengths = calloc((size_t)B, sizeof *lengths);
+    float *ones = malloc((size_t)B * sizeof *ones);
+    for (int i = 0; ones && i < B; i++) ones[i] = 1.0f;
     const OcrArch *arch = ocr_model_arch(b->m);
     int L = b->max_len < 8 ? b->max_len : 8;
     for (int i = 0; labels && lengths && i < B; i++) {
@@ -172,7 +174,7 @@ static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
     }
     StepCtx sc;
     memset(&sc, 0, sizeof sc);
-    if (!labels || !lengths) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    if (!labels || !lengths || !ones) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
     // Random data overflows fp16 at a large loss scale; those skipped steps are expected here.
     ocr_log_level_t level = ocr_log_get_level();
     if (level < OCR_LOG_ERROR) ocr_log_set_level(OCR_LOG_ERROR);
@@ -183,13 +185,16 @@ static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
         // merged into one only between ops, so the first step holds the most scratch.
         if (s == 0) ocr_mem_reset_peak(ocr_cpu());
         StepOutcome o;
-        st = step_run(&sc, &images, labels, lengths, b->max_len, 1e-4, &o);
+        // Probe images fill the whole width: every SAR valid ratio is 1.
+        if (arch->multihead.kind == OCR_GUIDE_SAR) st = ocr_model_set_guide_valid_ratios(b->m, ones, B);
+        if (st == OCR_OK) st = step_run(&sc, &images, labels, lengths, b->max_len, 1e-4, &o);
     }
     ocr_log_set_level(level);
     if (st == OCR_OK) *peak = ocr_mem_stats(ocr_cpu());
     step_ctx_free(&sc);
     free(labels);
     free(lengths);
+    free(ones);
     ocr_tensor_free(&images);
     ocr_mem_free(u8);
     return st;

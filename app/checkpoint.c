@@ -185,6 +185,10 @@ static char *state_json(const CkptState *s) {
     cJSON_AddNumberToObject(r, "best_iter", (double)s->best_iter);
     snprintf(buf, sizeof buf, "%a", s->last_loss);
     cJSON_AddStringToObject(r, "last_loss_hex", buf);
+    if (s->world_size > 0) {
+        cJSON_AddNumberToObject(r, "world_size", (double)s->world_size);
+        cJSON_AddNumberToObject(r, "global_batch", (double)s->global_batch);
+    }
     char *text = cJSON_Print(r);
     cJSON_Delete(r);
     return text;
@@ -309,6 +313,18 @@ static ocr_status_t parse_state(const cJSON *r, const char *path, CkptState *s) 
     s->seed = strtoull(str, NULL, 10);
     OCR_TRY(get_str(r, "last_loss_hex", path, &str));
     s->last_loss = strtod(str, NULL);
+    // Optional (written by data-parallel-aware builds): both or neither, both >= 1.
+    s->world_size = s->global_batch = 0;
+    if (cJSON_GetObjectItemCaseSensitive(r, "world_size") || cJSON_GetObjectItemCaseSensitive(r, "global_batch")) {
+        OCR_TRY(get_num(r, "world_size", path, &d));
+        if (d < 1 || d != (double)(int64_t)d)
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: \"world_size\" = %g (a whole number >= 1)", path, d);
+        s->world_size = (int64_t)d;
+        OCR_TRY(get_num(r, "global_batch", path, &d));
+        if (d < 1 || d != (double)(int64_t)d)
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: \"global_batch\" = %g (a whole number >= 1)", path, d);
+        s->global_batch = (int64_t)d;
+    }
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(r, "scaler");
     const cJSON *amp = cJSON_GetObjectItemCaseSensitive(r, "amp");
     if (!cJSON_IsObject(sc) || !cJSON_IsObject(amp))

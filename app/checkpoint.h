@@ -40,6 +40,10 @@ typedef struct {
     double best_acc;         // -1 when no evaluation yet
     int64_t best_iter;
     double last_loss;
+    // Data parallelism: the world that wrote it and its global batch (per-rank batch × world
+    // size; the sampler position batch_in_epoch counts global batches of that size). 0 in a
+    // state written before they were recorded (one process).
+    int64_t world_size, global_batch;
 } CkptState;
 
 // Writes a checkpoint directory (see above).

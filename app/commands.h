@@ -13,6 +13,7 @@ int cmd_capacity(int argc, char **argv);
 int cmd_compare(int argc, char **argv);
 int cmd_data(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
+int cmd_export(int argc, char **argv);
 
 // The version string main passes on (report.json's build.version).
 void app_set_version(const char *version);

@@ -43,11 +43,18 @@ void feed_batch_free(FeedBatch *b) {
 
 ocr_status_t feed_open(Feed *f, const OcrConfig *cfg, const char *split, const OcrDict *dict, int training,
                        int batch_override) {
+    return feed_open_shard(f, cfg, split, dict, training, batch_override, 0, 1);
+}
+
+ocr_status_t feed_open_shard(Feed *f, const OcrConfig *cfg, const char *split, const OcrDict *dict, int training,
+                             int batch_override, int rank, int world_size) {
     memset(f, 0, sizeof *f);
     OCR_TRY(ocr_loader_config_parse(&f->lc, cfg, split));
     f->lc_ok = 1;
     f->lc.train = training;
     OcrSamplerOptions *so = &f->lc.sampler;
+    so->rank = rank;
+    so->world_size = world_size;
     if (batch_override > 0) {
         // Every scale keeps its share of the first scale's batch.
         double r = (double)batch_override / so->scales[0].batch_size;

@@ -55,6 +55,10 @@ typedef struct {
 // are OCR_ERR_NOT_FOUND naming them; an empty dataset OCR_ERR_FORMAT.
 ocr_status_t feed_open(Feed *f, const OcrConfig *cfg, const char *split, const OcrDict *dict, int training,
                        int batch_override);
+// Data parallelism: rank `rank` of `world_size` takes its share of every global batch of
+// world_size × batch samples from the same seeded epoch order as one process (data/sampler.h).
+ocr_status_t feed_open_shard(Feed *f, const OcrConfig *cfg, const char *split, const OcrDict *dict, int training,
+                             int batch_override, int rank, int world_size);
 void feed_close(Feed *f);
 int64_t feed_batches_per_epoch(const Feed *f);
 int64_t feed_num_samples(const Feed *f);

@@ -18,7 +18,7 @@
 // ---- known keys ---------------------------------------------------------------------------
 
 static const char *const TOP_KEYS[] = {"Global", "Architecture", "Loss", "Optimizer", "PostProcess",
-                                       "Metric", "Train",        "Eval", NULL};
+                                       "Metric", "Train",        "Eval", "Distributed", NULL};
 
 // The keys each section implements. PaddleOCR keys that are accepted but have no effect here
 // are not in these lists but in NO_EFFECT_KEYS below (one table, with the reasons).
@@ -53,9 +53,10 @@ static const OcrNoEffectKey NO_EFFECT_KEYS[] = {
      "PaddleX's per-checkpoint inference export; checkpoints are latest/, best/, iter_epoch_N/"},
     {"Global", "pdx_model_name", "PaddleX model name, used only by PaddleX exports"},
     {"Global", "model_name", "PaddleX model name, used only by PaddleX exports"},
-    {"Global", "log_ranks", "one process: there is one log"},
-    {"Global", "distributed", "PaddleOCR sets it from the world size; training runs in one process here"},
-    {"Global", "use_sync_bn", "one process: batch norm statistics are never synchronised across devices"},
+    {"Global", "log_ranks", "under mpirun rank 0 alone prints progress and writes metrics.jsonl"},
+    {"Global", "distributed", "the world comes from the launcher (mpirun / srun) and Distributed.backend"},
+    {"Global", "use_sync_bn",
+     "batch norm statistics stay per rank (PaddleOCR's default); synchronised BN is not implemented"},
     {"Global", "use_xpu", "no Kunlun XPU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
     {"Global", "use_npu", "no Ascend NPU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
     {"Global", "use_mlu", "no Cambricon MLU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
@@ -97,6 +98,7 @@ static const char *const LOSS_KEYS[] = {"name", "use_focal_loss", "loss_config_l
 static const char *const POST_KEYS[] = {"name", "character_dict_path", "use_space_char", NULL};
 static const char *const METRIC_KEYS[] = {"name", "main_indicator", "ignore_space", "is_filter", NULL};
 static const char *const SPLIT_KEYS[] = {"dataset", "loader", "sampler", NULL};
+static const char *const DIST_KEYS[] = {"backend", "bucket_mb", "timeout_s", NULL};
 
 static const char *SHORTHANDS[][2] = {
     {"--use_amp", "Global.use_amp"},
@@ -466,6 +468,13 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     OCR_TRY(ocr_config_get_bool(cfg, "Metric.ignore_space", 1, &rc->ignore_space));
     OCR_TRY(ocr_config_get_bool(cfg, "Metric.is_filter", 0, &rc->is_filter));
 
+    // Distributed (data parallelism): checked in every process before any work, so a bad value
+    // stops all ranks alike at start-up.
+    OCR_TRY(ocr_config_check_keys(cfg, "Distributed", DIST_KEYS));
+    static const char *const dist_backends[] = {"auto", "single", "mpi", "nccl", NULL};
+    OCR_TRY(check_opt_name(cfg, "Distributed.backend", dist_backends, &rc->dist.backend));
+    OCR_TRY(get_double_range(cfg, "Distributed.bucket_mb", 25.0, 0.001, 1024.0, &rc->dist.bucket_mb));
+    OCR_TRY(get_double_range(cfg, "Distributed.timeout_s", 300.0, 0.1, 86400.0, &rc->dist.timeout_s));
     if (ocr_config_has(cfg, "Optimizer") || (need & RUN_NEED_TRAIN)) OCR_TRY(read_optimizer(cfg, &rc->optim));
     OCR_TRY(read_finetune(cfg, &rc->finetune));
     OCR_TRY(read_split(cfg, "Train", &rc->train, (need & RUN_NEED_TRAIN) != 0));

@@ -92,6 +92,12 @@ typedef struct {
     OptimConfig optim;
     FinetuneConfig finetune;
     DataConfig train, eval;
+    // Distributed: data parallelism under mpirun / srun (dist/dist.h, app/grad_sync.h).
+    struct {
+        const char *backend;  // Distributed.backend: auto (default), single, mpi, nccl
+        double bucket_mb;     // Distributed.bucket_mb: gradient bucket size in MiB (25; 0.001..1024)
+        double timeout_s;     // Distributed.timeout_s: longest wait for a peer before ending the job (300)
+    } dist;
 } RunConfig;
 
 // What a command needs from the config (a missing section is an error only when needed).

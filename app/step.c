@@ -124,17 +124,33 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
     // zero_infinity: one label longer than the sequence (with its adjacent repeats) would make
     // the whole gradient NaN and the step look like an AMP overflow; it is zeroed and counted.
     // MultiLoss: loss = weight_1 · CTC + weight_2 · guidance; each gradient carries its weight.
+    // Data parallelism: each rank's batch mean is divided by the world size before the sum over
+    // the ranks, so the summed gradient is the mean over all of their samples (a power-of-two
+    // world divides exactly).
+    const int world = s->sync ? s->sync->world : 1;
     const float loss_scale = amp_engine_loss_scale(amp);
-    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, multi ? loss_scale * (float)mh->weight_ctc : loss_scale};
+    const float grad_mult = loss_scale / (float)world;
+    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, multi ? grad_mult * (float)mh->weight_ctc : grad_mult};
     out->loss = ctc_loss_forward(&losses, NULL, dl32, &infeas, logits, &targets, &lens, NULL, cp);
     if (multi) {
         out->loss_ctc = mh->weight_ctc * out->loss;
-        OCR_TRY(guide_loss(s, loss_scale, mh->weight_gtc, &out->loss_gtc));
+        OCR_TRY(guide_loss(s, grad_mult, mh->weight_gtc, &out->loss_gtc));
         out->loss = out->loss_ctc + out->loss_gtc;
     }
     for (int i = 0; i < B; i++) out->infeasible += s->infeasible[i] != 0;
     if (dl32 != dl) amp_loss_dlogits(dl, dl32);
+    if (s->sync) grad_sync_begin(s->sync);
     OCR_TRY(ocr_model_backward(s->m));
+    if (s->sync) {
+        OCR_TRY(grad_sync_finish(s->sync));
+        // The step's figures are those of the whole global batch: rank means averaged.
+        double v[4] = {out->loss, out->loss_ctc, out->loss_gtc, (double)out->infeasible};
+        OCR_TRY(ocr_dist_sum_f64(s->sync->dist, v, 4, "the step's loss all-reduce"));
+        out->loss = v[0] / world;
+        out->loss_ctc = v[1] / world;
+        out->loss_gtc = v[2] / world;
+        out->infeasible = (int)v[3];
+    }
     // Frozen parameters (Global.freeze_params) take no part in the step: their gradients are
     // cleared before the finite check and the clip norm (the GPU step leaves them out of its
     // table), and the update below skips them.
@@ -145,6 +161,14 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
     }
 
     out->skipped = amp_engine_check_grads(amp);
+    if (s->sync) {
+        // Every rank holds the same sums, but a reduction need not round identically on every
+        // rank for more than two: the maximum of the flags makes all of them skip together.
+        int32_t found = out->skipped;
+        OCR_TRY(ocr_dist_max_i32(s->sync->dist, &found, 1, "the found-inf all-reduce"));
+        if (found && !out->skipped) amp->last.found_inf = 1;
+        out->skipped = found;
+    }
     out->grad_norm = NAN;
     if (!out->skipped) {
         for (int i = 0; i < params->count; i++) {
@@ -326,6 +350,22 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     return OCR_OK;
 }
 
+ocr_status_t step_device_attach_sync(StepCtx *s, GradSync *g) {
+    StepDevice *d = s->dev;
+    OCR_ASSERT(d, "step_device_attach_sync before step_device_init");
+    if (ocr_dist_world_size(g->dist) > 1 && ocr_dist_backend(g->dist) != OCR_DIST_NCCL)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "data parallelism on GPUs all-reduces device buffers with NCCL; the "
+                             "transport here is %s (a CUDA build with NCCL and MPI picks nccl; Distributed.backend mpi "
+                             "is for Global.device cpu)", ocr_dist_backend_name(ocr_dist_backend(g->dist)));
+    s->sync = g;
+    ocr_dist_set_stream(g->dist, d->stream);
+    // The collectives are issued from the host per bucket (and their order is part of the
+    // protocol): the step runs eagerly.
+    if (d->graphs_allowed) ocr_log(OCR_LOG_INFO, "cuda graph: off under data parallelism (NCCL calls per bucket)");
+    d->graphs_allowed = 0;
+    return OCR_OK;
+}
+
 void step_invalidate_graph(StepCtx *s) {
     StepDevice *d = s->dev;
     if (!d) return;
@@ -401,13 +441,27 @@ static ocr_status_t enqueue_body(StepCtx *s, const FeedDeviceBatch *b) {
     OCR_TRY(loss_grad_f32(s, dl, logits, &dl32));
     OcrTensor losses = ocr_tensor_view(d->losses.data, OCR_F32, d->dev, 1, (int64_t[]){B});
     OcrTensor infeas = ocr_tensor_view(d->infeas.data, OCR_I32, d->dev, 1, (int64_t[]){B});
-    // The gradient of the loss itself (grad_scale 1), then times the device-held loss scale,
-    // rounded once into the model's dlogits.
-    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, 1.0f};
+    // The gradient of the loss itself (grad_scale 1, or 1/world: data parallelism sums the
+    // ranks' gradients into the mean over all their samples), then times the device-held loss
+    // scale, rounded once into the model's dlogits.
+    const int world = s->sync ? s->sync->world : 1;
+    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, 1.0f / (float)world};
     ctc_loss_forward_async_cuda(&losses, &d->loss, dl32, &infeas, logits, &b->labels, &b->lengths, NULL, cp);
     ocr_dev_scale_by_loss_scale(dl, dl32, d->state);
+    if (s->sync) {
+        // The sum of the ranks' batch means (step_collect divides it by the world size).
+        OcrDistRequest req;
+        OCR_TRY(ocr_dist_allreduce_start(s->sync->dist, d->loss.data, 1, OCR_F32, "the step's loss all-reduce", &req));
+        OCR_TRY(ocr_dist_wait(s->sync->dist, &req));
+    }
     ocr_dev_step_record(d->state, &d->loss, &infeas);
+    // NCCL: the buckets' all-reduces start on their own stream as the backward enqueues each
+    // layer; the fused optimizer below waits for all of them on the device. Every rank then
+    // holds the same sums (NCCL reduces each element once and broadcasts it), so the fused
+    // pass's found-inf and the scale update agree on every rank without a host round trip.
+    if (s->sync) grad_sync_begin(s->sync);
     OCR_TRY(ocr_model_backward(s->m));
+    if (s->sync) OCR_TRY(grad_sync_finish(s->sync));
     ocr_fused_adam_step(d->fa, d->state, d->scaler);
     if (stats->data && stats->bytes) ocr_dev_restore_if_inf(d->device, stats->data, d->bn.saved, stats->bytes, d->state);
     return OCR_OK;
@@ -506,6 +560,10 @@ ocr_status_t step_collect(StepCtx *s, StepOutcome *out) {
     memset(out, 0, sizeof *out);
     OCR_ASSERT(d && d->npend > 0, "step_collect: no step in flight");
     int r = (d->rb_next - d->npend + STEP_SLOTS) % STEP_SLOTS;  // the oldest
+    // Data parallelism: the readback follows the step's NCCL all-reduces, so a peer that hangs
+    // would hold it forever; this wait gives up after Distributed.timeout_s and ends the job.
+    if (s->sync)
+        OCR_TRY(ocr_dist_wait_device_event(s->sync->dist, d->rb_done[r], "the GPU step (its gradient all-reduce)"));
     if (ocr_cuda_event_synchronize(d->rb_done[r])) return ocr_wrap_error(OCR_ERR_CUDA, "step readback");
     d->npend--;
     const char *rb = d->rb_pinned[r];
@@ -528,7 +586,7 @@ ocr_status_t step_collect(StepCtx *s, StepOutcome *out) {
                              "GPU step: host and device disagree (scale %g/%g, next %g/%g, updates %lld/%lld)",
                              (double)host_scale, (double)st.scale_used, (double)amp_engine_loss_scale(s->amp),
                              (double)st.scale, (long long)s->optim->updates, (long long)st.updates);
-    out->loss = st.loss;
+    out->loss = s->sync ? st.loss / s->sync->world : st.loss;
     out->grad_norm = st.found_inf ? NAN : st.grad_norm;
     out->scale = st.scale_used;
     out->skipped = st.found_inf;
@@ -549,6 +607,11 @@ static void step_device_free(StepCtx *s) {
 
 ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     (void)s, (void)o;
+    return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
+}
+
+ocr_status_t step_device_attach_sync(StepCtx *s, GradSync *g) {
+    (void)s, (void)g;
     return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
 }
 

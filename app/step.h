@@ -9,6 +9,7 @@
 
 #include "amp/engine.h"
 #include "app/feed.h"
+#include "app/grad_sync.h"
 #include "app/optim.h"
 #include "core/tensor.h"
 #include "models/model.h"
@@ -32,6 +33,10 @@ typedef struct {
     int keep_logits;
     OcrTensor kept_logits_buf, kept_logits;  // buffer (grows) and a (B, T, classes) view of it
     OcrTensor gtc_loss;  // MultiHead: the guidance loss's mean (1 f32 on the model's device)
+    // Data parallelism (NULL: one process): the loss gradient is divided by the world size, the
+    // gradients are all-reduced in buckets during the backward, the loss and counters are
+    // averaged, and the found-inf flag is the maximum over the ranks (every rank skips alike).
+    GradSync *sync;
 } StepCtx;
 
 typedef struct {
@@ -78,6 +83,11 @@ typedef enum { STEP_EAGER = 0, STEP_CAPTURED, STEP_REPLAYED } step_mode_t;
 // After step_ctx_init, with the model, the AMP engine and the optimizer on one CUDA device.
 // OCR_ERR_UNSUPPORTED without CUDA in the build.
 ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o);
+// Data parallelism on the GPU step (after step_device_init): the gradient buckets all-reduce
+// with NCCL on device buffers during the backward, the loss gradient is divided by the world
+// size and the reported loss is the mean over the ranks. CUDA graphs are turned off.
+// OCR_ERR_UNSUPPORTED when the transport is not NCCL in a world of more than one.
+ocr_status_t step_device_attach_sync(StepCtx *s, GradSync *g);
 // Enqueues one step on the device (nothing waits for it). At most two steps are in flight:
 // a third waits for the oldest one's readback first (collect it with step_collect before).
 ocr_status_t step_run_device(StepCtx *s, const FeedDeviceBatch *b, double lr, step_mode_t *mode);

@@ -14,10 +14,12 @@
 #include "app/checkpoint.h"
 #include "app/evaluate.h"
 #include "app/feed.h"
+#include "app/grad_sync.h"
 #include "app/optim.h"
 #include "app/step.h"
 #include "core/fileio.h"
 #include "core/timer.h"
+#include "dist/dist.h"
 #include "eval/decode.h"
 #include "eval/metrics.h"
 #include "models/model.h"
@@ -130,7 +132,48 @@ typedef struct {
     int64_t acc_n;
     float *metric_logits;  // host copy of a GPU batch's logits for the training metric
     size_t metric_logits_cap;
+    float *valid_ratios;  // SAR guidance: the batch's min(1, width_i / W), as PaddleOCR's RecResizeImg
+    int valid_ratios_cap;
+    // Data parallelism: rank 0 of 1 in a single process. Only rank 0 prints progress and writes
+    // metrics.jsonl, config.json and checkpoints.
+    OcrDist *dist;
+    int rank, world;
+    FILE *progress;
+    GradSync sync;
+    int sync_ok;
 } Trainer;
+
+// ---- the process's world -------------------------------------------------------------------------
+
+// One transport per process (MPI is initialised once); `compare` runs several trainings on it.
+static OcrDist *g_dist;
+
+ocr_status_t app_dist_open(const RunConfig *rc, ocr_device_t device, OcrDist **out) {
+    if (g_dist) {
+        *out = g_dist;
+        return OCR_OK;
+    }
+    OcrDistWorld w = ocr_dist_detect_world();
+    OcrDistOptions o = {OCR_DIST_SINGLE, rc->dist.timeout_s, device};
+    const char *b = rc->dist.backend ? rc->dist.backend : "auto";
+    if (strcmp(b, "auto") == 0) o.backend = ocr_dist_choose_backend(&w, device);
+    else if (strcmp(b, "mpi") == 0) o.backend = OCR_DIST_MPI;
+    else if (strcmp(b, "nccl") == 0) o.backend = OCR_DIST_NCCL;
+    ocr_status_t st = ocr_dist_open(&g_dist, &o);
+    if (st != OCR_OK) return st;
+    if (ocr_dist_world_size(g_dist) > 1)
+        ocr_log(OCR_LOG_INFO, "data parallel: rank %d of %d (local rank %d) over %s", ocr_dist_rank(g_dist),
+                ocr_dist_world_size(g_dist), ocr_dist_local_rank(g_dist), ocr_dist_backend_name(o.backend));
+    *out = g_dist;
+    return OCR_OK;
+}
+
+// Everything that lives in one copy per rank and must start equal: rank 0's bytes to all.
+static ocr_status_t broadcast_table(OcrDist *d, OcrParamTable *t, const char *what) {
+    if (ocr_dist_world_size(d) == 1 || !t->data || t->bytes == 0) return OCR_OK;
+    OCR_ASSERT(t->device.type == OCR_DEVICE_CPU, "broadcast of a device table");
+    return ocr_dist_broadcast(d, t->data, t->bytes, 0, what);
+}
 
 static ocr_status_t push_step(TrainResult *r, const StepRecord *s) {
     if (r->n_steps == r->cap_steps) {
@@ -245,10 +288,12 @@ static void fill_state_from_run(Trainer *t) {
     snprintf(s->amp_level, sizeof s->amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
     snprintf(s->amp_dtype, sizeof s->amp_dtype, "%s",
              t->amp.cfg.policy.level == OCR_AMP_O0 ? "float32" : ocr_dtype_name(t->amp.cfg.policy.dtype));
+    s->world_size = t->world;
+    s->global_batch = (int64_t)t->train.batch_size * t->world;
 }
 
 static ocr_status_t save_checkpoint(Trainer *t, const char *name) {
-    if (!t->opt->save_checkpoints) return OCR_OK;
+    if (!t->opt->save_checkpoints || t->rank != 0) return OCR_OK;
     char dir[2200];
     snprintf(dir, sizeof dir, "%s/%s", t->dir, name);
     fill_state_from_run(t);
@@ -289,12 +334,27 @@ static ocr_status_t setup(Trainer *t) {
     char dev[32];
     OCR_TRY(app_resolve_device(rc->device_name, dev, sizeof dev));
     OCR_TRY(ocr_device_parse(dev, &t->device));
+    // One process per GPU: a device named without an index ("gpu", "cuda", "auto") is the
+    // launcher's local rank.
+    OcrDistWorld w = ocr_dist_detect_world();
+    if (t->device.type == OCR_DEVICE_CUDA && w.world_size > 1 && !strchr(rc->device_name, ':')) {
+        t->device.index = w.local_rank;
+        ocr_device_name(t->device, dev, (int)sizeof dev);
+    }
     snprintf(res->device, sizeof res->device, "%s", dev);
     app_set_threads(rc->threads);
+    OCR_TRY(app_dist_open(rc, t->device, &t->dist));
+    t->rank = ocr_dist_rank(t->dist);
+    t->world = ocr_dist_world_size(t->dist);
+    t->progress = t->rank == 0 ? t->opt->progress : NULL;
+    res->world_size = t->world;
+    res->rank = t->rank;
+    snprintf(res->dist_backend, sizeof res->dist_backend, "%s", ocr_dist_backend_name(ocr_dist_backend(t->dist)));
 
     OCR_TRY(ocr_dict_load(&t->dict, rc->dict_path, rc->use_space_char));
     t->dict_ok = 1;
-    OCR_TRY(feed_open(&t->train, cfg, "Train", &t->dict, 1, t->opt->batch_size));
+    // Each rank takes its slice of every global batch of world × batch samples.
+    OCR_TRY(feed_open_shard(&t->train, cfg, "Train", &t->dict, 1, t->opt->batch_size, t->rank, t->world));
     t->train_ok = 1;
     if (rc->eval.present) {
         OCR_TRY(feed_open(&t->eval, cfg, "Eval", &t->dict, 0, 0));
@@ -339,6 +399,10 @@ static ocr_status_t setup(Trainer *t) {
     // Frozen BN statistics, frozen parameters and learning-rate multipliers go onto the model's
     // tables before the AMP engine and the optimizer read them.
     OCR_TRY(train_apply_finetune(t->m, rc, cfg));
+    // Every rank starts from rank 0's weights and BN statistics (they are equal already when all
+    // read the same files with the same seed; this makes it so whatever happened).
+    OCR_TRY(broadcast_table(t->dist, ocr_model_params(t->m), "the initial weights broadcast"));
+    OCR_TRY(broadcast_table(t->dist, ocr_model_stats(t->m), "the initial BN statistics broadcast"));
 
     // AMP: the policy goes onto the op table before the first plan; O2 creates the masters.
     AmpConfig ac;
@@ -385,6 +449,22 @@ static ocr_status_t setup(Trainer *t) {
         if (t->st.iter >= t->total_iters)
             ocr_log(OCR_LOG_WARN, "%s is at iteration %lld of %lld: nothing left to train", ckdir,
                     (long long)t->st.iter, (long long)t->total_iters);
+        // The sampler position is global: batch_in_epoch counts global batches of the writer's
+        // world; another world size resumes at the same sample when its global batch divides it.
+        int64_t gb = (int64_t)t->train.batch_size * t->world;
+        if (t->st.global_batch > 0 && t->st.global_batch != gb) {
+            int64_t samples = t->st.batch_in_epoch * t->st.global_batch;
+            if (samples % gb != 0)
+                return ocr_set_error(OCR_ERR_CONFIG, "Global.checkpoints %s stopped %lld samples into epoch %lld with "
+                                     "a global batch of %lld (%lld ranks); %d ranks x batch %d = %lld does not divide "
+                                     "that position (resume with a global batch that does, e.g. the same)", ckdir,
+                                     (long long)samples, (long long)t->st.epoch + 1, (long long)t->st.global_batch,
+                                     (long long)t->st.world_size, t->world, t->train.batch_size, (long long)gb);
+            ocr_log(OCR_LOG_WARN, "resuming %s (world %lld, global batch %lld) with world %d, global batch %lld: the "
+                    "learning-rate schedule counts iterations of the new batch", ckdir, (long long)t->st.world_size,
+                    (long long)t->st.global_batch, t->world, (long long)gb);
+            t->st.batch_in_epoch = samples / gb;
+        }
         OCR_TRY(feed_seek(&t->train, t->st.epoch, t->st.batch_in_epoch));
         ocr_log(OCR_LOG_INFO, "resuming from %s: iteration %lld, epoch %lld, batch %lld", ckdir, (long long)t->st.iter,
                 (long long)t->st.epoch + 1, (long long)t->st.batch_in_epoch);
@@ -395,6 +475,13 @@ static ocr_status_t setup(Trainer *t) {
     int B = t->train.max_batch, H = t->train.max_height, W = t->train.max_width, C = t->train.channels;
     OCR_TRY(step_ctx_init(&t->step, t->m, &t->amp, &t->optim, B, rc->use_focal_loss));
     t->step_ok = 1;
+    if (t->device.type == OCR_DEVICE_CPU) {
+        // Gradient buckets on the CPU step, also in a world of one (where every all-reduce is
+        // the identity) so the all-reduce bytes per step are measured alike everywhere.
+        OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
+        t->sync_ok = 1;
+        t->step.sync = &t->sync;
+    }
     t->step.keep_logits = rc->cal_metric_during_train;
     if (t->device.type == OCR_DEVICE_CPU) {
         OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
@@ -402,6 +489,12 @@ static ocr_status_t setup(Trainer *t) {
         // The step's compute stream first: the uploads order themselves against it.
         StepDeviceOptions so = {rc->cuda_graph, t->total_iters};
         OCR_TRY(step_device_init(&t->step, &so));
+        // NCCL in a world of one too (Distributed.backend nccl): the 1-GPU check of the transport.
+        if (t->world > 1 || ocr_dist_backend(t->dist) == OCR_DIST_NCCL) {
+            OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
+            t->sync_ok = 1;
+            OCR_TRY(step_device_attach_sync(&t->step, &t->sync));
+        }
         OCR_TRY(feed_upload_open(&t->up, t->device, B, H, W, C, t->train.max_len));
         res->pinned_bytes = (int64_t)feed_upload_pinned_bytes(t->up);
     }
@@ -421,8 +514,10 @@ static ocr_status_t setup(Trainer *t) {
     res->best_acc = t->st.best_acc;
     res->best_iter = t->st.best_iter;
 
-    // Everything that can fail on bad input has been checked: now the output directory.
+    res->global_batch = (int64_t)B * t->world;
+    // Everything that can fail on bad input has been checked: now the output directory (rank 0's).
     snprintf(t->dir, sizeof t->dir, "%s", rc->save_model_dir);
+    if (t->rank != 0) return OCR_OK;
     OCR_TRY(ocr_make_dirs(t->dir));
     char p[2300];
     snprintf(p, sizeof p, "%s/config.json", t->dir);
@@ -447,8 +542,10 @@ static void cleanup(Trainer *t) {
     free(t->loss_window);
     free(t->acc_window);
     free(t->metric_logits);
+    free(t->valid_ratios);
     feed_upload_close(t->up);
     if (t->step_ok) step_ctx_free(&t->step);
+    if (t->sync_ok) grad_sync_free(&t->sync);
     ocr_tensor_free(&t->images);
     if (t->optim_ok) optim_free(&t->optim);
     if (t->amp_ok) amp_engine_free(&t->amp);
@@ -513,6 +610,18 @@ static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_coun
     OcrTensor x = ocr_tensor_view(t->images.data, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C});
     double lr = lr_at(&t->rc->optim.lr, t->st.iter, t->steps_per_epoch, t->rc->epoch_num) * t->res->lr_scale;
     StepOutcome o;
+    if (ocr_model_arch(t->m)->multihead.kind == OCR_GUIDE_SAR) {
+        // SAR's attention and its holistic feature read only the image columns of each line
+        // (PaddleOCR's valid_ratio); the padded columns past widths[i] are masked.
+        if (t->valid_ratios_cap < B) {
+            float *v = realloc(t->valid_ratios, (size_t)B * sizeof *v);
+            if (!v) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+            t->valid_ratios = v;
+            t->valid_ratios_cap = B;
+        }
+        for (int i = 0; i < B; i++) t->valid_ratios[i] = b->widths[i] >= W ? 1.0f : (float)b->widths[i] / (float)W;
+        OCR_TRY(ocr_model_set_guide_valid_ratios(t->m, t->valid_ratios, B));
+    }
     OCR_TRY(step_run(&t->step, &x, b->labels, b->lengths, b->max_len, lr, &o));
     *infeasible_count = o.infeasible;
     rec->iter = t->st.iter;
@@ -596,7 +705,7 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
         cJSON_AddNumberToObject(o, "norm_edit_dis", sig7(r->train_norm_edit_dis));
     }
     char *s = cJSON_PrintUnformatted(o);
-    if (s) {
+    if (s && t->metrics) {
         fprintf(t->metrics, "%s\n", s);
         free(s);
     }
@@ -605,7 +714,7 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
 
 static void progress_line(Trainer *t, const StepRecord *r, double avg, double acc, double sps, double eta, int last,
                           int64_t in_epoch) {
-    FILE *f = t->opt->progress;
+    FILE *f = t->progress;
     if (!f) return;
     int tty = isatty(fileno(f));
     int64_t it = r->iter + 1;
@@ -646,7 +755,7 @@ static ocr_status_t evaluate_now(Trainer *t, EvalResult *er) {
 
 static ocr_status_t run_eval(Trainer *t) {
     if (!t->eval_ok) return OCR_OK;
-    FILE *f = t->opt->progress;
+    FILE *f = t->progress;
     if (f && isatty(fileno(f))) fputc('\n', f);
     EvalResult er;
     OCR_TRY(evaluate_now(t, &er));
@@ -670,10 +779,10 @@ static ocr_status_t run_eval(Trainer *t) {
     cJSON_AddNumberToObject(o, "best_acc", t->st.best_acc);
     cJSON_AddNumberToObject(o, "best_iter", (double)t->st.best_iter);
     char *s = cJSON_PrintUnformatted(o);
-    if (s) fprintf(t->metrics, "%s\n", s);
+    if (s && t->metrics) fprintf(t->metrics, "%s\n", s);
     free(s);
     cJSON_Delete(o);
-    fflush(t->metrics);
+    if (t->metrics) fflush(t->metrics);
     if (f)
         fprintf(f, "%s%seval at step %lld: acc %.4f  norm_edit_dis %.4f  cer %.4f  (%lld samples, %.1f samples/s)%s\n",
                 t->opt->label ? t->opt->label : "", t->opt->label ? ": " : "", (long long)t->st.iter, er.acc,
@@ -747,6 +856,7 @@ static ocr_status_t record_step(Trainer *t, StepRecord *rec, int count, int ninf
     TrainResult *res = t->res;
     res->infeasible_samples += ninf;
     OCR_TRY(push_step(res, rec));
+    count *= t->world;  // metrics.jsonl and the progress line show the global batch
     t->st.last_loss = rec->loss;
     *ema = *ema == 0 ? rec->step_seconds : 0.9 * *ema + 0.1 * rec->step_seconds;
     double sps = rec->step_seconds > 0 ? count / rec->step_seconds : 0;
@@ -799,6 +909,7 @@ static ocr_status_t drain(Trainer *t, Inflight *q, int *nq, int64_t stop, double
 // metrics.jsonl is the run's record: a full disk or an I/O error there stops the run with the
 // file named, instead of training on with the record silently cut short.
 static ocr_status_t metrics_flush(Trainer *t) {
+    if (!t->metrics) return OCR_OK;  // ranks other than 0
     if (fflush(t->metrics) != 0 || ferror(t->metrics))
         return ocr_set_error(OCR_ERR_IO, "writing %s/metrics.jsonl failed: %s", t->dir, strerror(errno));
     return OCR_OK;
@@ -831,7 +942,13 @@ static ocr_status_t loop_gpu(Trainer *t, int64_t stop, double *ema) {
     Inflight q[2];
     int nq = 0;
     double t_last = ocr_now_seconds();
-    while (t->st.iter < stop && !train_stop_requested) {
+    while (t->st.iter < stop) {
+        int32_t stop_now = (int32_t)train_stop_requested;  // every rank stops at the same step
+        OCR_TRY(ocr_dist_max_i32(t->dist, &stop_now, 1, "the stop-request all-reduce"));
+        if (stop_now) {
+            if (!train_stop_requested) train_stop_requested = stop_now;
+            break;
+        }
         int end;
         OCR_TRY(feed_next(&t->train, &t->batch, &end));
         if (end) continue;
@@ -882,7 +999,16 @@ static ocr_status_t loop(Trainer *t) {
     if (t->device.type == OCR_DEVICE_CUDA) {
         OCR_TRY(loop_gpu(t, stop, &ema));
     } else {
-        while (t->st.iter < stop && !train_stop_requested) {
+        while (t->st.iter < stop) {
+            // A stop request (Ctrl-C, SIGTERM) reaches the ranks at different moments: they stop
+            // together, at the first step where any of them has it. The signal number itself is
+            // reduced (cmd_train exits with 128 + it): a rank that got none takes its peers'.
+            int32_t stop_now = (int32_t)train_stop_requested;
+            OCR_TRY(ocr_dist_max_i32(t->dist, &stop_now, 1, "the stop-request all-reduce"));
+            if (stop_now) {
+                if (!train_stop_requested) train_stop_requested = stop_now;
+                break;
+            }
             double t0 = ocr_now_seconds();
             int end;
             OCR_TRY(feed_next(&t->train, &t->batch, &end));
@@ -913,6 +1039,62 @@ static ocr_status_t loop(Trainer *t) {
     return OCR_OK;
 }
 
+// Data parallelism's figures, gathered on every rank (a collective: all ranks call it), and on
+// rank 0 SAVE_DIR/distributed.json.
+static ocr_status_t dist_summary(Trainer *t) {
+    TrainResult *r = t->res;
+    const GradSyncStats *g = &t->sync.stats;
+    if (t->sync_ok && g->steps > 0) {
+        r->allreduce_bytes_per_step = g->bytes / g->steps;
+        r->allreduce_buckets = t->sync.n_buckets;
+        r->allreduce_seconds_per_step = g->comm_seconds / (double)g->steps;
+        r->allreduce_exposed_per_step = g->exposed_seconds / (double)g->steps;
+        r->backward_seconds_per_step = g->backward_seconds / (double)g->steps;
+        double hidden = g->comm_seconds > 0 ? 1.0 - g->exposed_seconds / g->comm_seconds : 1.0;
+        r->comm_hidden_fraction = hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
+    }
+    int n = t->world < TRAIN_MAX_RANKS ? t->world : TRAIN_MAX_RANKS;
+    double v[TRAIN_MAX_RANKS + 1] = {0};
+    if (t->rank < n) v[t->rank] = r->samples_per_s;
+    v[TRAIN_MAX_RANKS] = r->samples_per_s;
+    OCR_TRY(ocr_dist_sum_f64(t->dist, v, TRAIN_MAX_RANKS + 1, "the throughput gather"));
+    r->n_rank_samples_per_s = n;
+    for (int i = 0; i < n; i++) r->rank_samples_per_s[i] = v[i];
+    r->global_samples_per_s = v[TRAIN_MAX_RANKS];
+    if (t->rank != 0 || !t->opt->save_checkpoints) return OCR_OK;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "backend", r->dist_backend);
+    cJSON_AddNumberToObject(o, "world_size", t->world);
+    cJSON_AddNumberToObject(o, "batch_per_rank", r->batch_size);
+    cJSON_AddNumberToObject(o, "global_batch", (double)r->global_batch);
+    cJSON_AddStringToObject(o, "amp", r->amp_level);
+    cJSON_AddStringToObject(o, "amp_dtype", r->amp_dtype);
+    cJSON_AddNumberToObject(o, "steps", (double)r->n_steps);
+    cJSON_AddNumberToObject(o, "global_samples_per_s", r->global_samples_per_s);
+    cJSON *a = cJSON_AddArrayToObject(o, "rank_samples_per_s");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(r->rank_samples_per_s[i]));
+    cJSON_AddNumberToObject(o, "allreduce_bytes_per_step", (double)r->allreduce_bytes_per_step);
+    cJSON_AddNumberToObject(o, "allreduce_buckets", r->allreduce_buckets);
+    cJSON_AddNumberToObject(o, "allreduce_seconds_per_step", r->allreduce_seconds_per_step);
+    cJSON_AddNumberToObject(o, "allreduce_exposed_seconds_per_step", r->allreduce_exposed_per_step);
+    cJSON_AddNumberToObject(o, "backward_seconds_per_step", r->backward_seconds_per_step);
+    cJSON_AddNumberToObject(o, "comm_hidden_fraction", r->comm_hidden_fraction);
+    cJSON_AddNumberToObject(o, "median_step_s", r->median_step_s);
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!text) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    char p[2300];
+    snprintf(p, sizeof p, "%s/distributed.json", t->dir);
+    ocr_status_t st = ocr_write_file_atomic(p, text, strlen(text));
+    free(text);
+    if (t->world > 1)
+        ocr_log(OCR_LOG_INFO, "data parallel: %d ranks x batch %d, %.1f samples/s in all; all-reduce %lld bytes per "
+                "step in %d bucket(s), %.2f ms per step, %.0f %% behind the backward", t->world, r->batch_size,
+                r->global_samples_per_s, (long long)r->allreduce_bytes_per_step, r->allreduce_buckets,
+                1e3 * r->allreduce_seconds_per_step, 100 * r->comm_hidden_fraction);
+    return st;
+}
+
 ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOptions *opt, TrainResult *res) {
     memset(res, 0, sizeof *res);
     Trainer t;
@@ -930,6 +1112,15 @@ ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOpt
     }
     if (st == OCR_OK) {
         summarize(&t);
+        st = dist_summary(&t);
+    }
+    if (st != OCR_OK && t.world > 1) {
+        // One rank's failure ends the job: the others would wait for it in their next collective.
+        char msg[1200];
+        snprintf(msg, sizeof msg, "rank %d of %d: %s", t.rank, t.world, ocr_last_error());
+        ocr_dist_abort(t.dist, msg);
+    }
+    if (st == OCR_OK) {
         OcrSkipStats sk;
         if (t.train_ok) {
             feed_skip_stats(&t.train, &sk);

@@ -49,6 +49,7 @@ typedef struct {
 } EvalRecord;
 
 #define TRAIN_MAX_OVERFLOW_LAYERS 16
+#define TRAIN_MAX_RANKS 64
 
 // The device a run used, for reports (app_device_prepare).
 typedef struct {
@@ -103,6 +104,20 @@ typedef struct {
     int64_t pinned_bytes;           // page-locked host buffers of the batch upload
     int cuda_graph;                 // the step was captured and replayed
     int64_t graph_captures, graph_replays;
+    // data parallelism (world_size 1: one process; the all-reduce figures are then what the
+    // gradient buckets would send, measured with the identity transport)
+    int world_size, rank;
+    char dist_backend[16];          // "single", "mpi", "nccl"
+    int64_t global_batch;           // batch_size × world_size
+    double global_samples_per_s;    // the sum of the ranks' steady-state throughputs
+    int n_rank_samples_per_s;       // min(world_size, TRAIN_MAX_RANKS)
+    double rank_samples_per_s[TRAIN_MAX_RANKS];
+    int64_t allreduce_bytes_per_step;  // gradient payload per rank per step (the gradient dtype's bytes)
+    int allreduce_buckets;
+    double allreduce_seconds_per_step; // first bucket started → last bucket done (rank 0, mean)
+    double allreduce_exposed_per_step; // of that, after the backward had ended (waiting)
+    double backward_seconds_per_step;
+    double comm_hidden_fraction;       // 1 − exposed / all-reduce time (1: entirely behind the backward)
 } TrainResult;
 
 void train_result_free(TrainResult *r);
@@ -118,6 +133,11 @@ ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOpt
 // every parameter, is OCR_ERR_CONFIG naming the key.
 struct OcrModel;
 ocr_status_t train_apply_finetune(struct OcrModel *m, const RunConfig *rc, const OcrConfig *cfg);
+
+// The process's data-parallel transport (dist/dist.h), opened on first use from the launcher's
+// environment and Distributed.* (backend, timeout_s); the same one for every later run.
+struct OcrDist;
+ocr_status_t app_dist_open(const RunConfig *rc, ocr_device_t device, struct OcrDist **out);
 
 // Sets OpenMP threads from Global.threads (0: leave the default).
 void app_set_threads(int threads);

@@ -24,6 +24,7 @@
 #include "kernels/cuda/cross_entropy.h"
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/lstm.h"
+#include "kernels/cuda/sar_attention.h"
 #include "kernels/cuda/norm.h"
 #include "kernels/cuda/optim.h"
 #include "kernels/cuda/pool.h"
@@ -597,4 +598,23 @@ void lstm_cell_backward(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *
         CUDA_CALL(lstm_cell_backward_cuda(dgates, dc_prev, dh, dc, gates, c_prev));
     else
         lstm_cell_backward_cpu(dgates, dc_prev, dh, dc, gates, c_prev);
+}
+
+// ---- SAR's 2-D attention score ------------------------------------------------------------------------
+
+void sar_attention_score_forward(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query, const OcrTensor *w,
+                                 const OcrTensor *bias, const OcrTensor *valid_w, int grid_w) {
+    if (ON_CUDA("sar_attention_score_forward", scores, key, query, w, bias, valid_w))
+        CUDA_CALL(sar_attention_score_forward_cuda(scores, key, query, w, bias, valid_w, grid_w));
+    else
+        sar_attention_score_forward_cpu(scores, key, query, w, bias, valid_w, grid_w);
+}
+
+void sar_attention_score_backward(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw, OcrTensor *dbias,
+                                  const OcrTensor *dscores, const OcrTensor *key, const OcrTensor *query,
+                                  const OcrTensor *w, const OcrTensor *valid_w, int grid_w) {
+    if (ON_CUDA("sar_attention_score_backward", dkey, dquery, dw, dbias, dscores, key, query, w, valid_w))
+        CUDA_CALL(sar_attention_score_backward_cuda(dkey, dquery, dw, dbias, dscores, key, query, w, valid_w, grid_w));
+    else
+        sar_attention_score_backward_cpu(dkey, dquery, dw, dbias, dscores, key, query, w, valid_w, grid_w);
 }

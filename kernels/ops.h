@@ -326,4 +326,35 @@ double clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm)
 // return) and returns at once for device-to-device copies. A CUDA failure aborts.
 void copy_bytes(ocr_device_t dst_device, void *dst, ocr_device_t src_device, const void *src, size_t bytes);
 
+// ---- LSTM layer (SAR's encoder and decoder: one layer of Paddle's nn.LSTM) ------------------------
+// Forward direction, zero initial state, time-major: x (T, B, I) → y (T, B, H). w_ih (4H, I),
+// w_hh (4H, H), b_ih, b_hh (4H) in Paddle's layout (weight_ih_l{k} etc.), gate order i, f, g, o.
+// gates (T, B, 4H) and cells (T, B, H) receive the pre-activations and cell states for the
+// backward. Composed of gemm, batch_broadcast_add and lstm_cell (runs on the tensors' device);
+// the nonlinearities run in fp32 (lstm_cell).
+void lstm_layer_forward(OcrTensor *y, OcrTensor *gates, OcrTensor *cells, const OcrTensor *x, const OcrTensor *w_ih,
+                        const OcrTensor *w_hh, const OcrTensor *b_ih, const OcrTensor *b_hh);
+// Backpropagation through time from dy (T, B, H): dx (T, B, I) assigned (may be NULL); dw_ih,
+// dw_hh, db_ih, db_hh accumulated (each may be NULL). dgates (T, B, 4H) and state (3, B, H, f32)
+// are scratch the caller provides (dgates holds every step's gate gradient on return).
+void lstm_layer_backward(OcrTensor *dx, OcrTensor *dw_ih, OcrTensor *dw_hh, OcrTensor *db_ih, OcrTensor *db_hh,
+                         OcrTensor *dgates, OcrTensor *state, const OcrTensor *dy, const OcrTensor *x,
+                         const OcrTensor *y, const OcrTensor *gates, const OcrTensor *cells, const OcrTensor *w_ih,
+                         const OcrTensor *w_hh);
+
+// ---- SAR's 2-D attention score (ParallelSARDecoder._2d_attention) --------------------------------
+// scores (B, T, P) f32 = Σ_d w[d]·tanh(key[b, p, d] + query[b, t, d]) + bias[0], the additive
+// attention of every decoder step t over the P = H·W map positions (row-major (h, w)), with
+// PaddleOCR's valid_ratio mask: positions whose column p % grid_w is >= valid_w[b] get −inf.
+// key (B, P, D), query (B, T, D), w (D) any float dtype; bias (1) may be NULL; valid_w (B) int32
+// in [1, grid_w] on the tensors' device (NULL: no mask). tanh and the sum run in fp32; the
+// (B, T, P, D) tanh tensor is never stored.
+void sar_attention_score_forward(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query, const OcrTensor *w,
+                                 const OcrTensor *bias, const OcrTensor *valid_w, int grid_w);
+// From dscores (B, T, P) f32 (masked positions are skipped): dkey, dquery assigned; dw (D),
+// dbias (1) accumulated; each may be NULL. The tanh values are recomputed from key and query.
+void sar_attention_score_backward(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw, OcrTensor *dbias,
+                                  const OcrTensor *dscores, const OcrTensor *key, const OcrTensor *query,
+                                  const OcrTensor *w, const OcrTensor *valid_w, int grid_w);
+
 #endif

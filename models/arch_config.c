@@ -399,6 +399,13 @@ static ocr_status_t parse_multiloss(const OcrConfig *cfg, OcrArch *a, const char
         OCR_TRY(ocr_config_get_bool(cfg, "Loss.loss_config_list.1.NRTRLoss.smoothing", 1, &m->nrtr_smoothing));
         OCR_TRY(get_i(cfg, "Loss.loss_config_list.1.NRTRLoss.ignore_index", 0, -1, 1 << 20, &m->nrtr_ignore_index));
     }
+    if (m->kind == OCR_GUIDE_SAR) {
+        // tools/train.py writes ignore_index = char_num + 1 (PAD) into the config; checked against
+        // the class count once the dictionary is read (parse_head).
+        static const char *const sar_keys[] = {"ignore_index", NULL};
+        OCR_TRY(ocr_config_check_keys(cfg, "Loss.loss_config_list.1.SARLoss", sar_keys));
+        OCR_TRY(get_i(cfg, "Loss.loss_config_list.1.SARLoss.ignore_index", -1, -1, 1 << 20, &m->sar_ignore_index));
+    }
     OCR_TRY(get_d(cfg, "Loss.weight_1", 1.0, 0.0, 1e6, &m->weight_ctc));
     OCR_TRY(get_d(cfg, "Loss.weight_2", 1.0, 0.0, 1e6, &m->weight_gtc));
     return OCR_OK;
@@ -458,10 +465,35 @@ static ocr_status_t parse_multihead(const OcrConfig *cfg, OcrArch *a) {
         int unused;
         OCR_TRY(get_i(cfg, MH_LIST ".1.NRTRHead.max_text_length", 25, 1, 1000, &unused));
     } else if (strcmp(k1, "SARHead") == 0) {
-        return ocr_set_error(OCR_ERR_CONFIG,
-                             "%s: " MH_LIST ".1: the SARHead guidance branch (PP-OCRv3's) is not implemented yet; "
-                             "NRTRHead (PP-OCRv4's) is: {NRTRHead: {nrtr_dim: 384}} with NRTRLoss",
-                             src);
+        // SARHead (ppocr/modeling/heads/rec_sar_head.py) with the forward-only LSTM encoder and
+        // decoder and the concatenated prediction input PaddleOCR's configs use.
+        m->kind = OCR_GUIDE_SAR;
+        guide_loss = "SARLoss";
+        static const char *const sar_keys[] = {"enc_dim", "max_text_length", "d_k", "enc_bi_rnn", "enc_drop_rnn",
+                                               "enc_gru", "dec_bi_rnn", "dec_drop_rnn", "dec_gru", "pred_dropout",
+                                               "pred_concat", NULL};
+        const char *p = MH_LIST ".1.SARHead";
+        OCR_TRY(ocr_config_check_keys(cfg, p, sar_keys));
+        OCR_TRY(get_i(cfg, MH_LIST ".1.SARHead.enc_dim", 512, 1, 8192, &m->sar_enc_dim));
+        OCR_TRY(get_i(cfg, MH_LIST ".1.SARHead.d_k", 512, 1, 8192, &m->sar_d_k));
+        OCR_TRY(require_off(cfg, MH_LIST ".1.SARHead.enc_bi_rnn", "the encoder LSTM is forward-only"));
+        OCR_TRY(require_off(cfg, MH_LIST ".1.SARHead.dec_bi_rnn", "the decoder LSTM is forward-only"));
+        OCR_TRY(require_off(cfg, MH_LIST ".1.SARHead.enc_gru", "the encoder is an LSTM"));
+        OCR_TRY(require_off(cfg, MH_LIST ".1.SARHead.dec_gru", "the decoder is an LSTM"));
+        double d;
+        OCR_TRY(get_d(cfg, MH_LIST ".1.SARHead.enc_drop_rnn", 0.1, 0.0, 0.999, &d));
+        m->sar_enc_drop = (float)d;
+        OCR_TRY(get_d(cfg, MH_LIST ".1.SARHead.pred_dropout", 0.1, 0.0, 0.999, &d));
+        m->sar_pred_drop = (float)d;
+        OCR_TRY(get_d(cfg, MH_LIST ".1.SARHead.dec_drop_rnn", 0.0, 0.0, 0.0, &d));  // PaddleOCR's 0.0 only
+        int concat;
+        OCR_TRY(ocr_config_get_bool(cfg, MH_LIST ".1.SARHead.pred_concat", 1, &concat));
+        if (!concat)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.pred_concat false is not supported (PaddleOCR's default true)",
+                                 src, p);
+        // As NRTRHead's: only PaddleOCR's inference decode (never run by the MultiHead) reads it.
+        int unused;
+        OCR_TRY(get_i(cfg, MH_LIST ".1.SARHead.max_text_length", 30, 1, 1000, &unused));
     } else {
         return ocr_set_error(OCR_ERR_CONFIG, "%s: " MH_LIST ".1 is %s; the guidance head must be NRTRHead or SARHead",
                              src, k1);
@@ -520,6 +552,12 @@ static ocr_status_t parse_head(const OcrConfig *cfg, OcrArch *a) {
         a->num_classes = from_dict;
     }
 #undef K
+    if (a->multihead.kind == OCR_GUIDE_SAR && a->multihead.sar_ignore_index >= 0 &&
+        a->multihead.sar_ignore_index != a->num_classes + 1)
+        return ocr_set_error(OCR_ERR_CONFIG,
+                             "%s: Loss.loss_config_list.1.SARLoss.ignore_index is %d; SARLabelEncode's PAD is %d "
+                             "(the %d CTC classes + 1)",
+                             ocr_config_source(cfg), a->multihead.sar_ignore_index, a->num_classes + 1, a->num_classes);
     return OCR_OK;
 }
 

@@ -36,6 +36,8 @@ struct OcrModel {
     int dinput_valid;
     int pass_valid, pass_training;
     int profile;
+    ocr_grad_ready_fn grad_ready_fn;  // ocr_model_set_grad_ready_hook (NULL: none)
+    void *grad_ready_user;
     OcrMemPlan plan;
     int plan_valid;
     uint64_t step;
@@ -156,6 +158,12 @@ ocr_status_t ocr_model_to_device(OcrModel *m, ocr_device_t device) {
 OcrParamTable *ocr_model_params(OcrModel *m) { return &m->params; }
 OcrParamTable *ocr_model_stats(OcrModel *m) { return &m->stats; }
 OcrOpTable *ocr_model_ops(OcrModel *m) { return &m->ops; }
+const Mv1e *ocr_model_layers_mv1e(const OcrModel *m) { return m->arch.backbone == OCR_BACKBONE_MV1E ? &m->mv1e : NULL; }
+const Lcnet *ocr_model_layers_lcnet(const OcrModel *m) {
+    return m->arch.backbone == OCR_BACKBONE_LCNETV3 ? &m->lcnet : NULL;
+}
+const SvtrNeck *ocr_model_layers_neck(const OcrModel *m) { return m->arch.neck_svtr ? &m->neck : NULL; }
+const CtcHead *ocr_model_layers_head(const OcrModel *m) { return &m->head; }
 int64_t ocr_model_param_count(const OcrModel *m) {
     int64_t n = 0;
     for (int i = 0; i < m->params.count; i++) n += m->params.items[i].numel;
@@ -194,6 +202,8 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     c->profile = m->profile && !plan;
     c->t_last = ocr_now_seconds();
     c->cast_cache = plan ? NULL : m->cast_cache;
+    c->bwd_hook = plan ? NULL : m->grad_ready_fn;
+    c->bwd_hook_user = m->grad_ready_user;
     for (int i = 0; i < m->ops.count; i++) {
         memset(&m->ops.items[i].out, 0, sizeof m->ops.items[i].out);
         m->ops.items[i].flops = 0;
@@ -474,6 +484,11 @@ ocr_status_t ocr_model_set_guide_labels(OcrModel *m, const int32_t *labels, cons
     return guide_set_labels(&m->guide, labels, lengths, batch, max_len);
 }
 
+ocr_status_t ocr_model_set_guide_valid_ratios(OcrModel *m, const float *valid_ratios, int batch) {
+    if (m->arch.multihead.kind != OCR_GUIDE_SAR) return OCR_OK;
+    return guide_set_valid_ratios(&m->guide, valid_ratios, batch);
+}
+
 static int guide_valid(const OcrModel *m) {
     return m->pass_valid && m->pass_training && m->arch.multihead.kind != OCR_GUIDE_NONE;
 }
@@ -509,6 +524,16 @@ const OcrTensor *ocr_model_op_output(const OcrModel *m, const char *op_name) {
 }
 
 void ocr_model_set_profile(OcrModel *m, int on) { m->profile = on; }
+
+void ocr_model_set_grad_ready_hook(OcrModel *m, ocr_grad_ready_fn fn, void *user) {
+    m->grad_ready_fn = fn;
+    m->grad_ready_user = user;
+    // The pass already under way (a forward done, its backward next) takes it too.
+    if (!m->ctx.plan) {
+        m->ctx.bwd_hook = fn;
+        m->ctx.bwd_hook_user = user;
+    }
+}
 
 void ocr_model_reset_profile(OcrModel *m) {
     for (int i = 0; i < m->ops.count; i++) m->ops.items[i].time_fwd = m->ops.items[i].time_bwd = 0;

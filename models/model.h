@@ -73,6 +73,12 @@ ocr_device_t ocr_model_device(const OcrModel *m);
 OcrParamTable *ocr_model_params(OcrModel *m);
 OcrParamTable *ocr_model_stats(OcrModel *m);
 OcrOpTable *ocr_model_ops(OcrModel *m);
+// The built layers, read by exporters that walk the network (models/onnx_export.c); NULL for a
+// part this network does not have (another backbone, Im2Seq instead of the SVTR neck).
+const Mv1e *ocr_model_layers_mv1e(const OcrModel *m);
+const Lcnet *ocr_model_layers_lcnet(const OcrModel *m);
+const SvtrNeck *ocr_model_layers_neck(const OcrModel *m);
+const CtcHead *ocr_model_layers_head(const OcrModel *m);
 int64_t ocr_model_param_count(const OcrModel *m);
 
 // Sets the compute dtype of every op whose name matches the fnmatch(3) pattern (and whose
@@ -121,6 +127,9 @@ OcrTensor *ocr_model_dlogits(OcrModel *m);
 // evaluation passes run the CTC branch only.
 ocr_status_t ocr_model_set_guide_labels(OcrModel *m, const int32_t *labels, const int32_t *lengths, int batch,
                                         int max_len);
+// SAR guidance (PP-OCRv3): the batch's valid ratios (B) in (0, 1] for the next training pass
+// (the loader's valid_ratios); a no-op for the NRTR branch. See guide_set_valid_ratios.
+ocr_status_t ocr_model_set_guide_valid_ratios(OcrModel *m, const float *valid_ratios, int batch);
 const OcrTensor *ocr_model_guide_logits(const OcrModel *m);
 const OcrTensor *ocr_model_guide_targets(const OcrModel *m);
 OcrTensor *ocr_model_guide_dlogits(OcrModel *m);
@@ -160,6 +169,13 @@ ocr_status_t ocr_model_set_cast_cache(OcrModel *m, AmpCastCache *cache);
 
 // Per-op wall time (OcrOpInfo.time_fwd / time_bwd) accumulates while profiling is on.
 void ocr_model_set_profile(OcrModel *m, int on);
+// Called during ocr_model_backward each time an op's backward has finished, with the op's index
+// in ocr_model_ops (OcrParamInfo.op names the op that owns a parameter): from then on that op's
+// parameter gradients are complete. Data parallelism starts a bucket's all-reduce from here
+// while the rest of the backward runs. NULL: no hook. A plain function pointer so the model
+// knows nothing of who listens.
+typedef void (*ocr_grad_ready_fn)(void *user, int op);
+void ocr_model_set_grad_ready_hook(OcrModel *m, ocr_grad_ready_fn fn, void *user);
 void ocr_model_reset_profile(OcrModel *m);
 // Activation-arena counters of the last pass: peak and live bytes.
 void ocr_model_arena_usage(const OcrModel *m, int64_t *peak, int64_t *live);

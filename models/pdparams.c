@@ -723,6 +723,27 @@ ocr_pd_map_t ocr_pdparams_map_name(const char *paddle, char *ours, size_t size) 
     return OCR_PD_MAPPED;
 }
 
+// A MultiHead SAR checkpoint's second name of an LSTM parameter, "<rnn>.{k}.cell.{weight_ih,
+// weight_hh, bias_ih, bias_hh}", becomes "<rnn>.{...}_l{k}" in `ours` (returns 1); other names
+// are left alone (returns 0).
+static int sar_lstm_alias(const char *paddle, char *ours, size_t size) {
+    static const char *const rnns[] = {".rnn_encoder.", ".rnn_decoder.", NULL};
+    for (int q = 0; rnns[q]; q++) {
+        const char *at = strstr(paddle, rnns[q]);
+        if (!at || strncmp(paddle, "head.sar_head.", 14) != 0) continue;
+        const char *tail = at + strlen(rnns[q]);
+        char *end;
+        long k = strtol(tail, &end, 10);
+        if (end == tail || k < 0 || k > 64 || strncmp(end, ".cell.", 6) != 0) continue;
+        const char *what = end + 6;
+        if (strcmp(what, "weight_ih") && strcmp(what, "weight_hh") && strcmp(what, "bias_ih") && strcmp(what, "bias_hh"))
+            continue;
+        snprintf(ours, size, "%.*s%s_l%ld", (int)(tail - paddle), paddle, what, k);
+        return 1;
+    }
+    return 0;
+}
+
 static ocr_status_t add_str(char ***arr, int *n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static ocr_status_t add_str(char ***arr, int *n, const char *fmt, ...) {
     char buf[512];
@@ -785,7 +806,9 @@ ocr_status_t ocr_pdparams_load_into(OcrModel *m, const OcrPdparams *p, OcrPdLoad
     char ours[512], a[96], b[96];
     for (int i = 0; st == OCR_OK && i < p->count; i++) {
         const OcrPdTensor *t = &p->tensors[i];
-        if (ocr_pdparams_map_name(t->name, ours, sizeof ours) == OCR_PD_GUIDANCE) {
+        int alias = 0;
+        if (ocr_pdparams_map_name(t->name, ours, sizeof ours) == OCR_PD_GUIDANCE &&
+            (alias = sar_lstm_alias(t->name, ours, sizeof ours)) >= 0 && ocr_params_find(&host[0], ours) < 0) {
             r->guidance++;
             st = add_str(&r->not_loaded, &r->n_not_loaded, "%s: MultiHead guidance branch, not part of a CTC model", t->name);
             continue;
@@ -793,6 +816,12 @@ ocr_status_t ocr_pdparams_load_into(OcrModel *m, const OcrPdparams *p, OcrPdLoad
         int tab = -1, k = -1;
         for (int q = 0; q < 2 && k < 0; q++)
             if ((k = ocr_params_find(&host[q], ours)) >= 0) tab = q;
+        // A MultiHead model keeps PaddleOCR's own names (head.ctc_encoder.*, head.ctc_head.*).
+        for (int q = 0; q < 2 && k < 0; q++)
+            if ((k = ocr_params_find(&host[q], t->name)) >= 0) {
+                tab = q;
+                snprintf(ours, sizeof ours, "%s", t->name);
+            }
         if (k < 0) {
             if (!r->unexpected++) snprintf(r->first_unexpected, sizeof r->first_unexpected, "%s", t->name);
             st = add_str(&r->not_loaded, &r->n_not_loaded, "%s: no such tensor in the model", t->name);
@@ -804,6 +833,20 @@ ocr_status_t ocr_pdparams_load_into(OcrModel *m, const OcrPdparams *p, OcrPdLoad
             r->shape_mismatch++;
             st = add_str(&r->not_loaded, &r->n_not_loaded, "%s: shape %s, the model's %s is %s", t->name,
                          shape_str(t->ndim, t->shape, a, sizeof a), ours, shape_str(pi->ndim, pi->shape, b, sizeof b));
+            continue;
+        }
+        if (filled[tab][k] && (alias > 0 || strncmp(ours, "head.sar_head.", 14) == 0)) {
+            // Paddle's nn.LSTM lists each parameter twice (weight_ih_l{k} and {k}.cell.weight_ih):
+            // one tensor, so the second entry must repeat the first.
+            OcrTensor have = ocr_params_tensor(&host[tab], k);
+            int same = 1;
+            for (int64_t e = 0; same && e < t->numel; e++) same = ocr_tensor_get_f32(&have, e) == t->f32[e];
+            if (same) {
+                r->aliases++;
+                continue;
+            }
+            st = add_str(&r->not_loaded, &r->n_not_loaded, "%s: differs from %s (the same LSTM parameter)", t->name, ours);
+            r->shape_mismatch++;
             continue;
         }
         if (filled[tab][k]) {

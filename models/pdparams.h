@@ -51,7 +51,9 @@ const OcrPdTensor *ocr_pdparams_find(const OcrPdparams *p, const char *name);
 // Names: our parameter tables use PaddleOCR's structured names, so a CTC model's keys map to
 // themselves. A MultiHead checkpoint's CTC branch maps too (head.ctc_encoder.X → neck.X,
 // head.ctc_head.X → head.X); its guidance branches (head.sar_head.*, head.gtc_head.*,
-// head.before_gtc.*) are not part of a CTC network: counted as such, never loaded. Layouts:
+// head.before_gtc.*) load into a MultiHead model that has them (same names) and are counted as
+// `guidance`, never loaded, by a CTC network. Paddle's LSTM keys appear twice (weight_ih_l{k} and
+// {k}.cell.weight_ih): the second must equal the first (`aliases`). Layouts:
 // Paddle's conv weights (OC, C/groups, KH, KW) are transposed to ours (OC, KH, KW, C/groups);
 // linear weights are (in, out) on both sides; BN running statistics go to the statistics
 // table.
@@ -67,7 +69,8 @@ typedef struct {
     int missing;         // model tensors the file did not provide (they keep their values)
     int unexpected;      // file tensors that map to no tensor of the model
     int shape_mismatch;  // file tensors whose shape differs from the model's (not loaded; counted in missing too)
-    int guidance;        // MultiHead guidance-branch tensors (not part of a CTC model)
+    int guidance;        // MultiHead guidance-branch tensors the model does not have (a CTC model)
+    int aliases;         // second names of one tensor (SAR's LSTM {k}.cell.* keys), equal to the first
     int other;           // non-float-array entries (StructuredToParameterName@@, ...)
     char first_missing[256], first_unexpected[256];
     // Every file entry not loaded, "name: why", in file order; every model tensor not filled.

@@ -18,6 +18,9 @@
 # build-device), TEST_TIMEOUT (seconds per test, default 180; gpu_train gets 3x), CUDA_ARCHS
 # (default 90), BENCH_TIMEOUT (default 420 s), BENCH_ARGS (extra bench_train_gpu arguments),
 # COMPARE_TIMEOUT (default 300 s), SKIP_BENCH=1 / SKIP_COMPARE=1 to leave those out.
+# dist_nccl (tests/dist/test_nccl.c) is the 1-GPU NCCL all-reduce check; with SKIP_COMPARE unset
+# the run also trains 20 steps of the demo network through the NCCL gradient path on one GPU
+# (Distributed.backend nccl, a world of one: no MPI runtime needed) next to a plain run.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 ROOT=$(pwd)
@@ -29,7 +32,7 @@ OUT=${OUT:-$ROOT/device-check-out}
 
 log() { printf '[device-check] %s\n' "$*" >&2; }
 
-gpu_targets() { ls "$ROOT"/tests/gpu/test_*.c | sed 's|.*/test_\(.*\)\.c|gpu_\1|'; }
+gpu_targets() { ls "$ROOT"/tests/gpu/test_*.c | sed 's|.*/test_\(.*\)\.c|gpu_\1|'; echo dist_nccl; }
 # Programs besides the tests: the CLI (compare, synth) and the training benchmark.
 tool_targets() { echo ocrtrain bench_train_gpu; }
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}
@@ -255,6 +258,29 @@ run() {
             fi
         else
             echo "compare: ocrtrain MISSING" >>"$summary"
+            extra_fail=$((extra_fail + 1))
+        fi
+    fi
+    # ---- data parallelism: the GPU step with NCCL gradient buckets on one GPU ----
+    if [ "${SKIP_COMPARE:-0}" != 1 ] && [ -x "$bindir/ocrtrain" ] && [ -f /tmp/ocr-device-receipts/train/labels.txt ]; then
+        echo >>"$summary"
+        local data=/tmp/ocr-device-receipts nrc=0 prc=0
+        local common=(-c configs/demo_gpu.json -o Global.device=gpu Global.eval_batch_step=[0,0]
+            Train.dataset.data_dir="$data/train" "Train.dataset.label_file_list=[\"$data/train/labels.txt\"]"
+            Eval.dataset.data_dir="$data/eval" "Eval.dataset.label_file_list=[\"$data/eval/labels.txt\"]")
+        (cd "$ROOT" && timeout 300 "$bindir/ocrtrain" train "${common[@]}" Global.save_model_dir="$OUT/nccl/plain" \
+            --max-steps 20) >"$OUT/nccl-plain.log" 2>&1 || prc=$?
+        (cd "$ROOT" && timeout 300 "$bindir/ocrtrain" train "${common[@]}" Global.save_model_dir="$OUT/nccl/nccl" \
+            Distributed.backend=nccl Distributed.bucket_mb=1 --max-steps 20) >"$OUT/nccl.log" 2>&1 || nrc=$?
+        cat "$OUT/nccl-plain.log" "$OUT/nccl.log" >>"$full"
+        if [ $nrc -eq 0 ] && [ $prc -eq 0 ]; then
+            echo "nccl smoke (1 GPU, 20 steps, 1 MiB buckets): OK; last losses plain / nccl:" \
+                "$(tail -1 "$OUT/nccl/plain/metrics.jsonl" | grep -o '"loss":[^,]*')" \
+                "$(tail -1 "$OUT/nccl/nccl/metrics.jsonl" | grep -o '"loss":[^,]*')" >>"$summary"
+            grep -E 'allreduce_(bytes_per_step|buckets)' "$OUT/nccl/nccl/distributed.json" >>"$summary" 2>/dev/null
+        else
+            echo "nccl smoke: FAIL (plain exit $prc, nccl exit $nrc; see nccl.log)" >>"$summary"
+            tail -5 "$OUT/nccl.log" >>"$summary"
             extra_fail=$((extra_fail + 1))
         fi
     fi

@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 
 PACKAGES=(build-essential cmake pkg-config libpng-dev libjpeg62-turbo-dev libcjson-dev check
           libsubunit-dev libopenblas-dev libfreetype-dev fonts-dejavu-core fonts-liberation2
-          fonts-wqy-microhei wamerican fortunes-min libyaml-dev liblmdb-dev)
+          fonts-wqy-microhei wamerican fortunes-min libyaml-dev liblmdb-dev
+          libopenmpi-dev openmpi-bin)  # data parallelism (-DOCR_MPI=AUTO) and its tests/dist checks
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -28,6 +28,7 @@ static void print_usage(FILE *out) {
             "  compare  -c CFG --out DIR                     FP32 vs AMP paired per line: exit 3 regression, 4 inconclusive\n"
             "  capacity -c CFG [--memory SIZE] [--json]      largest batch per precision\n"
             "  import   --onnx FILE --out W.safetensors      PaddleOCR PP-OCRv4 rec weights\n"
+            "  export   -c CFG --weights W --onnx F | --pdparams F   for deployment: ONNX, PaddleOCR's state dict\n"
             "\n"
             "options:\n"
             "  -h, --help      this text\n"
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "compare") == 0) return cmd_compare(argc - 1, argv + 1);
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 1, argv + 1);
     if (strcmp(cmd, "pack") == 0) return cmd_pack(argc - 1, argv + 1);
+    if (strcmp(cmd, "export") == 0) return cmd_export(argc - 1, argv + 1);
     fprintf(stderr, "ocrtrain: unknown command '%s' (see ocrtrain --help)\n", cmd);
     return 2;
 }

@@ -4,7 +4,9 @@
 // vectorises every one of them without -ffast-math: clamps and selects that GCC will not
 // if-convert (it keeps trapping float ops on one branch) are integer bit-mask blends, and
 // swish/gelu use the branch-free exp and normal CDF below instead of libm's scalar
-// expf/erff (2-2.5x faster on 4-wide SSE2, more with -march=native).
+// expf/erff (2-2.5x faster on 4-wide SSE2, more with -march=native). The loops are compiled
+// for SSE2, AVX2 and AVX-512 from one body and picked at run time (cpu_common.h); every level
+// computes the same bits.
 //
 // Derivatives at the kinks follow Paddle's gradient kernels:
 //   relu:        x > 0 → 1, else 0 (0 at x = 0).
@@ -19,6 +21,8 @@
 #include "core/half.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/rowwise.h"
 #include "kernels/ops.h"
 
 #define ACT_PAR_MIN 32768
@@ -52,7 +56,7 @@ int ocr_activation_from_name(const char *name, ocr_activation_t *out) {
 // ---- branch-free math (vectorisable) -------------------------------------------------
 
 // take_a ? a : b, as a bit blend so that loops around it stay vectorisable.
-static inline float blend(int take_a, float a, float b) {
+CPU_INLINE float blend(int take_a, float a, float b) {
     uint32_t m = 0u - (uint32_t)take_a, ua, ub;
     memcpy(&ua, &a, sizeof ua);
     memcpy(&ub, &b, sizeof ub);
@@ -64,7 +68,7 @@ static inline float blend(int take_a, float a, float b) {
 // e^x within ~1e-7 relative for x in [−87, 88] (the input is clamped there, so the result
 // never overflows or goes subnormal). x = n·ln2 + r with |r| <= ln2/2; e^r by its Taylor
 // series to r^7 (truncation < 6e-9); 2^n assembled in the exponent bits.
-static inline float vexpf(float x) {
+CPU_INLINE float vexpf(float x) {
     x = blend(x < -87.0f, -87.0f, x);
     x = blend(x > 88.0f, 88.0f, x);
     const float round_magic = 12582912.0f;  // 1.5·2^23: adding and subtracting it rounds to an integer
@@ -97,7 +101,7 @@ static inline float vexpf(float x) {
 // Measured against double: Φ within 1e-7 relative for x >= 0, 1.4e-6 for x > −4 and 5e-6
 // down to x = −7, where the float rounding of a² dominates (≈ a²·2^-23; 0.5·(1 + erff) loses
 // far more there to cancellation).
-static inline float normal_cdf(float x) {
+CPU_INLINE float normal_cdf(float x) {
     const float z = x * 0.70710678118654752440f;
     const float a = blend(z < 0.0f, -z, z);
 
@@ -131,21 +135,19 @@ static inline float normal_cdf(float x) {
     return blend(a < 1.0f, central, tail);
 }
 
-// y (n) = act(x); y may equal x.
-void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act) {
+// y (n) = act(x) on one thread; y may equal x.
+CPU_INLINE void act_forward_serial_body(float *y, const float *x, int64_t n, ocr_activation_t act) {
     switch (act) {
         case OCR_ACT_NONE:
             if (y != x) memcpy(y, x, (size_t)n * sizeof(float));
             break;
         case OCR_ACT_RELU:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN)
             for (int64_t i = 0; i < n; i++) {
                 float v = x[i];
                 y[i] = v < 0.0f ? 0.0f : v;  // NaN passes through
             }
             break;
         case OCR_ACT_HARDSWISH:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN)
             for (int64_t i = 0; i < n; i++) {
                 float v = x[i];
                 float t = v + 3.0f;
@@ -155,7 +157,6 @@ void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t a
             }
             break;
         case OCR_ACT_HARDSIGMOID:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN)
             for (int64_t i = 0; i < n; i++) {
                 float t = x[i] * HARDSIGMOID_SLOPE + 0.5f;
                 t = t < 0.0f ? 0.0f : t;
@@ -163,14 +164,12 @@ void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t a
             }
             break;
         case OCR_ACT_SWISH:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
             for (int64_t i = 0; i < n; i++) {
                 float v = x[i];
                 y[i] = v / (1.0f + vexpf(-v));
             }
             break;
         case OCR_ACT_GELU:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
             for (int64_t i = 0; i < n; i++) {
                 float v = x[i];
                 y[i] = v * normal_cdf(v);
@@ -180,21 +179,19 @@ void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t a
     }
 }
 
-// dx (n) = dy · act'(x); dx may equal dy.
-void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+// dx (n) = dy · act'(x) on one thread; dx may equal dy.
+CPU_INLINE void act_backward_serial_body(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
     switch (act) {
         case OCR_ACT_NONE:
             if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(float));
             break;
         case OCR_ACT_RELU:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN)
             for (int64_t i = 0; i < n; i++) {
                 float g = dy[i];  // loaded unconditionally so the select vectorises
                 dx[i] = x[i] > 0.0f ? g : 0.0f;
             }
             break;
         case OCR_ACT_HARDSWISH:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN)
             for (int64_t i = 0; i < n; i++) {
                 // A select between the slope and a constant would not vectorise (GCC keeps
                 // the division on one branch under -ftrapping-math), so the slope is masked
@@ -209,7 +206,6 @@ void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n,
             }
             break;
         case OCR_ACT_HARDSIGMOID:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN)
             for (int64_t i = 0; i < n; i++) {
                 float t = x[i] * HARDSIGMOID_SLOPE + 0.5f;
                 float d = (t > 0.0f && t < 1.0f) ? HARDSIGMOID_SLOPE : 0.0f;
@@ -217,7 +213,6 @@ void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n,
             }
             break;
         case OCR_ACT_SWISH:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
             for (int64_t i = 0; i < n; i++) {
                 float v = x[i];
                 float sg = 1.0f / (1.0f + vexpf(-v));
@@ -225,7 +220,6 @@ void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n,
             }
             break;
         case OCR_ACT_GELU:
-#pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
             for (int64_t i = 0; i < n; i++) {
                 float v = x[i];
                 float cdf = normal_cdf(v);
@@ -237,10 +231,47 @@ void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n,
     }
 }
 
+CPU_VEC_CLONES(act_forward_serial, (float *y, const float *x, int64_t n, ocr_activation_t act), (y, x, n, act))
+CPU_VEC_CLONES(act_backward_serial, (float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act),
+               (dx, dy, x, n, act))
+
+void cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act) {
+    act_forward_serial(y, x, n, act);
+}
+void cpu_act_backward_tile(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+    act_backward_serial(dx, dy, x, n, act);
+}
+
+// Elements per parallel block of the whole-array forms; swish and gelu cost enough per element
+// to go parallel four times earlier.
+#define ACT_PAR_BLOCK 8192
+static int act_parallel(int64_t n, ocr_activation_t act) {
+    return n >= (act == OCR_ACT_SWISH || act == OCR_ACT_GELU ? ACT_PAR_MIN / 4 : ACT_PAR_MIN);
+}
+
+void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act) {
+    const int64_t nblk = (n + ACT_PAR_BLOCK - 1) / ACT_PAR_BLOCK;
+#pragma omp parallel for schedule(static) if (act_parallel(n, act))
+    for (int64_t b = 0; b < nblk; b++) {
+        const int64_t i0 = b * ACT_PAR_BLOCK, m = n - i0 < ACT_PAR_BLOCK ? n - i0 : ACT_PAR_BLOCK;
+        act_forward_serial(y + i0, x + i0, m, act);
+    }
+}
+
+void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+    const int64_t nblk = (n + ACT_PAR_BLOCK - 1) / ACT_PAR_BLOCK;
+#pragma omp parallel for schedule(static) if (act_parallel(n, act))
+    for (int64_t b = 0; b < nblk; b++) {
+        const int64_t i0 = b * ACT_PAR_BLOCK, m = n - i0 < ACT_PAR_BLOCK ? n - i0 : ACT_PAR_BLOCK;
+        act_backward_serial(dx + i0, dy + i0, x + i0, m, act);
+    }
+}
+
 // f16/bf16 tensors go through in blocks: each block is widened into a buffer on the stack,
 // computed in fp32 and rounded back while it is in cache, instead of three passes over the
 // whole tensor (widen, compute, round). Per element the same operations as the f32 loops, so
-// the results are bit-identical to the whole-tensor conversion.
+// the results are bit-identical to the whole-tensor conversion, which Global.cpu_exact_numerics
+// keeps as the reference.
 #define ACT_BLOCK 2048
 
 static void block_in(float *dst, const OcrTensor *t, int64_t i0, int64_t m) {
@@ -267,14 +298,14 @@ void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "activation: out and inp sizes differ");
     OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
     const int64_t n = ocr_tensor_numel(inp);
-    if (inp->dtype != OCR_F32 || out->dtype != OCR_F32) {
+    if ((inp->dtype != OCR_F32 || out->dtype != OCR_F32) && !ocr_cpu_exact_numerics()) {
         // out may be inp (in-place activations): each block is read before it is written.
 #pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
         for (int64_t i0 = 0; i0 < n; i0 += ACT_BLOCK) {
             float buf[ACT_BLOCK];
             int64_t m = n - i0 < ACT_BLOCK ? n - i0 : ACT_BLOCK;
             block_in(buf, inp, i0, m);
-            cpu_act_forward_f32(buf, buf, m, act);
+            act_forward_serial(buf, buf, m, act);
             block_out(out, i0, buf, m);
         }
         return;
@@ -294,7 +325,7 @@ void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTe
     const int64_t n = ocr_tensor_numel(inp);
     OCR_ASSERT(ocr_tensor_numel(dinp) == n && ocr_tensor_numel(dout) == n, "activation: gradient sizes differ");
     OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
-    if (inp->dtype != OCR_F32 || dout->dtype != OCR_F32 || dinp->dtype != OCR_F32) {
+    if ((inp->dtype != OCR_F32 || dout->dtype != OCR_F32 || dinp->dtype != OCR_F32) && !ocr_cpu_exact_numerics()) {
         // dinp may be dout (in-place gradients): each block is read before it is written.
 #pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
         for (int64_t i0 = 0; i0 < n; i0 += ACT_BLOCK) {
@@ -302,7 +333,7 @@ void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTe
             int64_t m = n - i0 < ACT_BLOCK ? n - i0 : ACT_BLOCK;
             block_in(bx, inp, i0, m);
             block_in(bg, dout, i0, m);
-            cpu_act_backward_f32(bg, bg, bx, m, act);
+            act_backward_serial(bg, bg, bx, m, act);
             block_out(dinp, i0, bg, m);
         }
         return;

@@ -4,11 +4,18 @@
 // contiguous channel dimension. Statistics accumulate in double: per-chunk partial sums over
 // a FIXED number of row chunks (not one per thread), combined in chunk order, so the
 // statistics are bitwise identical for any thread count.
+//
+// The forward and backward are bn_act.c's fused kernels with no activation (the same
+// arithmetic); this file holds the shared pieces: the statistics, the row-tile loops at the
+// CPU's vector width (rowwise.h) and the per-channel coefficients. f16/bf16 data is widened and
+// rounded a tile at a time, never as a whole-tensor fp32 copy.
 #include <math.h>
+#include <omp.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/rowwise.h"
 #include "kernels/ops.h"
 
 #define BN_MAX_CHUNKS 32
@@ -24,24 +31,96 @@ static void bn_check_vec(const OcrTensor *t, int64_t C, const char *what) {
                (long long)ocr_tensor_numel(t), (long long)C);
 }
 
+// ---- row-tile kernels (rowwise.h) -------------------------------------------------------------
+
+// s1 (C) += Σ (x − shift), s2 (C) += Σ (x − shift)², in double, rows in order.
+CPU_INLINE void stats_tile_body(double *restrict s1, double *restrict s2, const float *restrict x,
+                                const float *restrict shift, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C;
+        for (int64_t c = 0; c < C; c++) {
+            double d = (double)xr[c] - (double)shift[c];
+            s1[c] += d;
+            s2[c] += d * d;
+        }
+    }
+}
+CPU_VEC_CLONES(stats_tile, (double *s1, double *s2, const float *x, const float *shift, int64_t rows, int64_t C),
+               (s1, s2, x, shift, rows, C))
+
+CPU_INLINE void value_tile_body(float *restrict v, const float *restrict x, const float *restrict mf,
+                                const float *restrict af, const float *restrict bf, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C;
+        float *vr = v + r * C;
+        for (int64_t c = 0; c < C; c++) vr[c] = (xr[c] - mf[c]) * af[c] + bf[c];
+    }
+}
+CPU_VEC_CLONES(value_tile, (float *v, const float *x, const float *mf, const float *af, const float *bf, int64_t rows,
+                            int64_t C),
+               (v, x, mf, af, bf, rows, C))
+void cpu_bn_value_tile(float *v, const float *x, const float *mf, const float *af, const float *bf, int64_t rows,
+                       int64_t C) {
+    value_tile(v, x, mf, af, bf, rows, C);
+}
+
+CPU_INLINE void sums_tile_body(double *restrict p1, double *restrict p2, const float *restrict x,
+                               const float *restrict g, const float *restrict mean, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C, *gr = g + r * C;
+        for (int64_t c = 0; c < C; c++) {
+            p1[c] += (double)gr[c];
+            p2[c] += (double)gr[c] * ((double)xr[c] - (double)mean[c]);
+        }
+    }
+}
+CPU_VEC_CLONES(sums_tile, (double *p1, double *p2, const float *x, const float *g, const float *mean, int64_t rows,
+                           int64_t C),
+               (p1, p2, x, g, mean, rows, C))
+void cpu_bn_sums_tile(double *p1, double *p2, const float *x, const float *g, const float *mean, int64_t rows,
+                      int64_t C) {
+    sums_tile(p1, p2, x, g, mean, rows, C);
+}
+
+// dx may equal g (the parked gradient turns into dx in place), so no restrict on those two.
+CPU_INLINE void dx_tile_body(float *dx, const float *g, const float *restrict x, const float *restrict mean,
+                             const float *restrict a, const float *restrict b, const float *restrict k, int64_t rows,
+                             int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C, *gr = g + r * C;
+        float *dr = dx + r * C;
+        for (int64_t c = 0; c < C; c++) dr[c] = a[c] * gr[c] + b[c] * (xr[c] - mean[c]) + k[c];
+    }
+}
+CPU_VEC_CLONES(dx_tile, (float *dx, const float *g, const float *x, const float *mean, const float *a, const float *b,
+                         const float *k, int64_t rows, int64_t C),
+               (dx, g, x, mean, a, b, k, rows, C))
+void cpu_bn_dx_tile(float *dx, const float *g, const float *x, const float *mean, const float *a, const float *b,
+                    const float *k, int64_t rows, int64_t C) {
+    dx_tile(dx, g, x, mean, a, b, k, rows, C);
+}
+
 // mean, var (C) = batch mean and biased variance of x (M, C). The sums are shifted by the
-// first row, which keeps the one-pass variance accurate when |mean| >> std.
-void cpu_bn_batch_stats(double *mean, double *var, const float *x, int64_t M, int64_t C, CpuScratch *s) {
+// first row, which keeps the one-pass variance accurate when |mean| >> std. Each chunk's rows
+// are widened a tile at a time into the thread's buffer.
+void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int64_t M, int64_t C, CpuScratch *s) {
     const int64_t nch = cpu_bn_chunks(M);
+    const int par = M * C >= BN_PAR_MIN;
+    const int nthr = par ? omp_get_max_threads() : 1;
+    const int64_t tr = cpu_tile_rows(C);
     double *part = cpu_scratch_bytes(s, (size_t)(2 * nch * C) * sizeof(double));
-    const float *shift = x;
-#pragma omp parallel for schedule(static) if (M * C >= BN_PAR_MIN)
+    float *shift_buf = cpu_scratch_floats(s, (size_t)C);
+    float *tiles = x->dtype == OCR_F32 ? NULL : cpu_scratch_floats(s, (size_t)nthr * (size_t)(tr * C));
+    const float *shift = cpu_rows_in(x, C, 0, 1, shift_buf);
+#pragma omp parallel for schedule(static) if (par)
     for (int64_t k = 0; k < nch; k++) {
+        float *buf = tiles ? tiles + (size_t)omp_get_thread_num() * (size_t)(tr * C) : NULL;
         double *s1 = part + 2 * k * C, *s2 = s1 + C;
         for (int64_t c = 0; c < C; c++) s1[c] = s2[c] = 0.0;
         const int64_t r0 = k * M / nch, r1 = (k + 1) * M / nch;
-        for (int64_t r = r0; r < r1; r++) {
-            const float *xr = x + r * C;
-            for (int64_t c = 0; c < C; c++) {
-                double d = (double)xr[c] - (double)shift[c];
-                s1[c] += d;
-                s2[c] += d * d;
-            }
+        for (int64_t t0 = r0; t0 < r1; t0 += tr) {
+            const int64_t rows = t0 + tr <= r1 ? tr : r1 - t0;
+            stats_tile(s1, s2, cpu_rows_in(x, C, t0, rows, buf), shift, rows, C);
         }
     }
     for (int64_t c = 0; c < C; c++) {
@@ -73,68 +152,11 @@ void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *sa
     if (running_mean) bn_check_vec(running_mean, C, "running_mean");
     if (running_var) bn_check_vec(running_var, C, "running_var");
 
-    CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    double *mean = cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
-    double *var = cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
-    if (training) {
-        OCR_ASSERT(M > 0, "batchnorm: training on an empty batch");
-        cpu_bn_batch_stats(mean, var, x, M, C, &s);
-    } else {
-        OCR_ASSERT(running_mean && running_var, "batchnorm: inference needs the running statistics");
-        const float *rm = cpu_f32_in(&s, running_mean), *rv = cpu_f32_in(&s, running_var);
-        for (int64_t c = 0; c < C; c++) {
-            mean[c] = rm[c];
-            var[c] = rv[c];
-        }
-    }
-
-    // out = (x − mean) · a + beta with a = gamma · rstd, all per channel.
-    const float *g = gamma ? cpu_f32_in(&s, gamma) : NULL;
-    const float *b = beta ? cpu_f32_in(&s, beta) : NULL;
-    float *mf = cpu_scratch_floats(&s, (size_t)C);
-    float *af = cpu_scratch_floats(&s, (size_t)C);
-    float *bf = cpu_scratch_floats(&s, (size_t)C);
-    float *rstd = cpu_scratch_floats(&s, (size_t)C);
-    for (int64_t c = 0; c < C; c++) {
-        double r = 1.0 / sqrt(var[c] + (double)eps);
-        rstd[c] = (float)r;
-        mf[c] = (float)mean[c];
-        af[c] = (float)((g ? (double)g[c] : 1.0) * r);
-        bf[c] = b ? b[c] : 0.0f;
-    }
-
-    float *y = cpu_f32_out(&s, out, 0);
-#pragma omp parallel for schedule(static) if (M * C >= BN_PAR_MIN)
-    for (int64_t r = 0; r < M; r++) {
-        const float *xr = x + r * C;
-        float *yr = y + r * C;
-        for (int64_t c = 0; c < C; c++) yr[c] = (xr[c] - mf[c]) * af[c] + bf[c];
-    }
-    cpu_f32_store(out, y);
-
-    if (save_mean) {
-        float *sm = cpu_f32_out(&s, save_mean, 0);
-        memcpy(sm, mf, (size_t)C * sizeof(float));
-        cpu_f32_store(save_mean, sm);
-    }
-    if (save_rstd) {
-        float *sr = cpu_f32_out(&s, save_rstd, 0);
-        memcpy(sr, rstd, (size_t)C * sizeof(float));
-        cpu_f32_store(save_rstd, sr);
-    }
-    if (training && running_mean) {
-        float *rm = cpu_f32_out(&s, running_mean, 1);
-        for (int64_t c = 0; c < C; c++) rm[c] = (float)(momentum * (double)rm[c] + (1.0 - momentum) * mean[c]);
-        cpu_f32_store(running_mean, rm);
-    }
-    if (training && running_var) {
-        // Paddle keeps the biased batch variance in the running estimate (PyTorch: unbiased).
-        float *rv = cpu_f32_out(&s, running_var, 1);
-        for (int64_t c = 0; c < C; c++) rv[c] = (float)(momentum * (double)rv[c] + (1.0 - momentum) * var[c]);
-        cpu_f32_store(running_var, rv);
-    }
-    cpu_scratch_free(&s);
+    OCR_ASSERT(!training || M > 0, "batchnorm: training on an empty batch");
+    OCR_ASSERT(training || (running_mean && running_var), "batchnorm: inference needs the running statistics");
+    // The fused kernel with no activation is this op exactly: the value rounded into out.
+    batchnorm2d_act_forward_cpu(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta,
+                                OCR_ACT_NONE, momentum, eps, training);
 }
 
 // BN's parameter gradients from the per-channel sums sdy = Σ dy and sdx = Σ dy·(x − mean):
@@ -190,50 +212,13 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
     }
     const int64_t C = ocr_tensor_dim(inp, -1);
     OCR_ASSERT(C > 0, "batchnorm: zero channels");
-    const int64_t M = ocr_tensor_numel(inp) / C;
     if (gamma) bn_check_vec(gamma, C, "gamma");
     if (dgamma) bn_check_vec(dgamma, C, "dgamma");
     if (dbeta) bn_check_vec(dbeta, C, "dbeta");
     bn_check_vec(save_mean, C, "save_mean");
     bn_check_vec(save_rstd, C, "save_rstd");
 
-    CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    const float *dy = cpu_f32_in(&s, dout);
-    const float *mean = cpu_f32_in(&s, save_mean);
-    const float *rstd = cpu_f32_in(&s, save_rstd);
-    const float *g = gamma ? cpu_f32_in(&s, gamma) : NULL;
-
-    // Per channel: sdy = Σ dy, sdx = Σ dy · (x − mean), in double over fixed chunks.
-    double *sdy = cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
-    double *sdx = cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
-    const int need_sums = dgamma || dbeta || (training && dinp);
-    if (need_sums) {
-        const int64_t nch = M > 0 ? cpu_bn_chunks(M) : 0;
-        double *part = cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double));
-#pragma omp parallel for schedule(static) if (M * C >= BN_PAR_MIN)
-        for (int64_t k = 0; k < nch; k++) {
-            double *p1 = part + 2 * k * C, *p2 = p1 + C;
-            for (int64_t c = 0; c < C; c++) p1[c] = p2[c] = 0.0;
-            const int64_t r0 = k * M / nch, r1 = (k + 1) * M / nch;
-            cpu_bn_accumulate_rows(p1, p2, x + r0 * C, dy + r0 * C, mean, r1 - r0, C);
-        }
-        cpu_bn_reduce_chunks(sdy, sdx, part, nch, C);
-    }
-
-    cpu_bn_param_grads(&s, dgamma, dbeta, sdy, sdx, rstd, C);
-
-    if (dinp) {
-        float *af, *bf, *kf;
-        cpu_bn_dx_coefs(&s, &af, &bf, &kf, g, rstd, sdy, sdx, C, M, training);
-        float *dx = cpu_f32_out(&s, dinp, 0);
-#pragma omp parallel for schedule(static) if (M * C >= BN_PAR_MIN)
-        for (int64_t r = 0; r < M; r++) {
-            const float *xr = x + r * C, *gr = dy + r * C;
-            float *dr = dx + r * C;
-            for (int64_t c = 0; c < C; c++) dr[c] = af[c] * gr[c] + bf[c] * (xr[c] - mean[c]) + kf[c];
-        }
-        cpu_f32_store(dinp, dx);
-    }
-    cpu_scratch_free(&s);
+    // The fused backward with no activation: the sums over dout, then dx a tile at a time.
+    batchnorm2d_act_backward_cpu(dinp, dgamma, dbeta, dout, inp, gamma, NULL, save_mean, save_rstd, NULL,
+                                 OCR_ACT_NONE, dinp ? dinp->dtype : OCR_F32, training);
 }

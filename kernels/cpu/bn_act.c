@@ -1,16 +1,23 @@
 // Batch norm followed by an activation, fused (NHWC, viewed as M = N·H·W rows of C channels).
 //
 // Bit-identical to the unfused pair by construction: the statistics come from batchnorm.c's
-// own routine (cpu_bn_batch_stats, same fixed row chunks), the per-channel coefficients and the
+// own routine (cpu_bn_batch_stats_rows, same fixed row chunks), the per-channel coefficients and the
 // per-element expression are batchnorm.c's, the pre-activation value is rounded to the dtype
 // the unfused pair stores it in, and the activation runs through activation.c's own loops
-// (cpu_act_forward_f32 / cpu_act_backward_f32) on row tiles small enough to stay in cache.
+// (cpu_act_forward_tile / cpu_act_backward_tile) on row tiles small enough to stay in cache.
 // The backward's sums visit the rows of each chunk in order, as batchnorm.c's do.
 //
 // Passes over the map: forward = statistics + one fused normalise/activate pass; backward = the
 // sums of g and g·(x − mean) (the value rebuilt from save_mean, save_scale and beta),
-// g = dout·act'(value) formed per tile and parked in dinp's buffer + one elementwise pass that
+// g = dout·act'(value) formed per tile and parked in dinp's memory + one elementwise pass that
 // turns g into dx in place. No BN output and no separate activation gradient map.
+//
+// f16/bf16 maps are never widened as a whole: every pass widens the tile of rows it works on
+// into a per-thread buffer (cpu_rows_in) and rounds its results back per tile (cpu_rows_out),
+// so a bf16 map moves 2 bytes per element per read or write instead of an fp32 copy's
+// 4 + the conversion passes. g is parked in dinp's own dtype when that holds it exactly (g is
+// rounded to mid: dinp f32 or of dtype mid), else pass two forms it again. The loops run at the
+// CPU's vector width (rowwise.h); results are the same bits as with whole-tensor conversion.
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -19,14 +26,12 @@
 #include "core/half.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/rowwise.h"
 #include "kernels/ops.h"
 
 // Below this many elements an OpenMP team costs more than it saves (batchnorm.c's threshold).
 #define BNA_PAR_MIN 16384
-// Elements per row tile: small enough that the tile is still in L1/L2 when the activation
-// reads it back, and below activation.c's own parallel thresholds, so its loops run serially
-// inside our parallel loop.
-#define BNA_TILE 4096
 
 static void bna_check_vec(const OcrTensor *t, int64_t C, const char *what) {
     CPU_ASSERT_FLOAT(t);
@@ -34,7 +39,6 @@ static void bna_check_vec(const OcrTensor *t, int64_t C, const char *what) {
                (long long)ocr_tensor_numel(t), (long long)C);
 }
 
-static int64_t bna_tile_rows(int64_t C) { return C >= BNA_TILE ? 1 : BNA_TILE / C; }
 
 // v (n) = v rounded to dt and back (nearest even, the bulk conversions cpu_f32_store uses).
 static void round_through(float *v, int64_t n, ocr_dtype_t dt, uint16_t *tmp) {
@@ -56,7 +60,7 @@ typedef struct {
     float *rstd;
 } BnaCoef;
 
-static BnaCoef bna_coef(CpuScratch *s, const float *x, int64_t M, int64_t C, const OcrTensor *running_mean,
+static BnaCoef bna_coef(CpuScratch *s, const OcrTensor *x, int64_t M, int64_t C, const OcrTensor *running_mean,
                         const OcrTensor *running_var, const OcrTensor *gamma, const OcrTensor *beta, float eps,
                         int training) {
     BnaCoef k;
@@ -64,7 +68,7 @@ static BnaCoef bna_coef(CpuScratch *s, const float *x, int64_t M, int64_t C, con
     k.var = cpu_scratch_bytes(s, (size_t)C * sizeof(double));
     if (training) {
         OCR_ASSERT(M > 0, "batchnorm_act: training on an empty batch");
-        cpu_bn_batch_stats(k.mean, k.var, x, M, C, s);
+        cpu_bn_batch_stats_rows(k.mean, k.var, x, M, C, s);
     } else {
         OCR_ASSERT(running_mean && running_var, "batchnorm_act: inference needs the running statistics");
         const float *rm = cpu_f32_in(s, running_mean), *rv = cpu_f32_in(s, running_var);
@@ -93,13 +97,41 @@ static BnaCoef bna_coef(CpuScratch *s, const float *x, int64_t M, int64_t C, con
 // v (rows, C) = the pre-activation values of x rows, rounded to mid.
 static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_t C, const BnaCoef *k,
                                   ocr_dtype_t mid, uint16_t *tmp) {
-    const float *mf = k->mf, *af = k->af, *bf = k->bf;
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C;
-        float *vr = v + r * C;
-        for (int64_t c = 0; c < C; c++) vr[c] = (xr[c] - mf[c]) * af[c] + bf[c];
-    }
+    cpu_bn_value_tile(v, x, k->mf, k->af, k->bf, rows, C);
     round_through(v, rows * C, mid, tmp);
+}
+
+// Per-thread tile buffers (tr·C elements each; NULL where a pass does not need one).
+typedef struct {
+    float *x, *dy, *v, *g, *y;
+    uint16_t *tmp;
+} BnaTile;
+
+typedef struct {
+    float *x, *dy, *v, *g, *y;
+    uint16_t *tmp;
+    size_t per;  // elements per thread
+} BnaTiles;
+
+static BnaTiles bna_tiles(CpuScratch *s, int nthr, int64_t tr, int64_t C, int need_x, int need_dy, int need_v,
+                          int need_g, int need_y, int need_tmp) {
+    BnaTiles t = {0};
+    t.per = (size_t)(tr * C);
+    const size_t all = (size_t)nthr * t.per;
+    if (need_x) t.x = cpu_scratch_floats(s, all);
+    if (need_dy) t.dy = cpu_scratch_floats(s, all);
+    if (need_v) t.v = cpu_scratch_floats(s, all);
+    if (need_g) t.g = cpu_scratch_floats(s, all);
+    if (need_y) t.y = cpu_scratch_floats(s, all);
+    if (need_tmp) t.tmp = cpu_scratch_bytes(s, all * sizeof(uint16_t));
+    return t;
+}
+
+static BnaTile bna_tile(const BnaTiles *t) {
+    const size_t off = (size_t)omp_get_thread_num() * t->per;
+    BnaTile b = {t->x ? t->x + off : NULL, t->dy ? t->dy + off : NULL, t->v ? t->v + off : NULL,
+                 t->g ? t->g + off : NULL,  t->y ? t->y + off : NULL,   t->tmp ? t->tmp + off : NULL};
+    return b;
 }
 
 void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
@@ -122,26 +154,36 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
     if (running_var) bna_check_vec(running_var, C, "running_var");
 
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    const BnaCoef k = bna_coef(&s, x, M, C, running_mean, running_var, gamma, beta, eps, training);
-
     const ocr_dtype_t mid = out->dtype;
-    const int64_t tr = bna_tile_rows(C), ntiles = (M + tr - 1) / tr;
+    // Global.cpu_exact_numerics: the reference path widens the maps whole and rounds out whole
+    // (the same bits; the tiles below then run on the fp32 copies).
+    OcrTensor xv, yv;
+    OcrTensor *out_t = out;
+    float *y_whole = NULL;
+    if (ocr_cpu_exact_numerics()) {
+        if (inp->dtype != OCR_F32) xv = cpu_f32_view(inp, cpu_f32_in(&s, inp)), inp = &xv;
+        if (out->dtype != OCR_F32) y_whole = cpu_f32_out(&s, out, 0), yv = cpu_f32_view(out, y_whole), out = &yv;
+    }
+    const BnaCoef k = bna_coef(&s, inp, M, C, running_mean, running_var, gamma, beta, eps, training);
+
+    const int64_t tr = cpu_tile_rows(C), ntiles = (M + tr - 1) / tr;
     const int par = M * C >= BNA_PAR_MIN;
     const int nthr = par ? omp_get_max_threads() : 1;
-    // Per-thread tiles: the values (read by the activation into y, not in place, so that its
-    // loop needs no overlap check) and the rounding buffer.
-    float *tv = cpu_scratch_floats(&s, (size_t)(nthr * tr * C));
-    uint16_t *tmp = mid == OCR_F32 ? NULL : cpu_scratch_bytes(&s, (size_t)(nthr * tr * C) * sizeof(uint16_t));
-    float *y = cpu_f32_out(&s, out, 0);
+    // Per thread: the widened input, the values (read by the activation into y, not in place,
+    // so that its loop needs no overlap check), y (unless out is f32) and the rounding buffer.
+    const BnaTiles tb = bna_tiles(&s, nthr, tr, C, inp->dtype != OCR_F32, 0, 1, 0, out->dtype != OCR_F32,
+                                  mid != OCR_F32);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t t = 0; t < ntiles; t++) {
         const int64_t r0 = t * tr, rows = (r0 + tr <= M ? tr : M - r0);
-        const size_t off = (size_t)omp_get_thread_num() * (size_t)(tr * C);
-        bna_value_tile(tv + off, x + r0 * C, rows, C, &k, mid, tmp ? tmp + off : NULL);
-        cpu_act_forward_f32(y + r0 * C, tv + off, rows * C, act);
+        const BnaTile b = bna_tile(&tb);
+        const float *x = cpu_rows_in(inp, C, r0, rows, b.x);
+        bna_value_tile(b.v, x, rows, C, &k, mid, b.tmp);
+        float *y = cpu_rows_dst(out, C, r0, b.y);
+        cpu_act_forward_tile(y, b.v, rows * C, act);
+        cpu_rows_out(out, C, r0, rows, y);
     }
-    cpu_f32_store(out, y);
+    if (y_whole) cpu_f32_store(out_t, y_whole);
 
     if (save_mean) {
         float *sm = cpu_f32_out(&s, save_mean, 0);
@@ -164,7 +206,7 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
         cpu_f32_store(running_mean, rm);
     }
     if (training && running_var) {
-        // Paddle keeps the biased batch variance in the running estimate (as batchnorm.c).
+        // Paddle keeps the biased batch variance in the running estimate (PyTorch: unbiased).
         float *rv = cpu_f32_out(&s, running_var, 1);
         for (int64_t c = 0; c < C; c++) rv[c] = (float)(momentum * (double)rv[c] + (1.0 - momentum) * k.var[c]);
         cpu_f32_store(running_var, rv);
@@ -172,21 +214,13 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
     cpu_scratch_free(&s);
 }
 
-// Per-thread tile buffers of the backward.
-typedef struct {
-    float *v, *g;
-    uint16_t *tmp;
-} BnaTile;
-
-// g (rows, C) = dout · act'(value) rounded to mid, for rows starting at row r0, into gout (rows,
-// C) or, when gout is NULL, the thread's tile; returns g (dout itself for OCR_ACT_NONE).
-static inline const float *bna_grad_tile(const BnaTile *b, float *gout, const float *x, const float *dy, int64_t r0,
-                                         int64_t rows, int64_t C, const BnaCoef *k, ocr_activation_t act,
-                                         ocr_dtype_t mid) {
-    if (act == OCR_ACT_NONE) return dy + r0 * C;
-    float *g = gout ? gout : b->g;
-    bna_value_tile(b->v, x + r0 * C, rows, C, k, mid, b->tmp);
-    cpu_act_backward_f32(g, dy + r0 * C, b->v, rows * C, act);
+// g (rows, C) = dout · act'(value) rounded to mid for the widened tiles x, dy, into g; returns g,
+// or dy itself for OCR_ACT_NONE.
+static inline const float *bna_grad_tile(const BnaTile *b, float *g, const float *x, const float *dy, int64_t rows,
+                                         int64_t C, const BnaCoef *k, ocr_activation_t act, ocr_dtype_t mid) {
+    if (act == OCR_ACT_NONE) return dy;
+    bna_value_tile(b->v, x, rows, C, k, mid, b->tmp);
+    cpu_act_backward_tile(g, dy, b->v, rows * C, act);
     round_through(g, rows * C, mid, b->tmp);
     return g;
 }
@@ -224,8 +258,16 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
     if (!need_sums && !dinp) return;
 
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    const float *dy = cpu_f32_in(&s, dout);
+    // Global.cpu_exact_numerics: the whole-tensor reference path (as in the forward).
+    OcrTensor xv, dyv, dxv;
+    OcrTensor *dinp_t = dinp;
+    float *dx_whole = NULL;
+    if (ocr_cpu_exact_numerics()) {
+        if (inp->dtype != OCR_F32) xv = cpu_f32_view(inp, cpu_f32_in(&s, inp)), inp = &xv;
+        if (dout->dtype != OCR_F32) dyv = cpu_f32_view(dout, cpu_f32_in(&s, dout)), dout = &dyv;
+        if (dinp && dinp->dtype != OCR_F32)
+            dx_whole = cpu_f32_out(&s, dinp, 0), dxv = cpu_f32_view(dinp, dx_whole), dinp = &dxv;
+    }
     const float *mean = cpu_f32_in(&s, save_mean);
     const float *rstd = cpu_f32_in(&s, save_rstd);
     const float *g = gamma ? cpu_f32_in(&s, gamma) : NULL;
@@ -240,30 +282,16 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
         k.bf = bf;
     }
 
-    const int64_t tr = bna_tile_rows(C);
+    const int64_t tr = cpu_tile_rows(C);
     const int par = M * C >= BNA_PAR_MIN;
     const int nthr = par ? omp_get_max_threads() : 1;
-    float *tv = NULL, *tg = NULL;
-    uint16_t *tt = NULL;
-    if (act != OCR_ACT_NONE) {
-        tv = cpu_scratch_floats(&s, (size_t)(nthr * tr * C));
-        tg = cpu_scratch_floats(&s, (size_t)(nthr * tr * C));
-        tt = cpu_scratch_bytes(&s, (size_t)(nthr * tr * C) * sizeof(uint16_t));
-    }
-#define BNA_THREAD_TILE()                                                                     \
-    BnaTile b = {0};                                                                          \
-    if (tv) {                                                                                 \
-        const size_t off_ = (size_t)omp_get_thread_num() * (size_t)(tr * C);                  \
-        b.v = tv + off_;                                                                      \
-        b.g = tg + off_;                                                                      \
-        b.tmp = tt + off_;                                                                    \
-    }
-
-    // With an activation and dinp wanted, the sum pass parks g in dinp's f32 buffer, where the
-    // elementwise pass reads it back and overwrites it with dx (the one map the op writes anyway),
-    // so value and act' are evaluated once per element.
-    float *dx = dinp ? cpu_f32_out(&s, dinp, 0) : NULL;
-    float *gbuf = act != OCR_ACT_NONE && dx ? dx : NULL;
+    const int has_act = act != OCR_ACT_NONE;
+    // With an activation and dinp wanted, the sum pass parks g in dinp's memory (when dinp's
+    // dtype holds the mid-rounded g exactly), where the dx pass reads it back and overwrites it
+    // with dx (the one map the op writes anyway), so value and act' are evaluated once per element.
+    const int park = has_act && dinp && need_sums && (dinp->dtype == OCR_F32 || dinp->dtype == mid);
+    const BnaTiles tb = bna_tiles(&s, nthr, tr, C, inp->dtype != OCR_F32, dout->dtype != OCR_F32, has_act,
+                                  has_act, dinp && dinp->dtype != OCR_F32, has_act && mid != OCR_F32);
     int g_parked = 0;
 
     // Per channel: sdy = Σ g, sdx = Σ g · (x − mean), in double over batchnorm.c's chunks.
@@ -274,18 +302,24 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
         double *part = cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double));
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t ch = 0; ch < nch; ch++) {
-            BNA_THREAD_TILE();
+            const BnaTile b = bna_tile(&tb);
             double *p1 = part + 2 * ch * C, *p2 = p1 + C;
             for (int64_t c = 0; c < C; c++) p1[c] = p2[c] = 0.0;
             const int64_t r0 = ch * M / nch, r1 = (ch + 1) * M / nch;
             for (int64_t t0 = r0; t0 < r1; t0 += tr) {
                 const int64_t rows = t0 + tr <= r1 ? tr : r1 - t0;
-                const float *gt = bna_grad_tile(&b, gbuf ? gbuf + t0 * C : NULL, x, dy, t0, rows, C, &k, act, mid);
-                cpu_bn_accumulate_rows(p1, p2, x + t0 * C, gt, mean, rows, C);
+                const float *x = cpu_rows_in(inp, C, t0, rows, b.x);
+                // dinp may be dout's memory (in-place gradients): g overwrites a tile's rows only
+                // after they were read (the activation's backward allows g == dy).
+                const float *dy = cpu_rows_in(dout, C, t0, rows, b.dy);
+                float *gdst = park ? cpu_rows_dst(dinp, C, t0, b.g) : b.g;
+                const float *gt = bna_grad_tile(&b, gdst, x, dy, rows, C, &k, act, mid);
+                cpu_bn_sums_tile(p1, p2, x, gt, mean, rows, C);
+                if (park) cpu_rows_out(dinp, C, t0, rows, gt);
             }
         }
         cpu_bn_reduce_chunks(sdy, sdx, part, nch, C);
-        g_parked = gbuf != NULL;
+        g_parked = park;
     }
 
     cpu_bn_param_grads(&s, dgamma, dbeta, sdy, sdx, rstd, C);
@@ -297,27 +331,22 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
         const int64_t ntiles = (M + tr - 1) / tr;
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t t = 0; t < ntiles; t++) {
-            BNA_THREAD_TILE();
+            const BnaTile b = bna_tile(&tb);
             const int64_t r0 = t * tr, rows = r0 + tr <= M ? tr : M - r0;
-            // g from the sum pass, or (no sums needed) formed here; with an activation it lies
-            // in dx's rows already and turns into dx in place.
-            if (!g_parked && gbuf) bna_grad_tile(&b, gbuf + r0 * C, x, dy, r0, rows, C, &k, act, mid);
-            if (gbuf) {
-                for (int64_t r = 0; r < rows; r++) {
-                    const float *xr = x + (r0 + r) * C;
-                    float *dr = dx + (r0 + r) * C;
-                    for (int64_t c = 0; c < C; c++) dr[c] = af[c] * dr[c] + bf[c] * (xr[c] - mean[c]) + kf[c];
-                }
+            const float *x = cpu_rows_in(inp, C, r0, rows, b.x);
+            // g parked by the sum pass (in dinp's rows), or formed here.
+            const float *gt;
+            if (g_parked) {
+                gt = cpu_rows_in(dinp, C, r0, rows, b.g);
             } else {
-                for (int64_t r = 0; r < rows; r++) {
-                    const float *xr = x + (r0 + r) * C, *gr = dy + (r0 + r) * C;
-                    float *dr = dx + (r0 + r) * C;
-                    for (int64_t c = 0; c < C; c++) dr[c] = af[c] * gr[c] + bf[c] * (xr[c] - mean[c]) + kf[c];
-                }
+                const float *dy = cpu_rows_in(dout, C, r0, rows, b.dy);
+                gt = bna_grad_tile(&b, b.g, x, dy, rows, C, &k, act, mid);
             }
+            float *dx = cpu_rows_dst(dinp, C, r0, b.y);
+            cpu_bn_dx_tile(dx, gt, x, mean, af, bf, kf, rows, C);
+            cpu_rows_out(dinp, C, r0, rows, dx);
         }
-        cpu_f32_store(dinp, dx);
+        if (dx_whole) cpu_f32_store(dinp_t, dx_whole);
     }
-#undef BNA_THREAD_TILE
     cpu_scratch_free(&s);
 }

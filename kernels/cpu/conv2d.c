@@ -5,7 +5,9 @@
 // - Other dense and grouped convolutions: im2col into workspace (rows N·Ho·Wo, columns
 //   KH·KW·C/groups, channel fastest, matching the weight's KRSC layout) + sgemm per group.
 //   The batch is processed in chunks of whole images so the column buffer stays bounded.
-// - Depthwise (groups == C == OC): direct loops in conv2d_depthwise.c.
+// - Depthwise (groups == C == OC): direct loops in conv2d_depthwise.c, which read and write
+//   f16/bf16 maps in their dtype (widening a block of rows at a time); under
+//   Global.cpu_exact_numerics the maps are widened whole here instead (the reference, same bits).
 // Backward: dweight += doutᵀ·col, dcol = dout·W followed by a gather col2im (each input
 // pixel sums the column entries that read it), so no scatter races and no zeroing pass.
 // f16/bf16 convolutions (1×1 and im2col) run on the CPU's BF16/FP16 hardware through oneDNN
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "kernels/cpu/conv2d_depthwise.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/isa.h"
@@ -26,14 +29,6 @@
 
 // Column buffer budget per chunk (bytes); one image is always processed even when bigger.
 #define IM2COL_BUDGET_BYTES ((size_t)64 << 20)
-
-// Defined in conv2d_depthwise.c (fp32 buffers; same geometry as below).
-void cpu_conv2d_depthwise_forward(float *out, const float *inp, const float *weight, const float *bias, int64_t N,
-                                  int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, int64_t Ho, int64_t Wo,
-                                  Conv2dParams p);
-void cpu_conv2d_depthwise_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                                   const float *weight, int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH,
-                                   int64_t KW, int64_t Ho, int64_t Wo, Conv2dParams p);
 
 // Test hooks (not in ops.h): force the im2col path for depthwise convolutions, and shrink
 // the column budget (0 restores the default) so small tests exercise batch chunking.
@@ -97,37 +92,9 @@ static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
                 1.0f, a, (int)lda, b, (int)ldb, beta, c, (int)ldc);
 }
 
-// col (nb·Ho·Wo, KKC) for images n0 .. n0+nb−1 and group grp; padding reads are zeros.
-static void im2col(float *col, const float *x, const ConvGeom *g, int64_t n0, int64_t nb, int64_t grp) {
-    const int64_t Cg = g->Cg, KKC = g->KKC;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < nb * g->Ho; r++) {
-        int64_t n = n0 + r / g->Ho, oh = r % g->Ho;
-        for (int64_t ow = 0; ow < g->Wo; ow++) {
-            float *dst = col + (r * g->Wo + ow) * KKC;
-            for (int64_t kh = 0; kh < g->KH; kh++) {
-                int64_t ih = oh * g->sh - g->ph + kh;
-                if (ih < 0 || ih >= g->H) {
-                    memset(dst, 0, (size_t)(g->KW * Cg) * sizeof(float));
-                    dst += g->KW * Cg;
-                    continue;
-                }
-                const float *src_row = x + ((n * g->H + ih) * g->W) * g->C + grp * Cg;
-                for (int64_t kw = 0; kw < g->KW; kw++, dst += Cg) {
-                    int64_t iw = ow * g->sw - g->pw + kw;
-                    if (iw < 0 || iw >= g->W) {
-                        memset(dst, 0, (size_t)Cg * sizeof(float));
-                    } else {
-                        memcpy(dst, src_row + iw * g->C, (size_t)Cg * sizeof(float));
-                    }
-                }
-            }
-        }
-    }
-}
-
-// im2col on elements of es bytes (the low-precision hardware path builds its columns in the
-// tensor's own dtype; zero bytes are +0 in every float format).
+// col (nb·Ho·Wo, KKC) for images n0 .. n0+nb−1 and group grp on elements of es bytes (fp32 for
+// sgemm; the low-precision hardware path builds its columns in the tensor's own dtype); padding
+// reads are zeros (zero bytes are +0 in every float format).
 static void im2col_bytes(void *col, const void *x, size_t es, const ConvGeom *g, int64_t n0, int64_t nb, int64_t grp) {
     const int64_t Cg = g->Cg, KKC = g->KKC;
 #pragma omp parallel for schedule(static)
@@ -156,60 +123,47 @@ static void im2col_bytes(void *col, const void *x, size_t es, const ConvGeom *g,
     }
 }
 
-// dx[..., grp·Cg : (grp+1)·Cg] = Σ of the dcol entries that read each input pixel (assigned),
-// for images n0 .. n0+nb−1. Each pixel is written by one thread in a fixed order.
-static void col2im_gather(float *dx, const float *dcol, const ConvGeom *g, int64_t n0, int64_t nb, int64_t grp) {
+// acc (Cg) = Σ of the dcol entries that read input pixel (ih, iw) of local image nl, group
+// columns only (dcol holds images n0 .. n0+nb−1), in a fixed order.
+static inline void gather_pixel(float *restrict acc, const float *dcol, const ConvGeom *g, int64_t nl, int64_t ih,
+                                int64_t iw) {
     const int64_t Cg = g->Cg, KKC = g->KKC;
-#pragma omp parallel for schedule(static)
-    for (int64_t r = 0; r < nb * g->H; r++) {
-        int64_t nl = r / g->H, ih = r % g->H;
-        for (int64_t iw = 0; iw < g->W; iw++) {
-            float *restrict dst = dx + (((n0 + nl) * g->H + ih) * g->W + iw) * g->C + grp * Cg;
-            for (int64_t c = 0; c < Cg; c++) dst[c] = 0.0f;
-            // kh ≡ ih + ph (mod sh) so that oh = (ih + ph − kh) / sh is exact.
-            for (int64_t kh = (ih + g->ph) % g->sh; kh < g->KH; kh += g->sh) {
-                int64_t oh = (ih + g->ph - kh) / g->sh;
-                if (ih + g->ph - kh < 0 || oh >= g->Ho) continue;
-                for (int64_t kw = (iw + g->pw) % g->sw; kw < g->KW; kw += g->sw) {
-                    int64_t ow = (iw + g->pw - kw) / g->sw;
-                    if (iw + g->pw - kw < 0 || ow >= g->Wo) continue;
-                    const float *restrict src = dcol + ((nl * g->Ho + oh) * g->Wo + ow) * KKC + (kh * g->KW + kw) * Cg;
-                    for (int64_t c = 0; c < Cg; c++) dst[c] += src[c];
-                }
-            }
+    for (int64_t c = 0; c < Cg; c++) acc[c] = 0.0f;
+    // kh ≡ ih + ph (mod sh) so that oh = (ih + ph − kh) / sh is exact.
+    for (int64_t kh = (ih + g->ph) % g->sh; kh < g->KH; kh += g->sh) {
+        int64_t oh = (ih + g->ph - kh) / g->sh;
+        if (ih + g->ph - kh < 0 || oh >= g->Ho) continue;
+        for (int64_t kw = (iw + g->pw) % g->sw; kw < g->KW; kw += g->sw) {
+            int64_t ow = (iw + g->pw - kw) / g->sw;
+            if (iw + g->pw - kw < 0 || ow >= g->Wo) continue;
+            const float *restrict src = dcol + ((nl * g->Ho + oh) * g->Wo + ow) * KKC + (kh * g->KW + kw) * Cg;
+            for (int64_t c = 0; c < Cg; c++) acc[c] += src[c];
         }
     }
 }
 
-// col2im_gather into a tensor of dtype dt: each pixel's sums are formed in fp32 (tmp: Cg
-// floats per thread) and rounded once when stored, which is what the fp32 gather followed by
-// one conversion of the whole tensor gives, without the fp32 copy of dx.
+// dx[..., grp·Cg : (grp+1)·Cg] = Σ of the dcol entries that read each input pixel (assigned),
+// for images n0 .. n0+nb−1, dx of dtype dt. Each pixel is written by one thread. An f32 dx is
+// summed in place; f16/bf16 pixels are summed in fp32 (tmp_all: Cg floats per thread) and
+// rounded once when stored, which is what the fp32 gather followed by one conversion of the
+// whole tensor gives, without the fp32 copy of dx.
 static void col2im_gather_to(void *dx, ocr_dtype_t dt, const float *dcol, const ConvGeom *g, int64_t n0, int64_t nb,
                              int64_t grp, float *tmp_all) {
-    const int64_t Cg = g->Cg, KKC = g->KKC;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < nb * g->H; r++) {
-        float *restrict acc = tmp_all + (size_t)omp_get_thread_num() * (size_t)Cg;
         int64_t nl = r / g->H, ih = r % g->H;
         for (int64_t iw = 0; iw < g->W; iw++) {
-            int64_t off = (((n0 + nl) * g->H + ih) * g->W + iw) * g->C + grp * Cg;
-            for (int64_t c = 0; c < Cg; c++) acc[c] = 0.0f;
-            for (int64_t kh = (ih + g->ph) % g->sh; kh < g->KH; kh += g->sh) {
-                int64_t oh = (ih + g->ph - kh) / g->sh;
-                if (ih + g->ph - kh < 0 || oh >= g->Ho) continue;
-                for (int64_t kw = (iw + g->pw) % g->sw; kw < g->KW; kw += g->sw) {
-                    int64_t ow = (iw + g->pw - kw) / g->sw;
-                    if (iw + g->pw - kw < 0 || ow >= g->Wo) continue;
-                    const float *restrict src = dcol + ((nl * g->Ho + oh) * g->Wo + ow) * KKC + (kh * g->KW + kw) * Cg;
-                    for (int64_t c = 0; c < Cg; c++) acc[c] += src[c];
-                }
+            const int64_t off = (((n0 + nl) * g->H + ih) * g->W + iw) * g->C + grp * g->Cg;
+            if (dt == OCR_F32) {
+                gather_pixel((float *)dx + off, dcol, g, nl, ih, iw);
+                continue;
             }
+            float *acc = tmp_all + (size_t)omp_get_thread_num() * (size_t)g->Cg;
+            gather_pixel(acc, dcol, g, nl, ih, iw);
             if (dt == OCR_BF16)
-                ocr_f32_to_bf16_array((ocr_bf16_t *)dx + off, acc, (size_t)Cg);
-            else if (dt == OCR_F16)
-                ocr_f32_to_f16_array((ocr_f16_t *)dx + off, acc, (size_t)Cg);
+                ocr_f32_to_bf16_array((ocr_bf16_t *)dx + off, acc, (size_t)g->Cg);
             else
-                memcpy((float *)dx + off, acc, (size_t)Cg * sizeof(float));
+                ocr_f32_to_f16_array((ocr_f16_t *)dx + off, acc, (size_t)g->Cg);
         }
     }
 }
@@ -234,11 +188,12 @@ static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
     }
 }
 
-// The hardware path: dense/grouped (not depthwise) non-empty convolutions whose data tensors
-// share one native low-precision dtype; outputs in f32 or that dtype.
+// The oneDNN path: dense/grouped (not depthwise) non-empty convolutions whose data tensors
+// share one native low-precision dtype, or are all f32 where oneDNN's fp32 matmul is chosen
+// (ocr_cpu_f32_conv_onednn); outputs in f32 or that dtype.
 static int conv_lp_native(const ConvGeom *g, ocr_dtype_t dt, const OcrTensor *const *ins, int n_in,
                           const OcrTensor *const *outs, int n_out) {
-    if (is_depthwise(g) || !ocr_cpu_lp_native(dt)) return 0;
+    if (is_depthwise(g) || !(ocr_cpu_lp_native(dt) || (dt == OCR_F32 && ocr_cpu_f32_conv_onednn()))) return 0;
     if (g->N * g->Ho * g->Wo == 0 || g->OC == 0 || g->KKC == 0) return 0;
     for (int i = 0; i < n_in; i++)
         if (ins[i]->dtype != dt) return 0;
@@ -324,6 +279,42 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
     }
 }
 
+// Depthwise: the loops take the maps in their own dtype; under exact numerics the maps are
+// widened whole first and rounded whole after (the reference the native path must equal).
+static void depthwise_forward(OcrTensor *out, const OcrTensor *inp, const float *w, const float *b,
+                              const ConvGeom *g, Conv2dParams p, CpuScratch *s) {
+    if (ocr_cpu_exact_numerics()) {
+        float *y = cpu_f32_out(s, out, 0);
+        OcrTensor xv = cpu_f32_view(inp, cpu_f32_in(s, inp)), yv = cpu_f32_view(out, y);
+        cpu_conv2d_depthwise_forward(&yv, &xv, w, b, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho, g->Wo, p);
+        cpu_f32_store(out, y);
+    } else {
+        cpu_conv2d_depthwise_forward(out, inp, w, b, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho, g->Wo, p);
+    }
+}
+
+static void depthwise_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                               const OcrTensor *inp, const OcrTensor *weight, const ConvGeom *g, Conv2dParams p,
+                               CpuScratch *s) {
+    const float *w = dinp ? cpu_f32_in(s, weight) : NULL;
+    float *dw = dweight ? cpu_f32_out(s, dweight, 1) : NULL;
+    float *db = dbias ? cpu_f32_out(s, dbias, 1) : NULL;
+    if (ocr_cpu_exact_numerics()) {
+        float *dx = dinp ? cpu_f32_out(s, dinp, 0) : NULL;
+        OcrTensor dyv = cpu_f32_view(dout, cpu_f32_in(s, dout));
+        OcrTensor xv = cpu_f32_view(inp, dweight ? cpu_f32_in(s, inp) : NULL);
+        OcrTensor dxv = dinp ? cpu_f32_view(dinp, dx) : xv;
+        cpu_conv2d_depthwise_backward(dinp ? &dxv : NULL, dw, db, &dyv, &xv, w, g->N, g->H, g->W, g->C, g->KH,
+                                      g->KW, g->Ho, g->Wo, p);
+        if (dx) cpu_f32_store(dinp, dx);
+    } else {
+        cpu_conv2d_depthwise_backward(dinp, dw, db, dout, inp, w, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho,
+                                      g->Wo, p);
+    }
+    if (dw) cpu_f32_store(dweight, dw);
+    if (db) cpu_f32_store(dbias, db);
+}
+
 void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
                     Conv2dParams p) {
     ConvGeom g = conv_geom(inp, weight, p);
@@ -342,15 +333,17 @@ void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
         cpu_scratch_free(&s);
         return;
     }
-    const float *x = cpu_f32_in(&s, inp);
     const float *w = cpu_f32_in(&s, weight);
     const float *b = bias ? cpu_f32_in(&s, bias) : NULL;
+    if (is_depthwise(&g)) {
+        depthwise_forward(out, inp, w, b, &g, p, &s);
+        cpu_scratch_free(&s);
+        return;
+    }
+    const float *x = cpu_f32_in(&s, inp);
     float *y = cpu_f32_out(&s, out, 0);
     const int64_t rows = g.N * g.Ho * g.Wo;
-
-    if (is_depthwise(&g)) {
-        cpu_conv2d_depthwise_forward(y, x, w, b, g.N, g.H, g.W, g.C, g.KH, g.KW, g.Ho, g.Wo, p);
-    } else {
+    {
         // Start from the bias and let sgemm add into it (beta = 1).
         float beta = 0.0f;
         if (b) {
@@ -369,7 +362,7 @@ void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
             for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
                 int64_t nb = g.N - n0 < chunk ? g.N - n0 : chunk;
                 for (int64_t grp = 0; grp < g.G; grp++) {
-                    im2col(col, x, &g, n0, nb, grp);
+                    im2col_bytes(col, x, sizeof(float), &g, n0, nb, grp);
                     sgemm_rm(0, 1, nb * img_rows, g.OCg, g.KKC, col, g.KKC, w + grp * g.OCg * g.KKC, g.KKC, beta,
                              y + n0 * img_rows * g.OC + grp * g.OCg, g.OC);
                 }
@@ -407,6 +400,11 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
         cpu_scratch_free(&s);
         return;
     }
+    if (is_depthwise(&g)) {
+        depthwise_backward(dinp, dweight, dbias, dout, inp, weight, &g, p, &s);
+        cpu_scratch_free(&s);
+        return;
+    }
     const float *dy = cpu_f32_in(&s, dout);
     const float *x = dweight ? cpu_f32_in(&s, inp) : NULL;
     const float *w = dinp ? cpu_f32_in(&s, weight) : NULL;
@@ -414,10 +412,7 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
     float *dw = dweight ? cpu_f32_out(&s, dweight, 1) : NULL;
     float *db = dbias ? cpu_f32_out(&s, dbias, 1) : NULL;
     const int64_t rows = g.N * g.Ho * g.Wo;
-
-    if (is_depthwise(&g)) {
-        cpu_conv2d_depthwise_backward(dx, dw, db, dy, x, w, g.N, g.H, g.W, g.C, g.KH, g.KW, g.Ho, g.Wo, p);
-    } else {
+    {
         if (db) column_sums_add(db, dy, rows, g.OC);
         if (is_pointwise(&g)) {
             for (int64_t grp = 0; grp < g.G; grp++) {
@@ -441,7 +436,7 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
                 for (int64_t grp = 0; grp < g.G; grp++) {
                     const float *dyg = dyc + grp * g.OCg;
                     if (dw) {
-                        im2col(col, x, &g, n0, nb, grp);
+                        im2col_bytes(col, x, sizeof(float), &g, n0, nb, grp);
                         sgemm_rm(1, 0, g.OCg, g.KKC, nb * img_rows, dyg, g.OC, col, g.KKC, 1.0f,
                                  dw + grp * g.OCg * g.KKC, g.KKC);
                     }
@@ -452,7 +447,7 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
                             sgemm_rm(0, 0, nb * img_rows, g.KKC, g.OCg, dyg, g.OC, w + grp * g.OCg * g.KKC, g.KKC,
                                      0.0f, col, g.KKC);
                         }
-                        col2im_gather(dx, col, &g, n0, nb, grp);
+                        col2im_gather_to(dx, OCR_F32, col, &g, n0, nb, grp, NULL);
                     }
                 }
             }

@@ -1,7 +1,13 @@
 #include "kernels/cpu/cpu_common.h"
 
 #include <omp.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/half.h"
+#include "kernels/cpu/isa.h"
 
 // Conversions are per element, so splitting them across threads cannot change results;
 // small tensors stay on one thread.
@@ -71,4 +77,89 @@ void cpu_f32_store(OcrTensor *t, const float *buf) {
 
 void cpu_scratch_free(CpuScratch *s) {
     while (s->count > 0) ocr_workspace_pop(s->ptrs[--s->count]);
+}
+
+// ---- vector level ----------------------------------------------------------------------------
+
+static pthread_once_t vec_once = PTHREAD_ONCE_INIT;
+static atomic_int vec_best, vec_active;
+static const char *const vec_names[] = {"sse2", "avx2", "avx512"};
+
+static int vec_index(const char *name) {
+    for (int i = 0; i < 3; i++)
+        if (strcmp(name, vec_names[i]) == 0) return i;
+    return -1;
+}
+
+static void vec_detect(void) {
+    const OcrCpuFeatures *f = ocr_cpu_features();
+    int best = f->avx512f && f->avx512bw && f->avx512vl ? CPU_VEC_AVX512 : f->avx2 ? CPU_VEC_AVX2 : CPU_VEC_SSE2;
+    atomic_store(&vec_best, best);
+    int level = best;
+    const char *env = getenv("OCR_CPU_VEC");
+    if (env && *env) {
+        int want = vec_index(env);
+        if (want < 0)
+            ocr_log(OCR_LOG_WARN, "OCR_CPU_VEC=%s is not one of sse2, avx2, avx512; using %s", env, vec_names[best]);
+        else if (want > best)
+            ocr_log(OCR_LOG_WARN, "OCR_CPU_VEC=%s: this CPU has at most %s; using %s", env, vec_names[best], vec_names[best]);
+        else
+            level = want;
+    }
+    atomic_store(&vec_active, level);
+}
+
+CpuVecLevel cpu_vec_level(void) {
+    pthread_once(&vec_once, vec_detect);
+    return (CpuVecLevel)atomic_load_explicit(&vec_active, memory_order_relaxed);
+}
+
+const char *cpu_vec_level_name(CpuVecLevel level) {
+    return (unsigned)level < 3 ? vec_names[level] : "?";
+}
+
+int ocr_cpu_vec_select(const char *name) {
+    pthread_once(&vec_once, vec_detect);
+    int best = atomic_load(&vec_best);
+    int want = name ? vec_index(name) : best;
+    if (want < 0 || want > best) return 0;
+    atomic_store(&vec_active, want);
+    return 1;
+}
+
+// ---- rows in fp32 ----------------------------------------------------------------------------
+
+const float *cpu_rows_in(const OcrTensor *t, int64_t C, int64_t r0, int64_t rows, float *buf) {
+    const size_t off = (size_t)(r0 * C), n = (size_t)(rows * C);
+    switch (t->dtype) {
+        case OCR_F32: return (const float *)t->data + off;
+        case OCR_BF16: ocr_bf16_to_f32_array(buf, (const ocr_bf16_t *)t->data + off, n); return buf;
+        case OCR_F16: ocr_f16_to_f32_array(buf, (const ocr_f16_t *)t->data + off, n); return buf;
+        default: OCR_ASSERT(0, "cpu_rows_in: %s is not a float dtype", ocr_dtype_name(t->dtype));
+    }
+    return NULL;
+}
+
+void cpu_rows_out(OcrTensor *t, int64_t C, int64_t r0, int64_t rows, const float *src) {
+    const size_t off = (size_t)(r0 * C), n = (size_t)(rows * C);
+    switch (t->dtype) {
+        case OCR_F32:
+            if ((const float *)t->data + off != src) memcpy((float *)t->data + off, src, n * sizeof(float));
+            break;
+        case OCR_BF16: ocr_f32_to_bf16_array((ocr_bf16_t *)t->data + off, src, n); break;
+        case OCR_F16: ocr_f32_to_f16_array((ocr_f16_t *)t->data + off, src, n); break;
+        default: OCR_ASSERT(0, "cpu_rows_out: %s is not a float dtype", ocr_dtype_name(t->dtype));
+    }
+}
+
+float *cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf) {
+    return t->dtype == OCR_F32 ? (float *)t->data + (size_t)(r0 * C) : buf;
+}
+
+OcrTensor cpu_f32_view(const OcrTensor *t, const float *data) {
+    OcrTensor v = *t;
+    v.dtype = OCR_F32;
+    v.data = (void *)data;
+    v.owns_data = 0;
+    return v;
 }

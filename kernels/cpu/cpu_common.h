@@ -40,4 +40,60 @@ void cpu_scratch_free(CpuScratch *s);
 #define CPU_ASSERT_FLOAT(t) \
     OCR_ASSERT((t)->device.type == OCR_DEVICE_CPU && ocr_dtype_is_float((t)->dtype), "%s must be a CPU float tensor", #t)
 
+// ---- our own loops at the CPU's vector width -------------------------------------------------
+// The hot loops of the memory-bound ops (BN, BN + activation, activations, depthwise
+// convolution) are compiled three times from one always-inline body: baseline x86-64 (SSE2),
+// AVX2 and AVX-512 (target attributes; the build itself stays baseline), and called through
+// cpu_vec_level(), chosen once from CPUID. ISO C mode compiles without FMA contraction and GCC
+// does not reassociate without -ffast-math, so every level computes the same bits per element;
+// only the vector width differs. OCR_CPU_VEC=sse2|avx2|avx512 in the environment (read once)
+// or the test hook below caps the level, so the narrower paths run on any machine too.
+typedef enum { CPU_VEC_SSE2 = 0, CPU_VEC_AVX2 = 1, CPU_VEC_AVX512 = 2 } CpuVecLevel;
+CpuVecLevel cpu_vec_level(void);
+const char *cpu_vec_level_name(CpuVecLevel level);
+// Test hook (not in ops.h): select a level by name ("sse2", "avx2", "avx512"), NULL for the
+// best this CPU has. Returns 0 and changes nothing when the CPU lacks it or the name is unknown.
+int ocr_cpu_vec_select(const char *name);
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CPU_TARGET_AVX2 __attribute__((target("avx2")))
+#define CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,prefer-vector-width=512")))
+#else
+#define CPU_TARGET_AVX2
+#define CPU_TARGET_AVX512
+#endif
+#define CPU_INLINE static inline __attribute__((always_inline))
+
+// Defines `static void name params` that runs name##_body (a CPU_INLINE function) compiled for
+// the active level. args repeats the parameter names.
+#define CPU_VEC_CLONES(name, params, args)                       \
+    static void name##_sse2 params { name##_body args; }         \
+    CPU_TARGET_AVX2 static void name##_avx2 params { name##_body args; } \
+    CPU_TARGET_AVX512 static void name##_avx512 params { name##_body args; } \
+    static void name params {                                    \
+        switch (cpu_vec_level()) {                               \
+            case CPU_VEC_AVX512: name##_avx512 args; break;      \
+            case CPU_VEC_AVX2: name##_avx2 args; break;          \
+            default: name##_sse2 args; break;                    \
+        }                                                        \
+    }
+
+// ---- rows of a tensor in fp32, a tile at a time ----------------------------------------------
+// The low-precision path of the row-wise kernels: instead of widening the whole tensor into
+// an fp32 copy (a pass over memory that writes twice the bytes it reads, onto fresh pages),
+// each thread widens the rows it is about to use into a cache-sized buffer and rounds its
+// results back the same way. Widening is exact and the rounding per element is the bulk
+// converters' (nearest even), so the results are bit-identical to the whole-tensor path.
+// rows (rows·C) starting at row r0 of t viewed as (numel/C, C), in fp32: t's own memory when it
+// is f32, else widened into buf.
+const float *cpu_rows_in(const OcrTensor *t, int64_t C, int64_t r0, int64_t rows, float *buf);
+// Stores rows·C fp32 values as rows r0.. of t (rounding to t's dtype; a copy for f32 unless src
+// already is t's memory).
+void cpu_rows_out(OcrTensor *t, int64_t C, int64_t r0, int64_t rows, const float *src);
+// The fp32 buffer to compute rows r0.. of t into: t's own memory when it is f32, else buf.
+float *cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf);
+// An f32 tensor header with t's shape over data (not owned): the whole-tensor reference path
+// (Global.cpu_exact_numerics) hands the tiled kernels fp32 copies made by cpu_f32_in/_out.
+OcrTensor cpu_f32_view(const OcrTensor *t, const float *data);
+
 #endif

@@ -33,21 +33,11 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
                               const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
                               const OcrTensor *save_rstd, int training);
 // Shared with kernels/cpu/bn_act.c, which must reproduce batch norm bit for bit: the fixed
-// number of row chunks the per-channel sums use, and the batch mean / biased variance (double).
+// number of row chunks the per-channel sums use (the statistics and row-tile loops are in
+// kernels/cpu/rowwise.h).
 int64_t cpu_bn_chunks(int64_t rows);
-void cpu_bn_batch_stats(double *mean, double *var, const float *x, int64_t M, int64_t C, CpuScratch *s);
-// The backward's per-channel sums, sdy = Σ g and sdx = Σ g·(x − mean), over one chunk's rows
-// (p1, p2 accumulate) and then over the chunks in chunk order (part: 2·C doubles per chunk).
-static inline void cpu_bn_accumulate_rows(double *p1, double *p2, const float *x, const float *g,
-                                          const float *mean, int64_t rows, int64_t C) {
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C, *gr = g + r * C;
-        for (int64_t c = 0; c < C; c++) {
-            p1[c] += (double)gr[c];
-            p2[c] += (double)gr[c] * ((double)xr[c] - (double)mean[c]);
-        }
-    }
-}
+// The backward's per-channel sums, sdy = Σ g and sdx = Σ g·(x − mean), over the chunks in chunk
+// order (part: 2·C doubles per chunk, from cpu_bn_sums_tile).
 static inline void cpu_bn_reduce_chunks(double *sdy, double *sdx, const double *part, int64_t nch, int64_t C) {
     for (int64_t c = 0; c < C; c++) {
         double t1 = 0.0, t2 = 0.0;
@@ -83,7 +73,8 @@ void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta
 // kernels/cpu/activation.c
 void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act);
 void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act);
-// The f32 loops behind them (y may equal x, dx may equal dy), shared with kernels/cpu/bn_act.c.
+// The f32 loops behind them over whole arrays, in parallel blocks (y may equal x, dx may equal
+// dy); the one-thread tile forms are in kernels/cpu/rowwise.h.
 void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act);
 void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act);
 
@@ -168,5 +159,12 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
 void batch_broadcast_add_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos);
 void batch_broadcast_add_backward_cpu(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout);
 void attention_local_mask_cpu(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);
+
+// kernels/cpu/sar_attention.c
+void sar_attention_score_forward_cpu(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query, const OcrTensor *w,
+                                     const OcrTensor *bias, const OcrTensor *valid_w, int grid_w);
+void sar_attention_score_backward_cpu(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw, OcrTensor *dbias,
+                                      const OcrTensor *dscores, const OcrTensor *key, const OcrTensor *query,
+                                      const OcrTensor *w, const OcrTensor *valid_w, int grid_w);
 
 #endif

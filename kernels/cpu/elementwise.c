@@ -1,13 +1,19 @@
 // Elementwise and layout ops: SE channel gating, add, accumulate, scale, zero, concat
 // along channels, permute.
 //
-// Arithmetic ops go through fp32 views (cpu_common.h). Pure data movement (concat,
+// Arithmetic ops compute in fp32 on tiles: f16/bf16 operands are widened and results rounded a
+// tile at a time (cpu_rows_in / cpu_rows_out), the loops run at the CPU's vector width
+// (cpu_common.h), and the results are the bits of the whole-tensor fp32 path, which
+// Global.cpu_exact_numerics keeps as the reference. Pure data movement (concat,
 // permute, copies) moves raw elements when the dtypes agree, so it is exact and does not
 // touch NaN payloads, and converts through fp32 only when they differ.
+#include <omp.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/isa.h"
+#include "kernels/cpu/rowwise.h"
 #include "kernels/ops.h"
 
 #define EW_PAR_MIN 32768
@@ -61,6 +67,71 @@ static void copy_tensor(OcrTensor *dst, const OcrTensor *src) {
     }
 }
 
+// ---- tiles ---------------------------------------------------------------------------------
+#define EW_TILE 4096  // elements per tile (per thread, three buffers on the stack)
+
+// The operand the tile loops read: under exact numerics an fp32 copy of the whole tensor (the
+// reference path), else t itself.
+static const OcrTensor *ew_in(CpuScratch *s, const OcrTensor *t, OcrTensor *view) {
+    if (t->dtype == OCR_F32 || !ocr_cpu_exact_numerics()) return t;
+    *view = cpu_f32_view(t, cpu_f32_in(s, t));
+    return view;
+}
+// The output the tile loops write (as ew_in; *whole is the fp32 copy to store back, or NULL).
+static OcrTensor *ew_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int load, float **whole) {
+    *whole = NULL;
+    if (t->dtype == OCR_F32 || !ocr_cpu_exact_numerics()) return t;
+    *whole = cpu_f32_out(s, t, load);
+    *view = cpu_f32_view(t, *whole);
+    return view;
+}
+
+CPU_INLINE void add_tile_body(float *y, const float *a, const float *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
+}
+CPU_VEC_CLONES(add_tile, (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
+CPU_INLINE void scale_tile_body(float *y, const float *x, float alpha, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
+}
+CPU_VEC_CLONES(scale_tile, (float *y, const float *x, float alpha, int64_t n), (y, x, alpha, n))
+// y (rows, C) = x · the per-sample channel scale of each row (row r0 + r is sample (r0 + r) / HW).
+CPU_INLINE void chscale_tile_body(float *y, const float *x, const float *sc, int64_t r0, int64_t rows, int64_t HW,
+                                  int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const float *xr = x + r * C, *sr = sc + ((r0 + r) / HW) * C;
+        float *yr = y + r * C;
+        for (int64_t c = 0; c < C; c++) yr[c] = xr[c] * sr[c];
+    }
+}
+CPU_VEC_CLONES(chscale_tile, (float *y, const float *x, const float *sc, int64_t r0, int64_t rows, int64_t HW,
+                              int64_t C),
+               (y, x, sc, r0, rows, HW, C))
+CPU_INLINE void dot_rows_body(double *restrict acc, const float *restrict g, const float *restrict x, int64_t rows,
+                              int64_t C) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < C; c++) acc[c] += (double)g[r * C + c] * (double)x[r * C + c];
+}
+CPU_VEC_CLONES(dot_rows, (double *acc, const float *g, const float *x, int64_t rows, int64_t C), (acc, g, x, rows, C))
+
+// out (rows, C) = inp · scale per sample, in row tiles (tiles: nthr·tr·C floats for each of
+// the two buffers).
+static void chscale_rows(OcrTensor *out, const OcrTensor *inp, const float *sc, int64_t rows, int64_t HW, int64_t C,
+                         CpuScratch *s) {
+    const int64_t tr = cpu_tile_rows(C), ntiles = (rows + tr - 1) / tr;
+    const int par = rows * C >= EW_PAR_MIN;
+    const size_t per = (size_t)(tr * C);
+    float *bufs = cpu_scratch_floats(s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t t = 0; t < ntiles; t++) {
+        const int64_t r0 = t * tr, m = r0 + tr <= rows ? tr : rows - r0;
+        float *bx = bufs + (size_t)omp_get_thread_num() * 2 * per, *by = bx + per;
+        const float *x = cpu_rows_in(inp, C, r0, m, bx);
+        float *y = cpu_rows_dst(out, C, r0, by);
+        chscale_tile(y, x, sc, r0, m, HW, C);
+        cpu_rows_out(out, C, r0, m, y);
+    }
+}
+
 // ---- SE gating -------------------------------------------------------------------------
 
 static void channel_scale_shapes(const OcrTensor *inp, const OcrTensor *scale, int64_t *N, int64_t *HW, int64_t *C) {
@@ -80,17 +151,12 @@ void channel_scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
     channel_scale_shapes(inp, scale, &N, &HW, &C);
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "channel_scale: out and inp sizes differ");
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    const float *sc = cpu_f32_in(&s, scale);
-    float *y = cpu_f32_out(&s, out, 0);
-    const int64_t rows = N * HW;
-#pragma omp parallel for schedule(static) if (rows * C >= EW_PAR_MIN)
-    for (int64_t r = 0; r < rows; r++) {
-        const float *xr = x + r * C, *sr = sc + (r / HW) * C;
-        float *yr = y + r * C;
-        for (int64_t c = 0; c < C; c++) yr[c] = xr[c] * sr[c];
-    }
-    cpu_f32_store(out, y);
+    OcrTensor vx, vy;
+    float *whole;
+    const OcrTensor *x = ew_in(&s, inp, &vx);
+    OcrTensor *y = ew_out(&s, out, &vy, 0, &whole);
+    chscale_rows(y, x, cpu_f32_in(&s, scale), N * HW, HW, C, &s);
+    if (whole) cpu_f32_store(out, whole);
     cpu_scratch_free(&s);
 }
 
@@ -109,31 +175,32 @@ void channel_scale_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, const OcrTen
         OCR_ASSERT(ocr_tensor_numel(dscale) == N * C, "channel_scale: dscale must be (N, 1, 1, C)");
     }
     CpuScratch s = {0};
-    const float *dy = cpu_f32_in(&s, dout);
+    OcrTensor vdy, vx, vdx;
+    const OcrTensor *dy = ew_in(&s, dout, &vdy);
     if (dinp) {
-        const float *sc = cpu_f32_in(&s, scale);
-        float *dx = cpu_f32_out(&s, dinp, 0);
-        const int64_t rows = N * HW;
-#pragma omp parallel for schedule(static) if (rows * C >= EW_PAR_MIN)
-        for (int64_t r = 0; r < rows; r++) {
-            const float *gr = dy + r * C, *sr = sc + (r / HW) * C;
-            float *dr = dx + r * C;
-            for (int64_t c = 0; c < C; c++) dr[c] = gr[c] * sr[c];
-        }
-        cpu_f32_store(dinp, dx);
+        float *whole;
+        OcrTensor *dx = ew_out(&s, dinp, &vdx, 0, &whole);
+        chscale_rows(dx, dy, cpu_f32_in(&s, scale), N * HW, HW, C, &s);
+        if (whole) cpu_f32_store(dinp, whole);
     }
     if (dscale) {
-        // dscale[n, c] = Σ over the sample's pixels of dout · inp, accumulated in double.
-        const float *x = cpu_f32_in(&s, inp);
+        // dscale[n, c] = Σ over the sample's pixels of dout · inp, accumulated in double, the
+        // sample's rows in order a tile at a time.
+        const OcrTensor *x = ew_in(&s, inp, &vx);
+        const int64_t tr = cpu_tile_rows(C);
+        const int par = N * HW * C >= EW_PAR_MIN;
+        const size_t per = (size_t)(tr * C);
+        float *bufs = cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
         double *acc = cpu_scratch_bytes(&s, (size_t)(N * C + 1) * sizeof(double));
         float *ds = cpu_f32_out(&s, dscale, 0);
-#pragma omp parallel for schedule(static) if (N * HW * C >= EW_PAR_MIN)
+#pragma omp parallel for schedule(static) if (par)
         for (int64_t n = 0; n < N; n++) {
+            float *bg = bufs + (size_t)omp_get_thread_num() * 2 * per, *bx = bg + per;
             double *an = acc + n * C;
             for (int64_t c = 0; c < C; c++) an[c] = 0.0;
-            for (int64_t p = 0; p < HW; p++) {
-                const float *gr = dy + (n * HW + p) * C, *xr = x + (n * HW + p) * C;
-                for (int64_t c = 0; c < C; c++) an[c] += (double)gr[c] * (double)xr[c];
+            for (int64_t p = 0; p < HW; p += tr) {
+                const int64_t m = p + tr <= HW ? tr : HW - p;
+                dot_rows(an, cpu_rows_in(dy, C, n * HW + p, m, bg), cpu_rows_in(x, C, n * HW + p, m, bx), m, C);
             }
             for (int64_t c = 0; c < C; c++) ds[n * C + c] = (float)an[c];
         }
@@ -151,12 +218,21 @@ void add_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
     const int64_t n = ocr_tensor_numel(out);
     OCR_ASSERT(ocr_tensor_numel(a) == n && ocr_tensor_numel(b) == n, "add: sizes differ");
     CpuScratch s = {0};
-    const float *xa = cpu_f32_in(&s, a);
-    const float *xb = cpu_f32_in(&s, b);
-    float *y = cpu_f32_out(&s, out, 0);
+    OcrTensor va, vb, vy;
+    float *whole;
+    const OcrTensor *A = ew_in(&s, a, &va), *B = ew_in(&s, b, &vb);
+    OcrTensor *Y = ew_out(&s, out, &vy, 0, &whole);
+    // out may be a or b (in place): each tile is read before it is written.
 #pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = xa[i] + xb[i];
-    cpu_f32_store(out, y);
+    for (int64_t i0 = 0; i0 < n; i0 += EW_TILE) {
+        float ba[EW_TILE], bb[EW_TILE], by[EW_TILE];
+        const int64_t m = n - i0 < EW_TILE ? n - i0 : EW_TILE;
+        const float *xa = cpu_rows_in(A, 1, i0, m, ba), *xb = cpu_rows_in(B, 1, i0, m, bb);
+        float *y = cpu_rows_dst(Y, 1, i0, by);
+        add_tile(y, xa, xb, m);
+        cpu_rows_out(Y, 1, i0, m, y);
+    }
+    if (whole) cpu_f32_store(out, whole);
     cpu_scratch_free(&s);
 }
 
@@ -172,11 +248,20 @@ void accumulate_cpu(OcrTensor *dst, const OcrTensor *src) {
     const int64_t n = ocr_tensor_numel(dst);
     OCR_ASSERT(ocr_tensor_numel(src) == n, "accumulate: sizes differ");
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, src);
-    float *y = cpu_f32_out(&s, dst, 1);
+    OcrTensor vx, vy;
+    float *whole;
+    const OcrTensor *X = ew_in(&s, src, &vx);
+    OcrTensor *Y = ew_out(&s, dst, &vy, 1, &whole);
 #pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] += x[i];
-    cpu_f32_store(dst, y);
+    for (int64_t i0 = 0; i0 < n; i0 += EW_TILE) {
+        float bx[EW_TILE], by[EW_TILE];
+        const int64_t m = n - i0 < EW_TILE ? n - i0 : EW_TILE;
+        const float *x = cpu_rows_in(X, 1, i0, m, bx);
+        float *y = (float *)cpu_rows_in(Y, 1, i0, m, by);  // Y's own memory when it is f32
+        add_tile(y, y, x, m);
+        cpu_rows_out(Y, 1, i0, m, y);
+    }
+    if (whole) cpu_f32_store(dst, whole);
     cpu_scratch_free(&s);
 }
 
@@ -186,11 +271,20 @@ void scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, float alpha) {
     const int64_t n = ocr_tensor_numel(out);
     OCR_ASSERT(ocr_tensor_numel(inp) == n, "scale: sizes differ");
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    float *y = cpu_f32_out(&s, out, 0);
+    OcrTensor vx, vy;
+    float *whole;
+    const OcrTensor *X = ew_in(&s, inp, &vx);
+    OcrTensor *Y = ew_out(&s, out, &vy, 0, &whole);
 #pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
-    cpu_f32_store(out, y);
+    for (int64_t i0 = 0; i0 < n; i0 += EW_TILE) {
+        float bx[EW_TILE], by[EW_TILE];
+        const int64_t m = n - i0 < EW_TILE ? n - i0 : EW_TILE;
+        const float *x = cpu_rows_in(X, 1, i0, m, bx);
+        float *y = cpu_rows_dst(Y, 1, i0, by);
+        scale_tile(y, x, alpha, m);
+        cpu_rows_out(Y, 1, i0, m, y);
+    }
+    if (whole) cpu_f32_store(out, whole);
     cpu_scratch_free(&s);
 }
 

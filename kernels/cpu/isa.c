@@ -4,7 +4,10 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include "core/error.h"
 
 #include "kernels/cpu/onednn.h"
 
@@ -16,6 +19,10 @@
 #else
 #define OCR_ISA_X86 0
 #endif
+
+// The fp32 convolution GEMM default (ocr_cpu_f32_conv_onednn): oneDNN, whose fp32 step on
+// PP-OCRv3 ran at 1.57x the sgemm one per CPU-second (docs/BENCHMARKS.md).
+#define OCR_F32_CONV_ONEDNN_DEFAULT 1
 
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static OcrCpuFeatures feats;
@@ -84,6 +91,24 @@ static int hardware_path(ocr_dtype_t dt) {
 int ocr_cpu_lp_native(ocr_dtype_t dt) {
     if (dt != OCR_BF16 && dt != OCR_F16) return 0;
     return !ocr_cpu_exact_numerics() && hardware_path(dt);
+}
+
+static pthread_once_t f32_conv_once = PTHREAD_ONCE_INIT;
+static int f32_conv_default = OCR_F32_CONV_ONEDNN_DEFAULT;
+static void f32_conv_env(void) {
+    const char *e = getenv("OCR_CPU_F32_CONV");
+    if (!e || !*e) return;
+    if (strcmp(e, "onednn") == 0)
+        f32_conv_default = 1;
+    else if (strcmp(e, "sgemm") == 0)
+        f32_conv_default = 0;
+    else
+        ocr_log(OCR_LOG_WARN, "OCR_CPU_F32_CONV=%s is not sgemm or onednn; ignored", e);
+}
+
+int ocr_cpu_f32_conv_onednn(void) {
+    pthread_once(&f32_conv_once, f32_conv_env);
+    return f32_conv_default && !ocr_cpu_exact_numerics() && ocr_onednn_available();
 }
 
 const char *ocr_cpu_isa_emulated_reason(ocr_dtype_t dt) {

@@ -29,6 +29,12 @@ const OcrCpuFeatures *ocr_cpu_features(void);
 // Always 0 for f32 (fp32 compute is native everywhere) and under exact numerics.
 int ocr_cpu_lp_native(ocr_dtype_t dt);
 
+// 1: fp32 dense/grouped convolutions (1×1 and im2col) multiply through oneDNN's fp32 matmul
+// instead of OpenBLAS's sgemm. Measured per shape family with bench_train_cpu (docs/BENCHMARKS.md,
+// "CPU mixed precision"); OCR_CPU_F32_CONV=sgemm|onednn in the environment (read once) overrides
+// the default. Always 0 without oneDNN and under exact numerics (the sgemm reference).
+int ocr_cpu_f32_conv_onednn(void);
+
 // Global.cpu_exact_numerics: 1 forces the emulated reference for f16/bf16; 0 (the default)
 // uses the hardware where it exists. Process-wide, like the thread count.
 void ocr_cpu_set_exact_numerics(int on);

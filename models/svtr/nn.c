@@ -112,7 +112,10 @@ static void prof_mark(OcrCtx *c, int op, int bwd) {
     c->t_last = now;
 }
 
-void ocr_ctx_bwd_done(OcrCtx *c, int op) { prof_mark(c, op, 1); }
+void ocr_ctx_bwd_done(OcrCtx *c, int op) {
+    prof_mark(c, op, 1);
+    if (c->bwd_hook && !c->plan) c->bwd_hook(c->bwd_hook_user, op);
+}
 
 void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops) {
     prof_mark(c, op, 0);

@@ -95,6 +95,10 @@ typedef struct {
     int failed;       // an input too small for some layer (shapes are clamped to go on)
     char error[256];  // the first such message
     const AmpCastCache *cast_cache;  // O1: low-precision copies of parameters (NULL: none)
+    // Called at the end of each op's backward in a real (not planning) pass: that op's
+    // parameter gradients are complete (data parallelism starts their all-reduce early).
+    void (*bwd_hook)(void *user, int op);
+    void *bwd_hook_user;
 } OcrCtx;
 
 // Records the first shape error of a pass (the model turns it into a status).

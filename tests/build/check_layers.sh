@@ -1,6 +1,7 @@
 #!/bin/sh
 # Fails when an #include goes against the layering of DESIGN.md: data flows one way,
 #   core <- kernels <- amp <- models <- app,   core <- data <- app,   core, kernels <- eval <- app,
+#   core <- dist <- app (the data-parallel transports),
 # and the CUDA backend's headers (kernels/cuda/) are included only inside kernels/. A folder may
 # include its own headers and those of the folders to its left, nothing else.
 # Usage: check_layers.sh SOURCE_DIR
@@ -18,13 +19,14 @@ allowed() {
     data) echo "core data" ;;
     eval) echo "core kernels eval" ;;
     models) echo "core kernels amp models" ;;
-    app) echo "core kernels amp models data eval app" ;;
+    dist) echo "core dist" ;;
+    app) echo "core kernels amp models data eval dist app" ;;
     esac
 }
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 checked=0
-for layer in core kernels amp data eval models app; do
+for layer in core kernels amp data eval dist models app; do
     [ -d "$layer" ] || continue
     ok=$(allowed "$layer")
     for f in $(find "$layer" -type f \( -name '*.c' -o -name '*.h' -o -name '*.cu' -o -name '*.cuh' \) | sort); do
@@ -33,7 +35,7 @@ for layer in core kernels amp data eval models app; do
         grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"[a-z_]*/' "$f" | while IFS= read -r line; do
             inc=$(echo "$line" | sed 's/.*#[[:space:]]*include[[:space:]]*"\([^"]*\)".*/\1/')
             top=${inc%%/*}
-            case " core kernels amp data eval models app " in *" $top "*) ;; *) continue ;; esac
+            case " core kernels amp data eval dist models app " in *" $top "*) ;; *) continue ;; esac
             case " $ok " in
             *" $top "*) ;;
             *) echo "$f:${line%%:*}: $layer/ must not include $inc ($layer may include: $ok)" ;;

@@ -100,7 +100,7 @@ START_TEST(test_config_errors) {
     const char *const sar[] = {MH "=[{\"CTCHead\": {\"Neck\": {\"name\": \"svtr\"}, \"Head\": {}}}, "
                                "{\"SARHead\": {\"enc_dim\": 512}}]",
                                NULL};
-    expect_config_error(sar, "SARHead");
+    expect_config_error(sar, "[CTCLoss, SARLoss]");  // a SARHead trains with SARLoss
     const char *const order[] = {MH "=[{\"NRTRHead\": {}}, {\"CTCHead\": {\"Neck\": {\"name\": \"svtr\"}}}]", NULL};
     expect_config_error(order, "CTCHead");
     const char *const loss[] = {"Loss.name=CTCLoss", NULL};
@@ -454,8 +454,8 @@ START_TEST(test_ppocrv4_ch_parameter_count) {
 }
 END_TEST
 
-// PaddleOCR's own YAML: the shared PP-OCRv3 MultiHead checkpoint's config (CTC + SAR) parses up
-// to the SAR branch, which is refused with a message naming it.
+// PaddleOCR's own YAML: the shared PP-OCRv3 MultiHead checkpoint's config (CTC + SAR) parses,
+// SAR branch included (tests/models/test_sar.c loads and checks that checkpoint).
 START_TEST(test_paddleocr_yaml_sar) {
     char path[1024];
     if (!ocr_test_shared_path("models/ppocrv3_paddle/v3_en_multihead_ctc_sar_REDUCED_enc64_dk64_4steps.yml", path,
@@ -466,8 +466,9 @@ START_TEST(test_paddleocr_yaml_sar) {
     // The dictionary path is relative to a PaddleOCR checkout.
     ck_assert_int_eq(ocr_config_apply_override(cfg, "Global.character_dict_path=\"\""), OCR_OK);
     OcrArch a;
-    ck_assert_int_eq(ocr_arch_from_config(&a, cfg), OCR_ERR_CONFIG);
-    ck_assert_msg(strstr(ocr_last_error(), "SARHead"), "%s", ocr_last_error());
+    ck_assert_msg(ocr_arch_from_config(&a, cfg) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(a.multihead.kind, OCR_GUIDE_SAR);
+    ck_assert(a.multihead.sar_enc_dim == 64 && a.multihead.sar_d_k == 64);
     ocr_config_free(cfg);
 }
 END_TEST

@@ -1,0 +1,38 @@
+// Row-tile kernels shared by batchnorm.c, bn_act.c and activation.c (CPU backend internal).
+//
+// Each works on one thread's tile of rows (rows × C, channels contiguous) in fp32 and runs at
+// the vector level cpu_vec_level() names (cpu_common.h), with the same bits at every level.
+// The callers widen their tiles from f16/bf16 and round their results back per tile
+// (cpu_rows_in / cpu_rows_out), so no op makes a whole-tensor fp32 copy.
+#ifndef OCR_KERNELS_CPU_ROWWISE_H
+#define OCR_KERNELS_CPU_ROWWISE_H
+
+#include <stdint.h>
+
+#include "kernels/cpu/cpu_common.h"
+#include "kernels/ops.h"
+
+// Elements per row tile: small enough that a tile and its results stay in L1/L2 while the next
+// step reads them back, and below the activations' parallel thresholds.
+#define CPU_ROW_TILE 4096
+static inline int64_t cpu_tile_rows(int64_t C) { return C >= CPU_ROW_TILE ? 1 : CPU_ROW_TILE / C; }
+
+// y (n) = act(x), dx (n) = dy · act'(x) on the calling thread (activation.c's loops); y may
+// equal x and dx may equal dy.
+void cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act);
+void cpu_act_backward_tile(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act);
+
+// mean, var (C, double) = batch mean and biased variance of x viewed as (M, C), any float dtype,
+// widened a tile at a time; bitwise the same for any thread count and vector level.
+void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int64_t M, int64_t C, CpuScratch *s);
+// v (rows, C) = (x − mf)·af + bf per channel (BN's normalised value).
+void cpu_bn_value_tile(float *v, const float *x, const float *mf, const float *af, const float *bf, int64_t rows,
+                       int64_t C);
+// p1 (C) += Σ_rows g, p2 (C) += Σ_rows g·(x − mean), in double, rows in order.
+void cpu_bn_sums_tile(double *p1, double *p2, const float *x, const float *g, const float *mean, int64_t rows,
+                      int64_t C);
+// dx (rows, C) = a·g + b·(x − mean) + k per channel; dx may equal g.
+void cpu_bn_dx_tile(float *dx, const float *g, const float *x, const float *mean, const float *a, const float *b,
+                    const float *k, int64_t rows, int64_t C);
+
+#endif

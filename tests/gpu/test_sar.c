@@ -1,0 +1,130 @@
+// A MultiHead model with the SAR guidance branch (PP-OCRv3 en, configs/rec_ppocrv3_en_gtc_sar.json
+// made small) on the GPU against the same model on the CPU: the training forward (both branches'
+// logits, with valid ratios that mask columns), the backward (parameter gradients of the
+// backbone, the CTC branch and the SAR head's LSTMs, attention and prediction, use_guide off so
+// the backbone sees both branches). Every op involved has its own twin test; this checks the
+// wiring on the device (token, target, valid-width, one-hot and ones uploads, the time-major
+// layouts). Bound as tests/gpu/test_multihead.c: 1e-4 of each tensor's largest value.
+#include "tests/gpu/gpu_test.h"
+#include "tests/models/model_test_util.h"
+
+#ifdef OCR_HAVE_CUDA
+
+#define B 2
+#define L 6
+
+static const int32_t kLabels[B * L] = {5, 7, 9, 0, 0, 0, 1, 37, 2, 2, 0, 0};
+static const int32_t kLengths[B] = {3, 4};
+static const float kValid[B] = {1.0f, 0.6f};
+
+static OcrModel *small(void) {
+    const char *const ov[] = {"Global.character_dict_path=\"\"",
+                              "Global.max_text_length=6",
+                              "Architecture.Head.head_list.1.SARHead.enc_dim=32",
+                              "Architecture.Head.head_list.1.SARHead.d_k=16",
+                              "Architecture.Head.head_list.1.SARHead.enc_drop_rnn=0",
+                              "Architecture.Head.head_list.1.SARHead.pred_dropout=0",
+                              "Architecture.Head.head_list.0.CTCHead.Neck.drop_rate=0",
+                              "Architecture.Head.head_list.0.CTCHead.Neck.attn_drop_rate=0",
+                              "Architecture.Head.head_list.0.CTCHead.Neck.use_guide=false",
+                              NULL};
+    OcrConfig *cfg = tm_config("rec_ppocrv3_en_gtc_sar.json", ov);
+    OcrModel *m;
+    ck_assert_msg(ocr_model_from_config(&m, cfg) == OCR_OK, "%s", ocr_last_error());
+    ocr_config_free(cfg);
+    return m;
+}
+
+static float *host_f32(const OcrTensor *t) {
+    int64_t n = ocr_tensor_numel(t);
+    OcrTensor h;
+    ck_assert_int_eq(ocr_tensor_alloc(&h, t->dtype, ocr_cpu(), t->ndim, t->shape, OCR_MEM_DATA), OCR_OK);
+    copy_bytes(ocr_cpu(), h.data, t->device, t->data, ocr_tensor_bytes(t));
+    float *v = malloc((size_t)n * sizeof *v);
+    ocr_tensor_to_f32(&h, v);
+    ocr_tensor_free(&h);
+    return v;
+}
+
+static void close_enough(const OcrTensor *cpu, const OcrTensor *gpu, const char *what) {
+    ck_assert(ocr_tensor_same_shape(cpu, gpu));
+    int64_t n = ocr_tensor_numel(cpu);
+    float *a = host_f32(cpu), *b = host_f32(gpu);
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
+    for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    printf("%-52s max |GPU − CPU| %.3g of max %.3g\n", what, worst, scale);
+    ck_assert_msg(worst <= 1e-4 * scale + 1e-6, "%s: GPU differs by %g (max %g)", what, worst, scale);
+    free(a);
+    free(b);
+}
+
+static void fill(OcrTensor *t, uint64_t seed) {
+    int64_t n = ocr_tensor_numel(t);
+    float *v = malloc((size_t)n * sizeof *v);
+    ocr_rng_fill_uniform(v, (size_t)n, seed, 3, 0, -1.0f, 1.0f);
+    OcrTensor h;
+    ck_assert_int_eq(ocr_tensor_alloc(&h, t->dtype, ocr_cpu(), t->ndim, t->shape, OCR_MEM_DATA), OCR_OK);
+    ocr_tensor_from_f32(&h, v);
+    copy_bytes(t->device, t->data, ocr_cpu(), h.data, ocr_tensor_bytes(t));
+    ocr_tensor_free(&h);
+    free(v);
+}
+
+START_TEST(test_sar_multihead_equals_cpu) {
+    OcrModel *c = small(), *g = small();  // same seed: same initial weights
+    ck_assert_msg(ocr_model_to_device(g, ocr_cuda_device(0)) == OCR_OK, "%s", ocr_last_error());
+    OcrTensor xc = tm_images(B, 48, 80, 17), xg;
+    ck_assert_int_eq(ocr_tensor_alloc(&xg, OCR_F32, ocr_cuda_device(0), 4, xc.shape, OCR_MEM_DATA), OCR_OK);
+    copy_bytes(xg.device, xg.data, ocr_cpu(), xc.data, ocr_tensor_bytes(&xc));
+    OcrModel *m[2] = {c, g};
+    const OcrTensor *x[2] = {&xc, &xg};
+    for (int k = 0; k < 2; k++) {
+        ck_assert_int_eq(ocr_params_alloc_grads(ocr_model_params(m[k])), OCR_OK);
+        ocr_params_zero_grads(ocr_model_params(m[k]));
+        ck_assert_int_eq(ocr_model_set_guide_labels(m[k], kLabels, kLengths, B, L), OCR_OK);
+        ck_assert_int_eq(ocr_model_set_guide_valid_ratios(m[k], kValid, B), OCR_OK);
+        ck_assert_msg(ocr_model_forward(m[k], x[k], 1) == OCR_OK, "%s", ocr_last_error());
+    }
+    close_enough(ocr_model_logits(c), ocr_model_logits(g), "training CTC logits");
+    close_enough(ocr_model_guide_logits(c), ocr_model_guide_logits(g), "training SAR logits");
+    for (int k = 0; k < 2; k++) {
+        fill(ocr_model_dlogits(m[k]), 5);
+        fill(ocr_model_guide_dlogits(m[k]), 6);
+        ck_assert_msg(ocr_model_backward(m[k]) == OCR_OK, "%s", ocr_last_error());
+    }
+    const char *const names[] = {"backbone.conv1._conv.weight",
+                                 "head.ctc_head.fc.weight",
+                                 "head.sar_head.encoder.rnn_encoder.weight_ih_l0",
+                                 "head.sar_head.encoder.linear.weight",
+                                 "head.sar_head.decoder.rnn_decoder.weight_hh_l1",
+                                 "head.sar_head.decoder.embedding.weight",
+                                 "head.sar_head.decoder.conv3x3_1.weight",
+                                 "head.sar_head.decoder.conv1x1_2.weight",
+                                 "head.sar_head.decoder.prediction.weight",
+                                 NULL};
+    for (int i = 0; names[i]; i++) {
+        int pc = ocr_params_find(ocr_model_params(c), names[i]), pg = ocr_params_find(ocr_model_params(g), names[i]);
+        ck_assert_msg(pc >= 0 && pg >= 0, "%s", names[i]);
+        OcrTensor gc = ocr_params_grad(ocr_model_params(c), pc), gg = ocr_params_grad(ocr_model_params(g), pg);
+        close_enough(&gc, &gg, names[i]);
+    }
+    ocr_tensor_free(&xc);
+    ocr_tensor_free(&xg);
+    ocr_model_free(c);
+    ocr_model_free(g);
+}
+END_TEST
+
+static Suite *suite(void) {
+    Suite *s = suite_create("gpu_sar");
+    TCase *tc = tcase_create("sar");
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_sar_multihead_equals_cpu);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+#endif
+
+GPU_TEST_MAIN("gpu_sar", suite)
