@@ -226,6 +226,10 @@ struct StepDevice {
     int gB, gH, gW, gL;       // the graph's shape
     int wB, wH, wW, wL;       // the last eager step's shape (a capture needs one warm-up)
     int64_t captures, replays;
+    // MultiHead: the guidance loss of the steps in flight (weighted, the ranks' mean), by
+    // readback slot, and the f32 gradient of the guidance logits before the loss scale.
+    double gtc_loss[STEP_SLOTS];
+    OcrTensor gtc_dl32;
 };
 
 static void step_device_free(StepCtx *s) {
@@ -244,6 +248,7 @@ static void step_device_free(StepCtx *s) {
     ocr_tensor_free(&d->losses);
     ocr_tensor_free(&d->loss);
     ocr_tensor_free(&d->infeas);
+    ocr_tensor_free(&d->gtc_dl32);
     ocr_tensor_free(&d->g_images);
     ocr_tensor_free(&d->g_widths);
     ocr_tensor_free(&d->g_labels);
@@ -266,10 +271,6 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     OCR_ASSERT(!s->dev, "step_device_init twice");
     if (params->device.type != OCR_DEVICE_CUDA)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "step_device_init: the model is not on a CUDA device");
-    if (ocr_model_arch(s->m)->multihead.kind != OCR_GUIDE_NONE)
-        return ocr_set_error(OCR_ERR_UNSUPPORTED,
-                             "MultiHead (guided) training runs on the CPU step only: the fused GPU step does not "
-                             "compute the guidance loss yet");
     StepDevice *d = calloc(1, sizeof *d);
     if (!d) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     s->dev = d;
@@ -347,6 +348,12 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     d->graphs_allowed = o->cuda_graph && graphs_possible(s);
     if (o->cuda_graph && !d->graphs_allowed)
         ocr_log(OCR_LOG_INFO, "cuda graph: off (Global.amp_activation_stats_every reads activations on the host)");
+    if (ocr_model_arch(s->m)->multihead.kind != OCR_GUIDE_NONE) {
+        // The guidance labels reach the device by synchronous copies inside the forward and its
+        // loss is read back within the step: MultiHead steps run eagerly, one at a time.
+        if (d->graphs_allowed) ocr_log(OCR_LOG_INFO, "cuda graph: off for MultiHead (per-step guidance labels)");
+        d->graphs_allowed = 0;
+    }
     return OCR_OK;
 }
 
@@ -419,6 +426,39 @@ static void copy_to_static(StepDevice *d, const FeedDeviceBatch *b, FeedDeviceBa
 }
 
 // The body of one step: enqueue-only, no host wait, no allocation once warm (capturable).
+// MultiHead on the device: the guidance loss (NRTRLoss / SARLoss) and its gradient. The gradient
+// is computed in f32 with weight_2 / world and then multiplied by the device-held loss scale,
+// rounded once into the guidance dlogits' dtype (as the CTC gradient is), so a small f16 gradient
+// is not flushed before it is scaled. The loss comes back to the host at once (the step waits for
+// the device here) and is kept for step_collect under the readback slot this step will use.
+static ocr_status_t guide_loss_device(StepCtx *s, int world) {
+    StepDevice *d = s->dev;
+    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
+    const OcrTensor *logits = ocr_model_guide_logits(s->m), *targets = ocr_model_guide_targets(s->m);
+    OcrTensor *dlogits = ocr_model_guide_dlogits(s->m);
+    OCR_ASSERT(logits && targets && dlogits, "MultiHead: no guidance outputs after a training forward");
+    if (!s->gtc_loss.data) OCR_TRY(ocr_tensor_alloc(&s->gtc_loss, OCR_F32, d->dev, 1, (int64_t[]){1}, OCR_MEM_ACTIVATIONS));
+    if (!d->gtc_dl32.data || ocr_tensor_numel(&d->gtc_dl32) < ocr_tensor_numel(dlogits)) {
+        ocr_tensor_free(&d->gtc_dl32);
+        OCR_TRY(ocr_tensor_alloc(&d->gtc_dl32, OCR_F32, d->dev, dlogits->ndim, dlogits->shape, OCR_MEM_ACTIVATIONS));
+    }
+    OcrTensor dl32 = ocr_tensor_view(d->gtc_dl32.data, OCR_F32, d->dev, dlogits->ndim, dlogits->shape);
+    CrossEntropyParams p = ocr_model_guide_loss_params(s->m, (float)mh->weight_gtc / (float)world);
+    cross_entropy_forward(NULL, &s->gtc_loss, NULL, logits, targets, p);
+    cross_entropy_backward(&dl32, logits, targets, p);
+    ocr_dev_scale_by_loss_scale(dlogits, &dl32, d->state);
+    if (ocr_cuda_stream_synchronize(d->stream)) return ocr_wrap_error(OCR_ERR_CUDA, "MultiHead guidance loss");
+    float v;
+    copy_bytes(ocr_cpu(), &v, s->gtc_loss.device, s->gtc_loss.data, sizeof v);
+    double loss = mh->weight_gtc * (double)v;
+    if (s->sync) {  // the ranks' mean, as the CTC loss is reported
+        OCR_TRY(ocr_dist_sum_f64(s->sync->dist, &loss, 1, "the guidance loss all-reduce"));
+        loss /= world;
+    }
+    d->gtc_loss[d->rb_next] = loss;
+    return OCR_OK;
+}
+
 static ocr_status_t enqueue_body(StepCtx *s, const FeedDeviceBatch *b) {
     StepDevice *d = s->dev;
     OcrParamTable *params = ocr_model_params(s->m), *stats = ocr_model_stats(s->m);
@@ -445,9 +485,13 @@ static ocr_status_t enqueue_body(StepCtx *s, const FeedDeviceBatch *b) {
     // ranks' gradients into the mean over all their samples), then times the device-held loss
     // scale, rounded once into the model's dlogits.
     const int world = s->sync ? s->sync->world : 1;
-    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, 1.0f / (float)world};
+    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
+    const int multi = mh->kind != OCR_GUIDE_NONE;
+    // MultiLoss: loss = weight_1 · CTC + weight_2 · guidance; each gradient carries its weight.
+    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, (multi ? (float)mh->weight_ctc : 1.0f) / (float)world};
     ctc_loss_forward_async_cuda(&losses, &d->loss, dl32, &infeas, logits, &b->labels, &b->lengths, NULL, cp);
     ocr_dev_scale_by_loss_scale(dl, dl32, d->state);
+    if (multi) OCR_TRY(guide_loss_device(s, world));
     if (s->sync) {
         // The sum of the ranks' batch means (step_collect divides it by the world size).
         OcrDistRequest req;
@@ -475,6 +519,11 @@ ocr_status_t step_run_device(StepCtx *s, const FeedDeviceBatch *b, double lr, st
     AmpEngine *amp = s->amp;
     int B = b->count, H = (int)b->images.shape[1], W = (int)b->images.shape[2], L = b->max_len;
     *mode = STEP_EAGER;
+    // MultiHead: the forward copies this step's guidance labels (set by the caller with
+    // ocr_model_set_guide_labels) into buffers the previous step's kernels may still read.
+    if (ocr_model_arch(s->m)->multihead.kind != OCR_GUIDE_NONE && d->npend > 0 &&
+        ocr_cuda_stream_synchronize(d->stream))
+        return ocr_wrap_error(OCR_ERR_CUDA, "MultiHead step");
 
     // This step's inputs: lr, stochastic-rounding seed, dropout counter (pinned slot → device).
     int k = d->in_next;
@@ -587,6 +636,12 @@ ocr_status_t step_collect(StepCtx *s, StepOutcome *out) {
                              (double)host_scale, (double)st.scale_used, (double)amp_engine_loss_scale(s->amp),
                              (double)st.scale, (long long)s->optim->updates, (long long)st.updates);
     out->loss = s->sync ? st.loss / s->sync->world : st.loss;
+    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
+    if (mh->kind != OCR_GUIDE_NONE) {  // the device recorded the unweighted CTC mean
+        out->loss_ctc = mh->weight_ctc * out->loss;
+        out->loss_gtc = d->gtc_loss[r];
+        out->loss = out->loss_ctc + out->loss_gtc;
+    }
     out->grad_norm = st.found_inf ? NAN : st.grad_norm;
     out->scale = st.scale_used;
     out->skipped = st.found_inf;

@@ -603,6 +603,22 @@ static ocr_status_t batch_metric(Trainer *t, StepRecord *rec) {
     return OCR_OK;
 }
 
+// SAR guidance: its attention and its holistic feature read only the image columns of each
+// line (PaddleOCR's valid_ratio = min(1, width_i / W)); the padded columns are masked.
+static ocr_status_t set_guide_valid_ratios(Trainer *t, const FeedBatch *b) {
+    if (ocr_model_arch(t->m)->multihead.kind != OCR_GUIDE_SAR) return OCR_OK;
+    int B = b->count;
+    if (t->valid_ratios_cap < B) {
+        float *v = realloc(t->valid_ratios, (size_t)B * sizeof *v);
+        if (!v) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        t->valid_ratios = v;
+        t->valid_ratios_cap = B;
+    }
+    for (int i = 0; i < B; i++)
+        t->valid_ratios[i] = b->widths[i] >= b->width ? 1.0f : (float)b->widths[i] / (float)b->width;
+    return ocr_model_set_guide_valid_ratios(t->m, t->valid_ratios, B);
+}
+
 static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_count) {
     FeedBatch *b = &t->batch;
     int B = b->count, H = b->height, W = b->width, C = b->channels;
@@ -610,18 +626,7 @@ static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_coun
     OcrTensor x = ocr_tensor_view(t->images.data, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C});
     double lr = lr_at(&t->rc->optim.lr, t->st.iter, t->steps_per_epoch, t->rc->epoch_num) * t->res->lr_scale;
     StepOutcome o;
-    if (ocr_model_arch(t->m)->multihead.kind == OCR_GUIDE_SAR) {
-        // SAR's attention and its holistic feature read only the image columns of each line
-        // (PaddleOCR's valid_ratio); the padded columns past widths[i] are masked.
-        if (t->valid_ratios_cap < B) {
-            float *v = realloc(t->valid_ratios, (size_t)B * sizeof *v);
-            if (!v) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-            t->valid_ratios = v;
-            t->valid_ratios_cap = B;
-        }
-        for (int i = 0; i < B; i++) t->valid_ratios[i] = b->widths[i] >= W ? 1.0f : (float)b->widths[i] / (float)W;
-        OCR_TRY(ocr_model_set_guide_valid_ratios(t->m, t->valid_ratios, B));
-    }
+    OCR_TRY(set_guide_valid_ratios(t, b));
     OCR_TRY(step_run(&t->step, &x, b->labels, b->lengths, b->max_len, lr, &o));
     *infeasible_count = o.infeasible;
     rec->iter = t->st.iter;
@@ -883,7 +888,8 @@ static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, 
     StepRecord rec;
     rec.iter = q[0].iter;
     rec.loss = (float)o.loss;
-    rec.loss_ctc = rec.loss_gtc = 0.0f;  // the GPU step trains CTC heads only
+    rec.loss_ctc = (float)o.loss_ctc;  // MultiHead: the MultiLoss parts (0 for a CTC head)
+    rec.loss_gtc = (float)o.loss_gtc;
     rec.lr = q[0].lr;
     rec.scale = o.scale;
     rec.skipped = o.skipped;
@@ -958,6 +964,10 @@ static ocr_status_t loop_gpu(Trainer *t, int64_t stop, double *ema) {
         if (nq == 2) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
         if (nq == 0) t_last = ocr_now_seconds();
         step_mode_t mode;
+        if (ocr_model_arch(t->m)->multihead.kind != OCR_GUIDE_NONE) {  // the guidance labels from the host batch
+            OCR_TRY(ocr_model_set_guide_labels(t->m, t->batch.labels, t->batch.lengths, t->batch.count, t->batch.max_len));
+            OCR_TRY(set_guide_valid_ratios(t, &t->batch));
+        }
         OCR_TRY(step_run_device(&t->step, &db, lr, &mode));
         feed_upload_consumed(t->up);
         StepRecord metric;
