@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bytebuf.h"
 #include "core/fileio.h"
 #include "models/onnx.h"
 
@@ -14,28 +15,9 @@
 // Nested messages are written into their own buffer and appended with their length, so every
 // length is known when it is written (no back-patching).
 
-typedef struct {
-    uint8_t *p;
-    size_t n, cap;
-    int oom;  // an allocation failed: everything after is dropped, the caller reports it
-} Pb;
+typedef OcrByteBuf Pb;
 
-static void pb_raw(Pb *b, const void *d, size_t n) {
-    if (b->oom || n == 0) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
+static void pb_raw(Pb *b, const void *d, size_t n) { ocr_bytebuf_append(b, d, n); }
 
 static void pb_varint(Pb *b, uint64_t v) {
     uint8_t q[10];

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/bytebuf.h"
 #include "core/fileio.h"
 
 // ---- pickle opcodes (protocol 4 subset) -----------------------------------------------------------------
@@ -36,28 +37,9 @@ enum {
 // Python's pickler batches SETITEMS by 1000 entries; so do we.
 #define SETITEMS_BATCH 1000
 
-typedef struct {
-    uint8_t *p;
-    size_t n, cap;
-    int oom;
-} Buf;
+typedef OcrByteBuf Buf;
 
-static void raw(Buf *b, const void *d, size_t n) {
-    if (b->oom || n == 0) return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap : 4096;
-        while (cap < b->n + n) cap *= 2;
-        uint8_t *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = 1;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, d, n);
-    b->n += n;
-}
+static void raw(Buf *b, const void *d, size_t n) { ocr_bytebuf_append(b, d, n); }
 static void op(Buf *b, uint8_t o) { raw(b, &o, 1); }
 static void u32le(Buf *b, uint32_t v) {
     uint8_t q[4] = {(uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24)};

@@ -147,13 +147,24 @@ static int out_size(int64_t in, int k, int s, int p) {
 
 // The input op `op` runs on: x itself, or (*cast = 1) a new arena copy in the op's compute
 // dtype when that dtype would round x.
-static OcrTensor autocast_input(OcrCtx *c, int op, const OcrTensor *x, int *cast) {
+OcrTensor ocr_ctx_autocast_input(OcrCtx *c, int op, const OcrTensor *x, int widen, int *cast) {
     ocr_dtype_t d = ocr_ctx_dtype(c, op);
-    *cast = x->dtype != d && d != OCR_F32;
+    *cast = x->dtype != d && (widen || d != OCR_F32);
     if (!*cast) return *x;
     OcrTensor t = ocr_ctx_new(c, d, x->ndim, x->shape);
     if (!c->plan) cast_forward(&t, x);
     return t;
+}
+static OcrTensor autocast_input(OcrCtx *c, int op, const OcrTensor *x, int *cast) {
+    return ocr_ctx_autocast_input(c, op, x, 0, cast);
+}
+
+OcrTensor ocr_ctx_cast_grad(OcrCtx *c, OcrTensor *dx, ocr_dtype_t in_dtype) {
+    if (dx->dtype == in_dtype) return *dx;
+    OcrTensor g = ocr_ctx_new(c, in_dtype, dx->ndim, dx->shape);
+    if (!c->plan) cast_backward(&g, dx);
+    ocr_ctx_free(c, dx);
+    return g;
 }
 
 // Inference: the copy is dead once the op has run.

@@ -113,6 +113,12 @@ OcrTensor ocr_ctx_grad(const OcrCtx *c, int i);
 OcrTensor ocr_ctx_stat(const OcrCtx *c, int i);
 ocr_dtype_t ocr_ctx_dtype(const OcrCtx *c, int op);
 OcrTensor ocr_ctx_new(OcrCtx *c, ocr_dtype_t dtype, int ndim, const int64_t *shape);
+// Autocast for layers outside nn.c (NRTR, SAR): the input op `op` runs on, x itself or (*cast = 1)
+// a new arena copy in the op's compute dtype, when that dtype would round x or, with `widen`, also
+// when it is f32 (ops kept f32 under O1: the LSTMs, SAR's attention).
+OcrTensor ocr_ctx_autocast_input(OcrCtx *c, int op, const OcrTensor *x, int widen, int *cast);
+// The input gradient in the input's dtype `in_dtype`: *dx itself, or a cast copy (*dx freed).
+OcrTensor ocr_ctx_cast_grad(OcrCtx *c, OcrTensor *dx, ocr_dtype_t in_dtype);
 OcrTensor ocr_ctx_like(OcrCtx *c, const OcrTensor *t);  // same shape and dtype
 void ocr_ctx_free(OcrCtx *c, OcrTensor *t);
 // Inference passes only: frees an activation that nothing reads any more (clears *t). A no-op

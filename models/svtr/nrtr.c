@@ -8,24 +8,6 @@
 
 #include "models/svtr/grad.h"
 
-// The GEMM ops run on a copy of their input in their compute dtype when that dtype would round
-// it (nn.h, "Autocast"); the input gradient goes back in the input's dtype.
-static OcrTensor cast_in(OcrCtx *c, int op, const OcrTensor *x, int *cast) {
-    ocr_dtype_t d = ocr_ctx_dtype(c, op);
-    *cast = x->dtype != d && d != OCR_F32;
-    if (!*cast) return *x;
-    OcrTensor t = ocr_ctx_new(c, d, x->ndim, x->shape);
-    if (!c->plan) cast_forward(&t, x);
-    return t;
-}
-static OcrTensor cast_back(OcrCtx *c, OcrTensor *dx, ocr_dtype_t in_dtype) {
-    if (dx->dtype == in_dtype) return *dx;
-    OcrTensor g = ocr_ctx_new(c, in_dtype, dx->ndim, dx->shape);
-    if (!c->plan) cast_backward(&g, dx);
-    ocr_ctx_free(c, dx);
-    return g;
-}
-
 void nrtr_positional_encoding(float *pe, int T, int dim) {
     for (int p = 0; p < T; p++)
         for (int i = 0; 2 * i < dim; i++) {
@@ -92,7 +74,7 @@ static void lcausal_build(OcrBuilder *b, LCausalAttn *l, const char *name, int d
 static OcrTensor *lcausal_forward(OcrCtx *c, LCausalAttn *l, const OcrTensor *qkv) {
     int64_t B = qkv->shape[0], T = qkv->shape[1];
     l->in_dtype = qkv->dtype;
-    l->x = cast_in(c, l->op, qkv, &l->xcast);
+    l->x = ocr_ctx_autocast_input(c, l->op, qkv, 0, &l->xcast);
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 3, (int64_t[]){B, T, l->dim});
     l->probs = ocr_ctx_new(c, OCR_F32, 4, (int64_t[]){B, l->heads, T, T});
     l->mask = ocr_ctx_new(c, OCR_F32, 2, (int64_t[]){T, T});
@@ -114,7 +96,7 @@ static OcrTensor lcausal_backward(OcrCtx *c, LCausalAttn *l, const OcrTensor *dy
     ocr_ctx_free(c, &l->mask);
     ocr_ctx_free(c, &l->probs);
     if (l->xcast) {
-        dx = cast_back(c, &dx, l->in_dtype);
+        dx = ocr_ctx_cast_grad(c, &dx, l->in_dtype);
         ocr_ctx_free(c, &l->x);
     }
     ocr_ctx_bwd_done(c, l->op);

@@ -26,24 +26,6 @@ static OcrTensor rows_of(const OcrTensor *t, int64_t first, int64_t rows, int64_
     return ocr_tensor_view((char *)t->data + off, t->dtype, t->device, 2, (int64_t[]){rows, cols});
 }
 
-// A copy of x in the op's compute dtype when that differs (the LSTM and attention ops are f32
-// under O1, black); the gradient goes back in x's dtype.
-static OcrTensor cast_in(OcrCtx *c, int op, const OcrTensor *x, int *cast) {
-    ocr_dtype_t d = ocr_ctx_dtype(c, op);
-    *cast = x->dtype != d;
-    if (!*cast) return *x;
-    OcrTensor t = ocr_ctx_new(c, d, x->ndim, x->shape);
-    if (!c->plan) cast_forward(&t, x);
-    return t;
-}
-static OcrTensor cast_back(OcrCtx *c, OcrTensor *dx, ocr_dtype_t in_dtype) {
-    if (dx->dtype == in_dtype) return *dx;
-    OcrTensor g = ocr_ctx_new(c, in_dtype, dx->ndim, dx->shape);
-    if (!c->plan) cast_backward(&g, dx);
-    ocr_ctx_free(c, dx);
-    return g;
-}
-
 // ---- LSTM layer ------------------------------------------------------------------------------------
 
 static void llstm_build(OcrBuilder *b, LLstm *l, const char *rnn, int k, int in, int hidden) {
@@ -70,7 +52,7 @@ static OcrTensor *llstm_forward(OcrCtx *c, LLstm *l, const OcrTensor *x) {
     const int64_t T = x->shape[0], B = x->shape[1], H = l->hidden;
     OCR_ASSERT(x->ndim == 3 && x->shape[2] == l->in, "%s: expected (T, B, %d)", c->ops->items[l->op].name, l->in);
     l->in_dtype = x->dtype;
-    l->x = cast_in(c, l->op, x, &l->xcast);
+    l->x = ocr_ctx_autocast_input(c, l->op, x, 1, &l->xcast);
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 3, (int64_t[]){T, B, H});
     l->gates = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){T, B, 4 * H});
     l->cells = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){T, B, H});
@@ -102,7 +84,7 @@ static OcrTensor llstm_backward(OcrCtx *c, LLstm *l, const OcrTensor *dy, int ne
     ocr_ctx_free(c, &l->gates);
     ocr_ctx_free(c, &l->y);
     if (l->xcast) {
-        if (need_dx) dx = cast_back(c, &dx, l->in_dtype);
+        if (need_dx) dx = ocr_ctx_cast_grad(c, &dx, l->in_dtype);
         ocr_ctx_free(c, &l->x);
     }
     ocr_ctx_bwd_done(c, l->op);
