@@ -710,10 +710,8 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
         cJSON_AddNumberToObject(o, "norm_edit_dis", sig7(r->train_norm_edit_dis));
     }
     char *s = cJSON_PrintUnformatted(o);
-    if (s && t->metrics) {
-        fprintf(t->metrics, "%s\n", s);
-        free(s);
-    }
+    if (s && t->metrics) fprintf(t->metrics, "%s\n", s);  // only rank 0 has the file
+    free(s);
     cJSON_Delete(o);
 }
 
