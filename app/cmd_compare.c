@@ -239,6 +239,26 @@ int cmd_compare(int argc, char **argv) {
                 break;
             }
             batch[i] = cp.max_batch > 65536 ? 65536 : (int)cp.max_batch;
+            // The plan extrapolates op scratch from two small probes; scratch grows in blocks
+            // and by other rules on other CPUs (an emulated bf16 GEMM widens its operands), so
+            // the planned batch is checked with real steps and lowered until it fits.
+            for (int tries = 0; st == OCR_OK && tries < 4; tries++) {
+                OcrMemStats ms;
+                st = capacity_measure(cfg, pname, batch[i], &ms);
+                if (st != OCR_OK || ms.peak_total <= memory) break;
+                int64_t excess = ms.peak_total - memory, per = cp.bytes_per_sample > 0 ? cp.bytes_per_sample : 1;
+                int lower = batch[i] - (int)((excess + per - 1) / per);
+                if (lower >= batch[i]) lower = batch[i] - 1;
+                ocr_log(OCR_LOG_INFO, "--batch max: %s at batch %d measured %lld bytes, over --memory %lld; trying %d",
+                        pname, batch[i], (long long)ms.peak_total, (long long)memory, lower);
+                if (lower < 1) {
+                    st = ocr_set_error(OCR_ERR_INVALID_ARG, "--memory %lld bytes does not fit one %s sample (measured)",
+                                       (long long)memory, pname);
+                    break;
+                }
+                batch[i] = lower;
+            }
+            if (st != OCR_OK) break;
         }
         st = run_config(&rcfg[i], cfg, &specs[i], out_dir, batch[i]);
         if (st == OCR_OK) st = run_config_read(&rrc[i], rcfg[i], RUN_NEED_TRAIN | RUN_NEED_EVAL);

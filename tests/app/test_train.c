@@ -212,9 +212,13 @@ START_TEST(test_compare_batch_max) {
     ck_assert(fabs(cJSON_GetObjectItem(r0, "lr_scale")->valuedouble - b0 / 8.0) < 1e-9);
     ck_assert(fabs(cJSON_GetObjectItem(r1, "learning_rate")->valuedouble - 0.02 * b1 / 8.0) < 1e-9);
     ck_assert_str_eq(cJSON_GetObjectItem(cJSON_GetObjectItem(o, "settings"), "batch")->valuestring, "max");
-    // The planned batch fits the budget: peak memory of the run stays under it.
-    double peak = cJSON_GetObjectItem(cJSON_GetObjectItem(r1, "peak_memory_bytes"), "total")->valuedouble;
-    ck_assert_msg(peak <= 48.0 * 1048576 * 1.05, "bf16-o2 at batch %d peaked at %.0f bytes", b1, peak);
+    // The batch fits the budget: the planned one is checked with real steps (and lowered when
+    // the op scratch grew more than the plan's extrapolation), so the run stays under it.
+    const cJSON *pm = cJSON_GetObjectItem(r1, "peak_memory_bytes");
+    double peak = cJSON_GetObjectItem(pm, "total")->valuedouble;
+    char *cats = cJSON_PrintUnformatted(pm);
+    ck_assert_msg(peak <= 48.0 * 1048576, "bf16-o2 at batch %d peaked at %.0f bytes: %s", b1, peak, cats);
+    free(cats);
     cJSON_Delete(o);
     free(text);
 }
