@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "core/rng.h"
 #include "kernels/backend.h"
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
@@ -215,6 +216,48 @@ static inline const char *dtn(ocr_dtype_t d) { return ocr_dtype_name(d); }
         if (!gpu_available(name)) return 0;        \
         return gpu_run_suite(suite_fn());          \
     }
+
+
+// ---- whole models on both devices (tests/gpu/test_multihead.c, test_sar.c) ----------------------
+
+// A tensor on any device as host f32 values (malloc'd).
+static inline float *gpu_host_f32(const OcrTensor *t) {
+    int64_t n = ocr_tensor_numel(t);
+    OcrTensor h;
+    ck_assert_int_eq(ocr_tensor_alloc(&h, t->dtype, ocr_cpu(), t->ndim, t->shape, OCR_MEM_DATA), OCR_OK);
+    copy_bytes(ocr_cpu(), h.data, t->device, t->data, ocr_tensor_bytes(t));
+    float *v = malloc((size_t)n * sizeof *v);
+    ocr_tensor_to_f32(&h, v);
+    ocr_tensor_free(&h);
+    return v;
+}
+
+// A model output on the GPU against the CPU's: max |GPU − CPU| <= 1e-4 · max |CPU| + 1e-6.
+static inline void gpu_model_close(const OcrTensor *cpu, const OcrTensor *gpu, const char *what) {
+    ck_assert(ocr_tensor_same_shape(cpu, gpu));
+    int64_t n = ocr_tensor_numel(cpu);
+    float *a = gpu_host_f32(cpu), *b = gpu_host_f32(gpu);
+    double scale = 0, worst = 0;
+    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
+    for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    printf("%-52s max |GPU − CPU| %.3g of max %.3g\n", what, worst, scale);
+    ck_assert_msg(worst <= 1e-4 * scale + 1e-6, "%s: GPU differs by %g (max %g)", what, worst, scale);
+    free(a);
+    free(b);
+}
+
+// Fills a tensor on any device with uniform values in [-1, 1) from `seed`.
+static inline void gpu_fill_uniform(OcrTensor *t, uint64_t seed) {
+    int64_t n = ocr_tensor_numel(t);
+    float *v = malloc((size_t)n * sizeof *v);
+    ocr_rng_fill_uniform(v, (size_t)n, seed, 3, 0, -1.0f, 1.0f);
+    OcrTensor h;
+    ck_assert_int_eq(ocr_tensor_alloc(&h, t->dtype, ocr_cpu(), t->ndim, t->shape, OCR_MEM_DATA), OCR_OK);
+    ocr_tensor_from_f32(&h, v);
+    copy_bytes(t->device, t->data, ocr_cpu(), h.data, ocr_tensor_bytes(t));
+    ocr_tensor_free(&h);
+    free(v);
+}
 
 #else  // no CUDA in this build
 

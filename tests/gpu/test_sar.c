@@ -35,42 +35,6 @@ static OcrModel *small(void) {
     return m;
 }
 
-static float *host_f32(const OcrTensor *t) {
-    int64_t n = ocr_tensor_numel(t);
-    OcrTensor h;
-    ck_assert_int_eq(ocr_tensor_alloc(&h, t->dtype, ocr_cpu(), t->ndim, t->shape, OCR_MEM_DATA), OCR_OK);
-    copy_bytes(ocr_cpu(), h.data, t->device, t->data, ocr_tensor_bytes(t));
-    float *v = malloc((size_t)n * sizeof *v);
-    ocr_tensor_to_f32(&h, v);
-    ocr_tensor_free(&h);
-    return v;
-}
-
-static void close_enough(const OcrTensor *cpu, const OcrTensor *gpu, const char *what) {
-    ck_assert(ocr_tensor_same_shape(cpu, gpu));
-    int64_t n = ocr_tensor_numel(cpu);
-    float *a = host_f32(cpu), *b = host_f32(gpu);
-    double scale = 0, worst = 0;
-    for (int64_t i = 0; i < n; i++) scale = fmax(scale, fabs(a[i]));
-    for (int64_t i = 0; i < n; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
-    printf("%-52s max |GPU − CPU| %.3g of max %.3g\n", what, worst, scale);
-    ck_assert_msg(worst <= 1e-4 * scale + 1e-6, "%s: GPU differs by %g (max %g)", what, worst, scale);
-    free(a);
-    free(b);
-}
-
-static void fill(OcrTensor *t, uint64_t seed) {
-    int64_t n = ocr_tensor_numel(t);
-    float *v = malloc((size_t)n * sizeof *v);
-    ocr_rng_fill_uniform(v, (size_t)n, seed, 3, 0, -1.0f, 1.0f);
-    OcrTensor h;
-    ck_assert_int_eq(ocr_tensor_alloc(&h, t->dtype, ocr_cpu(), t->ndim, t->shape, OCR_MEM_DATA), OCR_OK);
-    ocr_tensor_from_f32(&h, v);
-    copy_bytes(t->device, t->data, ocr_cpu(), h.data, ocr_tensor_bytes(t));
-    ocr_tensor_free(&h);
-    free(v);
-}
-
 START_TEST(test_sar_multihead_equals_cpu) {
     OcrModel *c = small(), *g = small();  // same seed: same initial weights
     ck_assert_msg(ocr_model_to_device(g, ocr_cuda_device(0)) == OCR_OK, "%s", ocr_last_error());
@@ -86,11 +50,11 @@ START_TEST(test_sar_multihead_equals_cpu) {
         ck_assert_int_eq(ocr_model_set_guide_valid_ratios(m[k], kValid, B), OCR_OK);
         ck_assert_msg(ocr_model_forward(m[k], x[k], 1) == OCR_OK, "%s", ocr_last_error());
     }
-    close_enough(ocr_model_logits(c), ocr_model_logits(g), "training CTC logits");
-    close_enough(ocr_model_guide_logits(c), ocr_model_guide_logits(g), "training SAR logits");
+    gpu_model_close(ocr_model_logits(c), ocr_model_logits(g), "training CTC logits");
+    gpu_model_close(ocr_model_guide_logits(c), ocr_model_guide_logits(g), "training SAR logits");
     for (int k = 0; k < 2; k++) {
-        fill(ocr_model_dlogits(m[k]), 5);
-        fill(ocr_model_guide_dlogits(m[k]), 6);
+        gpu_fill_uniform(ocr_model_dlogits(m[k]), 5);
+        gpu_fill_uniform(ocr_model_guide_dlogits(m[k]), 6);
         ck_assert_msg(ocr_model_backward(m[k]) == OCR_OK, "%s", ocr_last_error());
     }
     const char *const names[] = {"backbone.conv1._conv.weight",
@@ -107,7 +71,7 @@ START_TEST(test_sar_multihead_equals_cpu) {
         int pc = ocr_params_find(ocr_model_params(c), names[i]), pg = ocr_params_find(ocr_model_params(g), names[i]);
         ck_assert_msg(pc >= 0 && pg >= 0, "%s", names[i]);
         OcrTensor gc = ocr_params_grad(ocr_model_params(c), pc), gg = ocr_params_grad(ocr_model_params(g), pg);
-        close_enough(&gc, &gg, names[i]);
+        gpu_model_close(&gc, &gg, names[i]);
     }
     ocr_tensor_free(&xc);
     ocr_tensor_free(&xg);
