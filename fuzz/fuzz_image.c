@@ -12,40 +12,11 @@
 
 #include "data/image.h"
 #include "fuzz/fuzz_util.h"
-
-static uint32_t crc_table[256];
-
-static void crc_init(void) {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-
-static uint32_t crc32_png(const uint8_t *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
-// Rewrites the CRC of every complete chunk (type + data) in place.
-static void repair_png_crcs(uint8_t *b, size_t n) {
-    size_t pos = 8;
-    while (pos + 12 <= n) {
-        uint32_t len = (uint32_t)b[pos] << 24 | (uint32_t)b[pos + 1] << 16 | (uint32_t)b[pos + 2] << 8 | b[pos + 3];
-        if (len > n - pos - 12) break;
-        uint32_t c = crc32_png(b + pos + 4, (size_t)len + 4);
-        uint8_t *q = b + pos + 8 + len;
-        q[0] = (uint8_t)(c >> 24), q[1] = (uint8_t)(c >> 16), q[2] = (uint8_t)(c >> 8), q[3] = (uint8_t)c;
-        pos += (size_t)len + 12;
-    }
-}
+#include "tests/common/png_crc.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {
     (void)argc, (void)argv;
     fuzz_quiet();
-    crc_init();
     return 0;
 }
 
@@ -57,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     uint8_t *bytes = malloc(n ? n : 1);
     if (!bytes) return 0;
     memcpy(bytes, data + 1, n);
-    if ((ctl & 4) && ocr_image_detect(bytes, n) == OCR_IMAGE_FORMAT_PNG) repair_png_crcs(bytes, n);
+    if ((ctl & 4) && ocr_image_detect(bytes, n) == OCR_IMAGE_FORMAT_PNG) ocr_test_png_repair_crcs(bytes, n);
 
     int pw = 0, ph = 0;
     ocr_status_t probed = ocr_image_probe(bytes, n, "fuzz-input", &pw, &ph);

@@ -764,7 +764,31 @@ const char *ocr_load_report_describe(const OcrLoadReport *r, char *buf, size_t c
     return buf;
 }
 
-static ocr_status_t load_partial_table(OcrParamTable *t, const OcrSafetensors *st, OcrLoadReport *r) {
+// Fills one host table from the file (the strict or the partial rule).
+typedef ocr_status_t (*table_fill_fn)(OcrParamTable *t, const OcrSafetensors *st, void *ctx);
+
+
+// Loads parameters and statistics into host copies of the tables, then onto the model's device:
+// a failure leaves the model's buffers untouched.
+static ocr_status_t load_via_host(OcrModel *m, const OcrSafetensors *st, table_fill_fn fill, void *ctx) {
+    OcrParamTable hp = {0}, hs = {0};
+    ocr_status_t s = ocr_params_host_copy(&m->params, &hp);
+    if (s == OCR_OK) s = ocr_params_host_copy(&m->stats, &hs);
+    if (s == OCR_OK) s = fill(&hp, st, ctx);
+    if (s == OCR_OK) s = fill(&hs, st, ctx);
+    if (s == OCR_OK) {
+        ocr_params_upload(&m->params, hp.data);
+        ocr_params_upload(&m->stats, hs.data);
+        if (m->cast_cache) amp_cast_cache_invalidate(m->cast_cache);
+    }
+    free(hp.data);
+    free(hs.data);
+    return s;
+}
+
+// The partial rule (ctx: the OcrLoadReport): what matches loads, the rest is counted.
+static ocr_status_t load_partial_table(OcrParamTable *t, const OcrSafetensors *st, void *ctx) {
+    OcrLoadReport *r = ctx;
     for (int i = 0; i < t->count; i++) {
         const OcrParamInfo *p = &t->items[i];
         const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
@@ -799,24 +823,14 @@ ocr_status_t ocr_model_load_partial(OcrModel *m, const char *path, OcrLoadReport
         if (ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
             ocr_load_report_add_unexpected(report, name);
     }
-    // Into host copies of the tables, then onto the model's device.
-    OcrParamTable hp = {0}, hs = {0};
-    ocr_status_t s = ocr_params_host_copy(&m->params, &hp);
-    if (s == OCR_OK) s = ocr_params_host_copy(&m->stats, &hs);
-    if (s == OCR_OK) s = load_partial_table(&hp, st, report);
-    if (s == OCR_OK) s = load_partial_table(&hs, st, report);
-    if (s == OCR_OK) {
-        ocr_params_upload(&m->params, hp.data);
-        ocr_params_upload(&m->stats, hs.data);
-        if (m->cast_cache) amp_cast_cache_invalidate(m->cast_cache);
-    }
-    free(hp.data);
-    free(hs.data);
+    ocr_status_t s = load_via_host(m, st, load_partial_table, report);
     ocr_safetensors_close(st);
     return s;
 }
 
-static ocr_status_t load_table(OcrParamTable *t, const OcrSafetensors *st, const char *path) {
+// The strict rule (ctx: the file's path for messages): every tensor present, same shape.
+static ocr_status_t load_table(OcrParamTable *t, const OcrSafetensors *st, void *ctx) {
+    const char *path = ctx;
     for (int i = 0; i < t->count; i++) {
         const OcrParamInfo *p = &t->items[i];
         const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
@@ -856,20 +870,7 @@ ocr_status_t ocr_model_load_weights(OcrModel *m, const char *path) {
             s = ocr_set_error(OCR_ERR_FORMAT, "%s: tensor %s is not part of this model (wrong architecture?)", path,
                               name);
     }
-    // Into host copies of the tables, then onto the model's device; a failure leaves the
-    // model's buffers untouched.
-    OcrParamTable hp = {0}, hs = {0};
-    if (s == OCR_OK) s = ocr_params_host_copy(&m->params, &hp);
-    if (s == OCR_OK) s = ocr_params_host_copy(&m->stats, &hs);
-    if (s == OCR_OK) s = load_table(&hp, st, path);
-    if (s == OCR_OK) s = load_table(&hs, st, path);
-    if (s == OCR_OK) {
-        ocr_params_upload(&m->params, hp.data);
-        ocr_params_upload(&m->stats, hs.data);
-        if (m->cast_cache) amp_cast_cache_invalidate(m->cast_cache);
-    }
-    free(hp.data);
-    free(hs.data);
+    if (s == OCR_OK) s = load_via_host(m, st, load_table, (void *)path);
     ocr_safetensors_close(st);
     return s;
 }

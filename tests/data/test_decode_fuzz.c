@@ -16,6 +16,7 @@
 #include "core/fileio.h"
 #include "core/rng.h"
 #include "data/image.h"
+#include "tests/common/png_crc.h"
 #include "tests/common/test_util.h"
 
 typedef struct {
@@ -166,34 +167,6 @@ static void teardown(void) {
 
 // ---- checks -----------------------------------------------------------------------
 
-static uint32_t crc_table[256];
-static void crc_init(void) {
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-static uint32_t crc32_of(const uint8_t *p, size_t n) {
-    uint32_t c = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) c = crc_table[(c ^ p[i]) & 0xFF] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
-// Rewrites every chunk CRC that lies within the buffer, so flipped bits reach libpng's
-// decoding instead of stopping at the CRC check.
-static void repair_png_crcs(uint8_t *b, size_t n) {
-    size_t pos = 8;
-    while (pos + 12 <= n) {
-        uint32_t len = (uint32_t)b[pos] << 24 | (uint32_t)b[pos + 1] << 16 | (uint32_t)b[pos + 2] << 8 | b[pos + 3];
-        if (len > n - pos - 12) break;
-        uint32_t crc = crc32_of(b + pos + 4, len + 4);
-        uint8_t *c = b + pos + 8 + len;
-        c[0] = (uint8_t)(crc >> 24), c[1] = (uint8_t)(crc >> 16), c[2] = (uint8_t)(crc >> 8), c[3] = (uint8_t)crc;
-        pos += 12 + len;
-    }
-}
-
 typedef struct {
     int ok, refused;
 } Tally;
@@ -272,7 +245,7 @@ START_TEST(test_bit_flips) {
                 size_t pos = (size_t)ocr_rng_next_int(&r, 0, (int64_t)hi);
                 buf[pos] ^= (uint8_t)(1u << ocr_rng_next_int(&r, 0, 7));
             }
-            if (s->is_png && (m & 1)) repair_png_crcs(buf, s->size);
+            if (s->is_png && (m & 1)) ocr_test_png_repair_crcs(buf, s->size);
             char name[96];
             snprintf(name, sizeof name, "%.60s#flip%d", s->name, m);
             try_decode(buf, s->size, m % 3, name, &t);
@@ -340,7 +313,7 @@ START_TEST(test_nothing_printed) {
         for (int m = 0; m < 30; m++) {
             memcpy(buf, s->data, s->size);
             buf[ocr_rng_next_int(&r, 8, (int64_t)s->size - 1)] ^= 0x10;
-            if (s->is_png) repair_png_crcs(buf, s->size);
+            if (s->is_png) ocr_test_png_repair_crcs(buf, s->size);
             try_decode(buf, s->size, OCR_CHANNELS_BGR, s->name, &t);
             try_decode(buf, s->size / 2, OCR_CHANNELS_BGR, s->name, &t);
         }
@@ -362,7 +335,6 @@ END_TEST
 
 int main(void) {
     setenv("OCR_SHARED_DIR", OCR_SHARED_DIR, 0);  // test_util.c is built without the macro
-    crc_init();
     Suite *s = suite_create("data_decode_fuzz");
     TCase *tc = tcase_create("fuzz");
     tcase_add_checked_fixture(tc, setup, teardown);
