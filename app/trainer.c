@@ -684,6 +684,7 @@ static double sig7(double v) {
 }
 
 static void write_step_json(Trainer *t, const StepRecord *r, double avg, double sps, int batch, int ninf) {
+    if (!t->metrics) return;  // only rank 0 writes metrics.jsonl
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "iter", (double)(r->iter + 1));
     cJSON_AddNumberToObject(o, "epoch", (double)(t->train.epoch + 1));
@@ -710,7 +711,7 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
         cJSON_AddNumberToObject(o, "norm_edit_dis", sig7(r->train_norm_edit_dis));
     }
     char *s = cJSON_PrintUnformatted(o);
-    if (s && t->metrics) fprintf(t->metrics, "%s\n", s);  // only rank 0 has the file
+    if (s) fprintf(t->metrics, "%s\n", s);
     free(s);
     cJSON_Delete(o);
 }
