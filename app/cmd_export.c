@@ -254,6 +254,14 @@ int cmd_export(int argc, char **argv) {
             printf("pdparams: %s: %d tensors (%lld values, parameters and BN statistics)%s\n", pd_path, info.tensors,
                    (long long)info.values,
                    info.unfused ? ", written in the training form equal to the fused network" : "");
+        if (st == OCR_OK && info.aliases)
+            printf("pdparams: %d of them are the second names Paddle's nn.LSTM gives its parameters ({k}.cell.*)\n",
+                   info.aliases);
+        // Paddle's NRTR state dict also holds its sinusoid table, a buffer it recomputes when it
+        // builds the network; ocrtrain computes it too and has no tensor for it.
+        if (st == OCR_OK && ocr_model_arch(im.m)->multihead.kind == OCR_GUIDE_NRTR)
+            printf("pdparams: not written: head.gtc_head.positional_encoding.pe (a sinusoid table PaddleOCR rebuilds "
+                   "from nrtr_dim and max_text_length)\n");
     }
     if (st == OCR_OK && probe_in) st = probe(im.m, probe_in, probe_out, probe_logits);
     int code = 0;
