@@ -3,12 +3,24 @@
 // reference (Global.cpu_exact_numerics), both from the same initial weights and batches.
 //
 // The two paths store and round identically and differ only in the order of fp32 additions
-// inside GEMMs and convolutions (kernels_lp_native bounds that per op). Over a network and a few
-// Adam steps those differences propagate, so the check is relative to what low precision itself
-// does: at every step the hardware path's loss must lie within the largest distance between the
-// reference's loss and the FP32 run's over the same steps (the rounding of f16/bf16 storage
-// that both AMP paths share), and it must not skip a step the reference did not skip. Without
-// the hardware for a dtype the case prints SKIP.
+// inside GEMMs and convolutions (kernels_lp_native bounds that per op). On the first step, from
+// the same weights, a reordered fp32 sum moves a value by a few fp32 ulps, which changes a stored
+// f16/bf16 value by one ulp where it lay that close to a rounding boundary. Those flips are a
+// subset of what rounding the storage at all does, so on the first step
+//   - the loss (a mean over the batch, where flips average out) stays within one rounding of the
+//     storage dtype, 2^-8 relative for bf16 and 2^-11 for f16;
+//   - the norm of the true gradient, which a deep network makes far more sensitive (rounding the
+//     storage moves it by several percent, and merely switching OpenBLAS's sgemm kernel in the
+//     reference moves it by 1.5 %), moves less than the storage rounding moves it from FP32:
+//     |native − reference| <= |reference − FP32|.
+// A wrong native kernel (a transposed operand, a lost accumulation) moves both by O(1).
+//
+// After that first update the runs diverge for a reason that has nothing to do with the kernels:
+// Adam's first step moves every weight by about the learning rate times the SIGN of its gradient,
+// and the sign of a gradient within rounding noise of zero is the noise's. So the later steps are
+// checked for what must hold anyway (finite losses, no step skipped that the reference did not
+// skip) and printed next to the reference and FP32 for a reader, not held to a distance.
+// Without the hardware for a dtype the case prints SKIP.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +45,7 @@ static char g_cfg[512];
 static void setup_data(void) { g_dir = at_setup_digits(g_cfg, sizeof g_cfg, "\"epoch_num\": 1,"); }
 
 // Losses of STEPS steps under the overrides; skipped[s] = the step overflowed.
-static void run_steps(const char *const *ov, int nov, double *loss, int *skipped) {
+static void run_steps(const char *const *ov, int nov, double *loss, double *gnorm, int *skipped) {
     OcrConfig *cfg;
     RunConfig rc;
     ck_assert_msg(run_config_load(&cfg, &rc, g_cfg, ov, nov, RUN_NEED_TRAIN) == OCR_OK, "%s", ocr_last_error());
@@ -63,6 +75,7 @@ static void run_steps(const char *const *ov, int nov, double *loss, int *skipped
         StepOutcome out;
         ck_assert_msg(step_run(&sc, &x, labels, lengths, L, 0.01, &out) == OCR_OK, "%s", ocr_last_error());
         loss[s] = out.loss;
+        gnorm[s] = out.grad_norm;
         skipped[s] = out.skipped;
     }
     ocr_tensor_free(&x);
@@ -86,30 +99,35 @@ static void compare(const char *level, const char *dtype, ocr_dtype_t dt) {
     const char *sc = dt == OCR_F16 ? "Global.scale_loss=128" : "Global.seed=5";
     const char *ref[] = {"Global.use_amp=true", lv, dv, sc, "Global.cpu_exact_numerics=true"};
     const char *nat[] = {"Global.use_amp=true", lv, dv, sc, "Global.cpu_exact_numerics=false"};
-    double l32[STEPS], lref[STEPS], lnat[STEPS];
+    double l32[STEPS], lref[STEPS], lnat[STEPS], g32[STEPS], gref[STEPS], gnat[STEPS];
     int s32[STEPS], sref[STEPS], snat[STEPS];
-    run_steps(fp32, 1, l32, s32);
-    run_steps(ref, 5, lref, sref);
-    run_steps(nat, 5, lnat, snat);
-    double spread = 0;
+    run_steps(fp32, 1, l32, g32, s32);
+    run_steps(ref, 5, lref, gref, sref);
+    run_steps(nat, 5, lnat, gnat, snat);
+    const double unit = ldexp(1.0, dt == OCR_F16 ? -11 : -8);  // one rounding of the storage dtype
     for (int s = 0; s < STEPS; s++)
-        if (!sref[s]) spread = fmax(spread, fabs(lref[s] - l32[s]));
-    // The native run is another low-precision run: when it sits no farther from FP32 than the
-    // reference does, the two can still lie on opposite sides, so they may differ by up to twice
-    // the reference's distance (the OpenBLAS kernel choice moves that distance: Haswell's failed 1x).
-    spread *= 2;
-    for (int s = 0; s < STEPS; s++) {
-        printf("%s %s step %d: fp32 %.7f  reference %.7f  native %.7f  |native - reference| %.3g (allowed %.3g)%s\n",
-               dtype, level, s, l32[s], lref[s], lnat[s], fabs(lnat[s] - lref[s]), spread,
+        printf("%s %s step %d: loss fp32 %.7f  reference %.7f  native %.7f | gradient norm fp32 %.6g  reference "
+               "%.6g  native %.6g%s\n", dtype, level, s, l32[s], lref[s], lnat[s], g32[s], gref[s], gnat[s],
                sref[s] ? " (skipped in the reference)" : "");
+    if (!sref[0]) {
+        const double dl = fabs(lnat[0] - lref[0]) / fabs(lref[0]), dg = fabs(gnat[0] - gref[0]) / gref[0];
+        printf("%s %s first step: native vs reference: loss %.2g (bound %.2g), gradient norm %.2g relative; the "
+               "storage rounding (reference vs FP32): loss %.2g, gradient norm %.2g (the bound)\n", dtype, level, dl,
+               unit, dg,
+               fabs(lref[0] - l32[0]) / fabs(l32[0]), fabs(gref[0] - g32[0]) / g32[0]);
+        fflush(stdout);  // a failed check ends the forked test before stdio would flush
+        ck_assert_msg(!snat[0], "%s %s: the native first step overflowed, the reference's did not", dtype, level);
+        ck_assert_msg(dl <= unit, "%s %s first step: native loss %.7f vs reference %.7f: %.3g relative (> %.3g)",
+                      dtype, level, lnat[0], lref[0], dl, unit);
+        const double storage = fabs(gref[0] - g32[0]) / gref[0];
+        ck_assert_msg(dg <= storage, "%s %s first step: native gradient norm %.7g vs reference %.7g: %.3g relative, "
+                      "more than rounding the storage moves it from FP32 (%.3g)", dtype, level, gnat[0], gref[0], dg,
+                      storage);
+    }
+    for (int s = 0; s < STEPS; s++) {
         ck_assert_msg(isfinite(lnat[s]), "%s %s step %d: native loss %g", dtype, level, s, lnat[s]);
         ck_assert_msg(snat[s] <= sref[s], "%s %s step %d: the native path overflowed, the reference did not", dtype,
                       level, s);
-        if (!sref[s])
-            ck_assert_msg(fabs(lnat[s] - lref[s]) <= spread,
-                          "%s %s step %d: native loss %.7f is %.3g from the reference %.7f, more than low precision "
-                          "moves it from FP32 (%.3g)", dtype, level, s, lnat[s], fabs(lnat[s] - lref[s]), lref[s],
-                          spread);
     }
     ocr_backend_set_cpu_exact_numerics(0);
 }
