@@ -217,6 +217,8 @@ static cJSON *run_json(const ReportRun *run) {
         cJSON_AddNumberToObject(d, "allreduce_seconds_per_step", r->allreduce_seconds_per_step);
         cJSON_AddNumberToObject(d, "allreduce_exposed_seconds_per_step", r->allreduce_exposed_per_step);
         cJSON_AddNumberToObject(d, "comm_hidden_fraction", r->comm_hidden_fraction);
+        cJSON_AddBoolToObject(d, "sync_bn", r->sync_bn);
+        cJSON_AddNumberToObject(d, "bn_sync_bytes_per_step", (double)r->bn_sync_bytes_per_step);
     }
     if (r->device_info.gpu) {
         // The GPU step: graph use, and the tracker against the runtime's own count.
@@ -584,6 +586,9 @@ static void markdown(Buf *b, const Report *rep, const MachineInfo *mi) {
             if (r->world_size > 1)
                 bprintf(b, ", %.2f ms, %.0f %% behind the backward, %.1f samples/s over the ranks",
                         1e3 * r->allreduce_seconds_per_step, 100 * r->comm_hidden_fraction, r->global_samples_per_s);
+            if (r->sync_bn)
+                bprintf(b, ", batch norm synchronised over the ranks (%s of statistics)",
+                        fmt_bytes(r->bn_sync_bytes_per_step, x, sizeof x));
         }
         bprintf(b, ".\n");
     }

@@ -26,7 +26,7 @@ static const char *const GLOBAL_KEYS[] = {
     "epoch_num", "log_smooth_window", "print_batch_step", "save_model_dir", "save_epoch_step", "eval_batch_step",
     "cal_metric_during_train", "pretrained_model", "checkpoints", "character_dict_path", "max_text_length",
     "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cer_tolerance", "cuda_graph", "allow_tf32",
-    "cpu_exact_numerics",
+    "cpu_exact_numerics", "use_sync_bn",
     // fine-tuning (read_finetune)
     "pretrained_strict", "freeze_norm", "freeze_norm_affine", "freeze_params",
     // AMP (validated by the AMP engine)
@@ -55,8 +55,6 @@ static const OcrNoEffectKey NO_EFFECT_KEYS[] = {
     {"Global", "model_name", "PaddleX model name, used only by PaddleX exports"},
     {"Global", "log_ranks", "under mpirun rank 0 alone prints progress and writes metrics.jsonl"},
     {"Global", "distributed", "the world comes from the launcher (mpirun / srun) and Distributed.backend"},
-    {"Global", "use_sync_bn",
-     "batch norm statistics stay per rank (PaddleOCR's default); synchronised BN is not implemented"},
     {"Global", "use_xpu", "no Kunlun XPU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
     {"Global", "use_npu", "no Ascend NPU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
     {"Global", "use_mlu", "no Cambricon MLU backend; Global.device (or use_gpu) picks the CPU or a CUDA GPU"},
@@ -475,6 +473,7 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     OCR_TRY(check_opt_name(cfg, "Distributed.backend", dist_backends, &rc->dist.backend));
     OCR_TRY(get_double_range(cfg, "Distributed.bucket_mb", 25.0, 0.001, 1024.0, &rc->dist.bucket_mb));
     OCR_TRY(get_double_range(cfg, "Distributed.timeout_s", 300.0, 0.1, 86400.0, &rc->dist.timeout_s));
+    OCR_TRY(ocr_config_get_bool(cfg, "Global.use_sync_bn", 0, &rc->dist.sync_bn));
     if (ocr_config_has(cfg, "Optimizer") || (need & RUN_NEED_TRAIN)) OCR_TRY(read_optimizer(cfg, &rc->optim));
     OCR_TRY(read_finetune(cfg, &rc->finetune));
     OCR_TRY(read_split(cfg, "Train", &rc->train, (need & RUN_NEED_TRAIN) != 0));

@@ -97,6 +97,7 @@ typedef struct {
         const char *backend;  // Distributed.backend: auto (default), single, mpi, nccl
         double bucket_mb;     // Distributed.bucket_mb: gradient bucket size in MiB (25; 0.001..1024)
         double timeout_s;     // Distributed.timeout_s: longest wait for a peer before ending the job (300)
+        int sync_bn;          // Global.use_sync_bn (PaddleOCR's key): BN statistics over all ranks (false)
     } dist;
 } RunConfig;
 

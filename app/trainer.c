@@ -141,6 +141,7 @@ typedef struct {
     FILE *progress;
     GradSync sync;
     int sync_ok;
+    OcrBnSync bn_sync;  // Global.use_sync_bn in a world of more than one (else not attached)
 } Trainer;
 
 // ---- the process's world -------------------------------------------------------------------------
@@ -166,6 +167,12 @@ ocr_status_t app_dist_open(const RunConfig *rc, ocr_device_t device, OcrDist **o
                 ocr_dist_world_size(g_dist), ocr_dist_local_rank(g_dist), ocr_dist_backend_name(o.backend));
     *out = g_dist;
     return OCR_OK;
+}
+
+// Synchronised batch norm's sums (kernels/ops.h): over the transport, in the memory it works on
+// (host for mpi, the step's device buffers for nccl, as the kernels' tensors are).
+static int sum_bn_statistics(void *user, double *v, int64_t n) {
+    return ocr_dist_sum_stats_f64((OcrDist *)user, v, n, "synchronised batch norm statistics") == OCR_OK ? 0 : -1;
 }
 
 // Everything that lives in one copy per rank and must start equal: rank 0's bytes to all.
@@ -483,6 +490,16 @@ static ocr_status_t setup(Trainer *t) {
         t->step.sync = &t->sync;
     }
     t->step.keep_logits = rc->cal_metric_during_train;
+    // In a world of one the world's statistics are the rank's own: nothing to attach.
+    if (rc->dist.sync_bn && t->world > 1) {
+        t->bn_sync.sum = sum_bn_statistics;
+        t->bn_sync.user = t->dist;
+        ocr_model_set_bn_sync(t->m, &t->bn_sync);
+        ocr_dist_reset_counters(t->dist);  // this run's statistics sums alone (compare runs several)
+        res->sync_bn = 1;
+        ocr_log(OCR_LOG_INFO, "batch norm: synchronised over the %d ranks (Global.use_sync_bn): statistics of the "
+                "global batch of %lld", t->world, (long long)t->world * (long long)B);
+    }
     if (t->device.type == OCR_DEVICE_CPU) {
         OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
     } else {
@@ -1061,6 +1078,7 @@ static ocr_status_t dist_summary(Trainer *t) {
         r->backward_seconds_per_step = g->backward_seconds / (double)g->steps;
         double hidden = g->comm_seconds > 0 ? 1.0 - g->exposed_seconds / g->comm_seconds : 1.0;
         r->comm_hidden_fraction = hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
+        if (r->sync_bn) r->bn_sync_bytes_per_step = ocr_dist_counters(t->dist).stats_bytes / g->steps;
     }
     int n = t->world < TRAIN_MAX_RANKS ? t->world : TRAIN_MAX_RANKS;
     double v[TRAIN_MAX_RANKS + 1] = {0};
@@ -1088,6 +1106,8 @@ static ocr_status_t dist_summary(Trainer *t) {
     cJSON_AddNumberToObject(o, "allreduce_exposed_seconds_per_step", r->allreduce_exposed_per_step);
     cJSON_AddNumberToObject(o, "backward_seconds_per_step", r->backward_seconds_per_step);
     cJSON_AddNumberToObject(o, "comm_hidden_fraction", r->comm_hidden_fraction);
+    cJSON_AddBoolToObject(o, "sync_bn", r->sync_bn);
+    cJSON_AddNumberToObject(o, "bn_sync_bytes_per_step", (double)r->bn_sync_bytes_per_step);
     cJSON_AddNumberToObject(o, "median_step_s", r->median_step_s);
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
@@ -1101,6 +1121,9 @@ static ocr_status_t dist_summary(Trainer *t) {
                 "step in %d bucket(s), %.2f ms per step, %.0f %% behind the backward", t->world, r->batch_size,
                 r->global_samples_per_s, (long long)r->allreduce_bytes_per_step, r->allreduce_buckets,
                 1e3 * r->allreduce_seconds_per_step, 100 * r->comm_hidden_fraction);
+    if (t->world > 1 && r->sync_bn)
+        ocr_log(OCR_LOG_INFO, "data parallel: synchronised batch norm summed %lld bytes of statistics per step",
+                (long long)r->bn_sync_bytes_per_step);
     return st;
 }
 

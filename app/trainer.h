@@ -118,6 +118,8 @@ typedef struct {
     double allreduce_exposed_per_step; // of that, after the backward had ended (waiting)
     double backward_seconds_per_step;
     double comm_hidden_fraction;       // 1 − exposed / all-reduce time (1: entirely behind the backward)
+    int sync_bn;                       // Global.use_sync_bn took effect (a world of more than one)
+    int64_t bn_sync_bytes_per_step;    // its statistics' sums per rank and step (f64), beside the gradients
 } TrainResult;
 
 void train_result_free(TrainResult *r);

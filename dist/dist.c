@@ -324,6 +324,24 @@ ocr_status_t ocr_dist_sum_f64(OcrDist *d, double *v, int n, const char *what) {
     return host_collective_wait(d, slot);
 }
 
+ocr_status_t ocr_dist_sum_stats_f64(OcrDist *d, double *v, int64_t n, const char *what) {
+    if (!d || n == 0) return OCR_OK;
+    d->counters.stats_bytes += n * (int64_t)sizeof(double);
+    d->counters.stats_calls++;
+    if (d->backend == OCR_DIST_SINGLE) return OCR_OK;
+    int slot;
+    OCR_TRY(take_slot(d, what, &slot));
+    if (d->nccl) {
+        OCR_TRY(dist_nccl_start_allreduce(d->nccl, slot, v, n, DIST_T_F64));
+        d->slot[slot] = SLOT_NCCL;
+        d->in_flight++;
+        OcrDistRequest req = {slot, d->gen[slot], ocr_now_seconds()};
+        return ocr_dist_wait(d, &req);  // the stream waits, the host goes on
+    }
+    OCR_TRY(dist_mpi_start_allreduce(slot, v, n, DIST_T_F64, DIST_OP_SUM));
+    return host_collective_wait(d, slot);
+}
+
 ocr_status_t ocr_dist_max_i32(OcrDist *d, int32_t *v, int n, const char *what) {
     if (!d || !d->mpi) return OCR_OK;
     int slot;
@@ -358,7 +376,8 @@ void ocr_dist_abort(OcrDist *d, const char *message) {
 }
 
 OcrDistCounters ocr_dist_counters(const OcrDist *d) {
-    OcrDistCounters z = {0, 0, 0};
+    OcrDistCounters z;
+    memset(&z, 0, sizeof z);
     return d ? d->counters : z;
 }
 

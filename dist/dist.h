@@ -106,6 +106,12 @@ ocr_status_t ocr_dist_wait_device_event(OcrDist *d, void *event, const char *wha
 // in-place sum of doubles (losses and counters of a step, summed in f64 in rank order of
 // arrival: the values are small and few).
 ocr_status_t ocr_dist_sum_f64(OcrDist *d, double *v, int n, const char *what);
+// Synchronised batch norm's per-channel statistics: the in-place sum of n doubles across the
+// world, in the buffers the transport works on: host memory for mpi (blocking, with the
+// timeout), device memory for nccl (enqueued on the stream set by ocr_dist_set_stream, whose
+// later kernels wait for it; a peer that hangs shows at the step's readback, as for the
+// gradients). Counted apart from the gradients (OcrDistCounters.stats_bytes).
+ocr_status_t ocr_dist_sum_stats_f64(OcrDist *d, double *v, int64_t n, const char *what);
 // in-place maximum of ints (the found-inf flag, stop requests).
 ocr_status_t ocr_dist_max_i32(OcrDist *d, int32_t *v, int n, const char *what);
 // bytes from `root` to every rank.
@@ -122,6 +128,7 @@ void ocr_dist_abort(OcrDist *d, const char *message);
 typedef struct {
     int64_t allreduce_bytes, allreduce_calls;
     double wait_seconds;  // time spent blocked in ocr_dist_wait
+    int64_t stats_bytes, stats_calls;  // ocr_dist_sum_stats_f64 (synchronised batch norm)
 } OcrDistCounters;
 OcrDistCounters ocr_dist_counters(const OcrDist *d);
 void ocr_dist_reset_counters(OcrDist *d);

@@ -96,7 +96,8 @@ ocr_status_t dist_nccl_start_allreduce(DistNccl *n, int slot, void *buf, int64_t
     case DIST_T_F32: t = ncclFloat32; break;
     case DIST_T_F16: t = ncclFloat16; break;
     case DIST_T_BF16: t = ncclBfloat16; break;
-    default: return ocr_set_error(OCR_ERR_INVALID_ARG, "NCCL: element type %d (f32, f16, bf16 only)", (int)type);
+    case DIST_T_F64: t = ncclFloat64; break;  // synchronised batch norm's statistics
+    default: return ocr_set_error(OCR_ERR_INVALID_ARG, "NCCL: element type %d (f32, f16, bf16, f64 only)", (int)type);
     }
     if (!n->made[slot]) {
         cudaError_t e = cudaEventCreateWithFlags(&n->ready[slot], cudaEventDisableTiming);

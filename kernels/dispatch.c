@@ -180,30 +180,46 @@ void layernorm_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, co
 
 // ---- batch norm + activation, fused --------------------------------------------------------------
 
+void batchnorm2d_act_forward_sync(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
+                                  OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                  const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act, float momentum,
+                                  float eps, int training, const OcrBnSync *sync) {
+    if (ON_CUDA("batchnorm2d_act_forward", out, save_mean, save_rstd, save_scale, running_mean, running_var, inp,
+                gamma, beta))
+        CUDA_CALL(batchnorm2d_act_forward_cuda(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp,
+                                               gamma, beta, act, momentum, eps, training, sync));
+    else
+        batchnorm2d_act_forward_cpu(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta,
+                                    act, momentum, eps, training, sync);
+}
+
 void batchnorm2d_act_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
                              OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
                              const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act, float momentum,
                              float eps, int training) {
-    if (ON_CUDA("batchnorm2d_act_forward", out, save_mean, save_rstd, save_scale, running_mean, running_var, inp,
-                gamma, beta))
-        CUDA_CALL(batchnorm2d_act_forward_cuda(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp,
-                                               gamma, beta, act, momentum, eps, training));
+    batchnorm2d_act_forward_sync(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta,
+                                 act, momentum, eps, training, NULL);
+}
+
+void batchnorm2d_act_backward_sync(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                                   const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                   const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                   ocr_activation_t act, ocr_dtype_t mid, int training, const OcrBnSync *sync) {
+    if (ON_CUDA("batchnorm2d_act_backward", dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd,
+                save_scale))
+        CUDA_CALL(batchnorm2d_act_backward_cuda(dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd,
+                                                save_scale, act, mid, training, sync));
     else
-        batchnorm2d_act_forward_cpu(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta,
-                                    act, momentum, eps, training);
+        batchnorm2d_act_backward_cpu(dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale,
+                                     act, mid, training, sync);
 }
 
 void batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                               const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                               const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
                               ocr_activation_t act, ocr_dtype_t mid, int training) {
-    if (ON_CUDA("batchnorm2d_act_backward", dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd,
-                save_scale))
-        CUDA_CALL(batchnorm2d_act_backward_cuda(dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd,
-                                                save_scale, act, mid, training));
-    else
-        batchnorm2d_act_backward_cpu(dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale,
-                                     act, mid, training);
+    batchnorm2d_act_backward_sync(dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale, act,
+                                  mid, training, NULL);
 }
 
 // ---- activations ---------------------------------------------------------------------------------------

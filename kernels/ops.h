@@ -129,6 +129,38 @@ void batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
                               const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
                               ocr_activation_t act, ocr_dtype_t mid, int training);
 
+// ---- synchronised batch norm (data parallelism) -----------------------------------------------
+// With N ranks each normalising its own B samples, a BN's batch statistics are those of B
+// samples (PaddleOCR's default). Synchronised BN (Global.use_sync_bn, PyTorch's SyncBatchNorm)
+// normalises every rank with the statistics of all N·B samples, so N ranks of batch B compute
+// what one process of batch N·B would. The kernels know nothing of the transport: the caller
+// passes `sum`, which replaces n doubles by their sum over the world, in place (host memory for
+// CPU tensors; device memory for CUDA tensors, ordered on the op's stream) and returns 0, or
+// nonzero with the error set. Every rank must make the same calls in the same order: the
+// forward sums in training mode, the backward in training mode when dinp is wanted.
+//   forward:  (count, count·mean) per rank, then Σ count·var + count·(mean − world mean)²
+//             (the pairwise combination of means and variances as two sums: no raw second
+//             moment, so nothing cancels when |mean| >> std);
+//   backward: (count, Σ g, Σ g·(x − mean)) for dinp's coefficients; dgamma and dbeta take this
+//             rank's own sums, since the gradient all-reduce adds the ranks' parameter
+//             gradients afterwards (the world's sums there would count every rank N times).
+typedef struct {
+    int (*sum)(void *user, double *v, int64_t n);
+    void *user;
+} OcrBnSync;
+
+// batchnorm2d_act_forward / _backward with the statistics of the whole world when sync is not
+// NULL and the op is in training mode (NULL: exactly the functions above). act = OCR_ACT_NONE
+// is plain batch norm (save_scale may then be NULL).
+void batchnorm2d_act_forward_sync(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
+                                  OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                  const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act, float momentum,
+                                  float eps, int training, const OcrBnSync *sync);
+void batchnorm2d_act_backward_sync(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                                   const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                   const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                   ocr_activation_t act, ocr_dtype_t mid, int training, const OcrBnSync *sync);
+
 // ---- pooling ---------------------------------------------------------------------------
 typedef struct {
     int kernel_h, kernel_w;

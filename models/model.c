@@ -38,6 +38,7 @@ struct OcrModel {
     int profile;
     ocr_grad_ready_fn grad_ready_fn;  // ocr_model_set_grad_ready_hook (NULL: none)
     void *grad_ready_user;
+    const OcrBnSync *bn_sync;         // ocr_model_set_bn_sync (NULL: per-rank BN statistics)
     OcrMemPlan plan;
     int plan_valid;
     uint64_t step;
@@ -204,6 +205,7 @@ static void ctx_setup(OcrModel *m, int training, int plan) {
     c->cast_cache = plan ? NULL : m->cast_cache;
     c->bwd_hook = plan ? NULL : m->grad_ready_fn;
     c->bwd_hook_user = m->grad_ready_user;
+    c->bn_sync = plan || !training ? NULL : m->bn_sync;
     for (int i = 0; i < m->ops.count; i++) {
         memset(&m->ops.items[i].out, 0, sizeof m->ops.items[i].out);
         m->ops.items[i].flops = 0;
@@ -534,6 +536,8 @@ void ocr_model_set_grad_ready_hook(OcrModel *m, ocr_grad_ready_fn fn, void *user
         m->ctx.bwd_hook_user = user;
     }
 }
+
+void ocr_model_set_bn_sync(OcrModel *m, const OcrBnSync *sync) { m->bn_sync = sync; }
 
 void ocr_model_reset_profile(OcrModel *m) {
     for (int i = 0; i < m->ops.count; i++) m->ops.items[i].time_fwd = m->ops.items[i].time_bwd = 0;

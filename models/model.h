@@ -176,6 +176,10 @@ void ocr_model_set_profile(OcrModel *m, int on);
 // knows nothing of who listens.
 typedef void (*ocr_grad_ready_fn)(void *user, int op);
 void ocr_model_set_grad_ready_hook(OcrModel *m, ocr_grad_ready_fn fn, void *user);
+// Synchronised batch norm for the training passes from the next forward on: every BN in
+// training mode normalises with the statistics of the whole world, summed through `sync`
+// (kernels/ops.h; it must outlive its use). NULL: each rank's own statistics (the default).
+void ocr_model_set_bn_sync(OcrModel *m, const OcrBnSync *sync);
 void ocr_model_reset_profile(OcrModel *m);
 // Activation-arena counters of the last pass: peak and live bytes.
 void ocr_model_arena_usage(const OcrModel *m, int64_t *peak, int64_t *live);

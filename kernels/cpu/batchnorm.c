@@ -156,7 +156,7 @@ void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *sa
     OCR_ASSERT(training || (running_mean && running_var), "batchnorm: inference needs the running statistics");
     // The fused kernel with no activation is this op exactly: the value rounded into out.
     batchnorm2d_act_forward_cpu(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta,
-                                OCR_ACT_NONE, momentum, eps, training);
+                                OCR_ACT_NONE, momentum, eps, training, NULL);
 }
 
 // BN's parameter gradients from the per-channel sums sdy = Σ dy and sdx = Σ dy·(x − mean):
@@ -220,5 +220,5 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
 
     // The fused backward with no activation: the sums over dout, then dx a tile at a time.
     batchnorm2d_act_backward_cpu(dinp, dgamma, dbeta, dout, inp, gamma, NULL, save_mean, save_rstd, NULL,
-                                 OCR_ACT_NONE, dinp ? dinp->dtype : OCR_F32, training);
+                                 OCR_ACT_NONE, dinp ? dinp->dtype : OCR_F32, training, NULL);
 }

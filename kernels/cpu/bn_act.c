@@ -18,6 +18,10 @@
 // 4 + the conversion passes. g is parked in dinp's own dtype when that holds it exactly (g is
 // rounded to mid: dinp f32 or of dtype mid), else pass two forms it again. The loops run at the
 // CPU's vector width (rowwise.h); results are the same bits as with whole-tensor conversion.
+//
+// Synchronised BN (sync != NULL, kernels/ops.h): the forward combines this rank's statistics
+// with the world's before the coefficients are formed; the backward sums (count, Σ g,
+// Σ g·(x − mean)) over the world for dx's coefficients and keeps its own sums for dgamma/dbeta.
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
@@ -51,6 +55,30 @@ static void round_through(float *v, int64_t n, ocr_dtype_t dt, uint16_t *tmp) {
     }
 }
 
+static void bna_world_sum(const OcrBnSync *sync, double *v, int64_t n, const char *what) {
+    OCR_ASSERT(sync->sum(sync->user, v, n) == 0, "batchnorm: summing %s over the ranks failed: %s", what,
+               ocr_last_error());
+}
+
+// mean, var (C) = the world's batch mean and biased variance from this rank's (M rows): every
+// rank's count and count·mean give the world mean mu, then Σ M_r·var_r + M_r·(mean_r − mu)² over
+// the ranks is the world's sum of squared deviations (the pairwise combination of Chan et al.).
+static void bna_world_stats(double *mean, double *var, int64_t M, int64_t C, const OcrBnSync *sync, CpuScratch *s) {
+    double *v = cpu_scratch_bytes(s, (size_t)(C + 1) * sizeof(double));
+    v[0] = (double)M;
+    for (int64_t c = 0; c < C; c++) v[1 + c] = (double)M * mean[c];
+    bna_world_sum(sync, v, C + 1, "the batch statistics' counts and means");
+    const double count = v[0];
+    OCR_ASSERT(count > 0, "batchnorm: the world's batch is empty");
+    for (int64_t c = 0; c < C; c++) {
+        const double mu = v[1 + c] / count, d = mean[c] - mu;
+        v[1 + c] = (double)M * var[c] + (double)M * d * d;
+        mean[c] = mu;
+    }
+    bna_world_sum(sync, v + 1, C, "the batch statistics' squared deviations");
+    for (int64_t c = 0; c < C; c++) var[c] = v[1 + c] > 0.0 ? v[1 + c] / count : 0.0;
+}
+
 // Normalisation coefficients, as batchnorm2d_forward_cpu computes them: the value is
 // (x − mf)·af + bf with mf = (float)mean, af = (float)(gamma·rstd) in double, bf = beta.
 // mean, var (C, double) are the statistics used; rstd (C) their f32 1/sqrt(var + eps).
@@ -62,13 +90,14 @@ typedef struct {
 
 static BnaCoef bna_coef(CpuScratch *s, const OcrTensor *x, int64_t M, int64_t C, const OcrTensor *running_mean,
                         const OcrTensor *running_var, const OcrTensor *gamma, const OcrTensor *beta, float eps,
-                        int training) {
+                        int training, const OcrBnSync *sync) {
     BnaCoef k;
     k.mean = cpu_scratch_bytes(s, (size_t)C * sizeof(double));
     k.var = cpu_scratch_bytes(s, (size_t)C * sizeof(double));
     if (training) {
         OCR_ASSERT(M > 0, "batchnorm_act: training on an empty batch");
         cpu_bn_batch_stats_rows(k.mean, k.var, x, M, C, s);
+        if (sync) bna_world_stats(k.mean, k.var, M, C, sync, s);
     } else {
         OCR_ASSERT(running_mean && running_var, "batchnorm_act: inference needs the running statistics");
         const float *rm = cpu_f32_in(s, running_mean), *rv = cpu_f32_in(s, running_var);
@@ -137,7 +166,8 @@ static BnaTile bna_tile(const BnaTiles *t) {
 void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
                                  OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
                                  const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                 ocr_activation_t act, float momentum, float eps, int training) {
+                                 ocr_activation_t act, float momentum, float eps, int training,
+                                 const OcrBnSync *sync) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
@@ -164,7 +194,7 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
         if (inp->dtype != OCR_F32) xv = cpu_f32_view(inp, cpu_f32_in(&s, inp)), inp = &xv;
         if (out->dtype != OCR_F32) y_whole = cpu_f32_out(&s, out, 0), yv = cpu_f32_view(out, y_whole), out = &yv;
     }
-    const BnaCoef k = bna_coef(&s, inp, M, C, running_mean, running_var, gamma, beta, eps, training);
+    const BnaCoef k = bna_coef(&s, inp, M, C, running_mean, running_var, gamma, beta, eps, training, sync);
 
     const int64_t tr = cpu_tile_rows(C), ntiles = (M + tr - 1) / tr;
     const int par = M * C >= BNA_PAR_MIN;
@@ -228,7 +258,8 @@ static inline const float *bna_grad_tile(const BnaTile *b, float *g, const float
 void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                                   const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                                   const OcrTensor *save_mean, const OcrTensor *save_rstd,
-                                  const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training) {
+                                  const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
+                                  const OcrBnSync *sync) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(dout, inp), "batchnorm_act: dout and inp shapes differ");
@@ -327,7 +358,19 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
     if (dinp) {
         // dx = a·g + b·(x − mean) + k, batchnorm.c's coefficients.
         float *af, *bf, *kf;
-        cpu_bn_dx_coefs(&s, &af, &bf, &kf, g, rstd, sdy, sdx, C, M, training);
+        const double *wdy = sdy, *wdx = sdx;
+        int64_t wM = M;
+        if (sync && training) {
+            // The coefficients take the world's sums and count (dgamma/dbeta above kept ours).
+            double *v = cpu_scratch_bytes(&s, (size_t)(2 * C + 1) * sizeof(double));
+            v[0] = (double)M;
+            memcpy(v + 1, sdy, (size_t)C * sizeof(double));
+            memcpy(v + 1 + C, sdx, (size_t)C * sizeof(double));
+            bna_world_sum(sync, v, 2 * C + 1, "the gradient sums");
+            wM = (int64_t)v[0];
+            wdy = v + 1, wdx = v + 1 + C;
+        }
+        cpu_bn_dx_coefs(&s, &af, &bf, &kf, g, rstd, wdy, wdx, C, wM, training);
         const int64_t ntiles = (M + tr - 1) / tr;
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t t = 0; t < ntiles; t++) {

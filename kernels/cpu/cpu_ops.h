@@ -58,11 +58,13 @@ void cpu_bn_dx_coefs(CpuScratch *s, float **a_out, float **b_out, float **k_out,
 void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
                                  OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
                                  const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                 ocr_activation_t act, float momentum, float eps, int training);
+                                 ocr_activation_t act, float momentum, float eps, int training,
+                                 const OcrBnSync *sync);
 void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                                   const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                                   const OcrTensor *save_mean, const OcrTensor *save_rstd,
-                                  const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training);
+                                  const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
+                                  const OcrBnSync *sync);
 
 // kernels/cpu/layernorm.c
 void layernorm_forward_cpu(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,

@@ -13,6 +13,11 @@
 // forms g = dout·act'(value) rounded to mid, and runs batch norm's backward on g (one sum pass,
 // one elementwise pass that forms g again) without storing g.
 //
+// Synchronised BN (sync != NULL): the world's sums go through sync->sum on device buffers in
+// the op's stream (kernels/ops.h): the forward's (count, count·mean) and then the squared
+// deviations about the world mean, the backward's (count, Σ g, Σ g·(x − mean)) for dx's
+// coefficients, while dgamma/dbeta keep this rank's sums; the arithmetic is kernels/cpu/bn_act.c's.
+//
 // The activation formulas are kernels/cuda/activation_math.cuh's (kernels/cpu/activation.c's),
 // shared with the plain activation kernels.
 #include <math.h>
@@ -128,11 +133,15 @@ struct BaVecs {
 };
 
 // The normalisation coefficients (mf, a, b), save_* and (forward, training) the running update.
+// world (synchronised BN, else NULL): count | Σ squared deviations (C) | world mean (C).
 __global__ void ba_coef_kernel(float *coef, const double *part, int64_t nch, const void *x, int xdt, int64_t C,
-                               int64_t M, BaVecs v, float momentum, float eps, int training) {
+                               int64_t M, BaVecs v, float momentum, float eps, int training, const double *world) {
     BA_PER_CHANNEL(c, C) {
         double mean, var;
-        if (training) {
+        if (training && world) {
+            mean = world[1 + C + c];
+            var = world[1 + c] > 0.0 ? world[1 + c] / world[0] : 0.0;
+        } else if (training) {
             const double m1 = ba_total(part, nch, C, 0, c) / (double)M;
             const double t = ba_total(part, nch, C, 1, c) / (double)M - m1 * m1;
             mean = (double)ld(x, xdt, c) + m1;
@@ -162,16 +171,57 @@ static void ba_vec_check(const OcrTensor *t, int64_t n, const char *what) {
                (long long)ocr_tensor_numel(t), (long long)n);
 }
 
+// This rank's mean and variance from the chunk sums (ba_coef_kernel's arithmetic): world[0] =
+// M, world[1 + c] = M·mean, world[1 + C + c] = mean, world[1 + 2C + c] = var.
+__global__ void ba_local_moments_kernel(double *world, const double *part, int64_t nch, const void *x, int xdt,
+                                        int64_t C, int64_t M) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) world[0] = (double)M;
+    BA_PER_CHANNEL(c, C) {
+        const double m1 = ba_total(part, nch, C, 0, c) / (double)M;
+        const double t = ba_total(part, nch, C, 1, c) / (double)M - m1 * m1;
+        const double mean = (double)ld(x, xdt, c) + m1;
+        world[1 + c] = (double)M * mean;
+        world[1 + C + c] = mean;
+        world[1 + 2 * C + c] = t > 0.0 ? t : 0.0;
+    }
+}
+
+// After the first sum: the world mean mu into world[1 + C + c], and this rank's share of the
+// squared deviations about it, M·var + M·(mean − mu)², into world[1 + c] (summed next).
+__global__ void ba_world_spread_kernel(double *world, int64_t C, int64_t M) {
+    BA_PER_CHANNEL(c, C) {
+        const double mu = world[1 + c] / world[0], d = world[1 + C + c] - mu;
+        world[1 + c] = (double)M * world[1 + 2 * C + c] + (double)M * d * d;
+        world[1 + C + c] = mu;
+    }
+}
+
+static void ba_world_sum(const OcrBnSync *sync, double *v, int64_t n, const char *what) {
+    OCR_ASSERT(sync->sum(sync->user, v, n) == 0, "batchnorm: summing %s over the ranks failed: %s", what,
+               ocr_last_error());
+}
+
 // Computes coef (3·C floats) from the batch (training) or the running statistics; part is
-// 2·nch·C doubles of scratch (training only).
-static void ba_coefficients(const CudaCtx &ctx, float *coef, double *part, const OcrTensor *inp, int64_t M, int64_t C,
-                            const BaVecs &v, float momentum, float eps, int training) {
+// 2·nch·C doubles of scratch (training only), world 1 + 3·C doubles (synchronised BN only).
+static void ba_coefficients(const CudaCtx &ctx, float *coef, double *part, double *world, const OcrTensor *inp,
+                            int64_t M, int64_t C, const BaVecs &v, float momentum, float eps, int training,
+                            const OcrBnSync *sync) {
+    const int synced = training && sync;
     if (training) {
         BaIn in = {inp->data, NULL, inp->dtype, OCR_F32, NULL, NULL, OCR_ACT_NONE, OCR_F32};
         ba_partial<1>(ctx, part, in, M, C);
     }
+    if (synced) {
+        ba_local_moments_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(
+            world, part, ba_chunks(M), inp->data, inp->dtype, C, M);
+        OCR_CUDA_LAUNCHED();
+        ba_world_sum(sync, world, C + 1, "the batch statistics' counts and means");
+        ba_world_spread_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(world, C, M);
+        OCR_CUDA_LAUNCHED();
+        ba_world_sum(sync, world + 1, C, "the batch statistics' squared deviations");
+    }
     ba_coef_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(
-        coef, part, ba_chunks(M), inp->data, inp->dtype, C, M, v, momentum, eps, training);
+        coef, part, ba_chunks(M), inp->data, inp->dtype, C, M, v, momentum, eps, training, synced ? world : NULL);
     OCR_CUDA_LAUNCHED();
 }
 
@@ -207,7 +257,8 @@ __global__ void ba_forward_kernel(void *y, int ydt, BaIn in, int64_t n, int64_t 
 extern "C" void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
                                              OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
                                              const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                             ocr_activation_t act, float momentum, float eps, int training) {
+                                             ocr_activation_t act, float momentum, float eps, int training,
+                                             const OcrBnSync *sync) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
@@ -229,13 +280,14 @@ extern "C" void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mea
     CudaCtx ctx = cuda_enter(out);
 
     const size_t part_bytes = cuda_align((training ? (size_t)(2 * ba_chunks(M) * C) : 0) * sizeof(double));
-    char *scratch = (char *)cuda_scratch(ctx, part_bytes + 3 * (size_t)C * sizeof(float));
+    const size_t world_bytes = cuda_align((training && sync ? (size_t)(1 + 3 * C) : 0) * sizeof(double));
+    char *scratch = (char *)cuda_scratch(ctx, part_bytes + world_bytes + 3 * (size_t)C * sizeof(float));
     double *part = (double *)scratch;
-    float *coef = (float *)(scratch + part_bytes);
-    ba_coefficients(ctx, coef, part, inp, M, C,
+    double *world = (double *)(scratch + part_bytes);
+    float *coef = (float *)(scratch + part_bytes + world_bytes);
+    ba_coefficients(ctx, coef, part, world, inp, M, C,
                     ba_vecs(save_mean, save_rstd, save_scale, running_mean, running_var, gamma, beta, training),
-                    momentum, eps,
-                    training);
+                    momentum, eps, training, sync);
     const int64_t n = M * C;
     if (n > 0) {
         BaIn in = {inp->data, NULL, inp->dtype, OCR_F32, coef, NULL, (int)act, (int)out->dtype};
@@ -252,18 +304,33 @@ struct BaGrads {
     int dg_dt, db_dt, g_dt, sr_dt;
 };
 
-// gcoef = (a, b, k) with dx = a·g + b·(x − mean) + k (kernels/cpu/batchnorm.c's); dgamma and
-// dbeta accumulate.
-__global__ void ba_backward_coef_kernel(float *gcoef, const double *part, int64_t nch, int64_t C, int64_t M, BaGrads g,
-                                        int have_sums, int training) {
+// Synchronised BN: world = (M, Σ g (C), Σ g·(x − mean) (C)) of this rank, summed next.
+__global__ void ba_backward_totals_kernel(double *world, const double *part, int64_t nch, int64_t C, int64_t M) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) world[0] = (double)M;
     BA_PER_CHANNEL(c, C) {
-        const double sdy = have_sums ? ba_total(part, nch, C, 0, c) : 0.0;
-        const double sdx = have_sums ? ba_total(part, nch, C, 1, c) : 0.0;
+        world[1 + c] = ba_total(part, nch, C, 0, c);
+        world[1 + C + c] = ba_total(part, nch, C, 1, c);
+    }
+}
+
+// gcoef = (a, b, k) with dx = a·g + b·(x − mean) + k (kernels/cpu/batchnorm.c's); dgamma and
+// dbeta accumulate this rank's sums. world (synchronised BN, else NULL): the world's count and
+// sums, which the coefficients take instead.
+__global__ void ba_backward_coef_kernel(float *gcoef, const double *part, int64_t nch, int64_t C, int64_t M, BaGrads g,
+                                        int have_sums, int training, const double *world) {
+    BA_PER_CHANNEL(c, C) {
+        double sdy = have_sums ? ba_total(part, nch, C, 0, c) : 0.0;
+        double sdx = have_sums ? ba_total(part, nch, C, 1, c) : 0.0;
         const double r = ld(g.save_rstd, g.sr_dt, c);
         if (g.dbeta) st(g.dbeta, g.db_dt, c, (float)((double)ld(g.dbeta, g.db_dt, c) + sdy));
         if (g.dgamma) st(g.dgamma, g.dg_dt, c, (float)((double)ld(g.dgamma, g.dg_dt, c) + sdx * r));
         const double a = (g.gamma ? (double)ld(g.gamma, g.g_dt, c) : 1.0) * r;
         gcoef[c] = (float)a;
+        if (world) {
+            sdy = world[1 + c];
+            sdx = world[1 + C + c];
+            M = (int64_t)world[0];
+        }
         if (training && M > 0) {
             gcoef[C + c] = (float)(-a * r * r * sdx / (double)M);
             gcoef[2 * C + c] = (float)(-a * sdy / (double)M);
@@ -296,7 +363,8 @@ extern "C" void batchnorm2d_act_backward_cuda(OcrTensor *dinp, OcrTensor *dgamma
                                               const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
                                               const OcrTensor *beta, const OcrTensor *save_mean,
                                               const OcrTensor *save_rstd, const OcrTensor *save_scale,
-                                              ocr_activation_t act, ocr_dtype_t mid, int training) {
+                                              ocr_activation_t act, ocr_dtype_t mid, int training,
+                                              const OcrBnSync *sync) {
     CUDA_ASSERT_FLOAT(dout);
     CUDA_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(dout, inp), "batchnorm_act: dout and inp shapes differ");
@@ -324,9 +392,14 @@ extern "C" void batchnorm2d_act_backward_cuda(OcrTensor *dinp, OcrTensor *dgamma
     const int need_sums = (dgamma || dbeta || (training && dinp)) && M > 0;
     const size_t part_doubles = need_sums ? (size_t)(2 * ba_chunks(M) * C) : 0;
     const size_t part_bytes = cuda_align(part_doubles * sizeof(double));
-    char *scratch = (char *)cuda_scratch(ctx, part_bytes + 6 * (size_t)C * sizeof(float));
+    // Synchronised BN sums the world's (count, Σ g, Σ g·(x − mean)) when dx is wanted (the same
+    // condition on every rank: the network decides it).
+    const int synced = sync && training && dinp;
+    const size_t world_bytes = cuda_align((synced ? (size_t)(1 + 2 * C) : 0) * sizeof(double));
+    char *scratch = (char *)cuda_scratch(ctx, part_bytes + world_bytes + 6 * (size_t)C * sizeof(float));
     double *part = (double *)scratch;
-    float *coef = (float *)(scratch + part_bytes), *gcoef = coef + 3 * C;
+    double *world = (double *)(scratch + part_bytes);
+    float *coef = (float *)(scratch + part_bytes + world_bytes), *gcoef = coef + 3 * C;
     ba_value_coef_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(
         coef, save_mean->data, save_mean->dtype, save_scale ? save_scale->data : NULL,
         save_scale ? save_scale->dtype : OCR_F32, beta ? beta->data : NULL, beta ? beta->dtype : OCR_F32, C);
@@ -342,8 +415,18 @@ extern "C" void batchnorm2d_act_backward_cuda(OcrTensor *dinp, OcrTensor *dgamma
     g.g_dt = gamma ? gamma->dtype : OCR_F32;
     g.save_rstd = save_rstd->data;
     g.sr_dt = save_rstd->dtype;
-    ba_backward_coef_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(gcoef, part, ba_chunks(M), C, M,
-                                                                                      g, need_sums, training);
+    if (synced) {
+        if (M > 0) {
+            ba_backward_totals_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(world, part,
+                                                                                                ba_chunks(M), C, M);
+            OCR_CUDA_LAUNCHED();
+        } else {
+            OCR_CUDA_CHECK(cudaMemsetAsync(world, 0, (size_t)(1 + 2 * C) * sizeof(double), ctx.stream));
+        }
+        ba_world_sum(sync, world, 1 + 2 * C, "the gradient sums");
+    }
+    ba_backward_coef_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(
+        gcoef, part, ba_chunks(M), C, M, g, need_sums, training, synced ? world : NULL);
     OCR_CUDA_LAUNCHED();
     const int64_t n = M * C;
     if (dinp && n > 0) {

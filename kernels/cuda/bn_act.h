@@ -1,4 +1,5 @@
-// CUDA twins of the fused batch norm + activation ops of kernels/ops.h.
+// CUDA twins of the fused batch norm + activation ops of kernels/ops.h (sync: synchronised BN,
+// its sums on device memory in the op's stream; NULL: per-rank statistics).
 #ifndef OCR_KERNELS_CUDA_BN_ACT_H
 #define OCR_KERNELS_CUDA_BN_ACT_H
 
@@ -12,11 +13,13 @@ extern "C" {
 void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
                                   OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
                                   const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                  ocr_activation_t act, float momentum, float eps, int training);
+                                  ocr_activation_t act, float momentum, float eps, int training,
+                                  const OcrBnSync *sync);
 void batchnorm2d_act_backward_cuda(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                                    const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                                    const OcrTensor *save_mean, const OcrTensor *save_rstd,
-                                   const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training);
+                                   const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
+                                   const OcrBnSync *sync);
 
 #ifdef __cplusplus
 }

@@ -288,6 +288,12 @@ static int bn_uses_batch_stats(const OcrCtx *c, const LBN *l) {
     return c->training && (!c->ops->items[l->op].bn_frozen || c->bn_momentum >= 0.0f);
 }
 
+// The world's statistics for a BN in training mode under synchronised BN; a calibration pass
+// (bn_momentum >= 0) re-estimates each rank's own.
+static const OcrBnSync *bn_sync(const OcrCtx *c, const LBN *l) {
+    return l->training && c->bn_momentum < 0.0f ? c->bn_sync : NULL;
+}
+
 OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
     OCR_ASSERT(x->ndim == 4 && x->shape[3] == l->channels);
     l->x = *x;
@@ -299,8 +305,12 @@ OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
         OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
         OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
         float momentum = c->bn_momentum >= 0.0f ? c->bn_momentum : l->momentum;
-        batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, momentum, l->eps,
-                            l->training);
+        if (bn_sync(c, l))
+            batchnorm2d_act_forward_sync(&l->y, &l->save_mean, &l->save_rstd, NULL, &rm, &rv, x, &g, &bb,
+                                         OCR_ACT_NONE, momentum, l->eps, l->training, bn_sync(c, l));
+        else
+            batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, momentum, l->eps,
+                                l->training);
     }
     ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
     ocr_ctx_release(c, &l->save_rstd);
@@ -321,8 +331,13 @@ OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), dg = ocr_ctx_grad(c, l->g), db = ocr_ctx_grad(c, l->b);
-        batchnorm2d_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->save_mean, &l->save_rstd,
-                             l->training);
+        if (bn_sync(c, l))
+            batchnorm2d_act_backward_sync(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, NULL, &l->save_mean,
+                                          &l->save_rstd, NULL, OCR_ACT_NONE, need_dx ? dx.dtype : OCR_F32,
+                                          l->training, bn_sync(c, l));
+        else
+            batchnorm2d_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->save_mean, &l->save_rstd,
+                                 l->training);
     }
     ocr_ctx_free(c, &l->save_rstd);
     ocr_ctx_free(c, &l->save_mean);
@@ -405,8 +420,8 @@ OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x) {
         OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
         OcrTensor rm = ocr_ctx_stat(c, bn->mean), rv = ocr_ctx_stat(c, bn->var);
         float momentum = c->bn_momentum >= 0.0f ? c->bn_momentum : bn->momentum;
-        batchnorm2d_act_forward(&y, &bn->save_mean, &bn->save_rstd, &bn->save_scale, &rm, &rv, x, &g, &bb, act->act,
-                                momentum, bn->eps, bn->training);
+        batchnorm2d_act_forward_sync(&y, &bn->save_mean, &bn->save_rstd, &bn->save_scale, &rm, &rv, x, &g, &bb,
+                                     act->act, momentum, bn->eps, bn->training, bn_sync(c, bn));
     }
     // The BN's entry: shape and FLOPs, but not the output (its values are the activation's).
     ocr_ctx_record(c, bn->op, &y, 2.0 * (double)ocr_tensor_numel(x));
@@ -430,8 +445,9 @@ OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, i
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
         OcrTensor dg = ocr_ctx_grad(c, bn->g), db = ocr_ctx_grad(c, bn->b);
-        batchnorm2d_act_backward(need_dx ? &dx : NULL, &dg, &db, dy, &bn->x, &g, &bb, &bn->save_mean, &bn->save_rstd,
-                                 &bn->save_scale, act->act, act->y.dtype, bn->training);
+        batchnorm2d_act_backward_sync(need_dx ? &dx : NULL, &dg, &db, dy, &bn->x, &g, &bb, &bn->save_mean,
+                                      &bn->save_rstd, &bn->save_scale, act->act, act->y.dtype, bn->training,
+                                      bn_sync(c, bn));
     }
     ocr_ctx_free(c, &act->y);
     ocr_ctx_bwd_done(c, act->op);

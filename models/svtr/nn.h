@@ -99,6 +99,9 @@ typedef struct {
     // parameter gradients are complete (data parallelism starts their all-reduce early).
     void (*bwd_hook)(void *user, int op);
     void *bwd_hook_user;
+    // Synchronised batch norm (data parallelism, Global.use_sync_bn): batch statistics are the
+    // world's (kernels/ops.h). NULL: per-rank statistics. Set only for training passes.
+    const OcrBnSync *bn_sync;
 } OcrCtx;
 
 // Records the first shape error of a pass (the model turns it into a status).

@@ -302,6 +302,85 @@ START_TEST(fp32_two_ranks_match_one) {
 }
 END_TEST
 
+// ---- synchronised batch norm: 2 ranks x 4 == 1 rank x 8 with batch statistics -----------------------
+
+static double json_number(const char *path, const char *key);
+
+// The BN layers of a checkpoint (their "._mean" tensors): how many, and Σ C over them.
+static int64_t bn_channels(const char *weights, int *layers) {
+    OcrSafetensors *a;
+    ck_assert_msg(ocr_safetensors_open(&a, weights) == OCR_OK, "%s", ocr_last_error());
+    int64_t sum = 0;
+    *layers = 0;
+    for (int i = 0; i < ocr_safetensors_count(a); i++) {
+        const OcrNamedTensor *t = ocr_safetensors_at(a, i);
+        size_t n = strlen(t->name);
+        if (n > 6 && strcmp(t->name + n - 6, "._mean") == 0) sum += t->shape[0], ++*layers;
+    }
+    ocr_safetensors_close(a);
+    return sum;
+}
+
+// With BN in training mode (batch statistics) and Global.use_sync_bn, two ranks of batch 4
+// normalise with the statistics of all 8 samples, as one process of batch 8 does: the same
+// losses within the FP32 reordering bound (the statistics are double sums, combined exactly as
+// in kernels/ops.h) and the same weights AND running statistics within the reordering noise.
+// The control is the same 2-rank run with per-rank statistics (PaddleOCR's default), which
+// normalises with 4 samples: its losses differ from the first step on. The statistics traffic
+// is exactly that of kernels/ops.h: per BN of C channels and step, (C + 1) + C doubles in the
+// forward and 2C + 1 in the backward.
+START_TEST(sync_bn_two_ranks_match_one) {
+    if (skip_without_mpi()) return;
+    char cfg[1024];
+    char *dir = at_setup_digits(cfg, sizeof cfg, "\"epoch_num\": 4,");
+    const char *common[] = {"Global.use_sync_bn=true", SLOW_LR, "--max-steps", STEPS, NULL};
+    Metrics m1, m2, mp;
+    double rms_12;
+    two_vs_one(dir, cfg, common, "syncbn", &m1, &m2, &rms_12);
+    ck_assert_int_eq(m1.n, STEPS_N);
+    ck_assert_int_eq(m2.n, STEPS_N);
+    char log[1200], op[1200], p[1200], w1[1200], wp[1200];
+    snprintf(op, sizeof op, "Global.save_model_dir=%s/per_rank", dir);
+    const char *per_rank[] = {"-o", op, SLOW_LR, "Train.loader.batch_size_per_card=4", "--max-steps", STEPS, NULL};
+    path2(log, sizeof log, dir, "per_rank.log");
+    ck_assert_int_eq(run_train(dir, cfg, 2, log, per_rank), 0);
+    snprintf(p, sizeof p, "%s/per_rank/metrics.jsonl", dir);
+    read_metrics(p, &mp);
+    const double tol = fp32_loss_tolerance();
+    for (int i = 0; i < m1.n; i++) {
+        double rel = fabs(m1.loss[i] - m2.loss[i]) / fabs(m1.loss[i]);
+        fprintf(stderr, "sync BN step %d: loss 1 rank x 8 %.7g, 2 ranks x 4 synchronised %.7g (relative %.2g, "
+                "tolerance %.2g); per-rank statistics %.7g\n", i + 1, m1.loss[i], m2.loss[i], rel, tol, mp.loss[i]);
+        ck_assert_msg(rel <= tol, "step %d: losses %.9g vs %.9g differ by %.3g relative (> %.3g)", i + 1, m1.loss[i],
+                      m2.loss[i], rel, tol);
+    }
+    ck_assert_msg(fabs(mp.loss[0] - m1.loss[0]) / fabs(m1.loss[0]) > tol,
+                  "per-rank statistics give the first loss of the global batch's: the test cannot tell them apart");
+    snprintf(w1, sizeof w1, "%s/syncbn_one/latest/model.safetensors", dir);
+    snprintf(wp, sizeof wp, "%s/per_rank/latest/model.safetensors", dir);
+    double dmax, rms_p;
+    int64_t cnt;
+    weight_diff(w1, wp, &dmax, &rms_p, &cnt);
+    fprintf(stderr, "sync BN: weights and running statistics, 2 ranks vs 1: RMS %.3g; per-rank statistics vs 1: RMS "
+            "%.3g (%.3g %%, limit %.0f %%)\n", rms_12, rms_p, 100 * rms_12 / rms_p, 100 * WEIGHT_RMS_FRACTION);
+    ck_assert_msg(rms_12 <= WEIGHT_RMS_FRACTION * rms_p, "weights: RMS difference %.3g is more than %.0f %% of the "
+                  "per-rank-statistics run's (%.3g)", rms_12, 100 * WEIGHT_RMS_FRACTION, rms_p);
+    // The reports: synchronised on 2 ranks with the exact statistics bytes; not in the 1-rank run.
+    char d1[1200], d2[1200];
+    snprintf(d1, sizeof d1, "%s/syncbn_one/distributed.json", dir);
+    snprintf(d2, sizeof d2, "%s/syncbn_two/distributed.json", dir);
+    int layers;
+    const int64_t C = bn_channels(w1, &layers);
+    ck_assert(C > 0);
+    const double expect = 8.0 * (double)(4 * C + 2 * layers), got = json_number(d2, "bn_sync_bytes_per_step");
+    fprintf(stderr, "sync BN: %d BN layers, %lld channels: %.0f bytes of statistics per step (expected %.0f)\n",
+            layers, (long long)C, got, expect);
+    ck_assert_msg(got == expect, "statistics bytes per step %.0f, expected %.0f", got, expect);
+    ck_assert(json_number(d1, "bn_sync_bytes_per_step") == 0);
+    free(dir);
+}
+END_TEST
+
 // Bucket boundaries change which elements travel together, never an element's sum: 2 ranks with
 // 4 KiB buckets (dozens) and one 25 MiB bucket give bit-identical weights and losses.
 START_TEST(bucket_size_does_not_change_the_result) {
@@ -810,6 +889,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, transport_collectives_are_exact);
     tcase_add_test(tc, mpi_world_of_one_is_exact);
     tcase_add_test(tc, fp32_two_ranks_match_one);
+    tcase_add_test(tc, sync_bn_two_ranks_match_one);
     tcase_add_test(tc, bucket_size_does_not_change_the_result);
     tcase_add_test(tc, fp16_o2_same_skips_and_scales);
     tcase_add_test(tc, resume_on_another_world_size);
