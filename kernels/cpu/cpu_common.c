@@ -163,3 +163,19 @@ OcrTensor cpu_f32_view(const OcrTensor *t, const float *data) {
     v.owns_data = 0;
     return v;
 }
+
+// ---- one tiled loop for both paths -----------------------------------------------------------
+
+const OcrTensor *cpu_tiled_in(CpuScratch *s, const OcrTensor *t, OcrTensor *view) {
+    if (t->dtype == OCR_F32 || !ocr_cpu_exact_numerics()) return t;
+    *view = cpu_f32_view(t, cpu_f32_in(s, t));
+    return view;
+}
+
+OcrTensor *cpu_tiled_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int load, float **whole) {
+    *whole = NULL;
+    if (t->dtype == OCR_F32 || !ocr_cpu_exact_numerics()) return t;
+    *whole = cpu_f32_out(s, t, load);
+    *view = cpu_f32_view(t, *whole);
+    return view;
+}

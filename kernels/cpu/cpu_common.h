@@ -96,4 +96,13 @@ float *cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf);
 // (Global.cpu_exact_numerics) hands the tiled kernels fp32 copies made by cpu_f32_in/_out.
 OcrTensor cpu_f32_view(const OcrTensor *t, const float *data);
 
+// ---- one tiled loop for both paths (pool.c, dropout.c, attention.c) --------------------------
+// The operand a tiled kernel reads: t itself (widened tile by tile through cpu_rows_in), or,
+// under Global.cpu_exact_numerics and for an f16/bf16 t, an f32 view (in *view) of a
+// whole-tensor fp32 copy in s, the reference path.
+const OcrTensor *cpu_tiled_in(CpuScratch *s, const OcrTensor *t, OcrTensor *view);
+// The output a tiled kernel writes, as cpu_tiled_in; *whole is the fp32 copy to cpu_f32_store
+// into t afterwards (NULL: nothing to store). load: the copy starts from t's values.
+OcrTensor *cpu_tiled_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int load, float **whole);
+
 #endif

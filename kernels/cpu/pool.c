@@ -85,64 +85,127 @@ static void pool_check_nhwc(const OcrTensor *a, const OcrTensor *b, const char *
     OCR_ASSERT(a->shape[0] == b->shape[0] && a->shape[3] == b->shape[3], "%s: batch or channel sizes differ", what);
 }
 
+// f16/bf16 maps are read and written in their own dtype (average pools): each thread widens the
+// input rows (H rows of W·C) it is about to sum into a row buffer and rounds each output row
+// once, instead of widening the whole map into an fp32 copy. Widening is exact and every output
+// sums the same values in the same order, so the results are the bits of the whole-tensor fp32
+// path, which Global.cpu_exact_numerics keeps as the reference (cpu_tiled_in / cpu_tiled_out).
+
 // y (N, Ho, Wo, C) = mean of x over each bin; the divisor is the clipped bin area.
-// The bin sums are kept in double (acc: C doubles per thread). A global pool sums hundreds of
+// The bin sums are kept in double (acc: Wo·C doubles per thread). A global pool sums hundreds of
 // values of both signs, and a float running sum then loses up to ~1e-6 of the largest
 // magnitude, which is a large relative error on a small mean; in an SE module that mean
 // scales a whole channel at every position, so the error does not average out downstream.
-static void avg_forward(float *y, const float *x, int64_t N, int64_t C, const PoolAxis *ah, const PoolAxis *aw,
-                        double *acc) {
+// One output row at a time: each input row of its bins is widened once and added into the sums
+// of every output pixel whose bin covers it, so each sum still runs over h, then w, in order.
+static void avg_forward(OcrTensor *out, const OcrTensor *inp, const PoolAxis *ah, const PoolAxis *aw,
+                        CpuScratch *s) {
+    const int64_t N = inp->shape[0], C = inp->shape[3];
     const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
-#pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
+    const int64_t xrow = W * C, yrow = Wo * C;
+    const int par = N * H * W * C >= POOL_PAR_MIN;
+    const size_t nthr = (size_t)(par ? omp_get_max_threads() : 1);
+    const size_t xper = inp->dtype == OCR_F32 ? 0 : (size_t)xrow, yper = out->dtype == OCR_F32 ? 0 : (size_t)yrow;
+    double *acc = cpu_scratch_bytes(s, nthr * (size_t)yrow * sizeof(double) + 1);
+    float *bufs = cpu_scratch_floats(s, nthr * (xper + yper) + 1);
+#pragma omp parallel for collapse(2) schedule(static) if (par)
     for (int64_t n = 0; n < N; n++)
-        for (int64_t oh = 0; oh < Ho; oh++)
-            for (int64_t ow = 0; ow < Wo; ow++) {
-                float *yo = y + ((n * Ho + oh) * Wo + ow) * C;
-                double *a = acc + (size_t)omp_get_thread_num() * (size_t)C;
-                for (int64_t c = 0; c < C; c++) a[c] = 0.0;
-                for (int64_t h = ah->start[oh]; h < ah->end[oh]; h++)
+        for (int64_t oh = 0; oh < Ho; oh++) {
+            const size_t t = (size_t)omp_get_thread_num();
+            double *a = acc + t * (size_t)yrow;
+            float *xb = bufs + t * (xper + yper), *yb = xb + xper;
+            for (int64_t i = 0; i < yrow; i++) a[i] = 0.0;
+            for (int64_t h = ah->start[oh]; h < ah->end[oh]; h++) {
+                const float *xr = cpu_rows_in(inp, xrow, n * H + h, 1, xb);
+                for (int64_t ow = 0; ow < Wo; ow++) {
+                    double *ao = a + ow * C;
                     for (int64_t w = aw->start[ow]; w < aw->end[ow]; w++) {
-                        const float *xi = x + ((n * H + h) * W + w) * C;
-                        for (int64_t c = 0; c < C; c++) a[c] += xi[c];
+                        const float *xi = xr + w * C;
+                        for (int64_t c = 0; c < C; c++) ao[c] += xi[c];
                     }
-                const double cnt = (double)((ah->end[oh] - ah->start[oh]) * (aw->end[ow] - aw->start[ow]));
-                for (int64_t c = 0; c < C; c++) yo[c] = (float)(a[c] / cnt);
+                }
             }
+            float *yr = cpu_rows_dst(out, yrow, n * Ho + oh, yb);
+            for (int64_t ow = 0; ow < Wo; ow++) {
+                const double cnt = (double)((ah->end[oh] - ah->start[oh]) * (aw->end[ow] - aw->start[ow]));
+                const double *ao = a + ow * C;
+                float *yo = yr + ow * C;
+                for (int64_t c = 0; c < C; c++) yo[c] = (float)(ao[c] / cnt);
+            }
+            cpu_rows_out(out, yrow, n * Ho + oh, 1, yr);
+        }
 }
 
-static void avg_backward(float *dx, const float *dy, int64_t N, int64_t C, const PoolAxis *ah, const PoolAxis *aw) {
+// dx = Σ over the bins covering each input pixel of dy / bin area. One input row at a time: the
+// output-gradient rows it receives from (a contiguous range) are widened together, and kept
+// while the thread's next input rows receive from the same range (a global pool widens its one
+// gradient row once per image, not once per input row).
+static void avg_backward(OcrTensor *dinp, const OcrTensor *dout, const PoolAxis *ah, const PoolAxis *aw,
+                         CpuScratch *s) {
+    const int64_t N = dinp->shape[0], C = dinp->shape[3];
     const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
-#pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
+    const int64_t xrow = W * C, yrow = Wo * C;
+    int64_t span = 1;  // most output rows one input row receives from
+    for (int64_t h = 0; h < H; h++)
+        if (ah->hi[h] - ah->lo[h] > span) span = ah->hi[h] - ah->lo[h];
+    const int par = N * H * W * C >= POOL_PAR_MIN;
+    const size_t nthr = (size_t)(par ? omp_get_max_threads() : 1);
+    const size_t yper = dout->dtype == OCR_F32 ? 0 : (size_t)(span * yrow);
+    const size_t xper = dinp->dtype == OCR_F32 ? 0 : (size_t)xrow;
+    float *bufs = cpu_scratch_floats(s, nthr * (xper + yper) + 1);
+    // Per thread: the image and row range whose gradient rows its buffer holds (n = −1: none).
+    int64_t *held = cpu_scratch_bytes(s, nthr * 3 * sizeof(int64_t));
+    for (size_t t = 0; t < nthr; t++) held[3 * t] = -1;
+#pragma omp parallel for collapse(2) schedule(static) if (par)
     for (int64_t n = 0; n < N; n++)
-        for (int64_t h = 0; h < H; h++)
+        for (int64_t h = 0; h < H; h++) {
+            const size_t t = (size_t)omp_get_thread_num();
+            float *yb = bufs + t * (xper + yper), *xb = yb + yper;
+            int64_t *hd = held + 3 * t;
+            const int64_t lo = ah->lo[h], hi = ah->hi[h];
+            const float *dys = NULL;
+            if (lo < hi) {
+                if (dout->dtype == OCR_F32 || hd[0] != n || hd[1] != lo || hd[2] != hi) {
+                    dys = cpu_rows_in(dout, yrow, n * Ho + lo, hi - lo, yb);
+                    hd[0] = n, hd[1] = lo, hd[2] = hi;
+                } else {
+                    dys = yb;
+                }
+            }
+            float *dx = cpu_rows_dst(dinp, xrow, n * H + h, xb);
             for (int64_t w = 0; w < W; w++) {
-                float *di = dx + ((n * H + h) * W + w) * C;
+                float *di = dx + w * C;
                 for (int64_t c = 0; c < C; c++) di[c] = 0.0f;
-                for (int64_t oh = ah->lo[h]; oh < ah->hi[h]; oh++)
+                for (int64_t oh = lo; oh < hi; oh++)
                     for (int64_t ow = aw->lo[w]; ow < aw->hi[w]; ow++) {
-                        const float *go = dy + ((n * Ho + oh) * Wo + ow) * C;
+                        const float *go = dys + ((oh - lo) * Wo + ow) * C;
                         // Scaled by the reciprocal, as Paddle's average-pool gradient does.
                         const float inv = 1.0f / (float)((ah->end[oh] - ah->start[oh]) * (aw->end[ow] - aw->start[ow]));
                         for (int64_t c = 0; c < C; c++) di[c] += go[c] * inv;
                     }
             }
+            cpu_rows_out(dinp, xrow, n * H + h, 1, dx);
+        }
 }
 
 static void avgpool_generic_forward(OcrTensor *out, const OcrTensor *inp, const PoolAxis *ah, const PoolAxis *aw,
                                     CpuScratch *s) {
-    const float *x = cpu_f32_in(s, inp);
-    float *y = cpu_f32_out(s, out, 0);
-    double *acc = cpu_scratch_bytes(s, (size_t)omp_get_max_threads() * (size_t)inp->shape[3] * sizeof(double));
-    avg_forward(y, x, inp->shape[0], inp->shape[3], ah, aw, acc);
-    cpu_f32_store(out, y);
+    OcrTensor vx, vy;
+    float *whole;
+    const OcrTensor *x = cpu_tiled_in(s, inp, &vx);
+    OcrTensor *y = cpu_tiled_out(s, out, &vy, 0, &whole);
+    avg_forward(y, x, ah, aw, s);
+    if (whole) cpu_f32_store(out, whole);
 }
 
 static void avgpool_generic_backward(OcrTensor *dinp, const OcrTensor *dout, const PoolAxis *ah, const PoolAxis *aw,
                                      CpuScratch *s) {
-    const float *dy = cpu_f32_in(s, dout);
-    float *dx = cpu_f32_out(s, dinp, 0);
-    avg_backward(dx, dy, dinp->shape[0], dinp->shape[3], ah, aw);
-    cpu_f32_store(dinp, dx);
+    OcrTensor vdy, vdx;
+    float *whole;
+    const OcrTensor *dy = cpu_tiled_in(s, dout, &vdy);
+    OcrTensor *dx = cpu_tiled_out(s, dinp, &vdx, 0, &whole);
+    avg_backward(dx, dy, ah, aw, s);
+    if (whole) cpu_f32_store(dinp, whole);
 }
 
 void avgpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {

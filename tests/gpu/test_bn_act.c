@@ -1,7 +1,7 @@
 // Fused batch norm + activation on the GPU against the CPU twin (kernels/cpu/bn_act.c): every
 // activation, training and inference, f32/f16/bf16 storage, NULL gamma/beta, the saved and
 // running statistics and save_scale, dgamma/dbeta accumulation, dinp alone, and bitwise-
-// repeatable runs.
+// repeatable runs; synchronised BN (the _sync ops) with a stand-in world on both sides.
 #include "tests/gpu/gpu_test.h"
 
 #ifdef OCR_HAVE_CUDA
@@ -92,12 +92,102 @@ START_TEST(test_bn_act_deterministic) {
 }
 END_TEST
 
+// ---- synchronised BN ---------------------------------------------------------------------------
+// The stand-in world: a second rank of `other` rows with per-channel mean 0.3 + 0.01c and
+// variance 0.5 (forward), and gradient sums 0.1c and −0.05 (backward), added to what this rank
+// sums; the CPU's callback gets host memory, the GPU's device memory (copied through the host
+// here, after the op's stream is done: the callback is called between its kernels).
+typedef struct {
+    int64_t other;
+    int calls;
+    int device;
+} StandIn;
+
+static void stand_in_add(StandIn *w, double *v, int64_t n) {
+    const int call = w->calls++ % 3;
+    const int64_t C = call == 0 ? n - 1 : call == 1 ? n : (n - 1) / 2;
+    const double M = (double)w->other;
+    for (int64_t c = 0; c < C; c++) {
+        if (call == 0) v[1 + c] += M * (0.3 + 0.01 * (double)c);
+        if (call == 1) v[c] += M * 0.5;
+        if (call == 2) v[1 + c] += 0.1 * (double)c, v[1 + C + c] += -0.05;
+    }
+    if (call != 1) v[0] += M;
+}
+
+static int stand_in_sum(void *user, double *v, int64_t n) {
+    StandIn *w = user;
+    if (!w->device) {
+        stand_in_add(w, v, n);
+        return 0;
+    }
+    double *h = malloc(sizeof(double) * (size_t)n);
+    if (ocr_cuda_synchronize(0) != 0 || ocr_cuda_memcpy(h, v, sizeof(double) * (size_t)n) != 0) return -1;
+    stand_in_add(w, h, n);
+    int rc = ocr_cuda_memcpy(v, h, sizeof(double) * (size_t)n);
+    free(h);
+    return rc;
+}
+
+static void sync_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt, ocr_activation_t act) {
+    char what[160];
+    snprintf(what, sizeof what, "sync bn_act %lldx%lldx%lldx%lld %s %s", (long long)N, (long long)H, (long long)W,
+             (long long)C, dtn(dt), ocr_activation_name(act));
+    const int64_t *shape = OCR_SHAPE(N, H, W, C);
+    Twin x = twin_uniform(dt, 4, shape, -1.5f, 2.5f);
+    Twin g = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 2.0f);
+    Twin b = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -0.5f, 0.5f);
+    Twin rm = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.4f, 0.6f);
+    Twin rv = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 2.0f);
+    Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(C));
+    Twin sa = twin_new(OCR_F32, 1, OCR_SHAPE(C));
+    Twin y = twin_new(dt, 4, shape);
+    StandIn wh = {N * H * W + 17, 0, 0}, wd = {N * H * W + 17, 0, 1};
+    OcrBnSync sh = {stand_in_sum, &wh}, sd = {stand_in_sum, &wd};
+    batchnorm2d_act_forward_sync(&y.h, &sm.h, &sr.h, &sa.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, act, 0.9f, 1e-5f, 1, &sh);
+    batchnorm2d_act_forward_sync(&y.d, &sm.d, &sr.d, &sa.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, act, 0.9f, 1e-5f, 1, &sd);
+    ck_assert_int_eq(wh.calls, 2);
+    ck_assert_int_eq(wd.calls, 2);
+    ck_assert_msg(twin_close(&y, BA_TOL, BA_TOL, what), "%s: out", what);
+    ck_assert_msg(twin_close(&sm, 1e-6, 1e-6, what), "%s: save_mean", what);
+    ck_assert_msg(twin_close(&sr, BA_TOL, 0, what), "%s: save_rstd", what);
+    ck_assert_msg(twin_close(&rm, 1e-6, 1e-6, what), "%s: running_mean", what);
+    ck_assert_msg(twin_close(&rv, BA_TOL, 0, what), "%s: running_var", what);
+    // The stand-in moved the statistics away from this rank's own: the plain op differs.
+    Twin yp = twin_new(dt, 4, shape), smp = twin_new(OCR_F32, 1, OCR_SHAPE(C));
+    batchnorm2d_act_forward(&yp.h, &smp.h, NULL, NULL, NULL, NULL, &x.h, &g.h, &b.h, act, 0.9f, 1e-5f, 1);
+    ck_assert_msg(fabsf(((float *)smp.h.data)[0] - ((float *)sm.h.data)[0]) > 1e-3f, "%s: the world did not count",
+                  what);
+
+    Twin dy = twin_uniform(dt, 4, shape, -1, 1);
+    Twin dx = twin_new(dt, 4, shape);
+    Twin dg = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
+    batchnorm2d_act_backward_sync(&dx.h, &dg.h, &db.h, &dy.h, &x.h, &g.h, &b.h, &sm.h, &sr.h, &sa.h, act, dt, 1, &sh);
+    batchnorm2d_act_backward_sync(&dx.d, &dg.d, &db.d, &dy.d, &x.d, &g.d, &b.d, &sm.d, &sr.d, &sa.d, act, dt, 1, &sd);
+    ck_assert_int_eq(wh.calls, 3);
+    ck_assert_int_eq(wd.calls, 3);
+    ck_assert_msg(twin_close(&dx, BA_TOL, 1e-4, what), "%s: dinp", what);
+    ck_assert_msg(twin_close(&dg, 1e-4, 1e-4, what), "%s: dgamma", what);
+    ck_assert_msg(twin_close(&db, 1e-4, 1e-4, what), "%s: dbeta", what);
+    twin_free(&x), twin_free(&g), twin_free(&b), twin_free(&rm), twin_free(&rv), twin_free(&sm), twin_free(&sr);
+    twin_free(&sa), twin_free(&y), twin_free(&yp), twin_free(&smp), twin_free(&dy), twin_free(&dx), twin_free(&dg);
+    twin_free(&db);
+}
+
+START_TEST(test_bn_act_sync) {
+    for (int k = 0; k < 3; k++) sync_case(3, 5, 7, 24, DTS[k], OCR_ACT_HARDSWISH);
+    sync_case(8, 24, 40, 37, OCR_F32, OCR_ACT_NONE);
+    sync_case(4, 9, 11, 40, OCR_BF16, OCR_ACT_RELU);
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("gpu_bn_act");
     TCase *tc = tcase_create("bn_act");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_bn_act);
     tcase_add_test(tc, test_bn_act_deterministic);
+    tcase_add_test(tc, test_bn_act_sync);
     suite_add_tcase(s, tc);
     return s;
 }
