@@ -3,6 +3,11 @@
 // q, k and v are read in place from qkv (B, T, 3C) with leading dimension 3C, so nothing is
 // copied out per head. OpenMP runs over (batch, head) (see ATTN_BLAS_THREADED_MACS); each
 // thread owns its T×T fp32 buffers.
+// f16/bf16 qkv, out, dout and dqkv are read and written in their own dtype: a thread widens the
+// (T, 3C) slice of the batch element it is working on (once for all the heads it takes of it),
+// and rounds each head's columns of its results once, instead of whole-tensor fp32 copies.
+// The SGEMMs see the same operands with the same leading dimensions, so the results are the bits
+// of the whole-tensor path, which Global.cpu_exact_numerics keeps as the reference.
 // The dropout draw of probs element (b, h, i, j) has index offset + ((b·H + h)·T + i)·T + j.
 #include <cblas.h>
 #include <math.h>
@@ -107,19 +112,32 @@ void attention_forward_cpu(OcrTensor *out, OcrTensor *probs, const OcrTensor *qk
     }
     if (B * T == 0) return;
     CpuScratch sc = {0};
-    const float *x = cpu_f32_in(&sc, qkv);
-    float *y = cpu_f32_out(&sc, out, 0);
+    OcrTensor vx, vy;
+    float *whole;
+    const OcrTensor *X = cpu_tiled_in(&sc, qkv, &vx);
+    OcrTensor *Y = cpu_tiled_out(&sc, out, &vy, 0, &whole);
+    // Per thread: P and P' (T×T each), then the batch element's qkv and out slices when they are
+    // not f32 (f32 ones are used in place).
+    const size_t xper = X->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C), yper = Y->dtype == OCR_F32 ? 0 : (size_t)(T * C);
+    const size_t per = 2 * (size_t)TT + xper + yper;
     int nthreads = omp_get_max_threads();
-    float *bufs = cpu_scratch_floats(&sc, (size_t)nthreads * 2 * (size_t)TT);
+    float *bufs = cpu_scratch_floats(&sc, (size_t)nthreads * per);
 
 #pragma omp parallel if (attn_parallel_over_heads(&s))
     {
-        float *P = bufs + (size_t)omp_get_thread_num() * 2 * (size_t)TT;
-        float *Pd = P + TT;
+        float *P = bufs + (size_t)omp_get_thread_num() * per;
+        float *Pd = P + TT, *xb = Pd + TT, *yb = xb + xper;
+        int64_t held = -1;  // the batch element whose qkv slice xb holds
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;
-            const float *q = x + b * T * 3 * C + h * D;
+            if (xper && held != b) {
+                cpu_rows_in(X, T * 3 * C, b, 1, xb);
+                held = b;
+            }
+            const float *x = xper ? xb : (const float *)X->data + b * T * 3 * C;
+            float *y = yper ? yb : (float *)Y->data + b * T * C;
+            const float *q = x + h * D;
             const float *k = q + C;
             const float *v = q + 2 * C;
             // S = scale · q kᵀ (T × T)
@@ -151,10 +169,12 @@ void attention_forward_cpu(OcrTensor *out, OcrTensor *probs, const OcrTensor *qk
             }
             // o = P' v (T × D), written into its head's columns of out
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)T, 1.0f, Pv, (int)T, v,
-                        (int)(3 * C), 0.0f, y + b * T * C + h * D, (int)C);
+                        (int)(3 * C), 0.0f, y + h * D, (int)C);
+            if (yper)  // only this head's columns: another thread may hold the other heads of b
+                for (int64_t i = 0; i < T; i++) slice_store(Y, (b * T + i) * C + h * D, y + i * C + h * D, D);
         }
     }
-    cpu_f32_store(out, y);
+    if (whole) cpu_f32_store(out, whole);
     cpu_scratch_free(&sc);
 }
 
@@ -173,25 +193,43 @@ void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTen
     OCR_ASSERT(ocr_tensor_numel(probs) == B * H * TT, "attention_backward: probs must be (B, heads, T, T)");
     if (B * T == 0) return;
     CpuScratch sc = {0};
-    const float *x = cpu_f32_in(&sc, qkv);
-    const float *dy = cpu_f32_in(&sc, dout);
-    float *dx = cpu_f32_out(&sc, dqkv, 0);
+    OcrTensor vx, vdy, vdx;
+    float *whole;
+    const OcrTensor *X = cpu_tiled_in(&sc, qkv, &vx);
+    const OcrTensor *DY = cpu_tiled_in(&sc, dout, &vdy);
+    OcrTensor *DX = cpu_tiled_out(&sc, dqkv, &vdx, 0, &whole);
+    // Per thread: three T×T buffers, then the batch element's qkv, dout and dqkv slices when
+    // they are not f32 (as in the forward).
+    const size_t xper = X->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C);
+    const size_t gper = DY->dtype == OCR_F32 ? 0 : (size_t)(T * C);
+    const size_t dper = DX->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C);
+    const size_t per = 3 * (size_t)TT + xper + gper + dper;
     int nthreads = omp_get_max_threads();
-    float *bufs = cpu_scratch_floats(&sc, (size_t)nthreads * 3 * (size_t)TT);
+    float *bufs = cpu_scratch_floats(&sc, (size_t)nthreads * per);
 
 #pragma omp parallel if (attn_parallel_over_heads(&s))
     {
-        float *P = bufs + (size_t)omp_get_thread_num() * 3 * (size_t)TT;
+        float *P = bufs + (size_t)omp_get_thread_num() * per;
         float *F = P + TT;   // dropout factors, then P' = P · factor
         float *dP = F + TT;  // dP', then dP, then dS
+        float *xb = dP + TT, *gb = xb + xper, *db = gb + gper;
+        int64_t held = -1;  // the batch element whose slices xb and gb hold
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;
-            const float *q = x + b * T * 3 * C + h * D;
+            if (held != b) {
+                if (xper) cpu_rows_in(X, T * 3 * C, b, 1, xb);
+                if (gper) cpu_rows_in(DY, T * C, b, 1, gb);
+                held = b;
+            }
+            const float *x = xper ? xb : (const float *)X->data + b * T * 3 * C;
+            const float *dy = gper ? gb : (const float *)DY->data + b * T * C;
+            float *dx = dper ? db : (float *)DX->data + b * T * 3 * C;
+            const float *q = x + h * D;
             const float *k = q + C;
             const float *v = q + 2 * C;
-            const float *dO = dy + b * T * C + h * D;
-            float *dq = dx + b * T * 3 * C + h * D;
+            const float *dO = dy + h * D;
+            float *dq = dx + h * D;
             float *dk = dq + C;
             float *dv = dq + 2 * C;
             slice_load(P, probs, bh * TT, TT);
@@ -223,8 +261,14 @@ void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTen
                         (int)(3 * C), 0.0f, dq, (int)(3 * C));
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)D, (int)T, scale, dP, (int)T, q,
                         (int)(3 * C), 0.0f, dk, (int)(3 * C));
+            if (dper)  // this head's dq, dk and dv columns only (as in the forward)
+                for (int64_t i = 0; i < T; i++)
+                    for (int part = 0; part < 3; part++) {
+                        const int64_t col = i * 3 * C + part * C + h * D;
+                        slice_store(DX, b * T * 3 * C + col, dx + col, D);
+                    }
         }
     }
-    cpu_f32_store(dqkv, dx);
+    if (whole) cpu_f32_store(dqkv, whole);
     cpu_scratch_free(&sc);
 }
