@@ -1,5 +1,6 @@
 // The NCCL transport on one GPU: a world of one process (MPI singleton), ncclAllReduce on device
-// buffers of f32, f16 and bf16 through the dist/ interface, ordered after the producer stream.
+// buffers of f32, f16 and bf16 through the dist/ interface, ordered after the producer stream,
+// and the f64 sums of synchronised batch norm's statistics.
 // The sum over one rank is the buffer itself, bit for bit, so the check is exact: it proves the
 // plumbing (unique id broadcast, communicator, streams and events, dtype mapping, counters).
 // Several GPUs are checked by scripts/device-check.sh (2-rank training) where they are lent.
@@ -72,6 +73,22 @@ START_TEST(nccl_one_gpu_allreduce_is_identity) {
     OcrDistCounters c = ocr_dist_counters(d);
     ck_assert_int_eq(c.allreduce_bytes, bytes);
     ck_assert_int_eq(c.allreduce_calls, 3);
+    // Synchronised BN's f64 statistics sums: device memory, stream-ordered, counted apart.
+    const int64_t ns = 2 * 37 + 1;
+    double hs[2 * 37 + 1], hb[2 * 37 + 1];
+    for (int64_t i = 0; i < ns; i++) hs[i] = ocr_rng_next_double(&rng) * 1e3 - 5e2;
+    OcrTensor st;
+    ck_assert(ocr_tensor_alloc(&st, OCR_F32, ocr_cuda_device(0), 1, (int64_t[]){2 * ns}, OCR_MEM_DATA) == OCR_OK);
+    ck_assert_int_eq(ocr_cuda_memcpy(st.data, hs, sizeof hs), 0);
+    ck_assert_msg(ocr_dist_sum_stats_f64(d, st.data, ns, "the test statistics") == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(ocr_cuda_synchronize(0), 0);
+    ck_assert_int_eq(ocr_cuda_memcpy(hb, st.data, sizeof hb), 0);
+    ck_assert_msg(memcmp(hs, hb, sizeof hs) == 0, "f64: the 1-rank sum changed the buffer");
+    c = ocr_dist_counters(d);
+    ck_assert_int_eq(c.stats_bytes, ns * 8);
+    ck_assert_int_eq(c.stats_calls, 1);
+    ck_assert_int_eq(c.allreduce_bytes, bytes);  // not gradient traffic
+    ocr_tensor_free(&st);
     ocr_dist_close(d);
 }
 END_TEST
