@@ -9,6 +9,13 @@
 //   j = 0..7, in order; the 256 lane sums are combined by a halving tree (lane t += lane
 //   t + s for s = 128, 64, ..., 1); the chunk sums are added in chunk order.
 // Products dout·inp of two fp32 values are exact in double, so only the additions round.
+//
+// scalar_affine reads and writes f16/bf16 tensors in their own dtype: a chunk at a time is
+// widened into a buffer on the stack and its results rounded back while it is in cache (the
+// backward forms both scalar sums and dinp in the same pass), instead of whole-tensor fp32
+// copies. Per element and per chunk sum the same operations in the same order, so the results
+// are the bits of the whole-tensor path, which Global.cpu_exact_numerics keeps as the reference
+// (cpu_tiled_in / cpu_tiled_out).
 #include <math.h>
 #include <string.h>
 
@@ -36,26 +43,37 @@ void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
     OCR_ASSERT(ocr_tensor_numel(out) == n, "scalar_affine: out and inp sizes differ");
     const float s = scalar_of(scale, "scale"), b = scalar_of(bias, "bias");
     CpuScratch sc = {0};
-    const float *x = cpu_f32_in(&sc, inp);
-    float *y = cpu_f32_out(&sc, out, 0);
+    OcrTensor vx, vy;
+    float *whole;
+    const OcrTensor *X = cpu_tiled_in(&sc, inp, &vx);
+    OcrTensor *Y = cpu_tiled_out(&sc, out, &vy, 0, &whole);
+    const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
+    // out may be inp (in place): each chunk is read before it is written.
 #pragma omp parallel for schedule(static) if (n >= AFFINE_PAR_MIN)
-    for (int64_t i = 0; i < n; i++) {
-        float t = s * x[i];  // rounded on its own (ISO C: no contraction into an FMA)
-        y[i] = t + b;
+    for (int64_t k = 0; k < chunks; k++) {
+        float bx[AFFINE_CHUNK], by[AFFINE_CHUNK];
+        const int64_t i0 = k * AFFINE_CHUNK, m = n - i0 < AFFINE_CHUNK ? n - i0 : AFFINE_CHUNK;
+        const float *x = cpu_rows_in(X, 1, i0, m, bx);
+        float *y = cpu_rows_dst(Y, 1, i0, by);
+        for (int64_t i = 0; i < m; i++) {
+            float t = s * x[i];  // rounded on its own (ISO C: no contraction into an FMA)
+            y[i] = t + b;
+        }
+        cpu_rows_out(Y, 1, i0, m, y);
     }
-    cpu_f32_store(out, y);
+    if (whole) cpu_f32_store(out, whole);
     cpu_scratch_free(&sc);
 }
 
-// The chunk sums of Σ a_i·b_i (b == NULL: Σ a_i) in the fixed shape described at the top.
-static double chunk_sum(const float *a, const float *b, int64_t n, int64_t k) {
+// The sum of one chunk, Σ a_i·b_i (b == NULL: Σ a_i) over its m elements, in the fixed shape
+// described at the top.
+static double chunk_sum(const float *a, const float *b, int64_t m) {
     double lane[AFFINE_LANES];
-    const int64_t base = k * AFFINE_CHUNK;
     for (int t = 0; t < AFFINE_LANES; t++) {
         double acc = 0.0;
         for (int j = 0; j < AFFINE_PER_LANE; j++) {
-            int64_t i = base + t + (int64_t)AFFINE_LANES * j;
-            if (i < n) acc += b ? (double)a[i] * (double)b[i] : (double)a[i];
+            int64_t i = t + (int64_t)AFFINE_LANES * j;
+            if (i < m) acc += b ? (double)a[i] * (double)b[i] : (double)a[i];
         }
         lane[t] = acc;
     }
@@ -64,12 +82,8 @@ static double chunk_sum(const float *a, const float *b, int64_t n, int64_t k) {
     return lane[0];
 }
 
-static double fixed_sum(CpuScratch *sc, const float *a, const float *b, int64_t n) {
-    const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
-    if (chunks == 0) return 0.0;
-    double *part = cpu_scratch_bytes(sc, (size_t)chunks * sizeof(double));
-#pragma omp parallel for schedule(static) if (chunks > 4)
-    for (int64_t k = 0; k < chunks; k++) part[k] = chunk_sum(a, b, n, k);
+// The chunk sums added in chunk order.
+static double chunks_total(const double *part, int64_t chunks) {
     double total = 0.0;
     for (int64_t k = 0; k < chunks; k++) total += part[k];
     return total;
@@ -85,23 +99,42 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
                                 const OcrTensor *inp, const OcrTensor *scale) {
     CPU_ASSERT_FLOAT(dout);
     const int64_t n = ocr_tensor_numel(dout);
-    CpuScratch sc = {0};
-    const float *dy = cpu_f32_in(&sc, dout);
     if (dscale) {
         CPU_ASSERT_FLOAT(inp);
         OCR_ASSERT(ocr_tensor_numel(inp) == n, "scalar_affine_backward: inp and dout sizes differ");
-        accumulate_scalar(dscale, fixed_sum(&sc, dy, cpu_f32_in(&sc, inp), n), "dscale");
     }
-    if (dbias) accumulate_scalar(dbias, fixed_sum(&sc, dy, NULL, n), "dbias");
     if (dinp) {
         CPU_ASSERT_FLOAT(dinp);
         OCR_ASSERT(ocr_tensor_numel(dinp) == n, "scalar_affine_backward: dinp and dout sizes differ");
-        const float s = scalar_of(scale, "scale");
-        float *dx = cpu_f32_out(&sc, dinp, 0);
-#pragma omp parallel for schedule(static) if (n >= AFFINE_PAR_MIN)
-        for (int64_t i = 0; i < n; i++) dx[i] = s * dy[i];
-        cpu_f32_store(dinp, dx);
     }
+    const float s = dinp ? scalar_of(scale, "scale") : 0.0f;
+    CpuScratch sc = {0};
+    OcrTensor vdy, vx, vdx;
+    float *whole = NULL;
+    const OcrTensor *DY = cpu_tiled_in(&sc, dout, &vdy);
+    const OcrTensor *X = dscale ? cpu_tiled_in(&sc, inp, &vx) : NULL;
+    OcrTensor *DX = dinp ? cpu_tiled_out(&sc, dinp, &vdx, 0, &whole) : NULL;
+    const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
+    // Per chunk: its Σ dout·inp and Σ dout (combined in chunk order below), and dinp = scale·dout.
+    // dinp may be dout (in place): each chunk's sums are formed before it is overwritten.
+    double *part = cpu_scratch_bytes(&sc, (size_t)(2 * chunks + 1) * sizeof(double));
+    double *part_s = part, *part_b = part + chunks;
+#pragma omp parallel for schedule(static) if (chunks > 4)
+    for (int64_t k = 0; k < chunks; k++) {
+        float bg[AFFINE_CHUNK], bx[AFFINE_CHUNK], bd[AFFINE_CHUNK];
+        const int64_t i0 = k * AFFINE_CHUNK, m = n - i0 < AFFINE_CHUNK ? n - i0 : AFFINE_CHUNK;
+        const float *dy = cpu_rows_in(DY, 1, i0, m, bg);
+        if (X) part_s[k] = chunk_sum(dy, cpu_rows_in(X, 1, i0, m, bx), m);
+        if (dbias) part_b[k] = chunk_sum(dy, NULL, m);
+        if (DX) {
+            float *dx = cpu_rows_dst(DX, 1, i0, bd);
+            for (int64_t i = 0; i < m; i++) dx[i] = s * dy[i];
+            cpu_rows_out(DX, 1, i0, m, dx);
+        }
+    }
+    if (dscale) accumulate_scalar(dscale, chunks_total(part_s, chunks), "dscale");
+    if (dbias) accumulate_scalar(dbias, chunks_total(part_b, chunks), "dbias");
+    if (whole) cpu_f32_store(dinp, whole);
     cpu_scratch_free(&sc);
 }
 

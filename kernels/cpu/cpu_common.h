@@ -96,7 +96,7 @@ float *cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf);
 // (Global.cpu_exact_numerics) hands the tiled kernels fp32 copies made by cpu_f32_in/_out.
 OcrTensor cpu_f32_view(const OcrTensor *t, const float *data);
 
-// ---- one tiled loop for both paths (pool.c, dropout.c, attention.c) --------------------------
+// ---- one tiled loop for both paths (pool, dropout, attention, layernorm, affine) --------------
 // The operand a tiled kernel reads: t itself (widened tile by tile through cpu_rows_in), or,
 // under Global.cpu_exact_numerics and for an f16/bf16 t, an f32 view (in *view) of a
 // whole-tensor fp32 copy in s, the reference path.
