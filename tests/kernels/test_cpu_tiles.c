@@ -22,6 +22,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
+#include "tests/kernels/tiles_check.h"
 
 // Hooks (not in public headers): kernels/cpu/cpu_common.c, core/half.c.
 int ocr_cpu_vec_select(const char *name);
@@ -31,7 +32,6 @@ void ocr_conv2d_depthwise_set_block_floats(int64_t floats);
 
 static const char *const LEVELS[] = {"sse2", "avx2", "avx512"};
 #define NLEVELS 3
-#define MAX_OUT 8
 
 // Selects vector level li and the conversion paths of that width; 0 (and a SKIP line) when the
 // CPU lacks the level.
@@ -70,73 +70,6 @@ static OcrTensor rand_tensor(ocr_dtype_t dt, int ndim, const int64_t *shape, flo
     OcrTensor t = ocr_test_tensor(dt, ndim, shape, v);
     free(v);
     return t;
-}
-
-// The outputs of one op call: their starting contents (restored before every run: some
-// accumulate) and what the reference run left in them.
-typedef struct {
-    OcrTensor *t[MAX_OUT];
-    const char *name[MAX_OUT];
-    void *init[MAX_OUT], *ref[MAX_OUT];
-    int n;
-} Outs;
-
-static void outs_add(Outs *o, OcrTensor *t, const char *name) {
-    ck_assert(o->n < MAX_OUT);
-    const size_t bytes = ocr_tensor_bytes(t);
-    o->t[o->n] = t;
-    o->name[o->n] = name;
-    o->init[o->n] = malloc(bytes + 1);
-    memcpy(o->init[o->n], t->data, bytes);
-    o->ref[o->n] = malloc(bytes + 1);
-    o->n++;
-}
-
-static void outs_reset(Outs *o) {
-    for (int i = 0; i < o->n; i++) memcpy(o->t[i]->data, o->init[i], ocr_tensor_bytes(o->t[i]));
-}
-
-static void outs_keep(Outs *o, void **dst) {
-    for (int i = 0; i < o->n; i++) memcpy(dst[i], o->t[i]->data, ocr_tensor_bytes(o->t[i]));
-}
-
-// Asserts that the current contents equal saved (bytes); what names the case.
-static void outs_expect(const Outs *o, void *const *saved, const char *what) {
-    for (int i = 0; i < o->n; i++) {
-        const OcrTensor *t = o->t[i];
-        const size_t es = ocr_dtype_size(t->dtype);
-        const int64_t n = ocr_tensor_numel(t);
-        for (int64_t j = 0; j < n; j++) {
-            if (memcmp((const char *)t->data + (size_t)j * es, (const char *)saved[i] + (size_t)j * es, es) == 0)
-                continue;
-            float a, b;
-            OcrTensor va = ocr_tensor_view_cpu((char *)t->data + (size_t)j * es, t->dtype, 1, OCR_SHAPE(1));
-            OcrTensor vb = ocr_tensor_view_cpu((char *)saved[i] + (size_t)j * es, t->dtype, 1, OCR_SHAPE(1));
-            ocr_tensor_to_f32(&va, &a);
-            ocr_tensor_to_f32(&vb, &b);
-            ck_abort_msg("%s: %s (%s)[%lld] = %.9g, expected %.9g bit for bit", what, o->name[i],
-                         ocr_dtype_name(t->dtype), (long long)j, a, b);
-        }
-    }
-}
-
-static void outs_free(Outs *o) {
-    for (int i = 0; i < o->n; i++) free(o->init[i]), free(o->ref[i]);
-    o->n = 0;
-}
-
-typedef void (*run_fn)(void *ctx);
-
-// Runs the op under the reference, then on the tiled path, and compares every output.
-static void native_vs_reference(Outs *o, run_fn run, void *ctx, const char *what) {
-    outs_reset(o);
-    ocr_cpu_set_exact_numerics(1);
-    run(ctx);
-    ocr_cpu_set_exact_numerics(0);
-    outs_keep(o, o->ref);
-    outs_reset(o);
-    run(ctx);
-    outs_expect(o, o->ref, what);
 }
 
 // ---- batch norm + activation -----------------------------------------------------------------

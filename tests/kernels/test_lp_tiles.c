@@ -17,8 +17,7 @@
 #include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
-
-#define MAX_OUT 4
+#include "tests/kernels/tiles_check.h"
 
 static uint64_t seed_counter = 9100;
 
@@ -30,64 +29,6 @@ static OcrTensor rand_tensor(ocr_dtype_t dt, int ndim, const int64_t *shape, flo
     OcrTensor t = ocr_test_tensor(dt, ndim, shape, v);
     free(v);
     return t;
-}
-
-// The outputs of one op call, their starting contents (restored before every run) and what the
-// reference run left in them.
-typedef struct {
-    OcrTensor *t[MAX_OUT];
-    const char *name[MAX_OUT];
-    void *init[MAX_OUT], *ref[MAX_OUT];
-    int n;
-} Outs;
-
-static void outs_add(Outs *o, OcrTensor *t, const char *name) {
-    ck_assert(o->n < MAX_OUT);
-    const size_t bytes = ocr_tensor_bytes(t);
-    o->t[o->n] = t;
-    o->name[o->n] = name;
-    o->init[o->n] = malloc(bytes + 1);
-    memcpy(o->init[o->n], t->data, bytes);
-    o->ref[o->n] = malloc(bytes + 1);
-    o->n++;
-}
-
-static void outs_reset(Outs *o) {
-    for (int i = 0; i < o->n; i++) memcpy(o->t[i]->data, o->init[i], ocr_tensor_bytes(o->t[i]));
-}
-
-static void outs_free(Outs *o) {
-    for (int i = 0; i < o->n; i++) free(o->init[i]), free(o->ref[i]);
-    o->n = 0;
-}
-
-typedef void (*run_fn)(void *ctx);
-
-// Runs the op under the reference, then on the tiled path, and compares every output bit for bit.
-static void native_vs_reference(Outs *o, run_fn run, void *ctx, const char *what) {
-    outs_reset(o);
-    ocr_cpu_set_exact_numerics(1);
-    run(ctx);
-    ocr_cpu_set_exact_numerics(0);
-    for (int i = 0; i < o->n; i++) memcpy(o->ref[i], o->t[i]->data, ocr_tensor_bytes(o->t[i]));
-    outs_reset(o);
-    run(ctx);
-    for (int i = 0; i < o->n; i++) {
-        const OcrTensor *t = o->t[i];
-        const size_t es = ocr_dtype_size(t->dtype);
-        const int64_t n = ocr_tensor_numel(t);
-        for (int64_t j = 0; j < n; j++) {
-            if (memcmp((const char *)t->data + (size_t)j * es, (const char *)o->ref[i] + (size_t)j * es, es) == 0)
-                continue;
-            float a, b;
-            OcrTensor va = ocr_tensor_view_cpu((char *)t->data + (size_t)j * es, t->dtype, 1, OCR_SHAPE(1));
-            OcrTensor vb = ocr_tensor_view_cpu((char *)o->ref[i] + (size_t)j * es, t->dtype, 1, OCR_SHAPE(1));
-            ocr_tensor_to_f32(&va, &a);
-            ocr_tensor_to_f32(&vb, &b);
-            ck_abort_msg("%s: %s (%s)[%lld] = %.9g, expected %.9g bit for bit", what, o->name[i],
-                         ocr_dtype_name(t->dtype), (long long)j, a, b);
-        }
-    }
 }
 
 static const ocr_dtype_t LP[] = {OCR_BF16, OCR_F16};
