@@ -13,6 +13,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/rowwise.h"
@@ -98,6 +99,31 @@ CPU_VEC_CLONES(dx_tile, (float *dx, const float *g, const float *x, const float 
 void cpu_bn_dx_tile(float *dx, const float *g, const float *x, const float *mean, const float *a, const float *b,
                     const float *k, int64_t rows, int64_t C) {
     dx_tile(dx, g, x, mean, a, b, k, rows, C);
+}
+
+// dx_tile on bf16 maps with the conversions in registers (BF16-O2's maps): g and x are widened
+// as they are loaded (exact) and dx rounded as it is stored, with ocr_f32_to_bf16's
+// round-to-nearest-even and NaN quieting, the rounding the bulk converters do: the bits of
+// widening into a buffer, dx_tile, rounding back, without the buffer's extra stores and loads.
+// dx may equal g (the parked gradient turns into dx in place).
+CPU_INLINE void dx_tile_bf16_body(uint16_t *dx, const uint16_t *g, const uint16_t *restrict x,
+                                  const float *restrict mean, const float *restrict a, const float *restrict b,
+                                  const float *restrict k, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint16_t *xr = x + r * C, *gr = g + r * C;
+        uint16_t *dr = dx + r * C;
+        for (int64_t c = 0; c < C; c++) {
+            const float v = a[c] * ocr_bf16_to_f32(gr[c]) + b[c] * (ocr_bf16_to_f32(xr[c]) - mean[c]) + k[c];
+            dr[c] = ocr_f32_to_bf16(v);
+        }
+    }
+}
+CPU_VEC_CLONES(dx_tile_bf16, (uint16_t *dx, const uint16_t *g, const uint16_t *x, const float *mean, const float *a,
+                              const float *b, const float *k, int64_t rows, int64_t C),
+               (dx, g, x, mean, a, b, k, rows, C))
+void cpu_bn_dx_tile_bf16(uint16_t *dx, const uint16_t *g, const uint16_t *x, const float *mean, const float *a,
+                         const float *b, const float *k, int64_t rows, int64_t C) {
+    dx_tile_bf16(dx, g, x, mean, a, b, k, rows, C);
 }
 
 // mean, var (C) = batch mean and biased variance of x (M, C). The sums are shifted by the

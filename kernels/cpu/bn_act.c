@@ -44,14 +44,20 @@ static void bna_check_vec(const OcrTensor *t, int64_t C, const char *what) {
 }
 
 
+// v (n) = v rounded to bf16 and back in one pass, in registers: ocr_f32_to_bf16's nearest-even
+// rounding with NaNs quieted (the bulk converters' too), then the exact widening.
+CPU_INLINE void round_bf16_inplace_body(float *v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) v[i] = ocr_bf16_to_f32(ocr_f32_to_bf16(v[i]));
+}
+CPU_VEC_CLONES(round_bf16_inplace, (float *v, int64_t n), (v, n))
+
 // v (n) = v rounded to dt and back (nearest even, the bulk conversions cpu_f32_store uses).
 static void round_through(float *v, int64_t n, ocr_dtype_t dt, uint16_t *tmp) {
     if (dt == OCR_F16) {
         ocr_f32_to_f16_array(tmp, v, (size_t)n);
         ocr_f16_to_f32_array(v, tmp, (size_t)n);
     } else if (dt == OCR_BF16) {
-        ocr_f32_to_bf16_array(tmp, v, (size_t)n);
-        ocr_bf16_to_f32_array(v, tmp, (size_t)n);
+        round_bf16_inplace(v, n);
     }
 }
 
@@ -372,10 +378,21 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
         }
         cpu_bn_dx_coefs(&s, &af, &bf, &kf, g, rstd, wdy, wdx, C, wM, training);
         const int64_t ntiles = (M + tr - 1) / tr;
+        // g ready in memory (parked in dinp, or dout itself without an activation) and every map
+        // bf16: the conversions happen in registers (the same bits, fewer passes over the tile).
+        const OcrTensor *g_map = g_parked ? dinp : act == OCR_ACT_NONE ? dout : NULL;
+        const int in_registers = g_map && g_map->dtype == OCR_BF16 && inp->dtype == OCR_BF16 &&
+                                 dinp->dtype == OCR_BF16;
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t t = 0; t < ntiles; t++) {
             const BnaTile b = bna_tile(&tb);
             const int64_t r0 = t * tr, rows = r0 + tr <= M ? tr : M - r0;
+            if (in_registers) {
+                const size_t off = (size_t)(r0 * C);
+                cpu_bn_dx_tile_bf16((uint16_t *)dinp->data + off, (const uint16_t *)g_map->data + off,
+                                    (const uint16_t *)inp->data + off, mean, af, bf, kf, rows, C);
+                continue;
+            }
             const float *x = cpu_rows_in(inp, C, r0, rows, b.x);
             // g parked by the sum pass (in dinp's rows), or formed here.
             const float *gt;

@@ -32,6 +32,9 @@ void cpu_bn_value_tile(float *v, const float *x, const float *mf, const float *a
 void cpu_bn_sums_tile(double *p1, double *p2, const float *x, const float *g, const float *mean, int64_t rows,
                       int64_t C);
 // dx (rows, C) = a·g + b·(x − mean) + k per channel; dx may equal g.
+// The same on bf16 maps, converted in registers (same bits); dx may equal g.
+void cpu_bn_dx_tile_bf16(uint16_t *dx, const uint16_t *g, const uint16_t *x, const float *mean, const float *a,
+                         const float *b, const float *k, int64_t rows, int64_t C);
 void cpu_bn_dx_tile(float *dx, const float *g, const float *x, const float *mean, const float *a, const float *b,
                     const float *k, int64_t rows, int64_t C);
 
