@@ -19,6 +19,7 @@
 #include <strings.h>
 
 #include "core/half.h"
+#include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/isa.h"
@@ -26,9 +27,6 @@
 #include "kernels/ops.h"
 
 #define ACT_PAR_MIN 32768
-// Paddle's hardsigmoid slope is the float literal 0.1666667, not 1/6.
-#define HARDSIGMOID_SLOPE 0.1666667f
-#define INV_SQRT_2PI 0.39894228040143267794f
 
 static const char *const act_names[OCR_ACT_COUNT] = {"none", "relu", "hardswish", "hardsigmoid", "swish", "gelu"};
 
@@ -53,182 +51,40 @@ int ocr_activation_from_name(const char *name, ocr_activation_t *out) {
     return 0;
 }
 
-// ---- branch-free math (vectorisable) -------------------------------------------------
-
-// take_a ? a : b, as a bit blend so that loops around it stay vectorisable.
-CPU_INLINE float blend(int take_a, float a, float b) {
-    uint32_t m = 0u - (uint32_t)take_a, ua, ub;
-    memcpy(&ua, &a, sizeof ua);
-    memcpy(&ub, &b, sizeof ub);
-    ua = (ua & m) | (ub & ~m);
-    memcpy(&a, &ua, sizeof a);
-    return a;
-}
-
-// e^x within ~1e-7 relative for x in [−87, 88] (the input is clamped there, so the result
-// never overflows or goes subnormal). x = n·ln2 + r with |r| <= ln2/2; e^r by its Taylor
-// series to r^7 (truncation < 6e-9); 2^n assembled in the exponent bits.
-CPU_INLINE float vexpf(float x) {
-    x = blend(x < -87.0f, -87.0f, x);
-    x = blend(x > 88.0f, 88.0f, x);
-    const float round_magic = 12582912.0f;  // 1.5·2^23: adding and subtracting it rounds to an integer
-    const float n = (x * 1.44269504088896341f + round_magic) - round_magic;
-    // ln2 = 0.693359375 − 2.12194440e-4; the first part has few bits, so n·it is exact.
-    float r = x - n * 0.693359375f;
-    r = r + n * 2.12194440e-4f;
-    float p = 1.0f / 5040.0f;
-    p = p * r + 1.0f / 720.0f;
-    p = p * r + 1.0f / 120.0f;
-    p = p * r + 1.0f / 24.0f;
-    p = p * r + 1.0f / 6.0f;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    const uint32_t bits = (uint32_t)((int32_t)n + 127) << 23;
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
-// Φ(x) = 0.5·(1 + erf(x/√2)), the standard normal CDF. With a = |x|/√2:
-//   a < 1:      erf(a) = a·P(a²); P interpolates erf(a)/a at Chebyshev nodes in a² on [0, 1]
-//               (degree 6, relative error 1.3e-9 in exact arithmetic).
-//   1 <= a < 5: erfc(a) = e^(−a²)·S(1/a)/a; S interpolates a·e^(a²)·erfc(a) at Chebyshev nodes
-//               in t = 1/a on [0.2, 1] (degree 9, relative error 1e-8). Computing the
-//               upper tail from erfc keeps Φ relatively accurate for negative x, where
-//               1 + erf would cancel.
-//   a >= 5:     Φ = 0 or 1 (the tail is below 8e-13).
-// Measured against double: Φ within 1e-7 relative for x >= 0, 1.4e-6 for x > −4 and 5e-6
-// down to x = −7, where the float rounding of a² dominates (≈ a²·2^-23; 0.5·(1 + erff) loses
-// far more there to cancellation).
-CPU_INLINE float normal_cdf(float x) {
-    const float z = x * 0.70710678118654752440f;
-    const float a = blend(z < 0.0f, -z, z);
-
-    const float s = 2.0f * (a * a) - 1.0f;  // a² mapped onto [−1, 1]
-    float p = 1.230605476e-06f;
-    p = p * s - 1.766906802e-05f;
-    p = p * s + 2.175135417e-04f;
-    p = p * s - 2.285419545e-03f;
-    p = p * s + 1.985249714e-02f;
-    p = p * s - 1.405360973e-01f;
-    p = p * s + 9.654687387e-01f;
-    const float e = a * p;
-    const float central = 0.5f + 0.5f * blend(x < 0.0f, -e, e);
-
-    float ac = blend(a < 1.0f, 1.0f, a);
-    ac = blend(ac > 5.0f, 5.0f, ac);
-    const float t = 1.0f / ac;
-    const float q = (t - 0.6f) * 2.5f;  // t mapped onto [−1, 1]
-    float w = -1.333063645e-05f;
-    w = w * q + 4.347827961e-05f;
-    w = w * q - 5.856742665e-05f;
-    w = w * q - 2.485431115e-05f;
-    w = w * q + 5.204922138e-04f;
-    w = w * q - 2.157115485e-03f;
-    w = w * q + 5.133897619e-03f;
-    w = w * q - 1.120592530e-03f;
-    w = w * q - 6.855230135e-02f;
-    w = w * q + 4.938124656e-01f;
-    const float erfc_a = blend(a < 5.0f, vexpf(-(ac * ac)) * (w * t), 0.0f);
-    const float tail = blend(x < 0.0f, 0.5f * erfc_a, 1.0f - 0.5f * erfc_a);
-    return blend(a < 1.0f, central, tail);
-}
-
 // y (n) = act(x) on one thread; y may equal x.
 CPU_INLINE void act_forward_serial_body(float *y, const float *x, int64_t n, ocr_activation_t act) {
+#define ACT_FWD_LOOP(f) \
+    for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);
     switch (act) {
         case OCR_ACT_NONE:
             if (y != x) memcpy(y, x, (size_t)n * sizeof(float));
             break;
-        case OCR_ACT_RELU:
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i];
-                y[i] = v < 0.0f ? 0.0f : v;  // NaN passes through
-            }
-            break;
-        case OCR_ACT_HARDSWISH:
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i];
-                float t = v + 3.0f;
-                t = t < 0.0f ? 0.0f : t;
-                t = t > 6.0f ? 6.0f : t;
-                y[i] = v * t / 6.0f;
-            }
-            break;
-        case OCR_ACT_HARDSIGMOID:
-            for (int64_t i = 0; i < n; i++) {
-                float t = x[i] * HARDSIGMOID_SLOPE + 0.5f;
-                t = t < 0.0f ? 0.0f : t;
-                y[i] = t > 1.0f ? 1.0f : t;
-            }
-            break;
-        case OCR_ACT_SWISH:
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i];
-                y[i] = v / (1.0f + vexpf(-v));
-            }
-            break;
-        case OCR_ACT_GELU:
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i];
-                y[i] = v * normal_cdf(v);
-            }
-            break;
+        case OCR_ACT_RELU: ACT_FWD_LOOP(relu_forward_one) break;
+        case OCR_ACT_HARDSWISH: ACT_FWD_LOOP(hardswish_forward_one) break;
+        case OCR_ACT_HARDSIGMOID: ACT_FWD_LOOP(hardsigmoid_forward_one) break;
+        case OCR_ACT_SWISH: ACT_FWD_LOOP(swish_forward_one) break;
+        case OCR_ACT_GELU: ACT_FWD_LOOP(gelu_forward_one) break;
         default: OCR_ASSERT(0, "unknown activation %d", (int)act);
     }
+#undef ACT_FWD_LOOP
 }
 
 // dx (n) = dy · act'(x) on one thread; dx may equal dy.
 CPU_INLINE void act_backward_serial_body(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+#define ACT_BWD_LOOP(f) \
+    for (int64_t i = 0; i < n; i++) dx[i] = f(dy[i], x[i]);
     switch (act) {
         case OCR_ACT_NONE:
             if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(float));
             break;
-        case OCR_ACT_RELU:
-            for (int64_t i = 0; i < n; i++) {
-                float g = dy[i];  // loaded unconditionally so the select vectorises
-                dx[i] = x[i] > 0.0f ? g : 0.0f;
-            }
-            break;
-        case OCR_ACT_HARDSWISH:
-            for (int64_t i = 0; i < n; i++) {
-                // A select between the slope and a constant would not vectorise (GCC keeps
-                // the division on one branch under -ftrapping-math), so the slope is masked
-                // with integer bits instead; that also keeps x = ±inf from giving inf·0.
-                float v = x[i], g = dy[i];
-                float d = (2.0f * v + 3.0f) / 6.0f;
-                uint32_t keep = ((v > -3.0f) & (v < 3.0f)) ? 0xffffffffu : 0u, bits;
-                memcpy(&bits, &d, sizeof bits);
-                bits &= keep;
-                memcpy(&d, &bits, sizeof d);
-                dx[i] = g * (d + (v >= 3.0f ? 1.0f : 0.0f));
-            }
-            break;
-        case OCR_ACT_HARDSIGMOID:
-            for (int64_t i = 0; i < n; i++) {
-                float t = x[i] * HARDSIGMOID_SLOPE + 0.5f;
-                float d = (t > 0.0f && t < 1.0f) ? HARDSIGMOID_SLOPE : 0.0f;
-                dx[i] = dy[i] * d;
-            }
-            break;
-        case OCR_ACT_SWISH:
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i];
-                float sg = 1.0f / (1.0f + vexpf(-v));
-                dx[i] = dy[i] * sg * (1.0f + v * (1.0f - sg));
-            }
-            break;
-        case OCR_ACT_GELU:
-            for (int64_t i = 0; i < n; i++) {
-                float v = x[i];
-                float cdf = normal_cdf(v);
-                float pdf = INV_SQRT_2PI * vexpf(-0.5f * v * v);
-                dx[i] = dy[i] * (cdf + v * pdf);
-            }
-            break;
+        case OCR_ACT_RELU: ACT_BWD_LOOP(relu_backward_one) break;
+        case OCR_ACT_HARDSWISH: ACT_BWD_LOOP(hardswish_backward_one) break;
+        case OCR_ACT_HARDSIGMOID: ACT_BWD_LOOP(hardsigmoid_backward_one) break;
+        case OCR_ACT_SWISH: ACT_BWD_LOOP(swish_backward_one) break;
+        case OCR_ACT_GELU: ACT_BWD_LOOP(gelu_backward_one) break;
         default: OCR_ASSERT(0, "unknown activation %d", (int)act);
     }
+#undef ACT_BWD_LOOP
 }
 
 CPU_VEC_CLONES(act_forward_serial, (float *y, const float *x, int64_t n, ocr_activation_t act), (y, x, n, act))

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "core/half.h"
+#include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/isa.h"
@@ -136,6 +137,73 @@ static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_
     round_through(v, rows * C, mid, tmp);
 }
 
+// ---- bf16 maps with the conversions in registers (BF16-O2) -------------------------------------
+// When every map a pass touches is bf16 (and mid is bf16), the pass reads and writes them
+// directly: widening is exact and each rounding is ocr_f32_to_bf16's nearest-even with NaNs
+// quieted, the rounding the bulk converters do, and the per-element arithmetic (the value, the
+// activation's formula from activation_math.h, the sums in row order) is the buffered path's.
+// So these give that path's bits while skipping its widened tiles and rounding passes.
+
+CPU_INLINE float bf16_round_f32(float v) { return ocr_bf16_to_f32(ocr_f32_to_bf16(v)); }
+CPU_INLINE float act_none_forward_one(float v) { return v; }
+CPU_INLINE float act_none_backward_one(float g, float v) { (void)v; return g; }
+
+#define BNA_SWITCH_ACT(act, LOOP, sfx)                                  \
+    switch (act) {                                                      \
+        case OCR_ACT_NONE: LOOP(act_none##sfx) break;                   \
+        case OCR_ACT_RELU: LOOP(relu##sfx) break;                       \
+        case OCR_ACT_HARDSWISH: LOOP(hardswish##sfx) break;             \
+        case OCR_ACT_HARDSIGMOID: LOOP(hardsigmoid##sfx) break;         \
+        case OCR_ACT_SWISH: LOOP(swish##sfx) break;                     \
+        case OCR_ACT_GELU: LOOP(gelu##sfx) break;                       \
+        default: OCR_ASSERT(0, "unknown activation %d", (int)act);      \
+    }
+
+// y (rows, C) = act(value) rounded, value = (x − mf)·af + bf rounded to bf16.
+CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
+                                  const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
+                                  ocr_activation_t act) {
+#define BNA_FWD_LOOP(f)                                                                          \
+    for (int64_t r = 0; r < rows; r++) {                                                         \
+        const uint16_t *xr = x + r * C;                                                          \
+        uint16_t *yr = y + r * C;                                                                \
+        for (int64_t c = 0; c < C; c++)                                                          \
+            yr[c] = ocr_f32_to_bf16(f(bf16_round_f32((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]))); \
+    }
+    BNA_SWITCH_ACT(act, BNA_FWD_LOOP, _forward_one)
+#undef BNA_FWD_LOOP
+}
+CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
+                              int64_t rows, int64_t C, ocr_activation_t act),
+               (y, x, mf, af, bf, rows, C, act))
+
+// The backward's sum pass on one tile: g = dy·act'(value) rounded to bf16, parked in gp (which
+// may be dy's memory: each element is read before it is written), p1 += Σ g, p2 += Σ g·(x − mean).
+CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_t *gp, const uint16_t *dy,
+                               const uint16_t *restrict x, const float *restrict mean, const float *restrict af,
+                               const float *restrict bf, int64_t rows, int64_t C, ocr_activation_t act) {
+#define BNA_SUMS_LOOP(f)                                                                         \
+    for (int64_t r = 0; r < rows; r++) {                                                         \
+        const uint16_t *xr = x + r * C, *dr = dy + r * C;                                        \
+        uint16_t *gr = gp + r * C;                                                               \
+        for (int64_t c = 0; c < C; c++) {                                                        \
+            const float xv = ocr_bf16_to_f32(xr[c]);                                             \
+            const float v = bf16_round_f32((xv - mean[c]) * af[c] + bf[c]);                       \
+            const uint16_t gh = ocr_f32_to_bf16(f(ocr_bf16_to_f32(dr[c]), v));                   \
+            const double g = (double)ocr_bf16_to_f32(gh);                                        \
+            p1[c] += g;                                                                          \
+            p2[c] += g * ((double)xv - (double)mean[c]);                                         \
+            gr[c] = gh;                                                                          \
+        }                                                                                        \
+    }
+    BNA_SWITCH_ACT(act, BNA_SUMS_LOOP, _backward_one)
+#undef BNA_SUMS_LOOP
+}
+CPU_VEC_CLONES(sums_bf16, (double *p1, double *p2, uint16_t *gp, const uint16_t *dy, const uint16_t *x,
+                           const float *mean, const float *af, const float *bf, int64_t rows, int64_t C,
+                           ocr_activation_t act),
+               (p1, p2, gp, dy, x, mean, af, bf, rows, C, act))
+
 // Per-thread tile buffers (tr·C elements each; NULL where a pass does not need one).
 typedef struct {
     float *x, *dy, *v, *g, *y;
@@ -209,9 +277,16 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
     // so that its loop needs no overlap check), y (unless out is f32) and the rounding buffer.
     const BnaTiles tb = bna_tiles(&s, nthr, tr, C, inp->dtype != OCR_F32, 0, 1, 0, out->dtype != OCR_F32,
                                   mid != OCR_F32);
+    const int fwd_in_registers = inp->dtype == OCR_BF16 && out->dtype == OCR_BF16;
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t t = 0; t < ntiles; t++) {
         const int64_t r0 = t * tr, rows = (r0 + tr <= M ? tr : M - r0);
+        if (fwd_in_registers) {
+            const size_t off = (size_t)(r0 * C);
+            forward_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf, rows, C,
+                         act);
+            continue;
+        }
         const BnaTile b = bna_tile(&tb);
         const float *x = cpu_rows_in(inp, C, r0, rows, b.x);
         bna_value_tile(b.v, x, rows, C, &k, mid, b.tmp);
@@ -337,6 +412,9 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
     if (need_sums) {
         const int64_t nch = M > 0 ? cpu_bn_chunks(M) : 0;
         double *part = cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double));
+        // g parked in a bf16 dinp from bf16 maps: the pass runs in registers (sums_bf16).
+        const int sums_in_registers = park && has_act && mid == OCR_BF16 && dinp->dtype == OCR_BF16 &&
+                                      inp->dtype == OCR_BF16 && dout->dtype == OCR_BF16;
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t ch = 0; ch < nch; ch++) {
             const BnaTile b = bna_tile(&tb);
@@ -345,6 +423,12 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
             const int64_t r0 = ch * M / nch, r1 = (ch + 1) * M / nch;
             for (int64_t t0 = r0; t0 < r1; t0 += tr) {
                 const int64_t rows = t0 + tr <= r1 ? tr : r1 - t0;
+                if (sums_in_registers) {
+                    const size_t off = (size_t)(t0 * C);
+                    sums_bf16(p1, p2, (uint16_t *)dinp->data + off, (const uint16_t *)dout->data + off,
+                              (const uint16_t *)inp->data + off, mean, k.af, k.bf, rows, C, act);
+                    continue;
+                }
                 const float *x = cpu_rows_in(inp, C, t0, rows, b.x);
                 // dinp may be dout's memory (in-place gradients): g overwrites a tile's rows only
                 // after they were read (the activation's backward allows g == dy).
