@@ -56,6 +56,7 @@ START_TEST(test_accuracy_rises) {
     // best/ holds the best evaluation's weights.
     snprintf(p, sizeof p, "%s/out/best/model.safetensors", dir);
     ck_assert(at_exists(p));
+    free(dir);
 }
 END_TEST
 
