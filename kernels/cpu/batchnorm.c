@@ -129,6 +129,42 @@ void cpu_bn_dx_tile_bf16(uint16_t *dx, const uint16_t *g, const uint16_t *x, con
 // mean, var (C) = batch mean and biased variance of x (M, C). The sums are shifted by the
 // first row, which keeps the one-pass variance accurate when |mean| >> std. Each chunk's rows
 // are widened a tile at a time into the thread's buffer.
+// stats_tile on a bf16 map, widened in registers (exact: the same sums).
+CPU_INLINE void stats_tile_bf16_body(double *restrict s1, double *restrict s2, const uint16_t *restrict x,
+                                     const float *restrict shift, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint16_t *xr = x + r * C;
+        for (int64_t c = 0; c < C; c++) {
+            double d = (double)ocr_bf16_to_f32(xr[c]) - (double)shift[c];
+            s1[c] += d;
+            s2[c] += d * d;
+        }
+    }
+}
+CPU_VEC_CLONES(stats_tile_bf16, (double *s1, double *s2, const uint16_t *x, const float *shift, int64_t rows,
+                                 int64_t C),
+               (s1, s2, x, shift, rows, C))
+
+// sums_tile with g = dy (no activation) on bf16 maps, widened in registers.
+CPU_INLINE void sums_tile_bf16_body(double *restrict p1, double *restrict p2, const uint16_t *restrict x,
+                                    const uint16_t *restrict g, const float *restrict mean, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint16_t *xr = x + r * C, *gr = g + r * C;
+        for (int64_t c = 0; c < C; c++) {
+            const double gv = (double)ocr_bf16_to_f32(gr[c]);
+            p1[c] += gv;
+            p2[c] += gv * ((double)ocr_bf16_to_f32(xr[c]) - (double)mean[c]);
+        }
+    }
+}
+CPU_VEC_CLONES(sums_tile_bf16, (double *p1, double *p2, const uint16_t *x, const uint16_t *g, const float *mean,
+                                int64_t rows, int64_t C),
+               (p1, p2, x, g, mean, rows, C))
+void cpu_bn_sums_tile_bf16(double *p1, double *p2, const uint16_t *x, const uint16_t *g, const float *mean,
+                           int64_t rows, int64_t C) {
+    sums_tile_bf16(p1, p2, x, g, mean, rows, C);
+}
+
 void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int64_t M, int64_t C, CpuScratch *s) {
     const int64_t nch = cpu_bn_chunks(M);
     const int par = M * C >= BN_PAR_MIN;
@@ -136,7 +172,8 @@ void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int6
     const int64_t tr = cpu_tile_rows(C);
     double *part = cpu_scratch_bytes(s, (size_t)(2 * nch * C) * sizeof(double));
     float *shift_buf = cpu_scratch_floats(s, (size_t)C);
-    float *tiles = x->dtype == OCR_F32 ? NULL : cpu_scratch_floats(s, (size_t)nthr * (size_t)(tr * C));
+    float *tiles = x->dtype == OCR_F32 || x->dtype == OCR_BF16 ? NULL
+                                                                : cpu_scratch_floats(s, (size_t)nthr * (size_t)(tr * C));
     const float *shift = cpu_rows_in(x, C, 0, 1, shift_buf);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t k = 0; k < nch; k++) {
@@ -146,7 +183,10 @@ void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int6
         const int64_t r0 = k * M / nch, r1 = (k + 1) * M / nch;
         for (int64_t t0 = r0; t0 < r1; t0 += tr) {
             const int64_t rows = t0 + tr <= r1 ? tr : r1 - t0;
-            stats_tile(s1, s2, cpu_rows_in(x, C, t0, rows, buf), shift, rows, C);
+            if (x->dtype == OCR_BF16)
+                stats_tile_bf16(s1, s2, (const uint16_t *)x->data + (size_t)(t0 * C), shift, rows, C);
+            else
+                stats_tile(s1, s2, cpu_rows_in(x, C, t0, rows, buf), shift, rows, C);
         }
     }
     for (int64_t c = 0; c < C; c++) {

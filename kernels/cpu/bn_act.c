@@ -415,6 +415,8 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
         // g parked in a bf16 dinp from bf16 maps: the pass runs in registers (sums_bf16).
         const int sums_in_registers = park && has_act && mid == OCR_BF16 && dinp->dtype == OCR_BF16 &&
                                       inp->dtype == OCR_BF16 && dout->dtype == OCR_BF16;
+        // No activation: g is dout itself, summed straight from the bf16 maps.
+        const int plain_sums_in_registers = !has_act && inp->dtype == OCR_BF16 && dout->dtype == OCR_BF16;
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t ch = 0; ch < nch; ch++) {
             const BnaTile b = bna_tile(&tb);
@@ -427,6 +429,12 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
                     const size_t off = (size_t)(t0 * C);
                     sums_bf16(p1, p2, (uint16_t *)dinp->data + off, (const uint16_t *)dout->data + off,
                               (const uint16_t *)inp->data + off, mean, k.af, k.bf, rows, C, act);
+                    continue;
+                }
+                if (plain_sums_in_registers) {
+                    const size_t off = (size_t)(t0 * C);
+                    cpu_bn_sums_tile_bf16(p1, p2, (const uint16_t *)inp->data + off,
+                                          (const uint16_t *)dout->data + off, mean, rows, C);
                     continue;
                 }
                 const float *x = cpu_rows_in(inp, C, t0, rows, b.x);

@@ -31,6 +31,9 @@ void cpu_bn_value_tile(float *v, const float *x, const float *mf, const float *a
 // p1 (C) += Σ_rows g, p2 (C) += Σ_rows g·(x − mean), in double, rows in order.
 void cpu_bn_sums_tile(double *p1, double *p2, const float *x, const float *g, const float *mean, int64_t rows,
                       int64_t C);
+// The same with g = dy on bf16 maps, converted in registers (same bits).
+void cpu_bn_sums_tile_bf16(double *p1, double *p2, const uint16_t *x, const uint16_t *g, const float *mean,
+                           int64_t rows, int64_t C);
 // dx (rows, C) = a·g + b·(x − mean) + k per channel; dx may equal g.
 // The same on bf16 maps, converted in registers (same bits); dx may equal g.
 void cpu_bn_dx_tile_bf16(uint16_t *dx, const uint16_t *g, const uint16_t *x, const float *mean, const float *a,
