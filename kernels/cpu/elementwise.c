@@ -10,6 +10,7 @@
 #include <omp.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/isa.h"
@@ -90,6 +91,13 @@ CPU_INLINE void add_tile_body(float *y, const float *a, const float *b, int64_t 
     for (int64_t i = 0; i < n; i++) y[i] = a[i] + b[i];
 }
 CPU_VEC_CLONES(add_tile, (float *y, const float *a, const float *b, int64_t n), (y, a, b, n))
+// add_tile on bf16 maps with the conversions in registers: exact widening, the fp32 sum, and
+// ocr_f32_to_bf16's rounding (the bulk converters'), so the bits of the buffered tiles. y may
+// be a or b.
+CPU_INLINE void add_tile_bf16_body(uint16_t *y, const uint16_t *a, const uint16_t *b, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = ocr_f32_to_bf16(ocr_bf16_to_f32(a[i]) + ocr_bf16_to_f32(b[i]));
+}
+CPU_VEC_CLONES(add_tile_bf16, (uint16_t *y, const uint16_t *a, const uint16_t *b, int64_t n), (y, a, b, n))
 CPU_INLINE void scale_tile_body(float *y, const float *x, float alpha, int64_t n) {
     for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
 }
@@ -223,10 +231,16 @@ void add_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
     const OcrTensor *A = ew_in(&s, a, &va), *B = ew_in(&s, b, &vb);
     OcrTensor *Y = ew_out(&s, out, &vy, 0, &whole);
     // out may be a or b (in place): each tile is read before it is written.
+    const int bf16_maps = A->dtype == OCR_BF16 && B->dtype == OCR_BF16 && Y->dtype == OCR_BF16;
 #pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
     for (int64_t i0 = 0; i0 < n; i0 += EW_TILE) {
         float ba[EW_TILE], bb[EW_TILE], by[EW_TILE];
         const int64_t m = n - i0 < EW_TILE ? n - i0 : EW_TILE;
+        if (bf16_maps) {
+            add_tile_bf16((uint16_t *)Y->data + i0, (const uint16_t *)A->data + i0, (const uint16_t *)B->data + i0,
+                          m);
+            continue;
+        }
         const float *xa = cpu_rows_in(A, 1, i0, m, ba), *xb = cpu_rows_in(B, 1, i0, m, bb);
         float *y = cpu_rows_dst(Y, 1, i0, by);
         add_tile(y, xa, xb, m);
@@ -252,10 +266,16 @@ void accumulate_cpu(OcrTensor *dst, const OcrTensor *src) {
     float *whole;
     const OcrTensor *X = ew_in(&s, src, &vx);
     OcrTensor *Y = ew_out(&s, dst, &vy, 1, &whole);
+    const int bf16_maps = X->dtype == OCR_BF16 && Y->dtype == OCR_BF16;
 #pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
     for (int64_t i0 = 0; i0 < n; i0 += EW_TILE) {
         float bx[EW_TILE], by[EW_TILE];
         const int64_t m = n - i0 < EW_TILE ? n - i0 : EW_TILE;
+        if (bf16_maps) {
+            uint16_t *y = (uint16_t *)Y->data + i0;
+            add_tile_bf16(y, y, (const uint16_t *)X->data + i0, m);
+            continue;
+        }
         const float *x = cpu_rows_in(X, 1, i0, m, bx);
         float *y = (float *)cpu_rows_in(Y, 1, i0, m, by);  // Y's own memory when it is f32
         add_tile(y, y, x, m);
