@@ -65,18 +65,31 @@ void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
     cpu_scratch_free(&sc);
 }
 
+// lane[t] = Σ_j a_i·b_i (b == NULL: Σ_j a_i), i = t + 256·j < m, j in order. The loops run over
+// the lanes innermost (contiguous elements, so they vectorise) and each lane still adds its
+// terms in j order from 0.0: the sums of the one-lane-at-a-time form, bit for bit.
+CPU_INLINE void lane_sums_body(double *restrict lane, const float *restrict a, const float *restrict b, int64_t m) {
+    for (int t = 0; t < AFFINE_LANES; t++) lane[t] = 0.0;
+    for (int j = 0; j < AFFINE_PER_LANE; j++) {
+        const int64_t i0 = (int64_t)AFFINE_LANES * j;
+        if (i0 >= m) break;
+        const int64_t tn = m - i0 < AFFINE_LANES ? m - i0 : AFFINE_LANES;
+        const float *aj = a + i0;
+        if (b) {
+            const float *bj = b + i0;
+            for (int64_t t = 0; t < tn; t++) lane[t] += (double)aj[t] * (double)bj[t];
+        } else {
+            for (int64_t t = 0; t < tn; t++) lane[t] += (double)aj[t];
+        }
+    }
+}
+CPU_VEC_CLONES(lane_sums, (double *lane, const float *a, const float *b, int64_t m), (lane, a, b, m))
+
 // The sum of one chunk, Σ a_i·b_i (b == NULL: Σ a_i) over its m elements, in the fixed shape
 // described at the top.
 static double chunk_sum(const float *a, const float *b, int64_t m) {
     double lane[AFFINE_LANES];
-    for (int t = 0; t < AFFINE_LANES; t++) {
-        double acc = 0.0;
-        for (int j = 0; j < AFFINE_PER_LANE; j++) {
-            int64_t i = t + (int64_t)AFFINE_LANES * j;
-            if (i < m) acc += b ? (double)a[i] * (double)b[i] : (double)a[i];
-        }
-        lane[t] = acc;
-    }
+    lane_sums(lane, a, b, m);
     for (int s = AFFINE_LANES / 2; s > 0; s >>= 1)
         for (int t = 0; t < s; t++) lane[t] += lane[t + s];
     return lane[0];
