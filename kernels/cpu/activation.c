@@ -53,37 +53,25 @@ int ocr_activation_from_name(const char *name, ocr_activation_t *out) {
 
 // y (n) = act(x) on one thread; y may equal x.
 CPU_INLINE void act_forward_serial_body(float *y, const float *x, int64_t n, ocr_activation_t act) {
+    if (act == OCR_ACT_NONE) {
+        if (y != x) memcpy(y, x, (size_t)n * sizeof(float));
+        return;
+    }
 #define ACT_FWD_LOOP(f) \
     for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);
-    switch (act) {
-        case OCR_ACT_NONE:
-            if (y != x) memcpy(y, x, (size_t)n * sizeof(float));
-            break;
-        case OCR_ACT_RELU: ACT_FWD_LOOP(relu_forward_one) break;
-        case OCR_ACT_HARDSWISH: ACT_FWD_LOOP(hardswish_forward_one) break;
-        case OCR_ACT_HARDSIGMOID: ACT_FWD_LOOP(hardsigmoid_forward_one) break;
-        case OCR_ACT_SWISH: ACT_FWD_LOOP(swish_forward_one) break;
-        case OCR_ACT_GELU: ACT_FWD_LOOP(gelu_forward_one) break;
-        default: OCR_ASSERT(0, "unknown activation %d", (int)act);
-    }
+    CPU_ACT_SWITCH(act, ACT_FWD_LOOP, _forward_one)
 #undef ACT_FWD_LOOP
 }
 
 // dx (n) = dy · act'(x) on one thread; dx may equal dy.
 CPU_INLINE void act_backward_serial_body(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+    if (act == OCR_ACT_NONE) {
+        if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(float));
+        return;
+    }
 #define ACT_BWD_LOOP(f) \
     for (int64_t i = 0; i < n; i++) dx[i] = f(dy[i], x[i]);
-    switch (act) {
-        case OCR_ACT_NONE:
-            if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(float));
-            break;
-        case OCR_ACT_RELU: ACT_BWD_LOOP(relu_backward_one) break;
-        case OCR_ACT_HARDSWISH: ACT_BWD_LOOP(hardswish_backward_one) break;
-        case OCR_ACT_HARDSIGMOID: ACT_BWD_LOOP(hardsigmoid_backward_one) break;
-        case OCR_ACT_SWISH: ACT_BWD_LOOP(swish_backward_one) break;
-        case OCR_ACT_GELU: ACT_BWD_LOOP(gelu_backward_one) break;
-        default: OCR_ASSERT(0, "unknown activation %d", (int)act);
-    }
+    CPU_ACT_SWITCH(act, ACT_BWD_LOOP, _backward_one)
 #undef ACT_BWD_LOOP
 }
 

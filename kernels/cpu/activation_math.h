@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/ops.h"
 
 // Paddle's hardsigmoid slope is the float literal 0.1666667, not 1/6.
 #define HARDSIGMOID_SLOPE 0.1666667f
@@ -99,6 +100,8 @@ CPU_INLINE float normal_cdf(float x) {
 
 // ---- act(v) ------------------------------------------------------------------------------------
 
+CPU_INLINE float act_none_forward_one(float v) { return v; }
+
 CPU_INLINE float relu_forward_one(float v) { return v < 0.0f ? 0.0f : v; }  // NaN passes through
 
 CPU_INLINE float hardswish_forward_one(float v) {
@@ -119,6 +122,8 @@ CPU_INLINE float swish_forward_one(float v) { return v / (1.0f + vexpf(-v)); }
 CPU_INLINE float gelu_forward_one(float v) { return v * normal_cdf(v); }
 
 // ---- g · act'(v) ---------------------------------------------------------------------------------
+
+CPU_INLINE float act_none_backward_one(float g, float v) { (void)v; return g; }
 
 // g is loaded unconditionally by the callers so that the select vectorises.
 CPU_INLINE float relu_backward_one(float g, float v) { return v > 0.0f ? g : 0.0f; }
@@ -151,5 +156,18 @@ CPU_INLINE float gelu_backward_one(float g, float v) {
     float pdf = INV_SQRT_2PI * vexpf(-0.5f * v * v);
     return g * (cdf + v * pdf);
 }
+
+// The switch over the activation, outside the element loop: LOOP(f) is expanded once per
+// activation with f = <activation><sfx> (sfx: _forward_one or _backward_one).
+#define CPU_ACT_SWITCH(act, LOOP, sfx)                                  \
+    switch (act) {                                                      \
+        case OCR_ACT_NONE: LOOP(act_none##sfx) break;                   \
+        case OCR_ACT_RELU: LOOP(relu##sfx) break;                       \
+        case OCR_ACT_HARDSWISH: LOOP(hardswish##sfx) break;             \
+        case OCR_ACT_HARDSIGMOID: LOOP(hardsigmoid##sfx) break;         \
+        case OCR_ACT_SWISH: LOOP(swish##sfx) break;                     \
+        case OCR_ACT_GELU: LOOP(gelu##sfx) break;                       \
+        default: OCR_ASSERT(0, "unknown activation %d", (int)act);      \
+    }
 
 #endif

@@ -145,20 +145,6 @@ static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_
 // So these give that path's bits while skipping its widened tiles and rounding passes.
 
 CPU_INLINE float bf16_round_f32(float v) { return ocr_bf16_to_f32(ocr_f32_to_bf16(v)); }
-CPU_INLINE float act_none_forward_one(float v) { return v; }
-CPU_INLINE float act_none_backward_one(float g, float v) { (void)v; return g; }
-
-#define BNA_SWITCH_ACT(act, LOOP, sfx)                                  \
-    switch (act) {                                                      \
-        case OCR_ACT_NONE: LOOP(act_none##sfx) break;                   \
-        case OCR_ACT_RELU: LOOP(relu##sfx) break;                       \
-        case OCR_ACT_HARDSWISH: LOOP(hardswish##sfx) break;             \
-        case OCR_ACT_HARDSIGMOID: LOOP(hardsigmoid##sfx) break;         \
-        case OCR_ACT_SWISH: LOOP(swish##sfx) break;                     \
-        case OCR_ACT_GELU: LOOP(gelu##sfx) break;                       \
-        default: OCR_ASSERT(0, "unknown activation %d", (int)act);      \
-    }
-
 // y (rows, C) = act(value) rounded, value = (x − mf)·af + bf rounded to bf16.
 CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
                                   const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
@@ -170,7 +156,7 @@ CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict
         for (int64_t c = 0; c < C; c++)                                                          \
             yr[c] = ocr_f32_to_bf16(f(bf16_round_f32((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]))); \
     }
-    BNA_SWITCH_ACT(act, BNA_FWD_LOOP, _forward_one)
+    CPU_ACT_SWITCH(act, BNA_FWD_LOOP, _forward_one)
 #undef BNA_FWD_LOOP
 }
 CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
@@ -196,7 +182,7 @@ CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_
             gr[c] = gh;                                                                          \
         }                                                                                        \
     }
-    BNA_SWITCH_ACT(act, BNA_SUMS_LOOP, _backward_one)
+    CPU_ACT_SWITCH(act, BNA_SUMS_LOOP, _backward_one)
 #undef BNA_SUMS_LOOP
 }
 CPU_VEC_CLONES(sums_bf16, (double *p1, double *p2, uint16_t *gp, const uint16_t *dy, const uint16_t *x,
@@ -275,9 +261,11 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
     const int nthr = par ? omp_get_max_threads() : 1;
     // Per thread: the widened input, the values (read by the activation into y, not in place,
     // so that its loop needs no overlap check), y (unless out is f32) and the rounding buffer.
-    const BnaTiles tb = bna_tiles(&s, nthr, tr, C, inp->dtype != OCR_F32, 0, 1, 0, out->dtype != OCR_F32,
-                                  mid != OCR_F32);
+    // bf16 in and out: the pass converts in registers and needs no tile buffers.
     const int fwd_in_registers = inp->dtype == OCR_BF16 && out->dtype == OCR_BF16;
+    const int buffered = !fwd_in_registers;
+    const BnaTiles tb = bna_tiles(&s, nthr, tr, C, buffered && inp->dtype != OCR_F32, 0, buffered, 0,
+                                  buffered && out->dtype != OCR_F32, buffered && mid != OCR_F32);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t t = 0; t < ntiles; t++) {
         const int64_t r0 = t * tr, rows = (r0 + tr <= M ? tr : M - r0);
