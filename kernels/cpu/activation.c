@@ -113,7 +113,7 @@ void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n,
 
 // f16/bf16 tensors go through in blocks: each block is widened into a buffer on the stack,
 // computed in fp32 and rounded back while it is in cache, instead of three passes over the
-// whole tensor (widen, compute, round). Per element the same operations as the f32 loops, so
+// whole tensor (widen, compute, round); all-bf16 blocks convert in registers instead. Per element the same operations as the f32 loops, so
 // the results are bit-identical to the whole-tensor conversion, which Global.cpu_exact_numerics
 // keeps as the reference.
 #define ACT_BLOCK 2048
@@ -136,6 +136,35 @@ static void block_out(OcrTensor *t, int64_t i0, const float *src, int64_t m) {
         ocr_f32_to_f16_array((ocr_f16_t *)t->data + i0, src, (size_t)m);
 }
 
+// bf16 in and out (BF16-O2's maps): the same per-element arithmetic with the conversions in
+// registers — widening is exact and ocr_f32_to_bf16 is the bulk converters' rounding — so these
+// give block_in / the f32 loop / block_out's bits without the block buffers.
+CPU_INLINE void act_forward_bf16_body(uint16_t *y, const uint16_t *x, int64_t n, ocr_activation_t act) {
+    if (act == OCR_ACT_NONE) {
+        if (y != x) memcpy(y, x, (size_t)n * sizeof(uint16_t));
+        return;
+    }
+#define ACT_FWD_BF16_LOOP(f) \
+    for (int64_t i = 0; i < n; i++) y[i] = ocr_f32_to_bf16(f(ocr_bf16_to_f32(x[i])));
+    CPU_ACT_SWITCH(act, ACT_FWD_BF16_LOOP, _forward_one)
+#undef ACT_FWD_BF16_LOOP
+}
+CPU_INLINE void act_backward_bf16_body(uint16_t *dx, const uint16_t *dy, const uint16_t *x, int64_t n,
+                                       ocr_activation_t act) {
+    if (act == OCR_ACT_NONE) {
+        if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(uint16_t));
+        return;
+    }
+#define ACT_BWD_BF16_LOOP(f) \
+    for (int64_t i = 0; i < n; i++) dx[i] = ocr_f32_to_bf16(f(ocr_bf16_to_f32(dy[i]), ocr_bf16_to_f32(x[i])));
+    CPU_ACT_SWITCH(act, ACT_BWD_BF16_LOOP, _backward_one)
+#undef ACT_BWD_BF16_LOOP
+}
+CPU_VEC_CLONES(act_forward_bf16, (uint16_t *y, const uint16_t *x, int64_t n, ocr_activation_t act), (y, x, n, act))
+CPU_VEC_CLONES(act_backward_bf16, (uint16_t *dx, const uint16_t *dy, const uint16_t *x, int64_t n,
+                                   ocr_activation_t act),
+               (dx, dy, x, n, act))
+
 void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
@@ -143,11 +172,16 @@ void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation
     OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
     const int64_t n = ocr_tensor_numel(inp);
     if ((inp->dtype != OCR_F32 || out->dtype != OCR_F32) && !ocr_cpu_exact_numerics()) {
+        const int in_registers = inp->dtype == OCR_BF16 && out->dtype == OCR_BF16;
         // out may be inp (in-place activations): each block is read before it is written.
 #pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
         for (int64_t i0 = 0; i0 < n; i0 += ACT_BLOCK) {
             float buf[ACT_BLOCK];
             int64_t m = n - i0 < ACT_BLOCK ? n - i0 : ACT_BLOCK;
+            if (in_registers) {
+                act_forward_bf16((uint16_t *)out->data + i0, (const uint16_t *)inp->data + i0, m, act);
+                continue;
+            }
             block_in(buf, inp, i0, m);
             act_forward_serial(buf, buf, m, act);
             block_out(out, i0, buf, m);
@@ -170,11 +204,17 @@ void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTe
     OCR_ASSERT(ocr_tensor_numel(dinp) == n && ocr_tensor_numel(dout) == n, "activation: gradient sizes differ");
     OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
     if ((inp->dtype != OCR_F32 || dout->dtype != OCR_F32 || dinp->dtype != OCR_F32) && !ocr_cpu_exact_numerics()) {
+        const int in_registers = inp->dtype == OCR_BF16 && dout->dtype == OCR_BF16 && dinp->dtype == OCR_BF16;
         // dinp may be dout (in-place gradients): each block is read before it is written.
 #pragma omp parallel for schedule(static) if (n >= ACT_PAR_MIN / 4)
         for (int64_t i0 = 0; i0 < n; i0 += ACT_BLOCK) {
             float bx[ACT_BLOCK], bg[ACT_BLOCK];
             int64_t m = n - i0 < ACT_BLOCK ? n - i0 : ACT_BLOCK;
+            if (in_registers) {
+                act_backward_bf16((uint16_t *)dinp->data + i0, (const uint16_t *)dout->data + i0,
+                                  (const uint16_t *)inp->data + i0, m, act);
+                continue;
+            }
             block_in(bx, inp, i0, m);
             block_in(bg, dout, i0, m);
             act_backward_serial(bg, bg, bx, m, act);

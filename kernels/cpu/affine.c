@@ -13,7 +13,7 @@
 // scalar_affine reads and writes f16/bf16 tensors in their own dtype: a chunk at a time is
 // widened into a buffer on the stack and its results rounded back while it is in cache (the
 // backward forms both scalar sums and dinp in the same pass), instead of whole-tensor fp32
-// copies. Per element and per chunk sum the same operations in the same order, so the results
+// copies; when every map is bf16 the chunk converts in registers, without the buffers. Per element and per chunk sum the same operations in the same order, so the results
 // are the bits of the whole-tensor path, which Global.cpu_exact_numerics keeps as the reference
 // (cpu_tiled_in / cpu_tiled_out).
 #include <math.h>
@@ -36,6 +36,22 @@ static float scalar_of(const OcrTensor *t, const char *what) {
     return ocr_tensor_get_f32(t, 0);
 }
 
+// y = bf16(s·x + b) on bf16 x, the conversions in registers: the bits of widening, the fp32
+// loop below and rounding (ISO C: s·x rounded on its own, no FMA). y may equal x.
+CPU_INLINE void affine_bf16_body(uint16_t *y, const uint16_t *x, float s, float b, int64_t m) {
+    for (int64_t i = 0; i < m; i++) {
+        const float t = s * ocr_bf16_to_f32(x[i]);
+        y[i] = ocr_f32_to_bf16(t + b);
+    }
+}
+CPU_VEC_CLONES(affine_bf16, (uint16_t *y, const uint16_t *x, float s, float b, int64_t m), (y, x, s, b, m))
+
+// dx = bf16(s·dy) on bf16 dy (dx may equal dy).
+CPU_INLINE void scale_bf16_body(uint16_t *dx, const uint16_t *dy, float s, int64_t m) {
+    for (int64_t i = 0; i < m; i++) dx[i] = ocr_f32_to_bf16(s * ocr_bf16_to_f32(dy[i]));
+}
+CPU_VEC_CLONES(scale_bf16, (uint16_t *dx, const uint16_t *dy, float s, int64_t m), (dx, dy, s, m))
+
 void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
@@ -48,11 +64,16 @@ void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
     const OcrTensor *X = cpu_tiled_in(&sc, inp, &vx);
     OcrTensor *Y = cpu_tiled_out(&sc, out, &vy, 0, &whole);
     const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
+    const int in_registers = X->dtype == OCR_BF16 && Y->dtype == OCR_BF16;
     // out may be inp (in place): each chunk is read before it is written.
 #pragma omp parallel for schedule(static) if (n >= AFFINE_PAR_MIN)
     for (int64_t k = 0; k < chunks; k++) {
         float bx[AFFINE_CHUNK], by[AFFINE_CHUNK];
         const int64_t i0 = k * AFFINE_CHUNK, m = n - i0 < AFFINE_CHUNK ? n - i0 : AFFINE_CHUNK;
+        if (in_registers) {
+            affine_bf16((uint16_t *)Y->data + i0, (const uint16_t *)X->data + i0, s, b, m);
+            continue;
+        }
         const float *x = cpu_rows_in(X, 1, i0, m, bx);
         float *y = cpu_rows_dst(Y, 1, i0, by);
         for (int64_t i = 0; i < m; i++) {
@@ -85,14 +106,42 @@ CPU_INLINE void lane_sums_body(double *restrict lane, const float *restrict a, c
 }
 CPU_VEC_CLONES(lane_sums, (double *lane, const float *a, const float *b, int64_t m), (lane, a, b, m))
 
+// lane_sums on bf16 a and b, widened as they are loaded (exact): the same sums.
+CPU_INLINE void lane_sums_bf16_body(double *restrict lane, const uint16_t *restrict a, const uint16_t *restrict b,
+                                    int64_t m) {
+    for (int t = 0; t < AFFINE_LANES; t++) lane[t] = 0.0;
+    for (int j = 0; j < AFFINE_PER_LANE; j++) {
+        const int64_t i0 = (int64_t)AFFINE_LANES * j;
+        if (i0 >= m) break;
+        const int64_t tn = m - i0 < AFFINE_LANES ? m - i0 : AFFINE_LANES;
+        const uint16_t *aj = a + i0;
+        if (b) {
+            const uint16_t *bj = b + i0;
+            for (int64_t t = 0; t < tn; t++)
+                lane[t] += (double)ocr_bf16_to_f32(aj[t]) * (double)ocr_bf16_to_f32(bj[t]);
+        } else {
+            for (int64_t t = 0; t < tn; t++) lane[t] += (double)ocr_bf16_to_f32(aj[t]);
+        }
+    }
+}
+CPU_VEC_CLONES(lane_sums_bf16, (double *lane, const uint16_t *a, const uint16_t *b, int64_t m), (lane, a, b, m))
+
 // The sum of one chunk, Σ a_i·b_i (b == NULL: Σ a_i) over its m elements, in the fixed shape
 // described at the top.
-static double chunk_sum(const float *a, const float *b, int64_t m) {
-    double lane[AFFINE_LANES];
-    lane_sums(lane, a, b, m);
+static double lane_tree(double *lane) {
     for (int s = AFFINE_LANES / 2; s > 0; s >>= 1)
         for (int t = 0; t < s; t++) lane[t] += lane[t + s];
     return lane[0];
+}
+static double chunk_sum(const float *a, const float *b, int64_t m) {
+    double lane[AFFINE_LANES];
+    lane_sums(lane, a, b, m);
+    return lane_tree(lane);
+}
+static double chunk_sum_bf16(const uint16_t *a, const uint16_t *b, int64_t m) {
+    double lane[AFFINE_LANES];
+    lane_sums_bf16(lane, a, b, m);
+    return lane_tree(lane);
 }
 
 // The chunk sums added in chunk order.
@@ -132,10 +181,19 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
     // dinp may be dout (in place): each chunk's sums are formed before it is overwritten.
     double *part = cpu_scratch_bytes(&sc, (size_t)(2 * chunks + 1) * sizeof(double));
     double *part_s = part, *part_b = part + chunks;
+    // Every map bf16: the chunk is read and written in registers (the same sums and dinp).
+    const int in_registers = DY->dtype == OCR_BF16 && (!X || X->dtype == OCR_BF16) && (!DX || DX->dtype == OCR_BF16);
 #pragma omp parallel for schedule(static) if (chunks > 4)
     for (int64_t k = 0; k < chunks; k++) {
         float bg[AFFINE_CHUNK], bx[AFFINE_CHUNK], bd[AFFINE_CHUNK];
         const int64_t i0 = k * AFFINE_CHUNK, m = n - i0 < AFFINE_CHUNK ? n - i0 : AFFINE_CHUNK;
+        if (in_registers) {
+            const uint16_t *dyh = (const uint16_t *)DY->data + i0;
+            if (X) part_s[k] = chunk_sum_bf16(dyh, (const uint16_t *)X->data + i0, m);
+            if (dbias) part_b[k] = chunk_sum_bf16(dyh, NULL, m);
+            if (DX) scale_bf16((uint16_t *)DX->data + i0, dyh, s, m);
+            continue;
+        }
         const float *dy = cpu_rows_in(DY, 1, i0, m, bg);
         if (X) part_s[k] = chunk_sum(dy, cpu_rows_in(X, 1, i0, m, bx), m);
         if (dbias) part_b[k] = chunk_sum(dy, NULL, m);

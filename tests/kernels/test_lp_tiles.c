@@ -270,9 +270,19 @@ static void run_affine(void *vc) {
     scalar_affine_backward(&c->dx, &c->ds, &c->db, &c->dy, &c->x, &c->s);
 }
 
+// Vector levels (kernels/cpu/cpu_common.h); a level this CPU lacks is skipped with a line.
+int ocr_cpu_vec_select(const char *name);
+static const char *const VEC_LEVELS[] = {"sse2", "avx2", "avx512"};
+
 START_TEST(test_affine_native_vs_reference) {
-    const ocr_dtype_t dt = LP[_i];
-    // Below and above the forward's parallel threshold, both with a partial last chunk.
+    const ocr_dtype_t dt = LP[_i % 2];
+    const char *level = VEC_LEVELS[_i / 2];
+    if (!ocr_cpu_vec_select(level)) {
+        printf("SKIP scalar_affine at %s: this CPU lacks it\n", level);
+        return;
+    }
+    // Below and above the forward's parallel threshold, both with a partial last chunk; bf16
+    // maps take the in-register loops, compiled per vector level.
     const int64_t sizes[] = {21001, 5 * 13 * 1031};
     for (int threads = 1; threads <= 2; threads++) {
         omp_set_num_threads(threads);
@@ -291,7 +301,7 @@ START_TEST(test_affine_native_vs_reference) {
             outs_add(&o, &c.y, "out"), outs_add(&o, &c.dx, "dinp");
             outs_add(&o, &c.ds, "dscale"), outs_add(&o, &c.db, "dbias");
             char what[128];
-            snprintf(what, sizeof what, "%s scalar_affine size %lld, %d thread(s)", ocr_dtype_name(dt),
+            snprintf(what, sizeof what, "%s %s scalar_affine size %lld, %d thread(s)", level, ocr_dtype_name(dt),
                      (long long)sizes[k], threads);
             native_vs_reference(&o, run_affine, &c, what);
             outs_free(&o);
@@ -300,6 +310,7 @@ START_TEST(test_affine_native_vs_reference) {
         }
     }
     omp_set_num_threads(2);
+    ocr_cpu_vec_select(NULL);
 }
 END_TEST
 
@@ -311,7 +322,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_dropout_native_vs_reference, 0, 2);
     tcase_add_loop_test(tc, test_attention_native_vs_reference, 0, 2);
     tcase_add_loop_test(tc, test_layernorm_native_vs_reference, 0, 2);
-    tcase_add_loop_test(tc, test_affine_native_vs_reference, 0, 2);
+    tcase_add_loop_test(tc, test_affine_native_vs_reference, 0, 6);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
