@@ -251,6 +251,9 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--one")
     ap.add_argument("--prec")
+    ap.add_argument("--torch-wait-policy", choices=["PASSIVE", "ACTIVE"],
+                    help="OMP_WAIT_POLICY for the PyTorch runs only (ACTIVE is libgomp's and so PyTorch's own "
+                         "default), so that each framework runs at its default in one session")
     a = ap.parse_args()
     # Idle OpenMP workers sleep instead of spinning, as ocrtrain's own runtime defaults have them
     # (app/runtime.h): on a shared or oversubscribed machine a spinning worker whose partner is
@@ -275,7 +278,10 @@ def main():
                                                       "--threads", str(a.threads), "--iters", str(a.iters),
                                                       "--warmup", str(a.warmup)]))
                 for who, p, cmd in runs:
-                    res = run_child(cmd)
+                    env = None
+                    if who == "torch" and a.torch_wait_policy:
+                        env = dict(os.environ, OMP_WAIT_POLICY=a.torch_wait_policy)
+                    res = run_child(cmd, env)
                     key = (cfg, who, p)
                     if key not in cells:
                         cells[key] = []
