@@ -88,41 +88,30 @@ void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
 
 // lane[t] = Σ_j a_i·b_i (b == NULL: Σ_j a_i), i = t + 256·j < m, j in order. The loops run over
 // the lanes innermost (contiguous elements, so they vectorise) and each lane still adds its
-// terms in j order from 0.0: the sums of the one-lane-at-a-time form, bit for bit.
-CPU_INLINE void lane_sums_body(double *restrict lane, const float *restrict a, const float *restrict b, int64_t m) {
-    for (int t = 0; t < AFFINE_LANES; t++) lane[t] = 0.0;
-    for (int j = 0; j < AFFINE_PER_LANE; j++) {
-        const int64_t i0 = (int64_t)AFFINE_LANES * j;
-        if (i0 >= m) break;
-        const int64_t tn = m - i0 < AFFINE_LANES ? m - i0 : AFFINE_LANES;
-        const float *aj = a + i0;
-        if (b) {
-            const float *bj = b + i0;
-            for (int64_t t = 0; t < tn; t++) lane[t] += (double)aj[t] * (double)bj[t];
-        } else {
-            for (int64_t t = 0; t < tn; t++) lane[t] += (double)aj[t];
-        }
+// terms in j order from 0.0: the sums of the one-lane-at-a-time form, bit for bit. Written once
+// for fp32 and for bf16 operands (T, widened by WIDEN as they are loaded: exact, the same sums).
+#define AFFINE_LANE_SUMS(T, WIDEN)                                                                    \
+    for (int t = 0; t < AFFINE_LANES; t++) lane[t] = 0.0;                                            \
+    for (int j = 0; j < AFFINE_PER_LANE; j++) {                                                      \
+        const int64_t i0 = (int64_t)AFFINE_LANES * j;                                                \
+        if (i0 >= m) break;                                                                          \
+        const int64_t tn = m - i0 < AFFINE_LANES ? m - i0 : AFFINE_LANES;                            \
+        const T *aj = a + i0;                                                                        \
+        if (b) {                                                                                     \
+            const T *bj = b + i0;                                                                    \
+            for (int64_t t = 0; t < tn; t++) lane[t] += (double)WIDEN(aj[t]) * (double)WIDEN(bj[t]); \
+        } else {                                                                                     \
+            for (int64_t t = 0; t < tn; t++) lane[t] += (double)WIDEN(aj[t]);                        \
+        }                                                                                            \
     }
+#define AFFINE_F32(v) (v)
+CPU_INLINE void lane_sums_body(double *restrict lane, const float *restrict a, const float *restrict b, int64_t m) {
+    AFFINE_LANE_SUMS(float, AFFINE_F32)
 }
 CPU_VEC_CLONES(lane_sums, (double *lane, const float *a, const float *b, int64_t m), (lane, a, b, m))
-
-// lane_sums on bf16 a and b, widened as they are loaded (exact): the same sums.
 CPU_INLINE void lane_sums_bf16_body(double *restrict lane, const uint16_t *restrict a, const uint16_t *restrict b,
                                     int64_t m) {
-    for (int t = 0; t < AFFINE_LANES; t++) lane[t] = 0.0;
-    for (int j = 0; j < AFFINE_PER_LANE; j++) {
-        const int64_t i0 = (int64_t)AFFINE_LANES * j;
-        if (i0 >= m) break;
-        const int64_t tn = m - i0 < AFFINE_LANES ? m - i0 : AFFINE_LANES;
-        const uint16_t *aj = a + i0;
-        if (b) {
-            const uint16_t *bj = b + i0;
-            for (int64_t t = 0; t < tn; t++)
-                lane[t] += (double)ocr_bf16_to_f32(aj[t]) * (double)ocr_bf16_to_f32(bj[t]);
-        } else {
-            for (int64_t t = 0; t < tn; t++) lane[t] += (double)ocr_bf16_to_f32(aj[t]);
-        }
-    }
+    AFFINE_LANE_SUMS(uint16_t, ocr_bf16_to_f32)
 }
 CPU_VEC_CLONES(lane_sums_bf16, (double *lane, const uint16_t *a, const uint16_t *b, int64_t m), (lane, a, b, m))
 
