@@ -9,6 +9,7 @@
 
 #include "core/error.h"
 
+#include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/onednn.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
@@ -123,8 +124,14 @@ const char *ocr_cpu_isa_emulated_reason(ocr_dtype_t dt) {
 }
 
 const char *ocr_cpu_isa_name(ocr_dtype_t dt) {
-    const OcrCpuFeatures *f = ocr_cpu_features();
-    if (dt == OCR_F32) return f->avx512f ? "AVX-512" : f->avx2 ? "AVX2" : "SSE2";
+    // fp32: the vector level our loops run at (CPUID's best unless OCR_CPU_VEC lowers it).
+    if (dt == OCR_F32) {
+        switch (cpu_vec_level()) {
+            case CPU_VEC_AVX512: return "AVX-512";
+            case CPU_VEC_AVX2: return "AVX2";
+            default: return "SSE2";
+        }
+    }
     if (!ocr_cpu_lp_native(dt)) return "emulated";
     // What oneDNN picked for a probe GEMM of this dtype (AMX needs the OS grant as well).
     return ocr_onednn_isa_name(dt);

@@ -304,6 +304,17 @@ END_TEST
 
 // Exact numerics really selects the reference, and the hardware path really runs elsewhere:
 // the ISA names say so and oneDNN creates primitives only for the native calls.
+// The fp32 name follows the vector level the loops run at (OCR_CPU_VEC / ocr_cpu_vec_select).
+int ocr_cpu_vec_select(const char *name);
+START_TEST(test_fp32_isa_follows_vector_level) {
+    ck_assert(ocr_cpu_vec_select("sse2"));
+    ck_assert_str_eq(ocr_cpu_isa_name(OCR_F32), "SSE2");
+    if (ocr_cpu_vec_select("avx2")) ck_assert_str_eq(ocr_cpu_isa_name(OCR_F32), "AVX2");
+    if (ocr_cpu_vec_select("avx512")) ck_assert_str_eq(ocr_cpu_isa_name(OCR_F32), "AVX-512");
+    ocr_cpu_vec_select(NULL);
+}
+END_TEST
+
 START_TEST(test_switch) {
     if (!have(OCR_BF16)) return;
     OcrTensor a = random_tensor(OCR_BF16, 2, OCR_SHAPE(33, 31)), b = random_tensor(OCR_BF16, 2, OCR_SHAPE(31, 29));
@@ -336,6 +347,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_matmul_batched, 0, 2);
     tcase_add_loop_test(tc, test_conv2d, 0, 4);
     tcase_add_test(tc, test_switch);
+    tcase_add_test(tc, test_fp32_isa_follows_vector_level);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
