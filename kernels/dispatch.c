@@ -349,6 +349,23 @@ void scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias
         scalar_affine_backward_cpu(dinp, dscale, dbias, dout, inp, scale);
 }
 
+void affine_act_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
+                               ocr_activation_t act, const OcrTensor *s2, const OcrTensor *b2) {
+    if (ON_CUDA("affine_act_affine_forward", out, inp, s1, b1, s2, b2))
+        CUDA_CALL(affine_act_affine_forward_cuda(out, inp, s1, b1, act, s2, b2));
+    else
+        affine_act_affine_forward_cpu(out, inp, s1, b1, act, s2, b2);
+}
+
+void affine_act_affine_backward(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2, OcrTensor *db2,
+                                const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
+                                ocr_activation_t act, const OcrTensor *s2, ocr_dtype_t mid) {
+    if (ON_CUDA("affine_act_affine_backward", dinp, ds1, db1, ds2, db2, dout, inp, s1, b1, s2))
+        CUDA_CALL(affine_act_affine_backward_cuda(dinp, ds1, db1, ds2, db2, dout, inp, s1, b1, act, s2, mid));
+    else
+        affine_act_affine_backward_cpu(dinp, ds1, db1, ds2, db2, dout, inp, s1, b1, act, s2, mid);
+}
+
 void batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
     if (ON_CUDA("batch_broadcast_add_forward", out, inp, pos))
         CUDA_CALL(batch_broadcast_add_forward_cuda(out, inp, pos));

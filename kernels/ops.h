@@ -206,6 +206,20 @@ void scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor
 // (see kernels/cpu/affine.c), so they do not depend on the thread count or the device.
 void scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
                             const OcrTensor *inp, const OcrTensor *scale);
+// The LearnableRepLayer's tail in one pass: out = s2·act(s1·inp + b1) + b2, the bits of
+// scalar_affine_forward into a tensor of out's dtype, activation_forward in place over it and
+// scalar_affine_forward in place again (each intermediate rounded into out's dtype). out may
+// alias inp. All four scalars are 1-element tensors on the op's device.
+void affine_act_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
+                               ocr_activation_t act, const OcrTensor *s2, const OcrTensor *b2);
+// Its backward from dout, recomputing a = s1·inp + b1 and h = act(a) per chunk (rounded into mid,
+// the forward's out dtype): ds2 += Σ dout·h, db2 += Σ dout, ds1 += Σ da·inp, db1 += Σ da and
+// dinp = s1·da (assigned) with da = mid(act'(a)·mid(s2·dout)) — the bits of scalar_affine_backward,
+// activation_backward and scalar_affine_backward in a row with mid-dtype gradients between
+// them, the sums in scalar_affine's fixed shape. Any gradient may be NULL; dinp may alias dout.
+void affine_act_affine_backward(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2, OcrTensor *db2,
+                                const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
+                                ocr_activation_t act, const OcrTensor *s2, ocr_dtype_t mid);
 
 // A positional embedding added to every batch entry: out (B, ...) = inp (B, ...) + pos (1, ...)
 // (SVTRNet: (B, T, C) + (1, T, C)). out may alias inp.

@@ -20,7 +20,9 @@
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
+#include "kernels/cpu/activation_math.h"
 #include "kernels/cpu/cpu_ops.h"
+#include "kernels/cpu/rowwise.h"
 #include "kernels/ops.h"
 
 #define AFFINE_LANES 256
@@ -194,6 +196,235 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
     }
     if (dscale) accumulate_scalar(dscale, chunks_total(part_s, chunks), "dscale");
     if (dbias) accumulate_scalar(dbias, chunks_total(part_b, chunks), "dbias");
+    if (whole) cpu_f32_store(dinp, whole);
+    cpu_scratch_free(&sc);
+}
+
+// ---- affine → activation → affine, fused (the LearnableRepLayer's tail) -----------------------
+// scalar_affine_forward, activation_forward and scalar_affine_forward over one chunk at a time
+// in L1 buffers, each intermediate rounded into its dtype (cpu_round_tile) as the three ops'
+// output tensors would hold it: the forward reads inp and writes out once instead of three
+// reads and three writes, the backward reads inp and dout and writes dinp once instead of
+// recomputing two maps and passing over five. Per element the operations are those of the
+// three ops in the same order, and the four scalar sums use scalar_affine's fixed chunk and
+// lane shape over the same values, so the results are the composition's bits.
+
+// y (m) = s·x + b, the product rounded on its own (ISO C: no FMA contraction); y may be x.
+CPU_INLINE void affine_tile_body(float *y, const float *x, float s, float b, int64_t m) {
+    for (int64_t i = 0; i < m; i++) {
+        const float t = s * x[i];
+        y[i] = t + b;
+    }
+}
+CPU_VEC_CLONES(affine_tile, (float *y, const float *x, float s, float b, int64_t m), (y, x, s, b, m))
+
+// y (m) = s·x; y may be x.
+CPU_INLINE void scale_tile_body(float *y, const float *x, float s, int64_t m) {
+    for (int64_t i = 0; i < m; i++) y[i] = s * x[i];
+}
+CPU_VEC_CLONES(scale_tile, (float *y, const float *x, float s, int64_t m), (y, x, s, m))
+
+// a (m) = mid(s1·x + b1), h (m) = mid(act(a)): the first affine's and the activation's outputs
+// as mid tensors would hold them.
+static void aaa_inner(float *a, float *h, const float *x, float s1, float b1, ocr_activation_t act, int64_t m,
+                      ocr_dtype_t mid, uint16_t *tmp) {
+    affine_tile(a, x, s1, b1, m);
+    cpu_round_tile(a, m, mid, tmp);
+    cpu_act_forward_tile(h, a, m, act);
+    cpu_round_tile(h, m, mid, tmp);
+}
+
+// The same arithmetic with every step in registers, for maps that are all f32 or all bf16 (the
+// FP32 and BF16-O2 cases): T the maps' type, WIDEN its exact widening, ROUND an intermediate's
+// rounding into T and back, STORE the rounding of a result into T. f is the activation's name
+// (activation_math.h: f##_forward_one, f##_backward_one).
+#define AFFINE_BF16_ROUND(v) ocr_bf16_to_f32(ocr_f32_to_bf16(v))
+#define AAA_FORWARD_LOOP(WIDEN, ROUND, STORE, f)                  \
+    for (int64_t i = 0; i < m; i++) {                             \
+        const float t = s1 * WIDEN(x[i]);                         \
+        const float a = ROUND(t + b1);                            \
+        const float u = s2 * ROUND(f##_forward_one(a));           \
+        y[i] = STORE(u + b2);                                     \
+    }
+// lanes: Σ dy·h, Σ dy, Σ da·x, Σ da for lane t at lanes[q·256 + t], each lane adding its elements
+// t + 256·j in j order from 0.0, as AFFINE_LANE_SUMS does.
+#define AAA_BACKWARD_LOOP(WIDEN, ROUND, STORE, f)                                   \
+    for (int j = 0; j < AFFINE_PER_LANE; j++) {                                     \
+        const int64_t o = (int64_t)AFFINE_LANES * j;                                \
+        if (o >= m) break;                                                          \
+        const int64_t tn = m - o < AFFINE_LANES ? m - o : AFFINE_LANES;             \
+        for (int64_t t = 0; t < tn; t++) {                                          \
+            const float g = WIDEN(dy[o + t]), xv = WIDEN(x[o + t]);                 \
+            const float p = s1 * xv;                                                \
+            const float a = ROUND(p + b1);                                          \
+            const float h = ROUND(f##_forward_one(a));                              \
+            ls2[t] += (double)g * (double)h;                                        \
+            lb2[t] += (double)g;                                                    \
+            const float da = ROUND(f##_backward_one(ROUND(s2 * g), a));             \
+            ls1[t] += (double)da * (double)xv;                                      \
+            lb1[t] += (double)da;                                                   \
+            dx[o + t] = STORE(s1 * da);                                             \
+        }                                                                           \
+    }
+#define AAA_LANES_DECLARE                                                           \
+    double *ls2 = lanes, *lb2 = lanes + AFFINE_LANES, *ls1 = lanes + 2 * AFFINE_LANES; \
+    double *lb1 = lanes + 3 * AFFINE_LANES;                                         \
+    for (int t = 0; t < 4 * AFFINE_LANES; t++) lanes[t] = 0.0;
+#define AAA_FWD_F32(f) AAA_FORWARD_LOOP(AFFINE_F32, AFFINE_F32, AFFINE_F32, f)
+#define AAA_FWD_BF16(f) AAA_FORWARD_LOOP(ocr_bf16_to_f32, AFFINE_BF16_ROUND, ocr_f32_to_bf16, f)
+#define AAA_BWD_F32(f) AAA_BACKWARD_LOOP(AFFINE_F32, AFFINE_F32, AFFINE_F32, f)
+#define AAA_BWD_BF16(f) AAA_BACKWARD_LOOP(ocr_bf16_to_f32, AFFINE_BF16_ROUND, ocr_f32_to_bf16, f)
+
+CPU_INLINE void aaa_forward_f32_body(float *y, const float *x, float s1, float b1, float s2,
+                                     float b2, int64_t m, ocr_activation_t act) {
+    CPU_ACT_SWITCH(act, AAA_FWD_F32, )
+}
+CPU_VEC_CLONES(aaa_forward_f32,
+               (float *y, const float *x, float s1, float b1, float s2, float b2, int64_t m, ocr_activation_t act),
+               (y, x, s1, b1, s2, b2, m, act))
+CPU_INLINE void aaa_forward_bf16_body(uint16_t *y, const uint16_t *x, float s1, float b1, float s2,
+                                      float b2, int64_t m, ocr_activation_t act) {
+    CPU_ACT_SWITCH(act, AAA_FWD_BF16, )
+}
+CPU_VEC_CLONES(aaa_forward_bf16,
+               (uint16_t *y, const uint16_t *x, float s1, float b1, float s2, float b2, int64_t m,
+                ocr_activation_t act),
+               (y, x, s1, b1, s2, b2, m, act))
+CPU_INLINE void aaa_backward_f32_body(double *restrict lanes, float *dx, const float *dy, const float *x, float s1, float b1, float s2, int64_t m,
+                                      ocr_activation_t act) {
+    AAA_LANES_DECLARE
+    CPU_ACT_SWITCH(act, AAA_BWD_F32, )
+}
+CPU_VEC_CLONES(aaa_backward_f32,
+               (double *lanes, float *dx, const float *dy, const float *x, float s1, float b1, float s2, int64_t m,
+                ocr_activation_t act),
+               (lanes, dx, dy, x, s1, b1, s2, m, act))
+CPU_INLINE void aaa_backward_bf16_body(double *restrict lanes, uint16_t *dx, const uint16_t *dy, const uint16_t *x, float s1, float b1, float s2, int64_t m,
+                                       ocr_activation_t act) {
+    AAA_LANES_DECLARE
+    CPU_ACT_SWITCH(act, AAA_BWD_BF16, )
+}
+CPU_VEC_CLONES(aaa_backward_bf16,
+               (double *lanes, uint16_t *dx, const uint16_t *dy, const uint16_t *x, float s1, float b1, float s2,
+                int64_t m, ocr_activation_t act),
+               (lanes, dx, dy, x, s1, b1, s2, m, act))
+
+static void aaa_check(const OcrTensor *t, int64_t n, const char *what) {
+    CPU_ASSERT_FLOAT(t);
+    OCR_ASSERT(ocr_tensor_numel(t) == n, "affine_act_affine: %s has %lld elements, expected %lld", what,
+               (long long)ocr_tensor_numel(t), (long long)n);
+}
+
+void affine_act_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
+                                   ocr_activation_t act, const OcrTensor *s2, const OcrTensor *b2) {
+    CPU_ASSERT_FLOAT(inp);
+    const int64_t n = ocr_tensor_numel(inp);
+    aaa_check(out, n, "out");
+    const float sv1 = scalar_of(s1, "scale 1"), bv1 = scalar_of(b1, "bias 1");
+    const float sv2 = scalar_of(s2, "scale 2"), bv2 = scalar_of(b2, "bias 2");
+    const ocr_dtype_t mid = out->dtype;
+    CpuScratch sc = {0};
+    OcrTensor vx, vy;
+    float *whole;
+    const OcrTensor *X = cpu_tiled_in(&sc, inp, &vx);
+    OcrTensor *Y = cpu_tiled_out(&sc, out, &vy, 0, &whole);
+    const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
+    // All f32 or all bf16: in registers; otherwise through fp32 buffers.
+    const int same = X->dtype == Y->dtype, in_f32 = same && X->dtype == OCR_F32, in_bf16 = same && X->dtype == OCR_BF16;
+    // out may be inp: each chunk is read into the buffers before it is written.
+#pragma omp parallel for schedule(static) if (n >= AFFINE_PAR_MIN)
+    for (int64_t k = 0; k < chunks; k++) {
+        const int64_t i0 = k * AFFINE_CHUNK, m = n - i0 < AFFINE_CHUNK ? n - i0 : AFFINE_CHUNK;
+        if (in_f32) {
+            aaa_forward_f32((float *)Y->data + i0, (const float *)X->data + i0, sv1, bv1, sv2, bv2, m, act);
+            continue;
+        }
+        if (in_bf16) {
+            aaa_forward_bf16((uint16_t *)Y->data + i0, (const uint16_t *)X->data + i0, sv1, bv1, sv2, bv2, m, act);
+            continue;
+        }
+        float bx[AFFINE_CHUNK], ba[AFFINE_CHUNK], bh[AFFINE_CHUNK], by[AFFINE_CHUNK];
+        uint16_t tmp[AFFINE_CHUNK];
+        aaa_inner(ba, bh, cpu_rows_in(X, 1, i0, m, bx), sv1, bv1, act, m, mid, tmp);
+        float *y = cpu_rows_dst(Y, 1, i0, by);
+        affine_tile(y, bh, sv2, bv2, m);
+        cpu_rows_out(Y, 1, i0, m, y);
+    }
+    if (whole) cpu_f32_store(out, whole);
+    cpu_scratch_free(&sc);
+}
+
+void affine_act_affine_backward_cpu(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2, OcrTensor *db2,
+                                    const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *s1,
+                                    const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2, ocr_dtype_t mid) {
+    CPU_ASSERT_FLOAT(dout);
+    const int64_t n = ocr_tensor_numel(dout);
+    aaa_check(inp, n, "inp");
+    if (dinp) aaa_check(dinp, n, "dinp");
+    OCR_ASSERT(ocr_dtype_is_float(mid), "affine_act_affine_backward: mid must be a float dtype");
+    const float sv1 = scalar_of(s1, "scale 1"), bv1 = scalar_of(b1, "bias 1"), sv2 = scalar_of(s2, "scale 2");
+    CpuScratch sc = {0};
+    OcrTensor vdy, vx, vdx;
+    float *whole = NULL;
+    const OcrTensor *DY = cpu_tiled_in(&sc, dout, &vdy);
+    const OcrTensor *X = cpu_tiled_in(&sc, inp, &vx);
+    OcrTensor *DX = dinp ? cpu_tiled_out(&sc, dinp, &vdx, 0, &whole) : NULL;
+    const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
+    // Per chunk the four partial sums (combined in chunk order below): Σ dout·h, Σ dout for the
+    // second affine, Σ da·inp, Σ da for the first, da = mid(mid(s2·dout)·act'(a)).
+    double *part = cpu_scratch_bytes(&sc, (size_t)(4 * chunks + 1) * sizeof(double));
+    double *p_s2 = part, *p_b2 = part + chunks, *p_s1 = part + 2 * chunks, *p_b1 = part + 3 * chunks;
+    // Every map f32, or every map bf16 (mid included): in registers, dinp into a scratch chunk
+    // when it is not wanted; otherwise through fp32 buffers.
+    const ocr_dtype_t t0 = X->dtype;
+    const int same = DY->dtype == t0 && mid == t0 && (!DX || DX->dtype == t0);
+    const int in_f32 = same && t0 == OCR_F32, in_bf16 = same && t0 == OCR_BF16;
+    // dinp may be dout or inp: each element is read before it is overwritten.
+#pragma omp parallel for schedule(static) if (chunks > 4)
+    for (int64_t k = 0; k < chunks; k++) {
+        const int64_t i0 = k * AFFINE_CHUNK, m = n - i0 < AFFINE_CHUNK ? n - i0 : AFFINE_CHUNK;
+        if (in_f32 || in_bf16) {
+            double lanes[4 * AFFINE_LANES];
+            if (in_f32) {
+                float unused[AFFINE_CHUNK];
+                float *dx = DX ? (float *)DX->data + i0 : unused;
+                aaa_backward_f32(lanes, dx, (const float *)DY->data + i0, (const float *)X->data + i0, sv1, bv1, sv2,
+                                 m, act);
+            } else {
+                uint16_t unused[AFFINE_CHUNK];
+                uint16_t *dx = DX ? (uint16_t *)DX->data + i0 : unused;
+                aaa_backward_bf16(lanes, dx, (const uint16_t *)DY->data + i0, (const uint16_t *)X->data + i0, sv1,
+                                  bv1, sv2, m, act);
+            }
+            p_s2[k] = lane_tree(lanes);
+            p_b2[k] = lane_tree(lanes + AFFINE_LANES);
+            p_s1[k] = lane_tree(lanes + 2 * AFFINE_LANES);
+            p_b1[k] = lane_tree(lanes + 3 * AFFINE_LANES);
+            continue;
+        }
+        float bg[AFFINE_CHUNK], bx[AFFINE_CHUNK], ba[AFFINE_CHUNK], bh[AFFINE_CHUNK], bd[AFFINE_CHUNK];
+        uint16_t tmp[AFFINE_CHUNK];
+        const float *dy = cpu_rows_in(DY, 1, i0, m, bg);
+        const float *x = cpu_rows_in(X, 1, i0, m, bx);
+        aaa_inner(ba, bh, x, sv1, bv1, act, m, mid, tmp);
+        if (ds2) p_s2[k] = chunk_sum(dy, bh, m);
+        if (db2) p_b2[k] = chunk_sum(dy, NULL, m);
+        scale_tile(bd, dy, sv2, m);  // the second affine's dinp, a mid tensor
+        cpu_round_tile(bd, m, mid, tmp);
+        cpu_act_backward_tile(bd, bd, ba, m, act);  // the activation's dinp, a mid tensor
+        cpu_round_tile(bd, m, mid, tmp);
+        if (ds1) p_s1[k] = chunk_sum(bd, x, m);
+        if (db1) p_b1[k] = chunk_sum(bd, NULL, m);
+        if (DX) {
+            float *dx = cpu_rows_dst(DX, 1, i0, bh);  // bh is free again
+            scale_tile(dx, bd, sv1, m);
+            cpu_rows_out(DX, 1, i0, m, dx);
+        }
+    }
+    if (ds2) accumulate_scalar(ds2, chunks_total(p_s2, chunks), "dscale 2");
+    if (db2) accumulate_scalar(db2, chunks_total(p_b2, chunks), "dbias 2");
+    if (ds1) accumulate_scalar(ds1, chunks_total(p_s1, chunks), "dscale 1");
+    if (db1) accumulate_scalar(db1, chunks_total(p_b1, chunks), "dbias 1");
     if (whole) cpu_f32_store(dinp, whole);
     cpu_scratch_free(&sc);
 }

@@ -52,8 +52,7 @@ CPU_INLINE void round_bf16_inplace_body(float *v, int64_t n) {
 }
 CPU_VEC_CLONES(round_bf16_inplace, (float *v, int64_t n), (v, n))
 
-// v (n) = v rounded to dt and back (nearest even, the bulk conversions cpu_f32_store uses).
-static void round_through(float *v, int64_t n, ocr_dtype_t dt, uint16_t *tmp) {
+void cpu_round_tile(float *v, int64_t n, ocr_dtype_t dt, uint16_t *tmp) {
     if (dt == OCR_F16) {
         ocr_f32_to_f16_array(tmp, v, (size_t)n);
         ocr_f16_to_f32_array(v, tmp, (size_t)n);
@@ -134,7 +133,7 @@ static BnaCoef bna_coef(CpuScratch *s, const OcrTensor *x, int64_t M, int64_t C,
 static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_t C, const BnaCoef *k,
                                   ocr_dtype_t mid, uint16_t *tmp) {
     cpu_bn_value_tile(v, x, k->mf, k->af, k->bf, rows, C);
-    round_through(v, rows * C, mid, tmp);
+    cpu_round_tile(v, rows * C, mid, tmp);
 }
 
 // ---- bf16 maps with the conversions in registers (BF16-O2) -------------------------------------
@@ -320,7 +319,7 @@ static inline const float *bna_grad_tile(const BnaTile *b, float *g, const float
     if (act == OCR_ACT_NONE) return dy;
     bna_value_tile(b->v, x, rows, C, k, mid, b->tmp);
     cpu_act_backward_tile(g, dy, b->v, rows * C, act);
-    round_through(g, rows * C, mid, b->tmp);
+    cpu_round_tile(g, rows * C, mid, b->tmp);
     return g;
 }
 

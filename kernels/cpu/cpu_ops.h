@@ -158,6 +158,11 @@ void input_normalize_forward_cpu(OcrTensor *out, const OcrTensor *inp, const Ocr
 void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias);
 void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
                                 const OcrTensor *inp, const OcrTensor *scale);
+void affine_act_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
+                                   ocr_activation_t act, const OcrTensor *s2, const OcrTensor *b2);
+void affine_act_affine_backward_cpu(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2, OcrTensor *db2,
+                                    const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *s1,
+                                    const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2, ocr_dtype_t mid);
 void batch_broadcast_add_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos);
 void batch_broadcast_add_backward_cpu(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout);
 void attention_local_mask_cpu(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);

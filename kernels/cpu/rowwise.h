@@ -22,6 +22,11 @@ static inline int64_t cpu_tile_rows(int64_t C) { return C >= CPU_ROW_TILE ? 1 : 
 void cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act);
 void cpu_act_backward_tile(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act);
 
+// v (n) = v rounded to dt and back (nearest even, the bulk conversions cpu_f32_store uses; a
+// no-op for f32); tmp holds n uint16 (used for f16 only). The intermediates of the fused ops
+// (bn_act.c, affine.c) go through it so they carry the bits of a dt tensor between two ops.
+void cpu_round_tile(float *v, int64_t n, ocr_dtype_t dt, uint16_t *tmp);
+
 // mean, var (C, double) = batch mean and biased variance of x viewed as (M, C), any float dtype,
 // widened a tile at a time; bitwise the same for any thread count and vector level.
 void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int64_t M, int64_t C, CpuScratch *s);

@@ -1,4 +1,4 @@
-// Scalar affine (LearnableAffineBlock), batch broadcast add (positional embedding) and the
+// Scalar affine (LearnableAffineBlock), its fused affine → activation → affine tail, batch broadcast add (positional embedding) and the
 // local attention mask on the GPU: the same arithmetic as kernels/cpu/affine.c, bit for bit.
 //
 // - Elementwise results are one fp32 operation each with round-to-nearest intrinsics (no
@@ -10,6 +10,7 @@
 // - The positional-embedding gradient sums the batch in order in double per element.
 #include "kernels/cuda/affine.h"
 #include "kernels/cuda/cuda_internal.h"
+#include "kernels/cuda/activation_math.cuh"
 
 #define AFF_THREADS 256
 #define AFF_PER_LANE 8
@@ -138,6 +139,132 @@ extern "C" void scalar_affine_backward_cuda(OcrTensor *dinp, OcrTensor *dscale, 
             dinp->data, dinp->dtype, dout->data, dout->dtype, scale->data, scale->dtype, n);
         OCR_CUDA_LAUNCHED();
     }
+}
+
+// ---- affine → activation → affine, fused ---------------------------------------------------------
+// kernels/cpu/affine.c's affine_act_affine: per element the three ops' operations with each
+// intermediate rounded into mid, the four scalar sums in scalar_affine's fixed chunk shape.
+
+// v rounded to dt and back (nearest even).
+__device__ __forceinline__ float aaa_round(float v, int dt) {
+    if (dt == OCR_F16) return f16_to_f32(f32_to_f16(v));
+    if (dt == OCR_BF16) return bf16_to_f32(f32_to_bf16(v));
+    return v;
+}
+
+// The scalars of both affines, read on the device.
+struct AaaScalars {
+    const void *s1, *b1, *s2, *b2;
+    int s1dt, b1dt, s2dt, b2dt;
+};
+
+__global__ void aaa_fwd_kernel(void *y, int ydt, const void *x, int xdt, AaaScalars sc, int act, int64_t n) {
+    const float s1 = ld(sc.s1, sc.s1dt, 0), b1 = ld(sc.b1, sc.b1dt, 0);
+    const float s2 = ld(sc.s2, sc.s2dt, 0), b2 = ld(sc.b2, sc.b2dt, 0);
+    GRID_STRIDE(i, n) {
+        const float a = aaa_round(__fadd_rn(__fmul_rn(s1, ld(x, xdt, i)), b1), ydt);
+        const float h = aaa_round(act_forward(a, act), ydt);
+        st(y, ydt, i, __fadd_rn(__fmul_rn(s2, h), b2));
+    }
+}
+
+extern "C" void affine_act_affine_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1,
+                                               const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2,
+                                               const OcrTensor *b2) {
+    CUDA_ASSERT_FLOAT(out);
+    CUDA_ASSERT_FLOAT(inp);
+    assert_scalar(s1, "scale 1");
+    assert_scalar(b1, "bias 1");
+    assert_scalar(s2, "scale 2");
+    assert_scalar(b2, "bias 2");
+    const int64_t n = ocr_tensor_numel(inp);
+    OCR_ASSERT(ocr_tensor_numel(out) == n, "affine_act_affine: out and inp sizes differ");
+    if (n == 0) return;
+    CudaCtx ctx = cuda_enter(out);
+    AaaScalars sc = {s1->data, b1->data, s2->data, b2->data, s1->dtype, b1->dtype, s2->dtype, b2->dtype};
+    aaa_fwd_kernel<<<cuda_blocks(n, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(out->data, out->dtype, inp->data,
+                                                                               inp->dtype, sc, (int)act, n);
+    OCR_CUDA_LAUNCHED();
+}
+
+// part[q·chunks + k] for q = Σ dy·h, Σ dy, Σ da·x, Σ da over chunk k, and dx = s1·da (dx NULL:
+// not written), in the fixed shape of scalar_affine_chunks_kernel.
+__global__ void __launch_bounds__(AFF_THREADS) aaa_bwd_chunks_kernel(double *part, void *dx, int dxdt,
+                                                                    const void *dy, int dydt, const void *x, int xdt,
+                                                                    AaaScalars sc, int act, int mid, int64_t n,
+                                                                    int64_t chunks) {
+    __shared__ double sh[4][AFF_THREADS];
+    const int t = threadIdx.x;
+    const float s1 = ld(sc.s1, sc.s1dt, 0), b1 = ld(sc.b1, sc.b1dt, 0), s2 = ld(sc.s2, sc.s2dt, 0);
+    for (int64_t k = blockIdx.x; k < chunks; k += gridDim.x) {
+        double acc[4] = {0.0, 0.0, 0.0, 0.0};
+        const int64_t base = k * AFF_CHUNK;
+        for (int j = 0; j < AFF_PER_LANE; j++) {
+            const int64_t i = base + t + (int64_t)AFF_THREADS * j;
+            if (i < n) {
+                const float g = ld(dy, dydt, i), xv = ld(x, xdt, i);
+                const float a = aaa_round(__fadd_rn(__fmul_rn(s1, xv), b1), mid);
+                const float h = aaa_round(act_forward(a, act), mid);
+                acc[0] = __dadd_rn(acc[0], __dmul_rn((double)g, (double)h));
+                acc[1] = __dadd_rn(acc[1], (double)g);
+                const float dh = aaa_round(__fmul_rn(s2, g), mid);
+                const float da = aaa_round(act_backward(dh, a, act), mid);
+                acc[2] = __dadd_rn(acc[2], __dmul_rn((double)da, (double)xv));
+                acc[3] = __dadd_rn(acc[3], (double)da);
+                if (dx) st(dx, dxdt, i, __fmul_rn(s1, da));
+            }
+        }
+        for (int q = 0; q < 4; q++) sh[q][t] = acc[q];
+        __syncthreads();
+        for (int s = AFF_THREADS / 2; s > 0; s >>= 1) {
+            if (t < s)
+                for (int q = 0; q < 4; q++) sh[q][t] = __dadd_rn(sh[q][t], sh[q][t + s]);
+            __syncthreads();
+        }
+        if (t == 0)
+            for (int q = 0; q < 4; q++) part[q * chunks + k] = sh[q][0];
+        __syncthreads();
+    }
+}
+
+extern "C" void affine_act_affine_backward_cuda(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2,
+                                                OcrTensor *db2, const OcrTensor *dout, const OcrTensor *inp,
+                                                const OcrTensor *s1, const OcrTensor *b1, ocr_activation_t act,
+                                                const OcrTensor *s2, ocr_dtype_t mid) {
+    CUDA_ASSERT_FLOAT(dout);
+    CUDA_ASSERT_FLOAT(inp);
+    assert_scalar(s1, "scale 1");
+    assert_scalar(b1, "bias 1");
+    assert_scalar(s2, "scale 2");
+    OCR_ASSERT(ocr_dtype_is_float(mid), "affine_act_affine_backward: mid must be a float dtype");
+    const int64_t n = ocr_tensor_numel(dout);
+    OCR_ASSERT(ocr_tensor_numel(inp) == n, "affine_act_affine_backward: inp and dout sizes differ");
+    if (dinp) {
+        CUDA_ASSERT_FLOAT(dinp);
+        OCR_ASSERT(ocr_tensor_numel(dinp) == n, "affine_act_affine_backward: dinp and dout sizes differ");
+    }
+    OcrTensor *grads[4] = {ds1, db1, ds2, db2};
+    for (int q = 0; q < 4; q++)
+        if (grads[q]) assert_scalar(grads[q], "a scalar gradient");
+    CudaCtx ctx = cuda_enter(dout);
+    const int64_t chunks = (n + AFF_CHUNK - 1) / AFF_CHUNK;
+    double *part = (double *)cuda_scratch(ctx, (size_t)(4 * (chunks > 0 ? chunks : 1)) * sizeof(double));
+    AaaScalars sc = {s1->data, b1->data, s2->data, s2->data, s1->dtype, b1->dtype, s2->dtype, s2->dtype};
+    if (chunks > 0) {
+        const unsigned grid = (unsigned)(chunks < (1 << 20) ? chunks : (1 << 20));
+        aaa_bwd_chunks_kernel<<<grid, AFF_THREADS, 0, ctx.stream>>>(
+            part, dinp ? dinp->data : NULL, dinp ? dinp->dtype : 0, dout->data, dout->dtype, inp->data, inp->dtype, sc,
+            (int)act, (int)mid, n, chunks);
+        OCR_CUDA_LAUNCHED();
+    }
+    scalar_affine_finish_kernel<<<1, 1, 0, ctx.stream>>>(ds2 ? ds2->data : NULL, ds2 ? ds2->dtype : 0,
+                                                         db2 ? db2->data : NULL, db2 ? db2->dtype : 0, part,
+                                                         part + chunks, chunks);
+    OCR_CUDA_LAUNCHED();
+    scalar_affine_finish_kernel<<<1, 1, 0, ctx.stream>>>(ds1 ? ds1->data : NULL, ds1 ? ds1->dtype : 0,
+                                                         db1 ? db1->data : NULL, db1 ? db1->dtype : 0,
+                                                         part + 2 * chunks, part + 3 * chunks, chunks);
+    OCR_CUDA_LAUNCHED();
 }
 
 // ---- batch broadcast add -----------------------------------------------------------------------

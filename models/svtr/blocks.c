@@ -232,17 +232,15 @@ OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x) {
         ocr_ctx_record(c, l->sum_op, &l->sum, (double)(branches - 1) * (double)ocr_tensor_numel(&l->sum));
         y = &l->sum;
     }
-    OcrTensor *a = llab_forward(c, &l->lab, y);
-    ocr_ctx_release(c, y);
     ocr_dtype_t dt = ocr_ctx_dtype(c, l->lab.op);
-    l->tail_inplace = !c->keep_all && ocr_ctx_dtype(c, l->act.op) == dt && ocr_ctx_dtype(c, l->act_lab.op) == dt;
-    if (l->tail_inplace) {
-        OcrTensor *h = lact_forward_inplace(c, &l->act, a);
-        llab_disown_output(c, &l->lab);
-        OcrTensor *out = llab_forward_inplace(c, &l->act_lab, h);
-        lact_disown_output(c, &l->act);
+    l->tail_fused = !c->keep_all && ocr_ctx_dtype(c, l->act.op) == dt && ocr_ctx_dtype(c, l->act_lab.op) == dt;
+    if (l->tail_fused) {
+        OcrTensor *out = llab_act_forward(c, &l->lab, &l->act, &l->act_lab, y);
+        ocr_ctx_release(c, y);
         return out;
     }
+    OcrTensor *a = llab_forward(c, &l->lab, y);
+    ocr_ctx_release(c, y);
     OcrTensor *h = lact_forward(c, &l->act, a);
     ocr_ctx_release(c, a);
     OcrTensor *out = llab_forward(c, &l->act_lab, h);
@@ -252,14 +250,13 @@ OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x) {
 
 OcrTensor rep_backward(OcrCtx *c, RepLayer *l, const OcrTensor *dy, int need_dx) {
     Grad g = borrowed(dy);
-    if (l->tail_inplace) {
-        // The inner maps again, from the tail's saved input (lab.x): LAB, then hardswish.
-        l->act.x = *llab_recompute_output(c, &l->lab);
-        l->act_lab.x = *lact_recompute_output(c, &l->act);
+    if (l->tail_fused) {
+        grad_set(c, &g, llab_act_backward(c, &l->lab, &l->act, &l->act_lab, &g.t, 1));
+    } else {
+        grad_set(c, &g, llab_backward(c, &l->act_lab, &g.t, 1));
+        grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
+        grad_set(c, &g, llab_backward(c, &l->lab, &g.t, 1));
     }
-    grad_set(c, &g, llab_backward(c, &l->act_lab, &g.t, 1));
-    grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
-    grad_set(c, &g, llab_backward(c, &l->lab, &g.t, 1));
     OcrTensor dx = {0};
     if (l->deploy) {
         dx = lconv_backward(c, &l->reparam, &g.t, need_dx);

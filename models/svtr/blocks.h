@@ -58,10 +58,10 @@ OcrTensor dwsep_backward(OcrCtx *c, DWSeparable *l, const OcrTensor *dy, int nee
 // ---- PPLCNetV3 LearnableRepLayer -----------------------------------------------------------------
 // Training form: Σ [identity BN] + [1×1 ConvBN] + conv_kxk_num × k×k ConvBN → LAB → hardswish →
 // LAB. Deploy form: one k×k conv with bias (reparam_conv) → LAB → hardswish → LAB.
-// Memory: when the three tail ops share a dtype (and the pass does not keep everything), the
-// hardswish and the second LAB run in place over the first LAB's output, so the tail saves
-// its input (the sum or the conv output) and its output instead of four maps; the backward
-// recomputes the two inner maps bit-identically (llab/lact_recompute_output).
+// Memory and passes: when the three tail ops share a dtype (and the pass does not keep
+// everything), the tail runs as one fused op (llab_act_forward / _backward): it saves its input
+// (the sum or the conv output) and its output instead of four maps, reads and writes each once
+// per pass, and gives the bits of the three ops run one after another.
 #define OCR_REP_MAX_BRANCHES 8
 typedef struct {
     int deploy;
@@ -75,7 +75,7 @@ typedef struct {
     OcrTensor sum;
     LLab lab, act_lab;
     LAct act;
-    int tail_inplace;  // the last forward ran the tail in place
+    int tail_fused;  // the last forward ran the tail as one fused op
 } RepLayer;
 void rep_build(OcrBuilder *b, RepLayer *l, const char *prefix, int cin, int cout, int k, int sh, int sw, int groups,
                int nkxk, float lr_mult, float lab_lr, int deploy);

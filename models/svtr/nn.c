@@ -318,14 +318,6 @@ OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
     return &l->y;
 }
 
-// A following op took y's buffer over in place: forget it here and in the op table (whose
-// copy would show the other op's values).
-static void disown(OcrCtx *c, int op, OcrTensor *y) {
-    OcrOpInfo *o = &c->ops->items[op];
-    if (o->out.data == y->data) memset(&o->out, 0, sizeof o->out);
-    memset(y, 0, sizeof *y);
-}
-
 OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
@@ -365,39 +357,14 @@ OcrTensor *lact_forward(OcrCtx *c, LAct *l, const OcrTensor *x) {
     return &l->y;
 }
 
-OcrTensor *lact_forward_inplace(OcrCtx *c, LAct *l, const OcrTensor *x) {
-    OCR_ASSERT(x->dtype == ocr_ctx_dtype(c, l->op), "%s: an in-place activation keeps its input's dtype",
-               c->ops->items[l->op].name);
-    l->inplace = 1;
-    l->y = *x;
-    memset(&l->x, 0, sizeof l->x);
-    if (!c->plan) activation_forward(&l->y, &l->y, l->act);
-    ocr_ctx_record(c, l->op, &l->y, act_cost[l->act] * (double)ocr_tensor_numel(x));
-    return &l->y;
-}
-
-int lact_grad_from_output(ocr_activation_t act) { return act == OCR_ACT_RELU; }
-
-void lact_disown_output(OcrCtx *c, LAct *l) { disown(c, l->op, &l->y); }
-
-OcrTensor *lact_recompute_output(OcrCtx *c, LAct *l) {
-    OCR_ASSERT(l->x.data && !l->y.data, "%s: recompute needs the input and no output", c->ops->items[l->op].name);
-    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), l->x.ndim, l->x.shape);
-    if (!c->plan) activation_forward(&l->y, &l->x, l->act);
-    return &l->y;
-}
-
 OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
     if (need_dx) {
-        const OcrTensor *in = &l->x;
-        if (!in->data && l->inplace && lact_grad_from_output(l->act)) in = &l->y;
-        OCR_ASSERT(in->data, "%s: the input of an in-place activation was not recomputed",
+        OCR_ASSERT(l->x.data && !l->inplace, "%s: the backward of a fused activation belongs to its fused op",
                    c->ops->items[l->op].name);
-        dx = ocr_ctx_like(c, in);
-        if (!c->plan) activation_backward(&dx, dy, in, l->act);
+        dx = ocr_ctx_like(c, &l->x);
+        if (!c->plan) activation_backward(&dx, dy, &l->x, l->act);
     }
-    memset(&l->x, 0, sizeof l->x);  // a recomputed input belongs to its producer
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
     return dx;
@@ -483,43 +450,69 @@ OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x) {
     return &l->y;
 }
 
-OcrTensor *llab_forward_inplace(OcrCtx *c, LLab *l, const OcrTensor *x) {
-    OCR_ASSERT(x->dtype == ocr_ctx_dtype(c, l->op), "%s: an in-place affine keeps its input's dtype",
-               c->ops->items[l->op].name);
-    l->inplace = 1;
-    l->y = *x;
-    memset(&l->x, 0, sizeof l->x);
-    if (!c->plan) {
-        OcrTensor s = ocr_ctx_param(c, l->s), b = ocr_ctx_param(c, l->b);
-        scalar_affine_forward(&l->y, &l->y, &s, &b);
-    }
-    ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
-    return &l->y;
-}
-
-void llab_disown_output(OcrCtx *c, LLab *l) { disown(c, l->op, &l->y); }
-
-OcrTensor *llab_recompute_output(OcrCtx *c, LLab *l) {
-    OCR_ASSERT(l->x.data && !l->y.data, "%s: recompute needs the input and no output", c->ops->items[l->op].name);
-    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), l->x.ndim, l->x.shape);
-    if (!c->plan) {
-        OcrTensor s = ocr_ctx_param(c, l->s), b = ocr_ctx_param(c, l->b);
-        scalar_affine_forward(&l->y, &l->x, &s, &b);
-    }
-    return &l->y;
-}
-
 OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
-    OCR_ASSERT(l->x.data, "%s: the input of an in-place affine was not recomputed", c->ops->items[l->op].name);
+    OCR_ASSERT(l->x.data && !l->inplace, "%s: the backward of a fused affine belongs to its fused op",
+               c->ops->items[l->op].name);
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
     if (!c->plan) {
         OcrTensor s = ocr_ctx_param(c, l->s), ds = ocr_ctx_grad(c, l->s), db = ocr_ctx_grad(c, l->b);
         scalar_affine_backward(need_dx ? &dx : NULL, &ds, &db, dy, &l->x, &s);
     }
     ocr_ctx_free(c, &l->y);
-    if (l->inplace) memset(&l->x, 0, sizeof l->x);  // a recomputed input belongs to its producer
     ocr_ctx_bwd_done(c, l->op);
+    return dx;
+}
+
+// ---- LAB → activation → LAB, fused ------------------------------------------------------------------
+
+OcrTensor *llab_act_forward(OcrCtx *c, LLab *lab1, LAct *act, LLab *lab2, const OcrTensor *x) {
+    const ocr_dtype_t dt = ocr_ctx_dtype(c, lab1->op);
+    OCR_ASSERT(ocr_ctx_dtype(c, act->op) == dt && ocr_ctx_dtype(c, lab2->op) == dt,
+               "%s: a fused affine → activation → affine keeps one dtype", c->ops->items[act->op].name);
+    const double n = (double)ocr_tensor_numel(x);
+    lab1->inplace = 0;
+    lab1->x = *x;
+    OcrTensor y = ocr_ctx_new(c, dt, x->ndim, x->shape);
+    if (!c->plan) {
+        OcrTensor s1 = ocr_ctx_param(c, lab1->s), b1 = ocr_ctx_param(c, lab1->b);
+        OcrTensor s2 = ocr_ctx_param(c, lab2->s), b2 = ocr_ctx_param(c, lab2->b);
+        affine_act_affine_forward(&y, x, &s1, &b1, act->act, &s2, &b2);
+    }
+    // The first two entries: shape and FLOPs, not the output (its values are lab2's).
+    ocr_ctx_record(c, lab1->op, &y, 2.0 * n);
+    memset(&c->ops->items[lab1->op].out, 0, sizeof c->ops->items[lab1->op].out);
+    memset(&lab1->y, 0, sizeof lab1->y);
+    ocr_ctx_record(c, act->op, &y, act_cost[act->act] * n);
+    memset(&c->ops->items[act->op].out, 0, sizeof c->ops->items[act->op].out);
+    act->inplace = 1;
+    memset(&act->x, 0, sizeof act->x);
+    memset(&act->y, 0, sizeof act->y);
+    lab2->inplace = 1;
+    memset(&lab2->x, 0, sizeof lab2->x);
+    lab2->y = y;
+    ocr_ctx_record(c, lab2->op, &lab2->y, 2.0 * n);
+    return &lab2->y;
+}
+
+OcrTensor llab_act_backward(OcrCtx *c, LLab *lab1, LAct *act, LLab *lab2, const OcrTensor *dy, int need_dx) {
+    OCR_ASSERT(lab2->inplace && act->inplace && lab2->y.data && lab1->x.data,
+               "%s: not the output of llab_act_forward", c->ops->items[lab2->op].name);
+    OcrTensor dx = {0};
+    if (need_dx) dx = ocr_ctx_like(c, &lab1->x);
+    if (!c->plan) {
+        OcrTensor s1 = ocr_ctx_param(c, lab1->s), b1 = ocr_ctx_param(c, lab1->b), s2 = ocr_ctx_param(c, lab2->s);
+        OcrTensor ds1 = ocr_ctx_grad(c, lab1->s), db1 = ocr_ctx_grad(c, lab1->b);
+        OcrTensor ds2 = ocr_ctx_grad(c, lab2->s), db2 = ocr_ctx_grad(c, lab2->b);
+        affine_act_affine_backward(need_dx ? &dx : NULL, &ds1, &db1, &ds2, &db2, dy, &lab1->x, &s1, &b1, act->act,
+                                   &s2, lab2->y.dtype);
+    }
+    ocr_ctx_free(c, &lab2->y);
+    lab2->inplace = 0;
+    act->inplace = 0;
+    ocr_ctx_bwd_done(c, lab2->op);
+    ocr_ctx_bwd_done(c, act->op);
+    ocr_ctx_bwd_done(c, lab1->op);
     return dx;
 }
 

@@ -171,29 +171,16 @@ OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx);
 typedef struct {
     int op;
     ocr_activation_t act;
-    int inplace;  // the last forward wrote y over x's buffer
+    int inplace;  // the last forward was fused into another op's (lbn_act / llab_act), which owns y
     OcrTensor x, y;
 } LAct;
 void lact_build(OcrBuilder *b, LAct *l, const char *name, ocr_activation_t act);
 OcrTensor *lact_forward(OcrCtx *c, LAct *l, const OcrTensor *x);
-// y = act(x) written over x's buffer (x's dtype must be the op's compute dtype); the layer
-// then owns that buffer and frees it at its backward. x's values are gone: before the
-// backward the caller sets l->x to a recomputed copy of the input, unless
-// lact_grad_from_output(act), whose derivative is read off the output.
-OcrTensor *lact_forward_inplace(OcrCtx *c, LAct *l, const OcrTensor *x);
-// ReLU: y > 0 exactly where x > 0 (NaN and −0 included), so act'(x) = act'(y) bit for bit.
-int lact_grad_from_output(ocr_activation_t act);
-// A following op took the output's buffer over in place: the layer no longer owns or frees it,
-// and the op table forgets it (its values are overwritten).
-void lact_disown_output(OcrCtx *c, LAct *l);
-// Recomputes the output of the last forward from l->x (set by the caller) into a new arena
-// tensor, bit-identical to the forward's; the backward frees it.
-OcrTensor *lact_recompute_output(OcrCtx *c, LAct *l);
 OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx);
 
 // ---- batch norm + activation, fused (batchnorm2d_act_forward / _backward) ---------------------
 // act(bn(x)) in one op pair, for a BN whose output only feeds the activation. Same memory plan
-// as lbn_forward + lact_forward_inplace over its output: the output buffer is the BN's
+// as lbn_forward + an activation in place over its output: the output buffer is the BN's
 // allocation, owned by the activation layer (act->inplace = 1) and freed at the backward; the
 // BN keeps its input and statistics. The op table records both ops (the BN's entry forgets the
 // output, whose values are the activation's). The activation's dtype must be the BN's. One
@@ -209,18 +196,24 @@ OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, i
 // ---- LearnableAffineBlock: y = scale · x + bias with two learned scalars ----------------
 typedef struct {
     int op, s, b;
-    int inplace;  // the last forward wrote y over x's buffer
+    int inplace;  // lab2 of the last llab_act_forward: it owns y, and x is not kept
     OcrTensor x, y;
 } LLab;
 void llab_build(OcrBuilder *b, LLab *l, const char *name, float lr_mult);
 OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x);
-// In place over x's buffer, as lact_forward_inplace: before the backward (which needs x for
-// the scale's gradient) the caller sets l->x to a recomputed copy of the input.
-OcrTensor *llab_forward_inplace(OcrCtx *c, LLab *l, const OcrTensor *x);
-void llab_disown_output(OcrCtx *c, LLab *l);
-// Recomputes the output from l->x into a new arena tensor (bit-identical; the backward frees it).
-OcrTensor *llab_recompute_output(OcrCtx *c, LLab *l);
 OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx);
+
+// ---- LAB → activation → LAB, fused (affine_act_affine_forward / _backward) --------------------
+// lab2(act(lab1(x))) in one op pair, for the LearnableRepLayer's tail. All three ops must share
+// one dtype (their outputs' values are rounded into it as the unfused ops would store them).
+// Memory: the input x (saved by lab1, as llab_forward does) and the output (owned by lab2,
+// inplace = 1, freed at the backward); the two inner maps are never stored. The op table records
+// all three ops (the first two entries forget the output, whose values are lab2's).
+OcrTensor *llab_act_forward(OcrCtx *c, LLab *lab1, LAct *act, LLab *lab2, const OcrTensor *x);
+// Backward from dy, the gradient of lab2's output: the four scalar gradients and x's gradient in
+// one pass over x and dy, bit-identical to llab_backward, lact_backward and llab_backward on
+// recomputed inner maps. Frees the output; returns x's gradient (empty when need_dx is 0).
+OcrTensor llab_act_backward(OcrCtx *c, LLab *lab1, LAct *act, LLab *lab2, const OcrTensor *dy, int need_dx);
 
 // ---- linear (weight (IN, OUT)) -------------------------------------------------------------
 typedef struct {

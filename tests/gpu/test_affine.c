@@ -1,6 +1,7 @@
 // kernels/cuda/affine.cu and the padded input normalisation against the CPU twins, bit for bit:
 // scalar_affine (each element one rounded multiply and add; the scalar gradients in the
-// documented fixed reduction shape, in double, on both sides), batch_broadcast_add (the
+// documented fixed reduction shape, in double, on both sides), the fused affine → activation →
+// affine (within the activations' tolerances), batch_broadcast_add (the
 // batch summed in order in double), the local attention mask, and input_normalize_padded
 // (exact zeros past each sample's width).
 #include "kernels/input.h"
@@ -40,6 +41,51 @@ START_TEST(test_scalar_affine) {
             twin_free(&x), twin_free(&dy), twin_free(&s), twin_free(&b), twin_free(&y), twin_free(&dx), twin_free(&ds),
                 twin_free(&db);
         }
+}
+END_TEST
+
+START_TEST(test_affine_act_affine) {
+    // The fused LAB → activation → LAB tail. The activations' device formulas may contract into
+    // FMAs where the CPU's do not (kernels/cuda/activation_math.cuh), so the values are compared
+    // within the activation suite's fp32 tolerances, widened for an f16/bf16 intermediate to a
+    // few units of its rounding (one fp32 ulp apart, an intermediate can round to the
+    // neighbouring f16/bf16 value, which the next op then scales); the reduction shape of the
+    // four scalar sums is the CPU's.
+    const int64_t sizes[2] = {1000, 2048 * 41 + 77};
+    for (int z = 0; z < 2; z++)
+        for (int k = 0; k < 3; k++)
+            for (int act = 0; act < OCR_ACT_COUNT; act++) {
+                const int64_t n = sizes[z];
+                const ocr_dtype_t dt = DTS[k];
+                const double eps = dt == OCR_F32 ? 0.0 : dt == OCR_F16 ? 1.0 / 1024 : 1.0 / 128;
+                const double rtol = 2e-6 + 4 * eps, atol = 1e-7 + 4 * eps;
+                char what[64];
+                snprintf(what, sizeof what, "%s, n %lld, act %d", dtn(dt), (long long)n, act);
+                Twin x = twin_uniform(dt, 1, OCR_SHAPE(n), -5, 5), dy = twin_uniform(dt, 1, OCR_SHAPE(n), -1, 1);
+                Twin s1 = twin_uniform(OCR_F32, 1, OCR_SHAPE(1), 0.5f, 1.5f), b1 = twin_uniform(OCR_F32, 1, OCR_SHAPE(1), -1, 1);
+                Twin s2 = twin_uniform(OCR_F32, 1, OCR_SHAPE(1), 0.5f, 1.5f), b2 = twin_uniform(OCR_F32, 1, OCR_SHAPE(1), -1, 1);
+                Twin y = twin_new(dt, 1, OCR_SHAPE(n)), dx = twin_new(dt, 1, OCR_SHAPE(n));
+                Twin g[4];
+                for (int j = 0; j < 4; j++) g[j] = twin_uniform(OCR_F32, 1, OCR_SHAPE(1), -1, 1);
+                affine_act_affine_forward(&y.h, &x.h, &s1.h, &b1.h, (ocr_activation_t)act, &s2.h, &b2.h);
+                affine_act_affine_forward(&y.d, &x.d, &s1.d, &b1.d, (ocr_activation_t)act, &s2.d, &b2.d);
+                ck_assert_msg(twin_close(&y, rtol, atol, "affine_act_affine forward"), "%s", what);
+                affine_act_affine_backward(&dx.h, &g[0].h, &g[1].h, &g[2].h, &g[3].h, &dy.h, &x.h, &s1.h, &b1.h,
+                                           (ocr_activation_t)act, &s2.h, dt);
+                affine_act_affine_backward(&dx.d, &g[0].d, &g[1].d, &g[2].d, &g[3].d, &dy.d, &x.d, &s1.d, &b1.d,
+                                           (ocr_activation_t)act, &s2.d, dt);
+                ck_assert_msg(twin_close(&dx, rtol, atol, "affine_act_affine dinp"), "%s", what);
+                for (int j = 0; j < 4; j++) ck_assert_msg(twin_close(&g[j], rtol, atol, "affine_act_affine scalar"), "%s, %d", what, j);
+                // dinp alone, in place over dout; the scalars untouched.
+                affine_act_affine_backward(&dy.h, NULL, NULL, NULL, NULL, &dy.h, &x.h, &s1.h, &b1.h,
+                                           (ocr_activation_t)act, &s2.h, dt);
+                affine_act_affine_backward(&dy.d, NULL, NULL, NULL, NULL, &dy.d, &x.d, &s1.d, &b1.d,
+                                           (ocr_activation_t)act, &s2.d, dt);
+                ck_assert_msg(twin_close(&dy, rtol, atol, "affine_act_affine dinp in place"), "%s", what);
+                twin_free(&x), twin_free(&dy), twin_free(&s1), twin_free(&b1), twin_free(&s2), twin_free(&b2);
+                twin_free(&y), twin_free(&dx);
+                for (int j = 0; j < 4; j++) twin_free(&g[j]);
+            }
 }
 END_TEST
 
@@ -108,6 +154,7 @@ static Suite *suite(void) {
     TCase *tc = tcase_create("affine");
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_scalar_affine);
+    tcase_add_test(tc, test_affine_act_affine);
     tcase_add_test(tc, test_batch_broadcast_add);
     tcase_add_test(tc, test_local_mask);
     tcase_add_test(tc, test_input_normalize_padded);

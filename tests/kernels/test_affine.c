@@ -1,4 +1,5 @@
-// kernels/cpu/affine.c: scalar_affine (LearnableAffineBlock), batch_broadcast_add (positional
+// kernels/cpu/affine.c: scalar_affine (LearnableAffineBlock), its fused affine → activation →
+// affine (bit-identical to the three ops, and against finite differences), batch_broadcast_add (positional
 // embedding), attention_local_mask; and kernels/cpu/input.c's padded input normalisation.
 // Forward against double references, backward against finite differences of Σ dout·out,
 // accumulation (+=) of the parameter gradients, NULL gradients, f16/bf16 against the f32
@@ -14,6 +15,8 @@
 #include "kernels/input.h"
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
+
+int ocr_cpu_vec_select(const char *name);  // kernels/cpu/cpu_common.h (test hook)
 
 static float *fvec(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(float)); }
 static double *dvec(int64_t n) { return malloc((size_t)(n > 0 ? n : 1) * sizeof(double)); }
@@ -210,6 +213,198 @@ START_TEST(test_scalar_affine_low_precision) {
 }
 END_TEST
 
+// ---- affine → activation → affine, fused ------------------------------------------------------
+
+// The three ops one after another, intermediates in mid tensors: forward into y, backward into
+// dx and the four scalars (scalars[0..3] = ds1, db1, ds2, db2).
+static void aaa_unfused(OcrTensor *y, OcrTensor *dx, OcrTensor *sc_grads, const OcrTensor *x, const OcrTensor *dy,
+                        const OcrTensor *s1, const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2,
+                        const OcrTensor *b2, ocr_dtype_t mid) {
+    const int64_t n = ocr_tensor_numel(x);
+    OcrTensor a = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL), h = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL);
+    OcrTensor dh = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL), da = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL);
+    scalar_affine_forward(&a, x, s1, b1);
+    activation_forward(&h, &a, act);
+    scalar_affine_forward(y, &h, s2, b2);
+    scalar_affine_backward(&dh, &sc_grads[2], &sc_grads[3], dy, &h, s2);
+    activation_backward(&da, &dh, &a, act);
+    scalar_affine_backward(dx, &sc_grads[0], &sc_grads[1], &da, x, s1);
+    ocr_tensor_free(&a), ocr_tensor_free(&h), ocr_tensor_free(&dh), ocr_tensor_free(&da);
+}
+
+static int same_bits(const OcrTensor *a, const OcrTensor *b) {
+    return a->dtype == b->dtype && ocr_tensor_numel(a) == ocr_tensor_numel(b) &&
+           memcmp(a->data, b->data, (size_t)ocr_tensor_numel(a) * ocr_dtype_size(a->dtype)) == 0;
+}
+
+START_TEST(test_affine_act_affine_matches_the_three_ops) {
+    // The fused pair gives the bits of scalar_affine → activation → scalar_affine for every
+    // activation, dtype mix, thread count, chunk tail and aliasing, and accumulates its scalars.
+    const int64_t sizes[2] = {1000, 2048 * 17 + 77};  // one partial chunk; parallel chunks and a tail
+    const ocr_dtype_t mixes[5][2] = {{OCR_F32, OCR_F32}, {OCR_BF16, OCR_BF16}, {OCR_F16, OCR_F16},
+                                     {OCR_F32, OCR_BF16}, {OCR_BF16, OCR_F32}};  // {inp and dout, mid}
+    static const char *const levels[3] = {"sse2", "avx2", "avx512"};  // the kernels' loops per vector level
+    for (int lv = 0; lv < 3; lv++) {
+        if (!ocr_cpu_vec_select(levels[lv])) {
+            printf("affine_act_affine: this CPU has no %s; that level not checked\n", levels[lv]);
+            continue;
+        }
+        for (int z = 0; z < 2; z++)
+            for (int q = 0; q < 5; q++)
+                for (int act = 0; act < OCR_ACT_COUNT; act++)
+                    for (int threads = 1; threads <= 2; threads++) {
+                        omp_set_num_threads(threads);
+                        const int64_t n = sizes[z];
+                        const ocr_dtype_t dt = mixes[q][0], mid = mixes[q][1];
+                        char what[128];
+                        snprintf(what, sizeof what, "%s, n %lld, %s/%s, act %d, %d threads", levels[lv], (long long)n,
+                                 ocr_dtype_name(dt), ocr_dtype_name(mid), act, threads);
+                        float *xs = fvec(n), *dys = fvec(n);
+                        ocr_test_fill_uniform(xs, n, 40 + z + q, -5.0f, 5.0f);  // both sides of hardswish's ±3
+                        ocr_test_fill_uniform(dys, n, 50 + z + q, -1.0f, 1.0f);
+                        const float sv1 = 1.13f, bv1 = -0.37f, sv2 = 0.81f, bv2 = 0.23f, start[4] = {0.5f, -0.25f, 0.0f, 1.0f};
+                        OcrTensor x = ocr_test_tensor(dt, 1, OCR_SHAPE(n), xs), dy = ocr_test_tensor(dt, 1, OCR_SHAPE(n), dys);
+                        OcrTensor s1 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &sv1);
+                        OcrTensor b1 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &bv1);
+                        OcrTensor s2 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &sv2);
+                        OcrTensor b2 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &bv2);
+                        OcrTensor y[2], dx[2], g[2][4];
+                        for (int k = 0; k < 2; k++) {
+                            y[k] = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL);
+                            dx[k] = ocr_test_tensor(dt, 1, OCR_SHAPE(n), NULL);
+                            ocr_test_poison(&y[k]);
+                            ocr_test_poison(&dx[k]);
+                            for (int j = 0; j < 4; j++) g[k][j] = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &start[j]);
+                        }
+                        aaa_unfused(&y[0], &dx[0], g[0], &x, &dy, &s1, &b1, (ocr_activation_t)act, &s2, &b2, mid);
+                        affine_act_affine_forward(&y[1], &x, &s1, &b1, (ocr_activation_t)act, &s2, &b2);
+                        affine_act_affine_backward(&dx[1], &g[1][0], &g[1][1], &g[1][2], &g[1][3], &dy, &x, &s1, &b1,
+                                                   (ocr_activation_t)act, &s2, mid);
+                        ck_assert_msg(same_bits(&y[0], &y[1]), "forward, %s", what);
+                        ck_assert_msg(same_bits(&dx[0], &dx[1]), "dinp, %s", what);
+                        for (int j = 0; j < 4; j++)
+                            ck_assert_msg(get1(&g[0][j]) == get1(&g[1][j]), "scalar %d: %.9g vs %.9g, %s", j,
+                                          get1(&g[0][j]), get1(&g[1][j]), what);
+                        if (z == 1 && threads == 2) {
+                            // Accumulation: a second call adds the same sums again (the unfused ops too).
+                            aaa_unfused(&y[0], &dx[0], g[0], &x, &dy, &s1, &b1, (ocr_activation_t)act, &s2, &b2, mid);
+                            affine_act_affine_backward(&dx[1], &g[1][0], &g[1][1], &g[1][2], &g[1][3], &dy, &x, &s1,
+                                                       &b1, (ocr_activation_t)act, &s2, mid);
+                            for (int j = 0; j < 4; j++) ck_assert_msg(get1(&g[0][j]) == get1(&g[1][j]), "again %d, %s", j, what);
+                            // NULL gradients leave the others untouched; dinp alone over dout (in place).
+                            const float kept = get1(&g[1][0]);
+                            affine_act_affine_backward(NULL, NULL, &g[1][1], NULL, NULL, &dy, &x, &s1, &b1,
+                                                       (ocr_activation_t)act, &s2, mid);
+                            ck_assert_float_eq(get1(&g[1][0]), kept);
+                            OcrTensor dyc = ocr_test_tensor(dt, 1, OCR_SHAPE(n), dys);
+                            affine_act_affine_backward(&dyc, NULL, NULL, NULL, NULL, &dyc, &x, &s1, &b1,
+                                                       (ocr_activation_t)act, &s2, mid);
+                            ck_assert_msg(same_bits(&dyc, &dx[1]), "dinp in place over dout, %s", what);
+                            ocr_tensor_free(&dyc);
+                            if (dt == mid) {  // forward in place over inp
+                                OcrTensor xc = ocr_test_tensor(dt, 1, OCR_SHAPE(n), xs);
+                                affine_act_affine_forward(&xc, &xc, &s1, &b1, (ocr_activation_t)act, &s2, &b2);
+                                ck_assert_msg(same_bits(&xc, &y[1]), "forward in place, %s", what);
+                                ocr_tensor_free(&xc);
+                            }
+                        }
+                        for (int k = 0; k < 2; k++) {
+                            ocr_tensor_free(&y[k]), ocr_tensor_free(&dx[k]);
+                            for (int j = 0; j < 4; j++) ocr_tensor_free(&g[k][j]);
+                        }
+                        ocr_tensor_free(&x), ocr_tensor_free(&dy), ocr_tensor_free(&s1), ocr_tensor_free(&b1);
+                        ocr_tensor_free(&s2), ocr_tensor_free(&b2);
+                        free(xs), free(dys);
+                    }
+    }
+    ocr_cpu_vec_select(NULL);
+    omp_set_num_threads(2);
+}
+END_TEST
+
+// p = [x (n) | s1 | b1 | s2 | b2]; loss = Σ dout · (s2·act(s1·x + b1) + b2) in double.
+typedef struct {
+    int64_t n;
+    const double *dout;
+    ocr_activation_t act;
+} AaaRef;
+
+static double act_double(double v, ocr_activation_t act) {
+    switch (act) {
+        case OCR_ACT_HARDSWISH: return v * fmin(fmax(v + 3.0, 0.0), 6.0) / 6.0;
+        case OCR_ACT_SWISH: return v / (1.0 + exp(-v));
+        case OCR_ACT_GELU: return v * 0.5 * erfc(-v / sqrt(2.0));
+        default: return v;
+    }
+}
+
+static double aaa_loss(const double *p, void *vctx) {
+    const AaaRef *r = vctx;
+    const int64_t n = r->n;
+    double l = 0;
+    for (int64_t i = 0; i < n; i++) l += r->dout[i] * (p[n + 2] * act_double(p[n] * p[i] + p[n + 1], r->act) + p[n + 3]);
+    return l;
+}
+
+START_TEST(test_affine_act_affine_gradients) {
+    // f32 against central differences of the double-precision loss. Tolerances: every fp32
+    // operation rounds at 6e-8 relative; the approximations of e^x (1e-7) and Φ (1.4e-6 for the
+    // x > −4 used here, kernels/cpu/activation_math.h) bound the activation's error, so each
+    // element's gradient is within ~3e-6 relative of the exact one, and the scalar sums within
+    // 3e-6 of Σ|term|; central differences with h = 1e-6 on a smooth double loss add < 1e-8.
+    // hardswish's inputs are kept 0.05 away from its kinks at ±3 so h never straddles one.
+    const int64_t n = 2048 * 2 + 333;
+    const ocr_activation_t acts[3] = {OCR_ACT_HARDSWISH, OCR_ACT_SWISH, OCR_ACT_GELU};
+    for (int k = 0; k < 3; k++) {
+        float *xs = fvec(n), *dys = fvec(n), *got = fvec(n);
+        double *p = dvec(n + 4), *dyd = dvec(n), *num = dvec(n + 4);
+        const float sv1 = 1.07f, bv1 = -0.31f, sv2 = 0.87f, bv2 = 0.19f, zero = 0.0f;
+        ocr_test_fill_uniform(xs, n, 60 + k, -3.5f, 3.5f);
+        ocr_test_fill_uniform(dys, n, 70 + k, -1.0f, 1.0f);
+        for (int64_t i = 0; i < n; i++) {
+            const double a = (double)sv1 * xs[i] + bv1;
+            if (fabs(fabs(a) - 3.0) < 0.05) xs[i] = 0.0f;  // away from hardswish's kinks
+            p[i] = xs[i];
+            dyd[i] = dys[i];
+        }
+        p[n] = sv1, p[n + 1] = bv1, p[n + 2] = sv2, p[n + 3] = bv2;
+        AaaRef r = {n, dyd, acts[k]};
+        ocr_test_numeric_grad(num, p, n + 4, aaa_loss, &r, 1e-6);
+        OcrTensor x = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), xs), dy = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), dys);
+        OcrTensor y = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), NULL), dx = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), NULL);
+        OcrTensor s1 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &sv1), b1 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &bv1);
+        OcrTensor s2 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &sv2), b2 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &bv2);
+        OcrTensor g[4];
+        for (int j = 0; j < 4; j++) g[j] = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &zero);
+        affine_act_affine_forward(&y, &x, &s1, &b1, acts[k], &s2, &b2);
+        fetch(got, &y);
+        double *ref = dvec(n);
+        for (int64_t i = 0; i < n; i++) ref[i] = sv2 * act_double((double)sv1 * xs[i] + bv1, acts[k]) + bv2;
+        ck_assert(ocr_test_allclose_f64(got, ref, n, 3e-6, 3e-6, "affine_act_affine forward"));
+        affine_act_affine_backward(&dx, &g[0], &g[1], &g[2], &g[3], &dy, &x, &s1, &b1, acts[k], &s2, OCR_F32);
+        fetch(got, &dx);
+        ck_assert(ocr_test_allclose_f64(got, num, n, 3e-6, 3e-6, "affine_act_affine dinp"));
+        // Σ|term| bounds each scalar's rounding: |dout|·|∂out/∂scalar| summed over the elements.
+        double mag[4] = {0, 0, 0, 0};
+        for (int64_t i = 0; i < n; i++) {
+            const double a = (double)sv1 * xs[i] + bv1, e = 1e-6;
+            const double dact = (act_double(a + e, acts[k]) - act_double(a - e, acts[k])) / (2 * e);
+            mag[0] += fabs(dyd[i] * sv2 * dact * xs[i]);
+            mag[1] += fabs(dyd[i] * sv2 * dact);
+            mag[2] += fabs(dyd[i] * act_double(a, acts[k]));
+            mag[3] += fabs(dyd[i]);
+        }
+        for (int j = 0; j < 4; j++)
+            ck_assert_msg(fabs(get1(&g[j]) - num[n + j]) <= 3e-6 * mag[j] + 1e-6, "act %d scalar %d: %.9g vs %.9g",
+                          (int)acts[k], j, get1(&g[j]), num[n + j]);
+        for (int j = 0; j < 4; j++) ocr_tensor_free(&g[j]);
+        ocr_tensor_free(&x), ocr_tensor_free(&dy), ocr_tensor_free(&y), ocr_tensor_free(&dx);
+        ocr_tensor_free(&s1), ocr_tensor_free(&b1), ocr_tensor_free(&s2), ocr_tensor_free(&b2);
+        free(xs), free(dys), free(got), free(p), free(dyd), free(num), free(ref);
+    }
+}
+END_TEST
+
 // ---- batch broadcast add ------------------------------------------------------------------------
 
 // p = [x (B·P) | pos (P)]; loss = Σ dout · (x + pos).
@@ -393,6 +588,8 @@ int main(void) {
     tcase_add_test(tc, test_scalar_affine_f32);
     tcase_add_test(tc, test_scalar_affine_reduction_and_threads);
     tcase_add_test(tc, test_scalar_affine_low_precision);
+    tcase_add_test(tc, test_affine_act_affine_matches_the_three_ops);
+    tcase_add_test(tc, test_affine_act_affine_gradients);
     tcase_add_test(tc, test_batch_broadcast_add);
     tcase_add_test(tc, test_attention_local_mask);
     tcase_add_test(tc, test_input_normalize_padded);
