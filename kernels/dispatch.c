@@ -153,6 +153,19 @@ void batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_r
                                 training);
 }
 
+void batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                    OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                    const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
+                                    int training) {
+    if (ON_CUDA("batchnorm2d_forward_accumulate", out, save_mean, save_rstd, running_mean, running_var, inp, gamma,
+                beta))
+        CUDA_CALL(batchnorm2d_forward_accumulate_cuda(out, save_mean, save_rstd, running_mean, running_var, inp, gamma,
+                                                      beta, momentum, eps, training));
+    else
+        batchnorm2d_forward_accumulate_cpu(out, save_mean, save_rstd, running_mean, running_var, inp, gamma, beta,
+                                           momentum, eps, training);
+}
+
 void batchnorm2d_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                           const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
                           const OcrTensor *save_rstd, int training) {

@@ -69,6 +69,15 @@ void conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, cons
 void batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
                          OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                          float momentum, float eps, int training);
+// out += bn(inp): batchnorm2d_forward's statistics, running update and value, the value rounded
+// into out's dtype and added to out's element (rounded once more): the bits of batchnorm2d_forward
+// into a new tensor of out's dtype followed by accumulate(out, it), without that tensor's write
+// and read. The LearnableRepLayer adds its branches' batch norms into their sum this way.
+// Per-rank statistics only (no synchronised variant).
+void batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                    OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                    const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
+                                    int training);
 // training = 1: gradient through the batch statistics; 0: through fixed statistics.
 // Frozen BN (Global.freeze_norm, fine-tuning) is training = 0 in both calls of a training pass:
 // the running statistics normalise and stay untouched, the output is the eval pass's bit for

@@ -162,6 +162,33 @@ CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, c
                               int64_t rows, int64_t C, ocr_activation_t act),
                (y, x, mf, af, bf, rows, C, act))
 
+// y (rows, C) += act(value) rounded to bf16, the sum rounded to bf16 (accumulate's add_tile_bf16
+// after forward_bf16 into a bf16 tensor).
+CPU_INLINE void forward_acc_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
+                                      const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
+                                      ocr_activation_t act) {
+#define BNA_FWD_ACC_LOOP(f)                                                                      \
+    for (int64_t r = 0; r < rows; r++) {                                                         \
+        const uint16_t *xr = x + r * C;                                                          \
+        uint16_t *yr = y + r * C;                                                                \
+        for (int64_t c = 0; c < C; c++) {                                                        \
+            const float v = bf16_round_f32(f(bf16_round_f32((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]))); \
+            yr[c] = ocr_f32_to_bf16(ocr_bf16_to_f32(yr[c]) + v);                                 \
+        }                                                                                        \
+    }
+    CPU_ACT_SWITCH(act, BNA_FWD_ACC_LOOP, _forward_one)
+#undef BNA_FWD_ACC_LOOP
+}
+CPU_VEC_CLONES(forward_acc_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
+                                  int64_t rows, int64_t C, ocr_activation_t act),
+               (y, x, mf, af, bf, rows, C, act))
+
+// y (n) += v (n) in fp32 (accumulate's add_tile); y may not overlap v.
+CPU_INLINE void add_into_body(float *restrict y, const float *restrict v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) y[i] = y[i] + v[i];
+}
+CPU_VEC_CLONES(add_into, (float *y, const float *v, int64_t n), (y, v, n))
+
 // The backward's sum pass on one tile: g = dy·act'(value) rounded to bf16, parked in gp (which
 // may be dy's memory: each element is read before it is written), p1 += Σ g, p2 += Σ g·(x − mean).
 CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_t *gp, const uint16_t *dy,
@@ -222,11 +249,12 @@ static BnaTile bna_tile(const BnaTiles *t) {
     return b;
 }
 
-void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
-                                 OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
-                                 const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                 ocr_activation_t act, float momentum, float eps, int training,
-                                 const OcrBnSync *sync) {
+// The forward of both entry points below: accumulate 0 writes act(value) into out, 1 adds it
+// (rounded into out's dtype first, as a tensor of that dtype would hold it) to out's elements.
+static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
+                        OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma,
+                        const OcrTensor *beta, ocr_activation_t act, float momentum, float eps, int training,
+                        const OcrBnSync *sync, int accumulate) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
@@ -251,7 +279,8 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
     float *y_whole = NULL;
     if (ocr_cpu_exact_numerics()) {
         if (inp->dtype != OCR_F32) xv = cpu_f32_view(inp, cpu_f32_in(&s, inp)), inp = &xv;
-        if (out->dtype != OCR_F32) y_whole = cpu_f32_out(&s, out, 0), yv = cpu_f32_view(out, y_whole), out = &yv;
+        if (out->dtype != OCR_F32)
+            y_whole = cpu_f32_out(&s, out, accumulate), yv = cpu_f32_view(out, y_whole), out = &yv;
     }
     const BnaCoef k = bna_coef(&s, inp, M, C, running_mean, running_var, gamma, beta, eps, training, sync);
 
@@ -270,13 +299,25 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
         const int64_t r0 = t * tr, rows = (r0 + tr <= M ? tr : M - r0);
         if (fwd_in_registers) {
             const size_t off = (size_t)(r0 * C);
-            forward_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf, rows, C,
-                         act);
+            if (accumulate)
+                forward_acc_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf,
+                                 rows, C, act);
+            else
+                forward_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf, rows,
+                             C, act);
             continue;
         }
         const BnaTile b = bna_tile(&tb);
         const float *x = cpu_rows_in(inp, C, r0, rows, b.x);
         bna_value_tile(b.v, x, rows, C, &k, mid, b.tmp);
+        if (accumulate) {
+            float *y = (float *)cpu_rows_in(out, C, r0, rows, b.y);  // out's own memory when it is f32
+            cpu_act_forward_tile(b.v, b.v, rows * C, act);
+            cpu_round_tile(b.v, rows * C, mid, b.tmp);
+            add_into(y, b.v, rows * C);
+            cpu_rows_out(out, C, r0, rows, y);
+            continue;
+        }
         float *y = cpu_rows_dst(out, C, r0, b.y);
         cpu_act_forward_tile(y, b.v, rows * C, act);
         cpu_rows_out(out, C, r0, rows, y);
@@ -310,6 +351,23 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
         cpu_f32_store(running_var, rv);
     }
     cpu_scratch_free(&s);
+}
+
+void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                 OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
+                                 const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                 ocr_activation_t act, float momentum, float eps, int training,
+                                 const OcrBnSync *sync) {
+    bna_forward(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta, act, momentum,
+                eps, training, sync, 0);
+}
+
+void batchnorm2d_forward_accumulate_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                        OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                        const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
+                                        int training) {
+    bna_forward(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta, OCR_ACT_NONE, momentum,
+                eps, training, NULL, 1);
 }
 
 // g (rows, C) = dout · act'(value) rounded to mid for the widened tiles x, dy, into g; returns g,

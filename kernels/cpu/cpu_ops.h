@@ -60,6 +60,10 @@ void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor
                                  const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                                  ocr_activation_t act, float momentum, float eps, int training,
                                  const OcrBnSync *sync);
+void batchnorm2d_forward_accumulate_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                        OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                        const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
+                                        int training);
 void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                                   const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                                   const OcrTensor *save_mean, const OcrTensor *save_rstd,

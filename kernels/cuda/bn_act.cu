@@ -249,16 +249,18 @@ static BaVecs ba_vecs(OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *sav
 
 // ---- forward ---------------------------------------------------------------------------------------
 
-__global__ void ba_forward_kernel(void *y, int ydt, BaIn in, int64_t n, int64_t C) {
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
-        st(y, ydt, i, act_forward(ba_value(in, i, i % C, C), in.act));
+// accumulate: y += act(value) rounded to y's dtype (batchnorm2d_forward_accumulate), else y = act(value).
+__global__ void ba_forward_kernel(void *y, int ydt, BaIn in, int64_t n, int64_t C, int accumulate) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
+        const float v = act_forward(ba_value(in, i, i % C, C), in.act);
+        st(y, ydt, i, accumulate ? __fadd_rn(ld(y, ydt, i), ba_round(v, ydt)) : v);
+    }
 }
 
-extern "C" void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
-                                             OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
-                                             const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                             ocr_activation_t act, float momentum, float eps, int training,
-                                             const OcrBnSync *sync) {
+static void ba_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
+                       OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma,
+                       const OcrTensor *beta, ocr_activation_t act, float momentum, float eps, int training,
+                       const OcrBnSync *sync, int accumulate) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
@@ -291,9 +293,27 @@ extern "C" void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mea
     const int64_t n = M * C;
     if (n > 0) {
         BaIn in = {inp->data, NULL, inp->dtype, OCR_F32, coef, NULL, (int)act, (int)out->dtype};
-        ba_forward_kernel<<<cuda_blocks(n, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(out->data, out->dtype, in, n, C);
+        ba_forward_kernel<<<cuda_blocks(n, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(out->data, out->dtype, in, n, C,
+                                                                                     accumulate);
         OCR_CUDA_LAUNCHED();
     }
+}
+
+extern "C" void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                             OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
+                                             const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                             ocr_activation_t act, float momentum, float eps, int training,
+                                             const OcrBnSync *sync) {
+    ba_forward(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta, act, momentum, eps,
+               training, sync, 0);
+}
+
+extern "C" void batchnorm2d_forward_accumulate_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                                    OcrTensor *running_mean, OcrTensor *running_var,
+                                                    const OcrTensor *inp, const OcrTensor *gamma,
+                                                    const OcrTensor *beta, float momentum, float eps, int training) {
+    ba_forward(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta, OCR_ACT_NONE, momentum,
+               eps, training, NULL, 1);
 }
 
 // ---- backward ---------------------------------------------------------------------------------------

@@ -204,28 +204,38 @@ static void sum_branch(OcrCtx *c, RepLayer *l, OcrTensor *branch_out) {
     memset(branch_out, 0, sizeof *branch_out);
 }
 
+// The branch BN of input x into the running sum: the first one's output becomes the sum, later
+// ones add into it directly (lbn_forward_accumulate) or, where they cannot, through sum_branch.
+static void add_branch(OcrCtx *c, RepLayer *l, LBN *bn, const OcrTensor *x) {
+    if (lbn_can_accumulate(c, bn, &l->sum))
+        lbn_forward_accumulate(c, bn, x, &l->sum);
+    else
+        sum_branch(c, l, lbn_forward(c, bn, x));
+}
+
 OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x) {
     OcrTensor *y;
     if (l->deploy) {
         y = lconv_forward(c, &l->reparam, x);
     } else {
-        // The BN outputs are not needed by any backward, so each one is folded into the sum
-        // right away; only the conv outputs (the BN inputs) stay saved.
+        // The BN outputs are not needed by any backward, so after the first branch's each one
+        // is added into the sum as it is formed (never stored), or folded in right away where
+        // it cannot be; only the conv outputs (the BN inputs) stay saved.
         memset(&l->sum, 0, sizeof l->sum);
         int branches = 0;
         if (l->has_identity) {
-            sum_branch(c, l, lbn_forward(c, &l->identity, x));
+            add_branch(c, l, &l->identity, x);
             branches++;
         }
         if (l->has_1x1) {
             lconv_forward(c, &l->c1x1.conv, x);
-            sum_branch(c, l, lbn_forward(c, &l->c1x1.bn, &l->c1x1.conv.y));
+            add_branch(c, l, &l->c1x1.bn, &l->c1x1.conv.y);
             ocr_ctx_release(c, &l->c1x1.conv.y);
             branches++;
         }
         for (int i = 0; i < l->nkxk; i++) {
             lconv_forward(c, &l->kxk[i].conv, x);
-            sum_branch(c, l, lbn_forward(c, &l->kxk[i].bn, &l->kxk[i].conv.y));
+            add_branch(c, l, &l->kxk[i].bn, &l->kxk[i].conv.y);
             ocr_ctx_release(c, &l->kxk[i].conv.y);
             branches++;
         }

@@ -318,6 +318,33 @@ OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
     return &l->y;
 }
 
+int lbn_can_accumulate(const OcrCtx *c, const LBN *l, const OcrTensor *sum) {
+    return !c->keep_all && !bn_sync(c, l) && sum->data && sum->dtype == ocr_ctx_dtype(c, l->op);
+}
+
+void lbn_forward_accumulate(OcrCtx *c, LBN *l, const OcrTensor *x, OcrTensor *sum) {
+    OCR_ASSERT(x->ndim == 4 && x->shape[3] == l->channels);
+    OCR_ASSERT(lbn_can_accumulate(c, l, sum), "%s: cannot add into this sum", c->ops->items[l->op].name);
+    OCR_ASSERT(ocr_tensor_same_shape(x, sum), "%s: the sum's shape differs", c->ops->items[l->op].name);
+    l->x = *x;
+    l->training = bn_uses_batch_stats(c, l);
+    memset(&l->y, 0, sizeof l->y);
+    l->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
+    l->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
+        OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
+        float momentum = c->bn_momentum >= 0.0f ? c->bn_momentum : l->momentum;
+        batchnorm2d_forward_accumulate(sum, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, momentum, l->eps,
+                                       l->training);
+    }
+    // Shape and FLOPs; not the output (the sum's values are not this op's).
+    ocr_ctx_record(c, l->op, sum, 3.0 * (double)ocr_tensor_numel(x));
+    memset(&c->ops->items[l->op].out, 0, sizeof c->ops->items[l->op].out);
+    ocr_ctx_release(c, &l->save_rstd);
+    ocr_ctx_release(c, &l->save_mean);
+}
+
 OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
     if (need_dx) dx = ocr_ctx_like(c, &l->x);

@@ -165,6 +165,12 @@ typedef struct {
 } LBN;
 void lbn_build(OcrBuilder *b, LBN *l, const char *name, int channels, OcrParamAttr attr);
 OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x);
+// sum += bn(x) without storing bn(x) (batchnorm2d_forward_accumulate: the bits of lbn_forward
+// followed by accumulate). The backward is lbn_backward's (it never reads the output). Only when
+// lbn_can_accumulate: a sum of the op's dtype, per-rank statistics, and a pass that does not keep
+// every op's output.
+int lbn_can_accumulate(const OcrCtx *c, const LBN *l, const OcrTensor *sum);
+void lbn_forward_accumulate(OcrCtx *c, LBN *l, const OcrTensor *x, OcrTensor *sum);
 OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx);
 
 // ---- elementwise activation -----------------------------------------------------------

@@ -1,7 +1,7 @@
 // Fused batch norm + activation on the GPU against the CPU twin (kernels/cpu/bn_act.c): every
 // activation, training and inference, f32/f16/bf16 storage, NULL gamma/beta, the saved and
 // running statistics and save_scale, dgamma/dbeta accumulation, dinp alone, and bitwise-
-// repeatable runs; synchronised BN (the _sync ops) with a stand-in world on both sides.
+// repeatable runs; batchnorm2d_forward_accumulate; synchronised BN (the _sync ops) with a stand-in world on both sides.
 #include "tests/gpu/gpu_test.h"
 
 #ifdef OCR_HAVE_CUDA
@@ -181,11 +181,39 @@ START_TEST(test_bn_act_sync) {
 }
 END_TEST
 
+// batchnorm2d_forward_accumulate: out += bn(x) on both sides from the same starting sum, the
+// sum within the batch norm's tolerances (plus the dtype's rounding, twin_close's allowance).
+START_TEST(test_bn_forward_accumulate) {
+    for (int k = 0; k < 3; k++)
+        for (int training = 0; training < 2; training++) {
+            char what[96];
+            snprintf(what, sizeof what, "bn forward accumulate %s train %d", dtn(DTS[k]), training);
+            const int64_t *shape = OCR_SHAPE(3, 7, 13, 37);
+            Twin x = twin_uniform(DTS[k], 4, shape, -1.5f, 2.5f), sum = twin_uniform(DTS[k], 4, shape, -2.0f, 2.0f);
+            Twin g = twin_uniform(OCR_F32, 1, OCR_SHAPE(37), 0.5f, 2.0f), b = twin_uniform(OCR_F32, 1, OCR_SHAPE(37), -0.5f, 0.5f);
+            Twin rm = twin_uniform(OCR_F32, 1, OCR_SHAPE(37), 0.4f, 0.6f), rv = twin_uniform(OCR_F32, 1, OCR_SHAPE(37), 0.5f, 2.0f);
+            Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(37)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(37));
+            batchnorm2d_forward_accumulate(&sum.h, &sm.h, &sr.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, 0.9f, 1e-5f, training);
+            batchnorm2d_forward_accumulate(&sum.d, &sm.d, &sr.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f, training);
+            ck_assert_msg(twin_close(&sum, BA_TOL, BA_TOL, what), "%s: sum", what);
+            ck_assert_msg(twin_close(&rm, 1e-6, 1e-6, what), "%s: running_mean", what);
+            ck_assert_msg(twin_close(&rv, BA_TOL, 0, what), "%s: running_var", what);
+            if (training) {
+                ck_assert_msg(twin_close(&sm, 1e-6, 1e-6, what), "%s: save_mean", what);
+                ck_assert_msg(twin_close(&sr, BA_TOL, 0, what), "%s: save_rstd", what);
+            }
+            twin_free(&x), twin_free(&sum), twin_free(&g), twin_free(&b), twin_free(&rm), twin_free(&rv);
+            twin_free(&sm), twin_free(&sr);
+        }
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("gpu_bn_act");
     TCase *tc = tcase_create("bn_act");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_bn_act);
+    tcase_add_test(tc, test_bn_forward_accumulate);
     tcase_add_test(tc, test_bn_act_deterministic);
     tcase_add_test(tc, test_bn_act_sync);
     suite_add_tcase(s, tc);

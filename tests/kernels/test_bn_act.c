@@ -4,7 +4,8 @@
 // recomputed into the storage dtype → activation_backward → batchnorm2d_backward) for every
 // activation, f32/f16/bf16 storage, NULL gamma/beta and optional gradient outputs, the
 // backward against central finite differences in double, low-precision storage against the f32
-// result, and thread-count invariance.
+// result, and thread-count invariance; batchnorm2d_forward_accumulate (out += bn(x)) bit for bit
+// against batchnorm2d_forward followed by accumulate, and its gradient.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -423,6 +424,94 @@ START_TEST(test_threads_invariant) {
 }
 END_TEST
 
+// ---- batchnorm2d_forward_accumulate: out += bn(x) -------------------------------------------------
+
+int ocr_cpu_vec_select(const char *name);  // kernels/cpu/cpu_common.h (test hook)
+
+// The bits of batchnorm2d_forward into a tensor of the sum's dtype followed by accumulate, for
+// f32/f16/bf16 sums over inputs of the same or another dtype, training and inference, one row
+// tile and many, every vector level, both thread counts; save_mean/save_rstd and the running
+// statistics as batchnorm2d_forward leaves them.
+START_TEST(test_forward_accumulate_matches_forward_then_accumulate) {
+    static const char *const levels[3] = {"sse2", "avx2", "avx512"};
+    const int64_t shapes[2][4] = {{2, 3, 5, 11}, {3, 7, 13, 37}};
+    for (int lv = 0; lv < 3; lv++) {
+        if (!ocr_cpu_vec_select(levels[lv])) {
+            printf("batchnorm2d_forward_accumulate: this CPU has no %s; that level not checked\n", levels[lv]);
+            continue;
+        }
+        for (int z = 0; z < 2; z++)
+            for (int k = 0; k < 3; k++)
+                for (int xk = 0; xk < 3; xk++)
+                    for (int training = 0; training < 2; training++)
+                        for (int threads = 1; threads <= 2; threads++) {
+                            omp_set_num_threads(threads);
+                            const int64_t *sh = shapes[z];
+                            Prob p = prob_new(sh[0], sh[1], sh[2], sh[3], 700 + 10 * z + k);
+                            const ocr_dtype_t dt = DTS[k], xdt = DTS[xk];
+                            char what[128];
+                            snprintf(what, sizeof what, "%s, shape %d, sum %s, x %s, training %d, %d threads",
+                                     levels[lv], z, ocr_dtype_name(dt), ocr_dtype_name(xdt), training, threads);
+                            float *s0 = fvec(p.n);
+                            ocr_test_fill_uniform(s0, p.n, 800 + z, -3.0f, 3.0f);
+                            Run r[2] = {run_new(&p, xdt), run_new(&p, xdt)};
+                            const int64_t *shape = OCR_SHAPE(p.N, p.H, p.W, p.C);
+                            OcrTensor sum[2] = {ocr_test_tensor(dt, 4, shape, s0), ocr_test_tensor(dt, 4, shape, s0)};
+                            OcrTensor y = ocr_test_tensor(dt, 4, shape, NULL);
+                            batchnorm2d_forward(&y, &r[0].sm, &r[0].sr, &r[0].rm, &r[0].rv, &r[0].x, &r[0].g,
+                                                &r[0].b, MOMENTUM, EPS, training);
+                            accumulate(&sum[0], &y);
+                            batchnorm2d_forward_accumulate(&sum[1], &r[1].sm, &r[1].sr, &r[1].rm, &r[1].rv, &r[1].x,
+                                                           &r[1].g, &r[1].b, MOMENTUM, EPS, training);
+                            ck_assert_msg(same_bits(&sum[0], &sum[1], "sum", what), "%s", what);
+                            if (training) {
+                                ck_assert_msg(same_bits(&r[0].sm, &r[1].sm, "save_mean", what), "%s", what);
+                                ck_assert_msg(same_bits(&r[0].sr, &r[1].sr, "save_rstd", what), "%s", what);
+                            }
+                            ck_assert_msg(same_bits(&r[0].rm, &r[1].rm, "running mean", what), "%s", what);
+                            ck_assert_msg(same_bits(&r[0].rv, &r[1].rv, "running var", what), "%s", what);
+                            ocr_tensor_free(&sum[0]), ocr_tensor_free(&sum[1]), ocr_tensor_free(&y);
+                            run_free(&r[0]), run_free(&r[1]);
+                            free(s0);
+                            prob_free(&p);
+                        }
+    }
+    ocr_cpu_vec_select(NULL);
+    omp_set_num_threads(2);
+}
+END_TEST
+
+// out0 + bn(x) has bn's gradient: batchnorm2d_backward against central differences of
+// Σ dout·(out0 + bn(x)) in double, and the forward against the double reference (f32: the
+// tolerances of the batch norm checks above).
+START_TEST(test_forward_accumulate_gradients) {
+    Prob p = prob_new(2, 3, 4, 7, 900);
+    const int64_t n = p.n, C = p.C, np = n + 2 * C;
+    double *pd = dvec(np), *num = dvec(np), *dyd = dvec(n), *rmd = dvec(C), *rvd = dvec(C), *ref = dvec(n);
+    float *got = fvec(n), *s0 = fvec(n);
+    ocr_test_fill_uniform(s0, n, 901, -2.0f, 2.0f);
+    for (int64_t i = 0; i < n; i++) pd[i] = p.x[i], dyd[i] = p.dy[i];
+    for (int64_t c = 0; c < C; c++) pd[n + c] = p.g[c], pd[n + C + c] = p.b[c], rmd[c] = p.rm[c], rvd[c] = p.rv[c];
+    Ref rf = {p.M, C, 1, OCR_ACT_NONE, rmd, rvd, dyd};
+    ocr_test_numeric_grad(num, pd, np, ref_loss, &rf, 1e-6);  // out0 is a constant of the loss
+    ref_forward(ref, pd, &rf);
+    for (int64_t i = 0; i < n; i++) ref[i] += s0[i];
+    Run r = run_new(&p, OCR_F32);
+    OcrTensor sum = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(p.N, p.H, p.W, p.C), s0);
+    batchnorm2d_forward_accumulate(&sum, &r.sm, &r.sr, &r.rm, &r.rv, &r.x, &r.g, &r.b, MOMENTUM, EPS, 1);
+    fetch(got, &sum);
+    ck_assert(ocr_test_allclose_f64(got, ref, n, 1e-5, 1e-5, "accumulate forward"));
+    ocr_test_poison(&r.dx);
+    batchnorm2d_backward(&r.dx, &r.dg, &r.db, &r.dy, &r.x, &r.g, &r.sm, &r.sr, 1);
+    fetch(got, &r.dx);
+    ck_assert(ocr_test_allclose_f64(got, num, n, 1e-4, 1e-3, "accumulate dinp"));
+    ocr_tensor_free(&sum);
+    run_free(&r);
+    free(pd), free(num), free(dyd), free(rmd), free(rvd), free(ref), free(got), free(s0);
+    prob_free(&p);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kernels_bn_act");
     TCase *tc = tcase_create("bn_act");
@@ -436,6 +525,8 @@ int main(void) {
     tcase_add_test(tc, test_backward_fd_inference);
     tcase_add_test(tc, test_low_precision);
     tcase_add_test(tc, test_threads_invariant);
+    tcase_add_test(tc, test_forward_accumulate_matches_forward_then_accumulate);
+    tcase_add_test(tc, test_forward_accumulate_gradients);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
