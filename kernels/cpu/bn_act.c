@@ -144,40 +144,32 @@ static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_
 // So these give that path's bits while skipping its widened tiles and rounding passes.
 
 CPU_INLINE float bf16_round_f32(float v) { return ocr_bf16_to_f32(ocr_f32_to_bf16(v)); }
-// y (rows, C) = act(value) rounded, value = (x − mf)·af + bf rounded to bf16.
-CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
-                                  const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
-                                  ocr_activation_t act) {
-#define BNA_FWD_LOOP(f)                                                                          \
+// The forward's rows on bf16 maps: v = act(value) with value = (x − mf)·af + bf rounded to bf16,
+// then STORE(y element, v): BNA_SET rounds v into y; BNA_ADD adds v rounded to bf16 to y's value
+// and rounds the sum (accumulate's add_tile_bf16 after forward_bf16 into a bf16 tensor).
+#define BNA_SET(y, v) (y) = ocr_f32_to_bf16(v)
+#define BNA_ADD(y, v) (y) = ocr_f32_to_bf16(ocr_bf16_to_f32(y) + bf16_round_f32(v))
+#define BNA_FWD_ROWS(f, STORE)                                                                   \
     for (int64_t r = 0; r < rows; r++) {                                                         \
         const uint16_t *xr = x + r * C;                                                          \
         uint16_t *yr = y + r * C;                                                                \
         for (int64_t c = 0; c < C; c++)                                                          \
-            yr[c] = ocr_f32_to_bf16(f(bf16_round_f32((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]))); \
+            STORE(yr[c], f(bf16_round_f32((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c])));   \
     }
-    CPU_ACT_SWITCH(act, BNA_FWD_LOOP, _forward_one)
-#undef BNA_FWD_LOOP
+#define BNA_FWD_SET_LOOP(f) BNA_FWD_ROWS(f, BNA_SET)
+#define BNA_FWD_ADD_LOOP(f) BNA_FWD_ROWS(f, BNA_ADD)
+CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
+                                  const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
+                                  ocr_activation_t act) {
+    CPU_ACT_SWITCH(act, BNA_FWD_SET_LOOP, _forward_one)
 }
 CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
                               int64_t rows, int64_t C, ocr_activation_t act),
                (y, x, mf, af, bf, rows, C, act))
-
-// y (rows, C) += act(value) rounded to bf16, the sum rounded to bf16 (accumulate's add_tile_bf16
-// after forward_bf16 into a bf16 tensor).
 CPU_INLINE void forward_acc_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
                                       const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
                                       ocr_activation_t act) {
-#define BNA_FWD_ACC_LOOP(f)                                                                      \
-    for (int64_t r = 0; r < rows; r++) {                                                         \
-        const uint16_t *xr = x + r * C;                                                          \
-        uint16_t *yr = y + r * C;                                                                \
-        for (int64_t c = 0; c < C; c++) {                                                        \
-            const float v = bf16_round_f32(f(bf16_round_f32((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]))); \
-            yr[c] = ocr_f32_to_bf16(ocr_bf16_to_f32(yr[c]) + v);                                 \
-        }                                                                                        \
-    }
-    CPU_ACT_SWITCH(act, BNA_FWD_ACC_LOOP, _forward_one)
-#undef BNA_FWD_ACC_LOOP
+    CPU_ACT_SWITCH(act, BNA_FWD_ADD_LOOP, _forward_one)
 }
 CPU_VEC_CLONES(forward_acc_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
                                   int64_t rows, int64_t C, ocr_activation_t act),

@@ -66,14 +66,21 @@ extern "C" const char *ocr_cuda_library_versions(char *buf, size_t bufsize) {
     int drv = 0, rt = 0, maj = 0, min = 0, pat = 0;
     cudaDriverGetVersion(&drv);
     cudaRuntimeGetVersion(&rt);
-    cublasGetProperty(MAJOR_VERSION, &maj);
-    cublasGetProperty(MINOR_VERSION, &min);
-    cublasGetProperty(PATCH_LEVEL, &pat);
+    // cuBLAS is opened at first use (cublas_loader.cu): say so when it cannot be.
+    char blas[320];
+    cublasStatus_t bs = cublasGetProperty(MAJOR_VERSION, &maj);
+    if (bs == CUBLAS_STATUS_SUCCESS) {
+        cublasGetProperty(MINOR_VERSION, &min);
+        cublasGetProperty(PATCH_LEVEL, &pat);
+        snprintf(blas, sizeof blas, "cuBLAS %d.%d.%d", maj, min, pat);
+    } else {
+        snprintf(blas, sizeof blas, "cuBLAS unavailable (%s)", cublasGetStatusString(bs));
+    }
 #ifdef OCR_HAVE_CUDNN
-    snprintf(buf, bufsize, "driver %d, runtime %d, cuBLAS %d.%d.%d, cuDNN %zu (built with %d)", drv, rt, maj, min, pat,
-             cudnnGetVersion(), CUDNN_VERSION);
+    snprintf(buf, bufsize, "driver %d, runtime %d, %s, cuDNN %zu (built with %d)", drv, rt, blas, cudnnGetVersion(),
+             CUDNN_VERSION);
 #else
-    snprintf(buf, bufsize, "driver %d, runtime %d, cuBLAS %d.%d.%d, no cuDNN in this build", drv, rt, maj, min, pat);
+    snprintf(buf, bufsize, "driver %d, runtime %d, %s, no cuDNN in this build", drv, rt, blas);
 #endif
     return buf;
 }

@@ -294,22 +294,28 @@ static const OcrBnSync *bn_sync(const OcrCtx *c, const LBN *l) {
     return l->training && c->bn_momentum < 0.0f ? c->bn_sync : NULL;
 }
 
-OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
+// What every BN forward does first: keep the input, pick the mode, allocate the saved statistics.
+static void bn_begin(OcrCtx *c, LBN *l, const OcrTensor *x) {
     OCR_ASSERT(x->ndim == 4 && x->shape[3] == l->channels);
     l->x = *x;
     l->training = bn_uses_batch_stats(c, l);
-    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, x->shape);
     l->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
     l->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
+}
+
+static float bn_momentum(const OcrCtx *c, const LBN *l) { return c->bn_momentum >= 0.0f ? c->bn_momentum : l->momentum; }
+
+OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, x->shape);
+    bn_begin(c, l, x);
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
         OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
-        float momentum = c->bn_momentum >= 0.0f ? c->bn_momentum : l->momentum;
         if (bn_sync(c, l))
             batchnorm2d_act_forward_sync(&l->y, &l->save_mean, &l->save_rstd, NULL, &rm, &rv, x, &g, &bb,
-                                         OCR_ACT_NONE, momentum, l->eps, l->training, bn_sync(c, l));
+                                         OCR_ACT_NONE, bn_momentum(c, l), l->eps, l->training, bn_sync(c, l));
         else
-            batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, momentum, l->eps,
+            batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, bn_momentum(c, l), l->eps,
                                 l->training);
     }
     ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
@@ -323,20 +329,15 @@ int lbn_can_accumulate(const OcrCtx *c, const LBN *l, const OcrTensor *sum) {
 }
 
 void lbn_forward_accumulate(OcrCtx *c, LBN *l, const OcrTensor *x, OcrTensor *sum) {
-    OCR_ASSERT(x->ndim == 4 && x->shape[3] == l->channels);
     OCR_ASSERT(lbn_can_accumulate(c, l, sum), "%s: cannot add into this sum", c->ops->items[l->op].name);
     OCR_ASSERT(ocr_tensor_same_shape(x, sum), "%s: the sum's shape differs", c->ops->items[l->op].name);
-    l->x = *x;
-    l->training = bn_uses_batch_stats(c, l);
     memset(&l->y, 0, sizeof l->y);
-    l->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
-    l->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
+    bn_begin(c, l, x);
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
         OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
-        float momentum = c->bn_momentum >= 0.0f ? c->bn_momentum : l->momentum;
-        batchnorm2d_forward_accumulate(sum, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, momentum, l->eps,
-                                       l->training);
+        batchnorm2d_forward_accumulate(sum, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, bn_momentum(c, l),
+                                       l->eps, l->training);
     }
     // Shape and FLOPs; not the output (the sum's values are not this op's).
     ocr_ctx_record(c, l->op, sum, 3.0 * (double)ocr_tensor_numel(x));
@@ -400,22 +401,17 @@ OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx) {
 // ---- batch norm + activation, fused ------------------------------------------------------------------
 
 OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x) {
-    OCR_ASSERT(x->ndim == 4 && x->shape[3] == bn->channels);
     const ocr_dtype_t dt = ocr_ctx_dtype(c, bn->op);
     OCR_ASSERT(ocr_ctx_dtype(c, act->op) == dt, "%s: a fused activation keeps the batch norm's dtype",
                c->ops->items[act->op].name);
-    bn->x = *x;
-    bn->training = bn_uses_batch_stats(c, bn);
     OcrTensor y = ocr_ctx_new(c, dt, 4, x->shape);
-    bn->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){bn->channels});
-    bn->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){bn->channels});
+    bn_begin(c, bn, x);
     bn->save_scale = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){bn->channels});
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
         OcrTensor rm = ocr_ctx_stat(c, bn->mean), rv = ocr_ctx_stat(c, bn->var);
-        float momentum = c->bn_momentum >= 0.0f ? c->bn_momentum : bn->momentum;
         batchnorm2d_act_forward_sync(&y, &bn->save_mean, &bn->save_rstd, &bn->save_scale, &rm, &rv, x, &g, &bb,
-                                     act->act, momentum, bn->eps, bn->training, bn_sync(c, bn));
+                                     act->act, bn_momentum(c, bn), bn->eps, bn->training, bn_sync(c, bn));
     }
     // The BN's entry: shape and FLOPs, but not the output (its values are the activation's).
     ocr_ctx_record(c, bn->op, &y, 2.0 * (double)ocr_tensor_numel(x));

@@ -1,8 +1,9 @@
 // The memory-saving training path against the plain one.
 //
-// In a training pass the ConvBN activations run in place over the BN output and the backward
-// recomputes that output (models/svtr/blocks.h); a pass that keeps every activation
-// (ocr_model_keep_activations) takes the plain path instead, which stores the BN output. Both
+// In a training pass the ConvBN activations run fused with their BN, the rep layers add their
+// branch batch norms straight into the branch sum and run their LAB → hardswish → LAB tail as one
+// op (models/svtr/blocks.h); a pass that keeps every activation (ocr_model_keep_activations)
+// takes the plain path instead, which runs and stores every op on its own. Both
 // must give bit-identical logits, parameter gradients, input gradients and BN running
 // statistics, in f32 and with f16/bf16 activations, while the recompute path plans (and
 // allocates: the plan is exact) fewer activation bytes. The layer-level case checks the ReLU
