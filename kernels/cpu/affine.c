@@ -54,6 +54,15 @@ CPU_INLINE void scale_bf16_body(uint16_t *dx, const uint16_t *dy, float s, int64
 }
 CPU_VEC_CLONES(scale_bf16, (uint16_t *dx, const uint16_t *dy, float s, int64_t m), (dx, dy, s, m))
 
+// y (m) = s·x + b, the product rounded on its own (ISO C: no FMA contraction); y may be x.
+CPU_INLINE void affine_tile_body(float *y, const float *x, float s, float b, int64_t m) {
+    for (int64_t i = 0; i < m; i++) {
+        const float t = s * x[i];
+        y[i] = t + b;
+    }
+}
+CPU_VEC_CLONES(affine_tile, (float *y, const float *x, float s, float b, int64_t m), (y, x, s, b, m))
+
 void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
@@ -78,10 +87,7 @@ void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
         }
         const float *x = cpu_rows_in(X, 1, i0, m, bx);
         float *y = cpu_rows_dst(Y, 1, i0, by);
-        for (int64_t i = 0; i < m; i++) {
-            float t = s * x[i];  // rounded on its own (ISO C: no contraction into an FMA)
-            y[i] = t + b;
-        }
+        affine_tile(y, x, s, b, m);
         cpu_rows_out(Y, 1, i0, m, y);
     }
     if (whole) cpu_f32_store(out, whole);
@@ -190,7 +196,7 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
         if (dbias) part_b[k] = chunk_sum(dy, NULL, m);
         if (DX) {
             float *dx = cpu_rows_dst(DX, 1, i0, bd);
-            for (int64_t i = 0; i < m; i++) dx[i] = s * dy[i];
+            cpu_scale_tile(dx, dy, s, m);
             cpu_rows_out(DX, 1, i0, m, dx);
         }
     }
@@ -208,21 +214,6 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
 // recomputing two maps and passing over five. Per element the operations are those of the
 // three ops in the same order, and the four scalar sums use scalar_affine's fixed chunk and
 // lane shape over the same values, so the results are the composition's bits.
-
-// y (m) = s·x + b, the product rounded on its own (ISO C: no FMA contraction); y may be x.
-CPU_INLINE void affine_tile_body(float *y, const float *x, float s, float b, int64_t m) {
-    for (int64_t i = 0; i < m; i++) {
-        const float t = s * x[i];
-        y[i] = t + b;
-    }
-}
-CPU_VEC_CLONES(affine_tile, (float *y, const float *x, float s, float b, int64_t m), (y, x, s, b, m))
-
-// y (m) = s·x; y may be x.
-CPU_INLINE void scale_tile_body(float *y, const float *x, float s, int64_t m) {
-    for (int64_t i = 0; i < m; i++) y[i] = s * x[i];
-}
-CPU_VEC_CLONES(scale_tile, (float *y, const float *x, float s, int64_t m), (y, x, s, m))
 
 // a (m) = mid(s1·x + b1), h (m) = mid(act(a)): the first affine's and the activation's outputs
 // as mid tensors would hold them.
@@ -290,8 +281,8 @@ CPU_VEC_CLONES(aaa_forward_bf16,
                (uint16_t *y, const uint16_t *x, float s1, float b1, float s2, float b2, int64_t m,
                 ocr_activation_t act),
                (y, x, s1, b1, s2, b2, m, act))
-CPU_INLINE void aaa_backward_f32_body(double *restrict lanes, float *dx, const float *dy, const float *x, float s1, float b1, float s2, int64_t m,
-                                      ocr_activation_t act) {
+CPU_INLINE void aaa_backward_f32_body(double *restrict lanes, float *dx, const float *dy, const float *x, float s1,
+                                      float b1, float s2, int64_t m, ocr_activation_t act) {
     AAA_LANES_DECLARE
     CPU_ACT_SWITCH(act, AAA_BWD_F32, )
 }
@@ -299,8 +290,8 @@ CPU_VEC_CLONES(aaa_backward_f32,
                (double *lanes, float *dx, const float *dy, const float *x, float s1, float b1, float s2, int64_t m,
                 ocr_activation_t act),
                (lanes, dx, dy, x, s1, b1, s2, m, act))
-CPU_INLINE void aaa_backward_bf16_body(double *restrict lanes, uint16_t *dx, const uint16_t *dy, const uint16_t *x, float s1, float b1, float s2, int64_t m,
-                                       ocr_activation_t act) {
+CPU_INLINE void aaa_backward_bf16_body(double *restrict lanes, uint16_t *dx, const uint16_t *dy, const uint16_t *x,
+                                       float s1, float b1, float s2, int64_t m, ocr_activation_t act) {
     AAA_LANES_DECLARE
     CPU_ACT_SWITCH(act, AAA_BWD_BF16, )
 }
@@ -409,7 +400,7 @@ void affine_act_affine_backward_cpu(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *
         aaa_inner(ba, bh, x, sv1, bv1, act, m, mid, tmp);
         if (ds2) p_s2[k] = chunk_sum(dy, bh, m);
         if (db2) p_b2[k] = chunk_sum(dy, NULL, m);
-        scale_tile(bd, dy, sv2, m);  // the second affine's dinp, a mid tensor
+        cpu_scale_tile(bd, dy, sv2, m);  // the second affine's dinp, a mid tensor
         cpu_round_tile(bd, m, mid, tmp);
         cpu_act_backward_tile(bd, bd, ba, m, act);  // the activation's dinp, a mid tensor
         cpu_round_tile(bd, m, mid, tmp);
@@ -417,7 +408,7 @@ void affine_act_affine_backward_cpu(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *
         if (db1) p_b1[k] = chunk_sum(bd, NULL, m);
         if (DX) {
             float *dx = cpu_rows_dst(DX, 1, i0, bh);  // bh is free again
-            scale_tile(dx, bd, sv1, m);
+            cpu_scale_tile(dx, bd, sv1, m);
             cpu_rows_out(DX, 1, i0, m, dx);
         }
     }

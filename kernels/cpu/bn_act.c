@@ -160,26 +160,16 @@ CPU_INLINE float bf16_round_f32(float v) { return ocr_bf16_to_f32(ocr_f32_to_bf1
 #define BNA_FWD_ADD_LOOP(f) BNA_FWD_ROWS(f, BNA_ADD)
 CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
                                   const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
-                                  ocr_activation_t act) {
-    CPU_ACT_SWITCH(act, BNA_FWD_SET_LOOP, _forward_one)
+                                  ocr_activation_t act, int accumulate) {
+    if (accumulate) {
+        CPU_ACT_SWITCH(act, BNA_FWD_ADD_LOOP, _forward_one)
+    } else {
+        CPU_ACT_SWITCH(act, BNA_FWD_SET_LOOP, _forward_one)
+    }
 }
 CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
-                              int64_t rows, int64_t C, ocr_activation_t act),
-               (y, x, mf, af, bf, rows, C, act))
-CPU_INLINE void forward_acc_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
-                                      const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
-                                      ocr_activation_t act) {
-    CPU_ACT_SWITCH(act, BNA_FWD_ADD_LOOP, _forward_one)
-}
-CPU_VEC_CLONES(forward_acc_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
-                                  int64_t rows, int64_t C, ocr_activation_t act),
-               (y, x, mf, af, bf, rows, C, act))
-
-// y (n) += v (n) in fp32 (accumulate's add_tile); y may not overlap v.
-CPU_INLINE void add_into_body(float *restrict y, const float *restrict v, int64_t n) {
-    for (int64_t i = 0; i < n; i++) y[i] = y[i] + v[i];
-}
-CPU_VEC_CLONES(add_into, (float *y, const float *v, int64_t n), (y, v, n))
+                              int64_t rows, int64_t C, ocr_activation_t act, int accumulate),
+               (y, x, mf, af, bf, rows, C, act, accumulate))
 
 // The backward's sum pass on one tile: g = dy·act'(value) rounded to bf16, parked in gp (which
 // may be dy's memory: each element is read before it is written), p1 += Σ g, p2 += Σ g·(x − mean).
@@ -291,12 +281,8 @@ static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rs
         const int64_t r0 = t * tr, rows = (r0 + tr <= M ? tr : M - r0);
         if (fwd_in_registers) {
             const size_t off = (size_t)(r0 * C);
-            if (accumulate)
-                forward_acc_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf,
-                                 rows, C, act);
-            else
-                forward_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf, rows,
-                             C, act);
+            forward_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf, rows, C,
+                         act, accumulate);
             continue;
         }
         const BnaTile b = bna_tile(&tb);
@@ -306,7 +292,7 @@ static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rs
             float *y = (float *)cpu_rows_in(out, C, r0, rows, b.y);  // out's own memory when it is f32
             cpu_act_forward_tile(b.v, b.v, rows * C, act);
             cpu_round_tile(b.v, rows * C, mid, b.tmp);
-            add_into(y, b.v, rows * C);
+            cpu_add_tile(y, y, b.v, rows * C);
             cpu_rows_out(out, C, r0, rows, y);
             continue;
         }

@@ -102,6 +102,8 @@ CPU_INLINE void scale_tile_body(float *y, const float *x, float alpha, int64_t n
     for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
 }
 CPU_VEC_CLONES(scale_tile, (float *y, const float *x, float alpha, int64_t n), (y, x, alpha, n))
+void cpu_add_tile(float *y, const float *a, const float *b, int64_t n) { add_tile(y, a, b, n); }
+void cpu_scale_tile(float *y, const float *x, float alpha, int64_t n) { scale_tile(y, x, alpha, n); }
 // y (rows, C) = x · the per-sample channel scale of each row (row r0 + r is sample (r0 + r) / HW).
 CPU_INLINE void chscale_tile_body(float *y, const float *x, const float *sc, int64_t r0, int64_t rows, int64_t HW,
                                   int64_t C) {

@@ -22,6 +22,11 @@ static inline int64_t cpu_tile_rows(int64_t C) { return C >= CPU_ROW_TILE ? 1 : 
 void cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act);
 void cpu_act_backward_tile(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act);
 
+// y (n) = a + b and y (n) = alpha·x on the calling thread (elementwise.c's add and scale loops,
+// the bits of accumulate and scale_forward); y may equal an input.
+void cpu_add_tile(float *y, const float *a, const float *b, int64_t n);
+void cpu_scale_tile(float *y, const float *x, float alpha, int64_t n);
+
 // v (n) = v rounded to dt and back (nearest even, the bulk conversions cpu_f32_store uses; a
 // no-op for f32); tmp holds n uint16 (used for f16 only). The intermediates of the fused ops
 // (bn_act.c, affine.c) go through it so they carry the bits of a dt tensor between two ops.
