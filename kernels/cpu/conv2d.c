@@ -13,8 +13,9 @@
 // f16/bf16 convolutions (1×1 and im2col) run on the CPU's BF16/FP16 hardware through oneDNN
 // where it exists (kernels/cpu/isa.h): the same GEMMs on the low-precision data itself (the
 // column buffer is built in that dtype), fp32 accumulation, one rounding into the output, no
-// fp32 copies of the tensors. The reference path (no such hardware, or
-// Global.cpu_exact_numerics) widens to fp32 and uses sgemm.
+// fp32 copies of the tensors. Without such hardware the operands are widened to fp32 and take
+// the same oneDNN fp32 GEMMs as an fp32 run; the reference (Global.cpu_exact_numerics) widens
+// and uses sgemm.
 #include <cblas.h>
 #include <omp.h>
 #include <string.h>
@@ -343,7 +344,13 @@ void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
     const float *x = cpu_f32_in(&s, inp);
     float *y = cpu_f32_out(&s, out, 0);
     const int64_t rows = g.N * g.Ho * g.Wo;
-    {
+    // f16/bf16 without the hardware: the widened operands take the fp32 run's oneDNN GEMMs
+    // (the same products of the same rounded values, fp32 sums in oneDNN's order). Exact
+    // numerics keeps sgemm, the reference.
+    OcrTensor xv = cpu_f32_view(inp, x), wv = cpu_f32_view(weight, w), yv = cpu_f32_view(out, y);
+    if (conv_lp_native(&g, OCR_F32, (const OcrTensor *const[]){&xv, &wv}, 2, (const OcrTensor *const[]){&yv}, 1)) {
+        conv_forward_lp(&yv, &xv, &wv, b, &g, &s);
+    } else {
         // Start from the bias and let sgemm add into it (beta = 1).
         float beta = 0.0f;
         if (b) {
@@ -412,7 +419,15 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
     float *dw = dweight ? cpu_f32_out(&s, dweight, 1) : NULL;
     float *db = dbias ? cpu_f32_out(&s, dbias, 1) : NULL;
     const int64_t rows = g.N * g.Ho * g.Wo;
-    {
+    // As in the forward: without the f16/bf16 hardware the widened operands take oneDNN's fp32
+    // GEMMs, exact numerics keeps sgemm. Views of absent tensors are never read.
+    OcrTensor dyv = cpu_f32_view(dout, dy), xv = cpu_f32_view(inp, x), wv = cpu_f32_view(weight, w);
+    OcrTensor dxv = dinp ? cpu_f32_view(dinp, dx) : xv, dwv = dweight ? cpu_f32_view(dweight, dw) : wv;
+    OcrTensor dbv = dbias ? cpu_f32_view(dbias, db) : wv;
+    if (conv_lp_native(&g, OCR_F32, (const OcrTensor *const[]){&dyv, &xv, &wv}, 3,
+                       (const OcrTensor *const[]){dinp ? &dxv : NULL, dweight ? &dwv : NULL}, 2)) {
+        conv_backward_lp(dinp ? &dxv : NULL, dweight ? &dwv : NULL, dbias ? &dbv : NULL, &dyv, &xv, &wv, &g, &s);
+    } else {
         if (db) column_sums_add(db, dy, rows, g.OC);
         if (is_pointwise(&g)) {
             for (int64_t grp = 0; grp < g.G; grp++) {

@@ -81,8 +81,15 @@ const OcrCpuFeatures *ocr_cpu_features(void) {
 void ocr_cpu_set_exact_numerics(int on) { atomic_store(&exact_numerics, on != 0); }
 int ocr_cpu_exact_numerics(void) { return atomic_load_explicit(&exact_numerics, memory_order_relaxed); }
 
+// Test hook (not in isa.h): treat every f16/bf16 path as lacking hardware, so a test can run
+// the emulated path on a CPU that has BF16/FP16 instructions.
+void ocr_cpu_force_emulated(int on);
+static atomic_int force_emulated;
+void ocr_cpu_force_emulated(int on) { atomic_store(&force_emulated, on != 0); }
+
 // The hardware path exists for dt: CPU instructions and the library's implementation.
 static int hardware_path(ocr_dtype_t dt) {
+    if (atomic_load_explicit(&force_emulated, memory_order_relaxed)) return 0;
     const OcrCpuFeatures *f = ocr_cpu_features();
     if (dt == OCR_BF16) return (f->amx_bf16 || f->avx512_bf16) && ocr_onednn_native(OCR_BF16);
     if (dt == OCR_F16) return (f->amx_fp16 || f->avx512_fp16) && ocr_onednn_native(OCR_F16);
@@ -117,6 +124,7 @@ const char *ocr_cpu_isa_emulated_reason(ocr_dtype_t dt) {
     if (ocr_cpu_lp_native(dt)) return NULL;
     if (ocr_cpu_exact_numerics()) return "exact numerics requested (Global.cpu_exact_numerics)";
     if (!ocr_onednn_available()) return "built without oneDNN";
+    if (atomic_load_explicit(&force_emulated, memory_order_relaxed)) return "emulation forced (test hook)";
     const OcrCpuFeatures *f = ocr_cpu_features();
     if (dt == OCR_BF16 && !f->amx_bf16 && !f->avx512_bf16) return "no AVX512-BF16 or AMX-BF16 on this CPU";
     if (dt == OCR_F16 && !f->amx_fp16 && !f->avx512_fp16) return "no AVX512-FP16 or AMX-FP16 on this CPU";

@@ -20,7 +20,9 @@
 // and the sign of a gradient within rounding noise of zero is the noise's. So the later steps are
 // checked for what must hold anyway (finite losses, no step skipped that the reference did not
 // skip) and printed next to the reference and FP32 for a reader, not held to a distance.
-// Without the hardware for a dtype the case prints SKIP.
+// Without the hardware for a dtype the case prints SKIP. The *_emulated cases switch the hardware
+// off (a test hook) and hold the emulated path — widened operands on the fp32 run's oneDNN
+// convolutions — to the same reference by the same rules, on every CPU.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,11 +88,19 @@ static void run_steps(const char *const *ov, int nov, double *loss, double *gnor
     ocr_config_free(cfg);
 }
 
-static void compare(const char *level, const char *dtype, ocr_dtype_t dt) {
-    if (!ocr_cpu_lp_native(dt)) {
+void ocr_cpu_force_emulated(int on);
+
+static void compare(const char *level, const char *dtype, ocr_dtype_t dt, int emulated) {
+    ocr_cpu_force_emulated(emulated);
+    if (emulated && !ocr_cpu_f32_conv_onednn()) {
+        printf("SKIP: fp32 convolutions take sgemm here, so the emulated path is the reference\n");
+        return;
+    }
+    if (!emulated && !ocr_cpu_lp_native(dt)) {
         printf("SKIP: %s is emulated here (%s)\n", dtype, ocr_cpu_isa_emulated_reason(dt));
         return;
     }
+    const char *path = emulated ? "emulated" : "native";
     char lv[64], dv[64];
     snprintf(lv, sizeof lv, "Global.amp_level=%s", level);
     snprintf(dv, sizeof dv, "Global.amp_dtype=%s", dtype);
@@ -106,37 +116,42 @@ static void compare(const char *level, const char *dtype, ocr_dtype_t dt) {
     run_steps(nat, 5, lnat, gnat, snat);
     const double unit = ldexp(1.0, dt == OCR_F16 ? -11 : -8);  // one rounding of the storage dtype
     for (int s = 0; s < STEPS; s++)
-        printf("%s %s step %d: loss fp32 %.7f  reference %.7f  native %.7f | gradient norm fp32 %.6g  reference "
-               "%.6g  native %.6g%s\n", dtype, level, s, l32[s], lref[s], lnat[s], g32[s], gref[s], gnat[s],
+        printf("%s %s step %d: loss fp32 %.7f  reference %.7f  %s %.7f | gradient norm fp32 %.6g  reference "
+               "%.6g  %s %.6g%s\n", dtype, level, s, l32[s], lref[s], path, lnat[s], g32[s], gref[s], path, gnat[s],
                sref[s] ? " (skipped in the reference)" : "");
     if (!sref[0]) {
         const double dl = fabs(lnat[0] - lref[0]) / fabs(lref[0]), dg = fabs(gnat[0] - gref[0]) / gref[0];
-        printf("%s %s first step: native vs reference: loss %.2g (bound %.2g), gradient norm %.2g relative; the "
-               "storage rounding (reference vs FP32): loss %.2g, gradient norm %.2g (the bound)\n", dtype, level, dl,
-               unit, dg,
+        printf("%s %s first step: %s vs reference: loss %.2g (bound %.2g), gradient norm %.2g relative; the "
+               "storage rounding (reference vs FP32): loss %.2g, gradient norm %.2g (the bound)\n", dtype, level, path,
+               dl, unit, dg,
                fabs(lref[0] - l32[0]) / fabs(l32[0]), fabs(gref[0] - g32[0]) / g32[0]);
         fflush(stdout);  // a failed check ends the forked test before stdio would flush
-        ck_assert_msg(!snat[0], "%s %s: the native first step overflowed, the reference's did not", dtype, level);
-        ck_assert_msg(dl <= unit, "%s %s first step: native loss %.7f vs reference %.7f: %.3g relative (> %.3g)",
-                      dtype, level, lnat[0], lref[0], dl, unit);
+        ck_assert_msg(!snat[0], "%s %s: the %s first step overflowed, the reference's did not", dtype, level, path);
+        ck_assert_msg(dl <= unit, "%s %s first step: %s loss %.7f vs reference %.7f: %.3g relative (> %.3g)",
+                      dtype, level, path, lnat[0], lref[0], dl, unit);
         const double storage = fabs(gref[0] - g32[0]) / gref[0];
-        ck_assert_msg(dg <= storage, "%s %s first step: native gradient norm %.7g vs reference %.7g: %.3g relative, "
-                      "more than rounding the storage moves it from FP32 (%.3g)", dtype, level, gnat[0], gref[0], dg,
+        ck_assert_msg(dg <= storage, "%s %s first step: %s gradient norm %.7g vs reference %.7g: %.3g relative, "
+                      "more than rounding the storage moves it from FP32 (%.3g)", dtype, level, path, gnat[0], gref[0], dg,
                       storage);
     }
     for (int s = 0; s < STEPS; s++) {
-        ck_assert_msg(isfinite(lnat[s]), "%s %s step %d: native loss %g", dtype, level, s, lnat[s]);
-        ck_assert_msg(snat[s] <= sref[s], "%s %s step %d: the native path overflowed, the reference did not", dtype,
-                      level, s);
+        ck_assert_msg(isfinite(lnat[s]), "%s %s step %d: %s loss %g", dtype, level, s, path, lnat[s]);
+        ck_assert_msg(snat[s] <= sref[s], "%s %s step %d: the %s path overflowed, the reference did not", dtype,
+                      level, s, path);
     }
     ocr_backend_set_cpu_exact_numerics(0);
+    ocr_cpu_force_emulated(0);
 }
 
-START_TEST(test_bf16_o2) { compare("O2", "bfloat16", OCR_BF16); }
+START_TEST(test_bf16_o2) { compare("O2", "bfloat16", OCR_BF16, 0); }
 END_TEST
-START_TEST(test_bf16_o1) { compare("O1", "bfloat16", OCR_BF16); }
+START_TEST(test_bf16_o1) { compare("O1", "bfloat16", OCR_BF16, 0); }
 END_TEST
-START_TEST(test_fp16_o2) { compare("O2", "float16", OCR_F16); }
+START_TEST(test_fp16_o2) { compare("O2", "float16", OCR_F16, 0); }
+END_TEST
+START_TEST(test_bf16_o2_emulated) { compare("O2", "bfloat16", OCR_BF16, 1); }
+END_TEST
+START_TEST(test_fp16_o2_emulated) { compare("O2", "float16", OCR_F16, 1); }
 END_TEST
 
 int main(void) {
@@ -147,6 +162,8 @@ int main(void) {
     tcase_add_test(tc, test_bf16_o2);
     tcase_add_test(tc, test_bf16_o1);
     tcase_add_test(tc, test_fp16_o2);
+    tcase_add_test(tc, test_bf16_o2_emulated);
+    tcase_add_test(tc, test_fp16_o2_emulated);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }

@@ -11,7 +11,9 @@
 // u_out the output dtype's unit roundoff (0 for f32): each fp32 sum is within γ(n)·S of the
 // exact one, and rounding two values that close can differ by one ulp of the output. The
 // inputs are uniform in [-1, 1): no subnormals, which AMX would flush.
-// Without the hardware (or oneDNN) for a dtype, its cases print SKIP and pass.
+// Without the hardware (or oneDNN) for a dtype, its cases print SKIP and pass. The emulated
+// convolutions (widened operands on oneDNN's fp32 GEMMs) are checked against the same
+// reference on every CPU, with the hardware paths switched off by a test hook.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -287,18 +289,42 @@ static void conv_case(ocr_dtype_t dt, ocr_dtype_t gdt, const ConvP *p) {
     check_case(&b);
 }
 
-START_TEST(test_conv2d) {
-    ocr_dtype_t dt = _i % 2 ? OCR_F16 : OCR_BF16;
-    ocr_dtype_t gdt = _i / 2 ? OCR_F32 : dt;
-    if (!have(dt)) return;
-    const ConvP cases[] = {
+static const ConvP conv_cases[] = {
         {2, 6, 20, 32, 48, 1, 1, {1, 1, 0, 0, 1}, 0},   // pointwise: the GEMM on the NHWC buffer itself
         {2, 9, 17, 16, 24, 3, 3, {2, 2, 1, 1, 1}, 1},   // im2col, stride 2, padding, bias
         {1, 8, 12, 12, 18, 3, 3, {1, 1, 1, 1, 3}, 0},   // grouped (strided group operands)
         {2, 5, 11, 24, 32, 1, 1, {1, 1, 0, 0, 2}, 1},   // grouped pointwise with bias
         {3, 12, 40, 3, 16, 3, 3, {2, 2, 1, 1, 1}, 0},   // the stem: 3 input channels
-    };
-    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) conv_case(dt, gdt, &cases[k]);
+};
+
+START_TEST(test_conv2d) {
+    ocr_dtype_t dt = _i % 2 ? OCR_F16 : OCR_BF16;
+    ocr_dtype_t gdt = _i / 2 ? OCR_F32 : dt;
+    if (!have(dt)) return;
+    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) conv_case(dt, gdt, &conv_cases[k]);
+}
+END_TEST
+
+// Without the hardware (forced here, so every CPU runs it) f16/bf16 convolutions widen their
+// operands and take the fp32 run's oneDNN GEMMs, while the reference widens and takes sgemm:
+// the same products of the same rounded values summed in fp32 in two orders, so the bound
+// above holds unchanged. oneDNN must really run (it creates primitives for these shapes).
+void ocr_cpu_force_emulated(int on);
+START_TEST(test_conv2d_emulated) {
+    ocr_dtype_t dt = _i % 2 ? OCR_F16 : OCR_BF16;
+    ocr_dtype_t gdt = _i / 2 ? OCR_F32 : dt;
+    ocr_cpu_set_exact_numerics(0);
+    if (!ocr_cpu_f32_conv_onednn()) {
+        printf("SKIP: fp32 convolutions take sgemm here (no oneDNN, or OCR_CPU_F32_CONV=sgemm)\n");
+        return;
+    }
+    ocr_cpu_force_emulated(1);
+    ck_assert(!ocr_cpu_lp_native(dt));
+    ck_assert_str_eq(ocr_cpu_isa_name(dt), "emulated");
+    int64_t before = ocr_onednn_primitives_created();
+    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) conv_case(dt, gdt, &conv_cases[k]);
+    ck_assert_int_gt(ocr_onednn_primitives_created(), before);
+    ocr_cpu_force_emulated(0);
 }
 END_TEST
 
@@ -346,6 +372,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_linear, 0, 4);
     tcase_add_loop_test(tc, test_matmul_batched, 0, 2);
     tcase_add_loop_test(tc, test_conv2d, 0, 4);
+    tcase_add_loop_test(tc, test_conv2d_emulated, 0, 4);
     tcase_add_test(tc, test_switch);
     tcase_add_test(tc, test_fp32_isa_follows_vector_level);
     suite_add_tcase(s, tc);
