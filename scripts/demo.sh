@@ -25,7 +25,7 @@
 # Environment: BUILD_DIR (build), DATA_DIR (train_data/receipts_v4; the fallback uses
 # train_data/receipts), OUT_DIR (output/demo), WEIGHTS_DIR (weights), DEMO_TRAIN_LINES /
 # DEMO_EVAL_LINES (dataset sizes), DEMO_AMP_DTYPE (bfloat16 or float16: the default is the one
-# this CPU computes in hardware, see `ocrtrain info`), DEMO_SCRATCH=1 (force the fallback),
+# this CPU computes in hardware, see `ocrtrain info`; bfloat16 when it has neither), DEMO_SCRATCH=1 (force the fallback),
 # DEMO_CONFIG (the fallback's config).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -84,8 +84,10 @@ if [ "$scratch" != 1 ]; then
     AMP_DTYPE=${DEMO_AMP_DTYPE:-}
     if [ -z "$AMP_DTYPE" ]; then
         isa=$("$OCR" info -c "$CONFIG" -o Global.pretrained_model=null 2>/dev/null | grep -m1 'cpu GEMMs' || true)
-        AMP_DTYPE=float16
-        case "$isa" in *"bf16: emulated"*) ;; *"bf16:"*) AMP_DTYPE=bfloat16 ;; esac
+        # float16 only where it alone has hardware; emulated, bfloat16 costs the same time and
+        # needs no loss scaling (float16 skips overflowing steps while the scale settles).
+        AMP_DTYPE=bfloat16
+        case "$isa" in *"bf16: emulated"*) case "$isa" in *"fp16: emulated"*) ;; *"fp16:"*) AMP_DTYPE=float16 ;; esac ;; esac
         echo "demo: ${isa:-cpu ISA unknown}; AMP dtype $AMP_DTYPE"
     fi
     say "fine-tuning PP-OCRv4 in FP32 and AMP ($AMP_DTYPE-O2) from the same start"
