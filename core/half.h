@@ -32,6 +32,17 @@ static inline ocr_bf16_t ocr_f32_to_bf16(float f) {
     return (ocr_bf16_t)((u + rounding_bias) >> 16);
 }
 
+// ocr_bf16_to_f32(ocr_f32_to_bf16(f)) bit for bit (NaNs included), computed without leaving
+// 32 bits: vectorised loops that round an fp32 intermediate to bf16 and keep computing then
+// stay in 32-bit lanes instead of packing to 16 bits and widening back (two cross-lane shuffles
+// per vector at AVX2).
+static inline float ocr_bf16_round(float f) {
+    uint32_t u = ocr_f32_bits(f);
+    uint32_t rounded = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    uint32_t quiet_nan = (u & 0xffff0000u) | 0x00400000u;
+    return ocr_bits_f32((u & 0x7fffffffu) > 0x7f800000u ? quiet_nan : rounded);
+}
+
 static inline float ocr_f16_to_f32(ocr_f16_t h) {
     uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
     uint32_t exp = (h >> 10) & 0x1fu;

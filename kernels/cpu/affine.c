@@ -229,7 +229,7 @@ static void aaa_inner(float *a, float *h, const float *x, float s1, float b1, oc
 // FP32 and BF16-O2 cases): T the maps' type, WIDEN its exact widening, ROUND an intermediate's
 // rounding into T and back, STORE the rounding of a result into T. f is the activation's name
 // (activation_math.h: f##_forward_one, f##_backward_one).
-#define AFFINE_BF16_ROUND(v) ocr_bf16_to_f32(ocr_f32_to_bf16(v))
+#define AFFINE_BF16_ROUND(v) ocr_bf16_round(v)
 #define AAA_FORWARD_LOOP(WIDEN, ROUND, STORE, f)                  \
     for (int64_t i = 0; i < m; i++) {                             \
         const float t = s1 * WIDEN(x[i]);                         \

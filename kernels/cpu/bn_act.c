@@ -48,7 +48,7 @@ static void bna_check_vec(const OcrTensor *t, int64_t C, const char *what) {
 // v (n) = v rounded to bf16 and back in one pass, in registers: ocr_f32_to_bf16's nearest-even
 // rounding with NaNs quieted (the bulk converters' too), then the exact widening.
 CPU_INLINE void round_bf16_inplace_body(float *v, int64_t n) {
-    for (int64_t i = 0; i < n; i++) v[i] = ocr_bf16_to_f32(ocr_f32_to_bf16(v[i]));
+    for (int64_t i = 0; i < n; i++) v[i] = ocr_bf16_round(v[i]);
 }
 CPU_VEC_CLONES(round_bf16_inplace, (float *v, int64_t n), (v, n))
 
@@ -143,7 +143,7 @@ static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_
 // activation's formula from activation_math.h, the sums in row order) is the buffered path's.
 // So these give that path's bits while skipping its widened tiles and rounding passes.
 
-CPU_INLINE float bf16_round_f32(float v) { return ocr_bf16_to_f32(ocr_f32_to_bf16(v)); }
+CPU_INLINE float bf16_round_f32(float v) { return ocr_bf16_round(v); }
 // The forward's rows on bf16 maps: v = act(value) with value = (x − mf)·af + bf rounded to bf16,
 // then STORE(y element, v): BNA_SET rounds v into y; BNA_ADD adds v rounded to bf16 to y's value
 // and rounds the sum (accumulate's add_tile_bf16 after forward_bf16 into a bf16 tensor).

@@ -433,6 +433,22 @@ static void check_tails(int is_f16, const char *path) {
     free(out16);
 }
 
+// ocr_bf16_round is the bf16 round trip, bit for bit, on every f32 pattern (NaNs, infinities,
+// subnormals, both ties).
+START_TEST(test_bf16_round_all_patterns) {
+    uint64_t mismatches = 0;
+    uint32_t first = 0;
+    for (uint64_t w = 0; w <= 0xffffffffull; w++) {
+        const uint32_t u = (uint32_t)w;
+        const float f = ocr_bits_f32(u);
+        if (ocr_f32_bits(ocr_bf16_round(f)) != ocr_f32_bits(ocr_bf16_to_f32(ocr_f32_to_bf16(f))) && !mismatches++)
+            first = u;
+    }
+    ck_assert_msg(mismatches == 0, "ocr_bf16_round differs from the round trip on %llu patterns, first 0x%08x",
+                  (unsigned long long)mismatches, first);
+}
+END_TEST
+
 START_TEST(test_lengths_and_alignment) {
     for (int p = 0; p < N_F16_PATHS; p++)
         if (use_f16_path(f16_paths[p])) check_tails(1, f16_paths[p]);
@@ -486,6 +502,7 @@ static Suite *half_suite(void) {
     tcase_add_test(tc, test_f16_rounding_boundaries);
     tcase_add_test(tc, test_bf16_rounding_boundaries);
     tcase_add_test(tc, test_random_f32_patterns);
+    tcase_add_test(tc, test_bf16_round_all_patterns);
     tcase_add_test(tc, test_lengths_and_alignment);
     tcase_add_test(tc, test_path_reporting);
     suite_add_tcase(s, tc);
