@@ -229,7 +229,6 @@ static void aaa_inner(float *a, float *h, const float *x, float s1, float b1, oc
 // FP32 and BF16-O2 cases): T the maps' type, WIDEN its exact widening, ROUND an intermediate's
 // rounding into T and back, STORE the rounding of a result into T. f is the activation's name
 // (activation_math.h: f##_forward_one, f##_backward_one).
-#define AFFINE_BF16_ROUND(v) ocr_bf16_round(v)
 #define AAA_FORWARD_LOOP(WIDEN, ROUND, STORE, f)                  \
     for (int64_t i = 0; i < m; i++) {                             \
         const float t = s1 * WIDEN(x[i]);                         \
@@ -262,9 +261,9 @@ static void aaa_inner(float *a, float *h, const float *x, float s1, float b1, oc
     double *lb1 = lanes + 3 * AFFINE_LANES;                                         \
     for (int t = 0; t < 4 * AFFINE_LANES; t++) lanes[t] = 0.0;
 #define AAA_FWD_F32(f) AAA_FORWARD_LOOP(AFFINE_F32, AFFINE_F32, AFFINE_F32, f)
-#define AAA_FWD_BF16(f) AAA_FORWARD_LOOP(ocr_bf16_to_f32, AFFINE_BF16_ROUND, ocr_f32_to_bf16, f)
+#define AAA_FWD_BF16(f) AAA_FORWARD_LOOP(ocr_bf16_to_f32, ocr_bf16_round, ocr_f32_to_bf16, f)
 #define AAA_BWD_F32(f) AAA_BACKWARD_LOOP(AFFINE_F32, AFFINE_F32, AFFINE_F32, f)
-#define AAA_BWD_BF16(f) AAA_BACKWARD_LOOP(ocr_bf16_to_f32, AFFINE_BF16_ROUND, ocr_f32_to_bf16, f)
+#define AAA_BWD_BF16(f) AAA_BACKWARD_LOOP(ocr_bf16_to_f32, ocr_bf16_round, ocr_f32_to_bf16, f)
 
 CPU_INLINE void aaa_forward_f32_body(float *y, const float *x, float s1, float b1, float s2,
                                      float b2, int64_t m, ocr_activation_t act) {

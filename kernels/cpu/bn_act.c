@@ -143,18 +143,17 @@ static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_
 // activation's formula from activation_math.h, the sums in row order) is the buffered path's.
 // So these give that path's bits while skipping its widened tiles and rounding passes.
 
-CPU_INLINE float bf16_round_f32(float v) { return ocr_bf16_round(v); }
 // The forward's rows on bf16 maps: v = act(value) with value = (x − mf)·af + bf rounded to bf16,
 // then STORE(y element, v): BNA_SET rounds v into y; BNA_ADD adds v rounded to bf16 to y's value
 // and rounds the sum (accumulate's add_tile_bf16 after forward_bf16 into a bf16 tensor).
 #define BNA_SET(y, v) (y) = ocr_f32_to_bf16(v)
-#define BNA_ADD(y, v) (y) = ocr_f32_to_bf16(ocr_bf16_to_f32(y) + bf16_round_f32(v))
+#define BNA_ADD(y, v) (y) = ocr_f32_to_bf16(ocr_bf16_to_f32(y) + ocr_bf16_round(v))
 #define BNA_FWD_ROWS(f, STORE)                                                                   \
     for (int64_t r = 0; r < rows; r++) {                                                         \
         const uint16_t *xr = x + r * C;                                                          \
         uint16_t *yr = y + r * C;                                                                \
         for (int64_t c = 0; c < C; c++)                                                          \
-            STORE(yr[c], f(bf16_round_f32((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c])));   \
+            STORE(yr[c], f(ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c])));   \
     }
 #define BNA_FWD_SET_LOOP(f) BNA_FWD_ROWS(f, BNA_SET)
 #define BNA_FWD_ADD_LOOP(f) BNA_FWD_ROWS(f, BNA_ADD)
@@ -182,7 +181,7 @@ CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_
         uint16_t *gr = gp + r * C;                                                               \
         for (int64_t c = 0; c < C; c++) {                                                        \
             const float xv = ocr_bf16_to_f32(xr[c]);                                             \
-            const float v = bf16_round_f32((xv - mean[c]) * af[c] + bf[c]);                       \
+            const float v = ocr_bf16_round((xv - mean[c]) * af[c] + bf[c]);                       \
             const uint16_t gh = ocr_f32_to_bf16(f(ocr_bf16_to_f32(dr[c]), v));                   \
             const double g = (double)ocr_bf16_to_f32(gh);                                        \
             p1[c] += g;                                                                          \

@@ -294,6 +294,13 @@ static const OcrBnSync *bn_sync(const OcrCtx *c, const LBN *l) {
     return l->training && c->bn_momentum < 0.0f ? c->bn_sync : NULL;
 }
 
+// An op of a fused pass: its table entry gets the shape and FLOPs, not an output (the values in
+// that tensor are a later op's, so the entry would misreport them).
+static void record_fused(OcrCtx *c, int op, const OcrTensor *like, double flops) {
+    ocr_ctx_record(c, op, like, flops);
+    memset(&c->ops->items[op].out, 0, sizeof c->ops->items[op].out);
+}
+
 // What every BN forward does first: keep the input, pick the mode, allocate the saved statistics.
 static void bn_begin(OcrCtx *c, LBN *l, const OcrTensor *x) {
     OCR_ASSERT(x->ndim == 4 && x->shape[3] == l->channels);
@@ -340,8 +347,7 @@ void lbn_forward_accumulate(OcrCtx *c, LBN *l, const OcrTensor *x, OcrTensor *su
                                        l->eps, l->training);
     }
     // Shape and FLOPs; not the output (the sum's values are not this op's).
-    ocr_ctx_record(c, l->op, sum, 3.0 * (double)ocr_tensor_numel(x));
-    memset(&c->ops->items[l->op].out, 0, sizeof c->ops->items[l->op].out);
+    record_fused(c, l->op, sum, 3.0 * (double)ocr_tensor_numel(x));
     ocr_ctx_release(c, &l->save_rstd);
     ocr_ctx_release(c, &l->save_mean);
 }
@@ -414,8 +420,7 @@ OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x) {
                                      act->act, bn_momentum(c, bn), bn->eps, bn->training, bn_sync(c, bn));
     }
     // The BN's entry: shape and FLOPs, but not the output (its values are the activation's).
-    ocr_ctx_record(c, bn->op, &y, 2.0 * (double)ocr_tensor_numel(x));
-    memset(&c->ops->items[bn->op].out, 0, sizeof c->ops->items[bn->op].out);
+    record_fused(c, bn->op, &y, 2.0 * (double)ocr_tensor_numel(x));
     memset(&bn->y, 0, sizeof bn->y);
     ocr_ctx_release(c, &bn->save_scale);
     ocr_ctx_release(c, &bn->save_rstd);
@@ -503,11 +508,9 @@ OcrTensor *llab_act_forward(OcrCtx *c, LLab *lab1, LAct *act, LLab *lab2, const 
         affine_act_affine_forward(&y, x, &s1, &b1, act->act, &s2, &b2);
     }
     // The first two entries: shape and FLOPs, not the output (its values are lab2's).
-    ocr_ctx_record(c, lab1->op, &y, 2.0 * n);
-    memset(&c->ops->items[lab1->op].out, 0, sizeof c->ops->items[lab1->op].out);
+    record_fused(c, lab1->op, &y, 2.0 * n);
     memset(&lab1->y, 0, sizeof lab1->y);
-    ocr_ctx_record(c, act->op, &y, act_cost[act->act] * n);
-    memset(&c->ops->items[act->op].out, 0, sizeof c->ops->items[act->op].out);
+    record_fused(c, act->op, &y, act_cost[act->act] * n);
     act->inplace = 1;
     memset(&act->x, 0, sizeof act->x);
     memset(&act->y, 0, sizeof act->y);
