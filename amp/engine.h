@@ -119,7 +119,7 @@ int amp_engine_adam_step(AmpEngine *e, OcrTensor *m, OcrTensor *v, amp_adam_fill
 // scale before and after (warning); updates the scaler and the statistics.
 void amp_engine_end_step(AmpEngine *e);
 
-// ---- the GPU step (app/step.c, kernels/cuda/train_step.h) -------------------------------------
+// ---- the GPU step (training/step.c, kernels/cuda/train_step.h) -------------------------------------
 // On a CUDA device the check, the update, the BN restore and the scale update run on the device
 // and the host learns a step's outcome later (asynchronously). This records it, in step order:
 // the per-layer gradient statistics, the skip bookkeeping and warning (first bad layer), the host

@@ -121,7 +121,7 @@ int main(int argc, char **argv) {
         done_at[i] = t;
     }
     double t_bwd = t;
-    // Buckets in backward order (the table's end first), as app/grad_sync.c forms them.
+    // Buckets in backward order (the table's end first), as distributed/grad_sync.c forms them.
     PlanBucket *b = calloc((size_t)pt->count + 1, sizeof *b);
     int K = 0;
     int64_t cap = (int64_t)(bucket_mb * 1048576.0), total32 = 0, total16 = 0;

@@ -11,7 +11,7 @@
 // to f16, kernels compute in fp32 and round, as on a GPU. --profile prints wall time per op
 // type and the slowest ops. --keep-activations keeps every activation (no in-place
 // activations, no recomputation in the backward: the memory-hungry path, for comparison).
-// The bench runs under ocrtrain's thread-runtime defaults (app/runtime.h: passive OpenMP wait,
+// The bench runs under ocrtrain's thread-runtime defaults (training/runtime.h: passive OpenMP wait,
 // short OpenBLAS thread timeout, unless set in the environment); OCR_RUNTIME_TUNED=1 keeps the
 // libraries' own defaults. Each mode ends with the tracked peak memory of its passes (all
 // categories; activations and op workspace on their own) and the process's peak RSS.
@@ -23,7 +23,7 @@
 
 #include "core/config.h"
 #include "core/memory.h"
-#include "app/runtime.h"
+#include "training/runtime.h"
 #include "core/timer.h"
 #include "kernels/backend.h"
 #include "models/model.h"
@@ -107,7 +107,7 @@ static void print_profile(OcrModel *m, int steps, const char *what) {
 }
 
 int main(int argc, char **argv) {
-    app_tune_runtime(argv);
+    training_tune_runtime(argv);
     const char *cfg_path = NULL, *mode = "both";
     int batch = 32, height = 0, width = 0, iters = 5, warmup = 1, threads = 0, profile = 0, keep = 0;
     ocr_dtype_t dtype = OCR_F32;

@@ -1,4 +1,4 @@
-// bench_train_cpu: ocrtrain's full CPU training step (app/step.c: forward under the AMP
+// bench_train_cpu: ocrtrain's full CPU training step (training/step.c: forward under the AMP
 // policy, CTC, backward, unscale + check, Adam) per config × precision, side by side with
 // tools/torch_bench.py (the same networks, batch and threads in PyTorch).
 //
@@ -24,10 +24,10 @@
 #include <unistd.h>
 
 #include "amp/engine.h"
-#include "app/optim.h"
-#include "app/run_config.h"
-#include "app/runtime.h"
-#include "app/step.h"
+#include "training/optim.h"
+#include "training/run_config.h"
+#include "training/runtime.h"
+#include "training/step.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "core/memory.h"
@@ -227,7 +227,7 @@ static void usage(void) {
 }
 
 int main(int argc, char **argv) {
-    app_tune_runtime(argv);
+    training_tune_runtime(argv);
     Args a;
     memset(&a, 0, sizeof a);
     snprintf(a.precisions, sizeof a.precisions, "fp32,bf16-o1,bf16-o2,fp16-o1,fp16-o2");

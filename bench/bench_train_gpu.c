@@ -1,5 +1,5 @@
 // bench_train_gpu: training throughput and peak memory on a GPU — the trainer's own step
-// (app/step.c: uint8 batch normalised on the device, CTC, fused unscale/check/Adam, device-side
+// (training/step.c: uint8 batch normalised on the device, CTC, fused unscale/check/Adam, device-side
 // loss scaler) on synthetic batches, per config × precision × batch × launch mode.
 //
 //   bench_train_gpu [-c CFG]... [--precisions fp32,fp16-o2,bf16-o2] [--batch 128] [--no-max] [--max-cap 1024]
@@ -20,12 +20,12 @@
 #include <string.h>
 
 #include "amp/engine.h"
-#include "app/capacity.h"
-#include "app/feed.h"
-#include "app/optim.h"
-#include "app/run_config.h"
-#include "app/step.h"
-#include "app/trainer.h"
+#include "training/capacity.h"
+#include "training/feed.h"
+#include "training/optim.h"
+#include "training/run_config.h"
+#include "training/step.h"
+#include "training/trainer.h"
 #include "core/config.h"
 #include "core/memory.h"
 #include "core/timer.h"
@@ -84,13 +84,13 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, int bat
     Optimizer optim;
     StepCtx sc;
     AmpConfig ac;
-    AppDeviceInfo info;
+    TrainingDeviceInfo info;
     OcrTensor img = {0}, wid = {0}, lab = {0}, len = {0};
     if (st == OCR_OK) st = ocr_model_from_config(&m, cfg);
     if (st == OCR_OK) st = amp_config_from_config(&ac, cfg);
     if (st == OCR_OK) {
         ocr_dtype_t want = ac.policy.level == OCR_AMP_O0 ? OCR_F32 : ac.policy.dtype;
-        st = app_device_prepare(a->device, want, rc.allow_tf32, &info);
+        st = training_device_prepare(a->device, want, rc.allow_tf32, &info);
         if (st == OCR_OK) st = ocr_model_to_device(m, d);
         if (st != OCR_OK) amp_config_free(&ac);
     }
@@ -254,8 +254,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_train_gpu: cannot write %s\n", json_path);
         return 1;
     }
-    AppDeviceInfo info;
-    if (app_device_prepare(a.device, OCR_F32, 0, &info) != OCR_OK) {
+    TrainingDeviceInfo info;
+    if (training_device_prepare(a.device, OCR_F32, 0, &info) != OCR_OK) {
         fprintf(stderr, "bench_train_gpu: %s\n", ocr_last_error());
         return 1;
     }

@@ -71,7 +71,7 @@ ocr_status_t ocr_config_check_range(const OcrConfig *cfg, const char *path, doub
 ocr_status_t ocr_config_check_keys(const OcrConfig *cfg, const char *section_path, const char *const *known);
 
 // Keys that PaddleOCR reads but that have no effect here (Global.debug, Global.use_xpu, ...).
-// The application registers its one table at start-up (app/run_config.c); from then on
+// The application registers its one table at start-up (training/run_config.c); from then on
 // ocr_config_check_keys accepts an entry's key in any section whose path matches `section`
 // (fnmatch(3) without flags: `*` also matches dots, e.g. "*.dataset.transforms.*.DecodeImage")
 // and records it in the config it was checking, with the reason.

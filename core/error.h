@@ -1,6 +1,6 @@
 // Errors, invariants and logging.
 //
-// Library code (everything below app/) never prints to stdout and never exits on bad
+// Library code (everything below cli/) never prints to stdout and never exits on bad
 // input: a function that can fail returns an ocr_status_t and records a message that the
 // caller reads with ocr_last_error(). Broken internal invariants are programming errors:
 // OCR_ASSERT aborts with the statement, file and line.

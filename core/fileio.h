@@ -29,7 +29,7 @@ int ocr_file_exists(const char *path);
 // mkdir -p.
 ocr_status_t ocr_make_dirs(const char *path);
 
-// Fault injection for the crash and full-disk tests (tests/app/test_crash.c). Both are read
+// Fault injection for the crash and full-disk tests (tests/training/test_crash.c). Both are read
 // from the environment at each call and do nothing when unset, which is every normal run:
 //   OCR_TEST_FAIL_WRITE=SUBSTR    an atomic write whose target path contains SUBSTR fails at
 //                                 commit as a full disk does (ENOSPC), after its temporary file

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "app/run_config.h"
+#include "training/run_config.h"
 #include "core/config.h"
 #include "fuzz/fuzz_util.h"
 

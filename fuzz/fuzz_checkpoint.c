@@ -1,4 +1,4 @@
-// Checkpoints' training state (app/checkpoint.c): ckpt_load_state (state.json) and
+// Checkpoints' training state (training/checkpoint.c): ckpt_load_state (state.json) and
 // ckpt_load_optimizer (optimizer.safetensors: Adam moments for a two-tensor parameter table
 // "w" (2, 3) and "b" (3)). Both read a checkpoint directory, so the input is written into a
 // temporary one.
@@ -9,7 +9,7 @@
 // loaded optimizer has its update count and finite-or-not moments fully readable.
 #include <string.h>
 
-#include "app/checkpoint.h"
+#include "training/checkpoint.h"
 #include "fuzz/fuzz_util.h"
 
 static OcrParamTable table;

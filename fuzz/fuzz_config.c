@@ -1,4 +1,4 @@
-// JSON configs and `-o` overrides (core/config.c, validated by app/run_config.c and the
+// JSON configs and `-o` overrides (core/config.c, validated by training/run_config.c and the
 // readers it calls); see fuzz/config_harness.h for the input layout and the checks.
 #include "fuzz/config_harness.h"
 

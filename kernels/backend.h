@@ -15,7 +15,7 @@ int ocr_cpu_threads(void);
 // "cpu" or "cpu+cuda" — what this build contains.
 const char *ocr_build_backends(void);
 
-// ---- devices, backend-neutral (app/ asks here; only kernels/ knows the CUDA backend) ----------
+// ---- devices, backend-neutral (training/ asks here; only kernels/ knows the CUDA backend) ----------
 // What a GPU device is. The CPU has no entry (its threads and ISA are above).
 typedef struct {
     char name[256];

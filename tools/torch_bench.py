@@ -256,7 +256,7 @@ def main():
                          "default), so that each framework runs at its default in one session")
     a = ap.parse_args()
     # Idle OpenMP workers sleep instead of spinning, as ocrtrain's own runtime defaults have them
-    # (app/runtime.h): on a shared or oversubscribed machine a spinning worker whose partner is
+    # (training/runtime.h): on a shared or oversubscribed machine a spinning worker whose partner is
     # descheduled burns CPU time that is not the step's. Set it in the environment to override.
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     if a.one:

@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(FUSED_THREADS)
     }
 }
 
-// Per-tensor norms of the true gradients, clip factors (app/optim.c optim_clip_factors) and
+// Per-tensor norms of the true gradients, clip factors (training/optim.c optim_clip_factors) and
 // the global norm. One block.
 __global__ void __launch_bounds__(FUSED_THREADS)
     clip_kernel(const OcrFusedTensor *ts, const int64_t *begin, int count, const double *partial, double *norms,

@@ -1,4 +1,4 @@
-// Training on the GPU end to end (app/trainer.c, app/step.c, kernels/cuda/train_step.cu): a short
+// Training on the GPU end to end (training/trainer.c, training/step.c, kernels/cuda/train_step.cu): a short
 // run on the GPU follows the CPU run's loss curve (FP32 closely, FP16-O2 loosely); a replayed CUDA
 // graph equals eager launches bit for bit (dropout included); the model's forward on the GPU
 // equals the CPU's; a run resumed on the GPU continues the uninterrupted one. Skips (and passes)
@@ -8,14 +8,14 @@
 #include <math.h>
 
 #include "amp/scaler.h"
-#include "app/commands.h"
-#include "app/feed.h"
-#include "app/run_config.h"
-#include "app/step.h"
-#include "app/trainer.h"
+#include "cli/commands.h"
+#include "training/feed.h"
+#include "training/run_config.h"
+#include "training/step.h"
+#include "training/trainer.h"
 #include "core/fileio.h"
 #include "models/model.h"
-#include "tests/app/app_test_util.h"
+#include "tests/training/training_test_util.h"
 #include "tests/gpu/gpu_test.h"
 
 #ifdef OCR_HAVE_CUDA
@@ -295,14 +295,14 @@ END_TEST
 START_TEST(test_device_resolution) {
     char dev[32];
     int n = ocr_cuda_device_count();
-    ck_assert_int_eq(app_resolve_device("auto", dev, sizeof dev), OCR_OK);
+    ck_assert_int_eq(training_resolve_device("auto", dev, sizeof dev), OCR_OK);
     ck_assert_str_eq(dev, n > 0 ? "cuda:0" : "cpu");
-    ck_assert_int_eq(app_resolve_device("gpu", dev, sizeof dev), n > 0 ? OCR_OK : OCR_ERR_NOT_FOUND);
-    ck_assert_int_eq(app_resolve_device("cpu", dev, sizeof dev), OCR_OK);
+    ck_assert_int_eq(training_resolve_device("gpu", dev, sizeof dev), n > 0 ? OCR_OK : OCR_ERR_NOT_FOUND);
+    ck_assert_int_eq(training_resolve_device("cpu", dev, sizeof dev), OCR_OK);
     ck_assert_str_eq(dev, "cpu");
-    ck_assert_int_eq(app_resolve_device("tpu", dev, sizeof dev), OCR_ERR_CONFIG);
-    AppDeviceInfo info;
-    ck_assert_int_eq(app_device_prepare("cpu", OCR_BF16, 0, &info), OCR_OK);
+    ck_assert_int_eq(training_resolve_device("tpu", dev, sizeof dev), OCR_ERR_CONFIG);
+    TrainingDeviceInfo info;
+    ck_assert_int_eq(training_device_prepare("cpu", OCR_BF16, 0, &info), OCR_OK);
     ck_assert_int_eq(info.gpu, 0);
 }
 END_TEST
@@ -316,7 +316,7 @@ END_TEST
 START_TEST(test_multihead_yaml_trains_on_gpu) {
     if (!gpu_available("gpu_train")) return;
     char yml[1024], ov[6][1024], dirs[2][600];
-    snprintf(yml, sizeof yml, "%s/tests/app/data/ppocrv4_ch_multihead_rec.yml", OCR_SOURCE_DIR);
+    snprintf(yml, sizeof yml, "%s/tests/training/data/ppocrv4_ch_multihead_rec.yml", OCR_SOURCE_DIR);
     snprintf(ov[0], sizeof ov[0], "Global.character_dict_path=%s/dict.txt", g_dir);
     snprintf(ov[1], sizeof ov[1], "Train.dataset.data_dir=%s/train", g_dir);
     snprintf(ov[2], sizeof ov[2], "Train.dataset.label_file_list=[%s/train/labels.txt]", g_dir);
@@ -408,12 +408,12 @@ int main(void) {
 // Without CUDA in the build: every GPU entry point says so instead of failing later.
 START_TEST(test_no_cuda_build_refuses_gpu) {
     char dev[32];
-    ck_assert_int_eq(app_resolve_device("gpu", dev, sizeof dev), OCR_ERR_UNSUPPORTED);
-    ck_assert_int_eq(app_resolve_device("cuda:1", dev, sizeof dev), OCR_ERR_UNSUPPORTED);
-    ck_assert_int_eq(app_resolve_device("auto", dev, sizeof dev), OCR_OK);
+    ck_assert_int_eq(training_resolve_device("gpu", dev, sizeof dev), OCR_ERR_UNSUPPORTED);
+    ck_assert_int_eq(training_resolve_device("cuda:1", dev, sizeof dev), OCR_ERR_UNSUPPORTED);
+    ck_assert_int_eq(training_resolve_device("auto", dev, sizeof dev), OCR_OK);
     ck_assert_str_eq(dev, "cpu");
-    AppDeviceInfo info;
-    ck_assert_int_eq(app_device_prepare("cuda:0", OCR_F16, 0, &info), OCR_ERR_UNSUPPORTED);
+    TrainingDeviceInfo info;
+    ck_assert_int_eq(training_device_prepare("cuda:0", OCR_F16, 0, &info), OCR_ERR_UNSUPPORTED);
     FeedUpload *u;
     ck_assert_int_eq(feed_upload_open(&u, ocr_cuda_device(0), 1, 32, 32, 3, 4), OCR_ERR_UNSUPPORTED);
     StepCtx sc;

@@ -1,0 +1,521 @@
+#include "training/checkpoint.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/fileio.h"
+#include "core/safetensors.h"
+#include "kernels/ops.h"
+#include "models/pdparams.h"
+
+// dir + "/" + name into out; 0 when it does not fit (the caller reports it).
+static int path_join(char *out, size_t cap, const char *dir, const char *name) {
+    int n = snprintf(out, cap, "%s/%s", dir, name);
+    return n >= 0 && (size_t)n < cap;
+}
+
+// state.json first: a directory whose removal a kill interrupts never looks like a checkpoint
+// (ckpt_resolve goes by state.json).
+static const char *const CKPT_FILES[] = {"state.json", "model.safetensors", "optimizer.safetensors", NULL};
+
+static int is_dir(const char *p) {
+    struct stat s;
+    return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
+}
+
+// Removes a checkpoint directory: its files, then the atomic-write temporaries a killed writer
+// left ("<file>.tmp.<pid>"; without this "<dir>.tmp" could never be removed and each kill would
+// leave a checkpoint's worth of bytes behind). Nothing else is touched.
+static void remove_ckpt_dir(const char *dir) {
+    char p[4096];
+    for (int i = 0; CKPT_FILES[i]; i++) {
+        if (path_join(p, sizeof p, dir, CKPT_FILES[i])) unlink(p);
+    }
+    DIR *d = opendir(dir);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d)) != NULL) {
+            for (int i = 0; CKPT_FILES[i]; i++) {
+                size_t n = strlen(CKPT_FILES[i]);
+                if (strncmp(e->d_name, CKPT_FILES[i], n) == 0 && strncmp(e->d_name + n, ".tmp.", 5) == 0 &&
+                    path_join(p, sizeof p, dir, e->d_name))
+                    unlink(p);
+            }
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+}
+
+static void sync_parent(const char *dir) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s", dir);
+    char *slash = strrchr(p, '/');
+    if (slash)
+        *slash = '\0';
+    else
+        snprintf(p, sizeof p, ".");
+    int fd = open(p[0] ? p : "/", O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+}
+
+// ---- writing ----------------------------------------------------------------------------------
+
+static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEngine *amp, const OcrParamTable *t) {
+    int n = t->count;
+    OcrNamedTensor *ts = calloc((size_t)(3 * n + 1), sizeof *ts);
+    char **names = calloc((size_t)(3 * n + 1), sizeof *names);
+    void **host = calloc((size_t)(3 * n + 1), sizeof *host);
+    if (!ts || !names || !host) {
+        free(ts);
+        free(names);
+        free(host);
+        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
+    int k = 0;
+    ocr_status_t st = OCR_OK;
+    for (int i = 0; i < n && st == OCR_OK; i++) {
+        const OcrParamInfo *p = &t->items[i];
+        // O2: the model file holds the master (the weight); the working copy, a rounding of it
+        // (stochastic with amp_stochastic_rounding), is kept here so a resume restores it exactly.
+        const OcrTensor *master = amp ? amp_engine_master(amp, i) : NULL;
+        OcrTensor working = {0};
+        if (master && master->data) working = ocr_params_tensor(t, i);
+        const OcrTensor *src[3] = {&opt->m[i], &opt->v[i], working.data ? &working : NULL};
+        static const char *const prefix[3] = {"moment1.", "moment2.", "working."};
+        for (int j = 0; j < 3; j++) {
+            if (!src[j] || !src[j]->data) continue;
+            size_t len = strlen(prefix[j]) + strlen(p->name) + 1;
+            names[k] = malloc(len);
+            if (!names[k]) {
+                st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+                break;
+            }
+            snprintf(names[k], len, "%s%s", prefix[j], p->name);
+            ts[k].name = names[k];
+            ts[k].dtype = src[j]->dtype;
+            ts[k].ndim = p->ndim;
+            memcpy(ts[k].shape, p->shape, sizeof ts[k].shape);
+            ts[k].data = src[j]->data;
+            if (src[j]->device.type != OCR_DEVICE_CPU) {
+                // A GPU run's moments and masters are written from host copies.
+                size_t nb = ocr_tensor_bytes(src[j]);
+                void *h = malloc(nb ? nb : 1);
+                if (!h) {
+                    st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+                    break;
+                }
+                copy_bytes(ocr_cpu(), h, src[j]->device, src[j]->data, nb);
+                ts[k].data = h;
+                host[k] = h;
+            }
+            k++;
+        }
+    }
+    if (st == OCR_OK) {
+        char upd[32];
+        snprintf(upd, sizeof upd, "%lld", (long long)opt->updates);
+        OcrMetadataEntry meta[2] = {{"format", "ocrtrain-optimizer"}, {"updates", upd}};
+        st = ocr_safetensors_write(path, ts, k, meta, 2);
+    }
+    for (int i = 0; i < 3 * n + 1; i++) free(names[i]), free(host[i]);
+    free(names);
+    free(host);
+    free(ts);
+    return st;
+}
+
+// The weights file: under O2 the f32 masters stand for the parameters that have one.
+static ocr_status_t save_model(const char *path, const OcrModel *m, AmpEngine *amp) {
+    const OcrParamTable *t = ocr_model_params((OcrModel *)m);
+    const OcrTensor **masters = NULL;
+    for (int i = 0; amp && i < t->count; i++) {
+        const OcrTensor *mw = amp_engine_master(amp, i);
+        if (!mw || !mw->data) continue;
+        if (!masters) {
+            masters = calloc((size_t)t->count, sizeof *masters);
+            if (!masters) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        }
+        masters[i] = mw;
+    }
+    ocr_status_t st = ocr_model_save_weights_from(m, path, masters);
+    free(masters);
+    return st;
+}
+
+static char *state_json(const CkptState *s) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "format", "ocrtrain-train-state");
+    cJSON_AddNumberToObject(r, "version", CKPT_STATE_VERSION);
+    cJSON_AddNumberToObject(r, "iter", (double)s->iter);
+    cJSON_AddNumberToObject(r, "epoch", (double)s->epoch);
+    cJSON_AddNumberToObject(r, "batch_in_epoch", (double)s->batch_in_epoch);
+    cJSON_AddNumberToObject(r, "updates", (double)s->updates);
+    // 64-bit values as strings: JSON numbers are doubles.
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->model_step);
+    cJSON_AddStringToObject(r, "model_step", buf);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->seed);
+    cJSON_AddStringToObject(r, "seed", buf);
+    cJSON *sc = cJSON_AddObjectToObject(r, "scaler");
+    // %a keeps the f32 scale exact.
+    snprintf(buf, sizeof buf, "%a", (double)s->loss_scale);
+    cJSON_AddStringToObject(sc, "scale_hex", buf);
+    cJSON_AddNumberToObject(sc, "scale", s->loss_scale);
+    cJSON_AddNumberToObject(sc, "good_steps", (double)s->scaler_good);
+    cJSON_AddNumberToObject(sc, "bad_steps", (double)s->scaler_bad);
+    cJSON_AddNumberToObject(sc, "steps", (double)s->scaler_steps);
+    cJSON_AddNumberToObject(sc, "overflow_steps", (double)s->scaler_overflows);
+    cJSON *amp = cJSON_AddObjectToObject(r, "amp");
+    cJSON_AddStringToObject(amp, "level", s->amp_level);
+    cJSON_AddStringToObject(amp, "dtype", s->amp_dtype);
+    cJSON_AddNumberToObject(amp, "step", (double)s->amp_step);
+    cJSON_AddNumberToObject(amp, "skipped_steps", (double)s->skipped_steps);
+    cJSON_AddNumberToObject(r, "best_acc", s->best_acc);
+    cJSON_AddNumberToObject(r, "best_iter", (double)s->best_iter);
+    snprintf(buf, sizeof buf, "%a", s->last_loss);
+    cJSON_AddStringToObject(r, "last_loss_hex", buf);
+    if (s->world_size > 0) {
+        cJSON_AddNumberToObject(r, "world_size", (double)s->world_size);
+        cJSON_AddNumberToObject(r, "global_batch", (double)s->global_batch);
+    }
+    char *text = cJSON_Print(r);
+    cJSON_Delete(r);
+    return text;
+}
+
+ocr_status_t ckpt_save(const char *dir, const OcrModel *m, const Optimizer *opt, AmpEngine *amp, const CkptState *s) {
+    char tmp[4096], old[4096], p[4200];
+    if (strlen(dir) + 32 > sizeof tmp) return ocr_set_error(OCR_ERR_INVALID_ARG, "checkpoint path too long: %s", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", dir);
+    snprintf(old, sizeof old, "%s.old", dir);
+    remove_ckpt_dir(tmp);
+    OCR_TRY(ocr_make_dirs(tmp));
+    path_join(p, sizeof p, tmp, "model.safetensors");
+    ocr_status_t st = save_model(p, m, amp);
+    if (st == OCR_OK && opt) {
+        path_join(p, sizeof p, tmp, "optimizer.safetensors");
+        st = save_optimizer(p, opt, amp, ocr_model_params((OcrModel *)m));
+    }
+    if (st == OCR_OK) {
+        char *text = state_json(s);
+        if (!text) {
+            st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        } else {
+            path_join(p, sizeof p, tmp, "state.json");
+            st = ocr_write_file_atomic(p, text, strlen(text));
+            free(text);
+        }
+    }
+    if (st != OCR_OK) {
+        remove_ckpt_dir(tmp);
+        return ocr_wrap_error(st, "checkpoint %s", dir);
+    }
+    // "<dir>.old" goes only when "<dir>" replaces it: a run resumed from "<dir>.old" (killed
+    // between the two renames) keeps it until the new "<dir>" is in place.
+    if (is_dir(dir)) {
+        remove_ckpt_dir(old);
+        if (rename(dir, old) != 0) {
+            remove_ckpt_dir(tmp);
+            return ocr_set_error(OCR_ERR_IO, "checkpoint %s: cannot rename the previous one: %s", dir,
+                                 strerror(errno));
+        }
+    }
+    ocr_test_write_pause();  // test hook (core/fileio.h): a kill here finds only "<dir>.old"
+    if (rename(tmp, dir) != 0) {
+        int e = errno;
+        rename(old, dir);
+        remove_ckpt_dir(tmp);
+        return ocr_set_error(OCR_ERR_IO, "checkpoint %s: rename failed: %s", dir, strerror(e));
+    }
+    sync_parent(dir);
+    remove_ckpt_dir(old);
+    return OCR_OK;
+}
+
+// ---- reading ----------------------------------------------------------------------------------
+
+ocr_status_t ckpt_resolve(const char *path, char *real, size_t cap) {
+    char p[4096];
+    snprintf(p, sizeof p, "%s", path);
+    size_t n = strlen(p);
+    while (n > 1 && p[n - 1] == '/') p[--n] = '\0';
+    if (!is_dir(p)) {
+        // A file inside a checkpoint directory (…/latest/state.json) names the directory.
+        char *slash = strrchr(p, '/');
+        if (slash && ocr_file_exists(p)) *slash = '\0';
+    }
+    char f[4200];
+    snprintf(f, sizeof f, "%s/state.json", p);
+    if (ocr_file_exists(f)) {
+        snprintf(real, cap, "%s", p);
+        return OCR_OK;
+    }
+    snprintf(f, sizeof f, "%s.old/state.json", p);
+    if (ocr_file_exists(f)) {
+        snprintf(real, cap, "%s.old", p);
+        return OCR_OK;
+    }
+    return ocr_set_error(OCR_ERR_NOT_FOUND, "checkpoint %s not found (expected a directory with state.json, "
+                         "model.safetensors and optimizer.safetensors, such as save_model_dir/latest)", path);
+}
+
+static ocr_status_t get_num(const cJSON *o, const char *key, const char *path, double *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v)) return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" is missing or not a number", path, key);
+    // Every number here is a count or an accuracy; beyond 2^53 (or inf from "1e999") the
+    // conversion to int64_t would be undefined (found by fuzz/fuzz_checkpoint.c).
+    if (!(v->valuedouble >= -9007199254740992.0 && v->valuedouble <= 9007199254740992.0))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" = %g is out of range", path, key, v->valuedouble);
+    *out = v->valuedouble;
+    return OCR_OK;
+}
+
+static ocr_status_t get_str(const cJSON *o, const char *key, const char *path, const char **out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsString(v)) return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" is missing or not a string", path, key);
+    *out = v->valuestring;
+    return OCR_OK;
+}
+
+static ocr_status_t parse_state(const cJSON *r, const char *path, CkptState *s) {
+    const char *str = NULL;
+    double d = 0;
+    OCR_TRY(get_str(r, "format", path, &str));
+    if (strcmp(str, "ocrtrain-train-state") != 0) return ocr_set_error(OCR_ERR_FORMAT, "%s: not a training state", path);
+    OCR_TRY(get_num(r, "version", path, &d));
+    if (d != CKPT_STATE_VERSION)
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: state version %g, this build reads %d", path, d, CKPT_STATE_VERSION);
+#define NUM(key, field)                        \
+    OCR_TRY(get_num(r, key, path, &d));        \
+    if (d < 0) return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" is negative", path, key); \
+    s->field = (int64_t)d
+    NUM("iter", iter);
+    NUM("epoch", epoch);
+    NUM("batch_in_epoch", batch_in_epoch);
+    NUM("updates", updates);
+    NUM("best_iter", best_iter);
+#undef NUM
+    OCR_TRY(get_num(r, "best_acc", path, &s->best_acc));
+    OCR_TRY(get_str(r, "model_step", path, &str));
+    s->model_step = strtoull(str, NULL, 10);
+    OCR_TRY(get_str(r, "seed", path, &str));
+    s->seed = strtoull(str, NULL, 10);
+    OCR_TRY(get_str(r, "last_loss_hex", path, &str));
+    s->last_loss = strtod(str, NULL);
+    // Optional (written by data-parallel-aware builds): both or neither, both >= 1.
+    s->world_size = s->global_batch = 0;
+    if (cJSON_GetObjectItemCaseSensitive(r, "world_size") || cJSON_GetObjectItemCaseSensitive(r, "global_batch")) {
+        OCR_TRY(get_num(r, "world_size", path, &d));
+        if (d < 1 || d != (double)(int64_t)d)
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: \"world_size\" = %g (a whole number >= 1)", path, d);
+        s->world_size = (int64_t)d;
+        OCR_TRY(get_num(r, "global_batch", path, &d));
+        if (d < 1 || d != (double)(int64_t)d)
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: \"global_batch\" = %g (a whole number >= 1)", path, d);
+        s->global_batch = (int64_t)d;
+    }
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(r, "scaler");
+    const cJSON *amp = cJSON_GetObjectItemCaseSensitive(r, "amp");
+    if (!cJSON_IsObject(sc) || !cJSON_IsObject(amp))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: \"scaler\" or \"amp\" is missing", path);
+    OCR_TRY(get_str(sc, "scale_hex", path, &str));
+    s->loss_scale = (float)strtod(str, NULL);
+    OCR_TRY(get_num(sc, "good_steps", path, &d));
+    s->scaler_good = (int64_t)d;
+    OCR_TRY(get_num(sc, "bad_steps", path, &d));
+    s->scaler_bad = (int64_t)d;
+    OCR_TRY(get_num(sc, "steps", path, &d));
+    s->scaler_steps = (int64_t)d;
+    OCR_TRY(get_num(sc, "overflow_steps", path, &d));
+    s->scaler_overflows = (int64_t)d;
+    OCR_TRY(get_str(amp, "level", path, &str));
+    snprintf(s->amp_level, sizeof s->amp_level, "%s", str);
+    OCR_TRY(get_str(amp, "dtype", path, &str));
+    snprintf(s->amp_dtype, sizeof s->amp_dtype, "%s", str);
+    OCR_TRY(get_num(amp, "step", path, &d));
+    s->amp_step = (int64_t)d;
+    OCR_TRY(get_num(amp, "skipped_steps", path, &d));
+    s->skipped_steps = (int64_t)d;
+    return OCR_OK;
+}
+
+ocr_status_t ckpt_load_state(const char *dir, CkptState *s) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/state.json", dir);
+    char *text;
+    size_t size;
+    OCR_TRY(ocr_read_file(p, &text, &size));
+    cJSON *r = cJSON_ParseWithLength(text, size);
+    free(text);
+    if (!r) return ocr_set_error(OCR_ERR_FORMAT, "%s: not valid JSON", p);
+    memset(s, 0, sizeof *s);
+    ocr_status_t st = parse_state(r, p, s);
+    cJSON_Delete(r);
+    return st;
+}
+
+static ocr_status_t copy_named(const OcrSafetensors *st, const char *name, const char *path, OcrTensor *dst) {
+    const OcrNamedTensor *nt = ocr_safetensors_find(st, name);
+    if (!nt) return ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor %s", path, name);
+    int64_t numel = 1;
+    for (int d = 0; d < nt->ndim; d++) numel *= nt->shape[d];
+    if (nt->dtype != OCR_F32 || numel != ocr_tensor_numel(dst))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has another shape or dtype than this model's", path, name);
+    copy_bytes(dst->device, dst->data, ocr_cpu(), nt->data, (size_t)numel * sizeof(float));  // any device
+    return OCR_OK;
+}
+
+// A tensor stored in dst's own dtype (the O2 working copy), bytes as they are.
+static ocr_status_t copy_named_exact(const OcrNamedTensor *nt, const char *path, OcrTensor *dst) {
+    int64_t numel = 1;
+    for (int d = 0; d < nt->ndim; d++) numel *= nt->shape[d];
+    if (nt->dtype != dst->dtype || numel != ocr_tensor_numel(dst))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has another shape or dtype than this model's", path, nt->name);
+    copy_bytes(dst->device, dst->data, ocr_cpu(), nt->data, ocr_tensor_bytes(dst));
+    return OCR_OK;
+}
+
+ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp, const OcrParamTable *params) {
+    char p[4200], mp[4200], name[1024];
+    snprintf(p, sizeof p, "%s/optimizer.safetensors", dir);
+    snprintf(mp, sizeof mp, "%s/model.safetensors", dir);
+    OcrSafetensors *st, *model = NULL;
+    OCR_TRY(ocr_safetensors_open(&st, p));
+    ocr_status_t s = OCR_OK;
+    for (int i = 0; i < params->count && s == OCR_OK; i++) {
+        snprintf(name, sizeof name, "moment1.%s", params->items[i].name);
+        s = copy_named(st, name, p, &opt->m[i]);
+        if (s != OCR_OK) break;
+        snprintf(name, sizeof name, "moment2.%s", params->items[i].name);
+        s = copy_named(st, name, p, &opt->v[i]);
+        OcrTensor *master = amp ? amp_engine_master(amp, i) : NULL;
+        if (s != OCR_OK || !master || !master->data) continue;
+        // The master: the model file's f32 weight (this layout), or "master.<name>" here (the
+        // layout before it).
+        snprintf(name, sizeof name, "master.%s", params->items[i].name);
+        if (ocr_safetensors_find(st, name)) {
+            s = copy_named(st, name, p, master);
+            continue;
+        }
+        if (!model) s = ocr_safetensors_open(&model, mp);
+        if (s == OCR_OK) s = copy_named(model, params->items[i].name, mp, master);
+        if (s != OCR_OK) break;
+        snprintf(name, sizeof name, "working.%s", params->items[i].name);
+        const OcrNamedTensor *w = ocr_safetensors_find(st, name);
+        if (!w) {
+            s = ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor %s (the O2 working copy)", p, name);
+            break;
+        }
+        OcrTensor dst = ocr_params_tensor(params, i);
+        s = copy_named_exact(w, p, &dst);
+    }
+    const char *upd = ocr_safetensors_metadata(st, "updates");
+    if (s == OCR_OK) {
+        if (!upd) s = ocr_set_error(OCR_ERR_FORMAT, "%s: no \"updates\" metadata", p);
+        else opt->updates = strtoll(upd, NULL, 10);
+    }
+    if (model) ocr_safetensors_close(model);
+    ocr_safetensors_close(st);
+    return s;
+}
+
+ocr_status_t ckpt_weights_path(const char *path, char *out, size_t cap) {
+    if (is_dir(path)) {
+        snprintf(out, cap, "%s/model.safetensors", path);
+        if (!ocr_file_exists(out))
+            return ocr_set_error(OCR_ERR_NOT_FOUND, "%s is a directory without model.safetensors", path);
+        return OCR_OK;
+    }
+    if (!ocr_file_exists(path)) {
+        // PaddleOCR-style prefixes: ".../best_accuracy" for ".../best_accuracy.safetensors", or
+        // for PaddleOCR's own ".../best_accuracy.pdparams" (a training checkpoint of PaddleOCR).
+        snprintf(out, cap, "%s.safetensors", path);
+        if (ocr_file_exists(out)) return OCR_OK;
+        snprintf(out, cap, "%s.pdparams", path);
+        if (ocr_file_exists(out)) return OCR_OK;
+        return ocr_set_error(OCR_ERR_NOT_FOUND, "weights %s not found (nor %s.safetensors, %s.pdparams)", path, path,
+                             path);
+    }
+    snprintf(out, cap, "%s", path);
+    return OCR_OK;
+}
+
+ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, OcrLoadReport *report) {
+    char file[4200], what[1200];
+    ocr_load_report_init(report);
+    OCR_TRY(ckpt_weights_path(path, file, sizeof file));
+    // Strict: nothing may change unless the file covers the model, so the load goes into a
+    // copy of the weights that is put back on refusal.
+    OcrParamTable *tabs[2] = {ocr_model_params(m), ocr_model_stats(m)};
+    void *saved[2] = {NULL, NULL};
+    for (int k = 0; strict && k < 2; k++) {
+        OcrParamTable h;
+        ocr_status_t s = ocr_params_host_copy(tabs[k], &h);
+        if (s != OCR_OK) {
+            free(saved[0]);
+            return s;
+        }
+        saved[k] = h.data;
+    }
+    ocr_status_t s;
+    size_t flen = strlen(file);
+    if (flen >= 9 && strcmp(file + flen - 9, ".pdparams") == 0) {
+        // PaddleOCR's training checkpoint, names mapped by models/pdparams.h. Its MultiHead
+        // guidance-branch tensors (SAR/NRTR) have no place in a CTC-only model: they are counted
+        // and named in the log, not held against strictness (PaddleOCR drops them the same way
+        // when a CTC-only config loads a MultiHead checkpoint).
+        OcrPdLoadReport pr;
+        s = ocr_pdparams_load_model(m, file, &pr);
+        if (s == OCR_OK) {
+            report->loaded = pr.loaded;
+            report->missing = pr.missing - pr.shape_mismatch;
+            report->mismatched = pr.shape_mismatch;
+            report->unexpected = pr.unexpected;
+            snprintf(report->first_missing, sizeof report->first_missing, "%.*s", OCR_LOAD_NAME_MAX - 1, pr.first_missing);
+            snprintf(report->first_unexpected, sizeof report->first_unexpected, "%.*s", OCR_LOAD_NAME_MAX - 1,
+                     pr.first_unexpected);
+            for (int i = 0; i < pr.n_not_loaded && !report->first_mismatched[0]; i++)
+                if (strstr(pr.not_loaded[i], "shape")) {
+                    snprintf(report->first_mismatched, sizeof report->first_mismatched, "%s", pr.not_loaded[i]);
+                }
+            if (pr.guidance > 0)
+                ocr_log(OCR_LOG_INFO, "%s: %d MultiHead guidance-branch tensors are not part of this model and were "
+                        "not loaded", file, pr.guidance);
+            if (pr.other > 0)
+                ocr_log(OCR_LOG_INFO, "%s: %d non-tensor entries skipped (PaddleOCR's name table)", file, pr.other);
+            ocr_pdparams_report_free(&pr);
+        }
+    } else {
+        s = ocr_model_load_partial(m, file, report);
+    }
+    ocr_load_report_describe(report, what, sizeof what);
+    if (s == OCR_OK && report->loaded == 0)
+        s = ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor of this model was found in it (wrong file or architecture?): "
+                          "%s", file, what);
+    else if (s == OCR_OK && !ocr_load_report_complete(report) && strict)
+        s = ocr_set_error(OCR_ERR_FORMAT, "%s does not cover the model: %s. Pretrained weights must match the "
+                          "architecture (a PP-OCRv4 ONNX import is the deploy form: Architecture.Backbone.deploy: true); "
+                          "Global.pretrained_strict: false loads what matches and keeps initial values for the rest",
+                          file, what);
+    else if (s == OCR_OK && !ocr_load_report_complete(report))
+        ocr_log(OCR_LOG_WARN, "%s (Global.pretrained_strict false): %s; the tensors that did not load keep their "
+                "initial values", file, what);
+    if (s != OCR_OK && strict) {
+        for (int k = 0; k < 2; k++)
+            if (saved[k]) ocr_params_upload(tabs[k], saved[k]);
+    }
+    free(saved[0]);
+    free(saved[1]);
+    return s;
+}

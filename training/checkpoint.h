@@ -1,0 +1,73 @@
+// Checkpoints: a directory (save_model_dir/latest, save_model_dir/best) holding
+//   model.safetensors      parameters and BN statistics, by name: the weights themselves, so
+//                          under AMP O2 the f32 master weights (the working f16/bf16 copy is
+//                          their rounding); otherwise the parameters in their dtype
+//   optimizer.safetensors  Adam moments ("moment1.<name>", "moment2.<name>") and, under AMP
+//                          O2, the working copy ("working.<name>", its dtype), so a resumed run
+//                          continues bit for bit even with stochastic rounding. Checkpoints
+//                          written before this layout hold "master.<name>" here instead; they
+//                          still resume.
+//   state.json             step, epoch, loader position, optimizer update count, loss scaler,
+//                          dropout step, AMP counters, seed, best accuracy (schema below)
+// All three are written into "<dir>.tmp", then "<dir>" is renamed to "<dir>.old", "<dir>.tmp"
+// to "<dir>", and "<dir>.old" removed, so a kill at any point leaves either the previous or
+// the new checkpoint whole; a reader that finds no "<dir>" falls back to "<dir>.old".
+#ifndef OCR_TRAINING_CHECKPOINT_H
+#define OCR_TRAINING_CHECKPOINT_H
+
+#include <stdint.h>
+
+#include "amp/engine.h"
+#include "training/optim.h"
+#include "core/error.h"
+#include "models/model.h"
+
+#define CKPT_STATE_VERSION 1
+
+typedef struct {
+    int64_t iter;            // training iterations done (skipped ones included)
+    int64_t epoch;           // epoch of the next batch (0-based)
+    int64_t batch_in_epoch;  // next batch of that epoch
+    int64_t updates;         // optimizer updates applied
+    uint64_t model_step;     // the model's training-forward counter (dropout draws)
+    uint64_t seed;
+    // loss scaler and AMP counters
+    float loss_scale;
+    int64_t scaler_good, scaler_bad, scaler_steps, scaler_overflows;
+    int64_t amp_step, skipped_steps;
+    char amp_level[4];       // "O0", "O1", "O2"
+    char amp_dtype[16];      // "float32", "float16", "bfloat16"
+    double best_acc;         // -1 when no evaluation yet
+    int64_t best_iter;
+    double last_loss;
+    // Data parallelism: the world that wrote it and its global batch (per-rank batch × world
+    // size; the sampler position batch_in_epoch counts global batches of that size). 0 in a
+    // state written before they were recorded (one process).
+    int64_t world_size, global_batch;
+} CkptState;
+
+// Writes a checkpoint directory (see above).
+ocr_status_t ckpt_save(const char *dir, const OcrModel *m, const Optimizer *opt, AmpEngine *amp, const CkptState *s);
+
+// Resolves a checkpoint given as a directory, or as a path to a file inside one, or as the
+// PaddleOCR-style prefix ".../latest" (a directory). *real receives the directory to read
+// (the ".old" fallback when only that exists). NOT_FOUND when there is none.
+ocr_status_t ckpt_resolve(const char *path, char *real, size_t cap);
+ocr_status_t ckpt_load_state(const char *dir, CkptState *s);
+// The optimizer moments (and masters, when amp has them). Shapes must match.
+ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp, const OcrParamTable *params);
+
+// The weights file to read for --weights / Global.pretrained_model: a .safetensors file, or
+// model.safetensors inside a checkpoint directory.
+ocr_status_t ckpt_weights_path(const char *path, char *out, size_t cap);
+
+// Weights only, for fine-tuning (PaddleOCR's load_pretrained_params): every tensor of the model
+// present in the file with the same shape is copied (converted to the table's dtype) and
+// *report says what was loaded, missing, of another shape and unexpected (models/model.h).
+// strict (Global.pretrained_strict, the default): a file that does not cover the model exactly
+// is OCR_ERR_FORMAT naming the first missing / mismatched / unexpected tensor with the counts,
+// and the model is left as it was; not strict: one warning with the counts and the tensors that
+// did not load keep their initial values. No tensor matching at all is an error either way.
+ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, OcrLoadReport *report);
+
+#endif

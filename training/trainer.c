@@ -1,0 +1,1168 @@
+#include "training/trainer.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fnmatch.h>
+#include <math.h>
+#include <omp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "amp/engine.h"
+#include "training/checkpoint.h"
+#include "training/evaluate.h"
+#include "training/feed.h"
+#include "distributed/grad_sync.h"
+#include "training/optim.h"
+#include "training/step.h"
+#include "core/fileio.h"
+#include "core/timer.h"
+#include "distributed/dist.h"
+#include "eval/decode.h"
+#include "eval/metrics.h"
+#include "models/model.h"
+#include "kernels/backend.h"
+#include "models/amp_view.h"
+
+volatile sig_atomic_t train_stop_requested = 0;
+
+void training_set_threads(int threads) {
+    if (threads > 0) omp_set_num_threads(threads);
+}
+
+ocr_status_t training_resolve_device(const char *name, char *resolved, size_t cap) {
+    ocr_device_t d;
+    ocr_status_t st = ocr_device_parse(name, &d);
+    if (st == OCR_ERR_NOT_FOUND) {
+#ifndef OCR_HAVE_CUDA
+        if (strcmp(name, "cpu") != 0)
+            return ocr_set_error(OCR_ERR_UNSUPPORTED, "Global.device %s: this build has no CUDA backend (build with "
+                                 "nvcc on PATH, or use Global.device cpu or auto)", name);
+#endif
+        return ocr_set_error(st, "Global.device %s: %s (Global.device cpu or auto trains on the CPU)", name,
+                             ocr_last_error());
+    }
+    if (st != OCR_OK) return ocr_set_error(OCR_ERR_CONFIG, "Global.device: %s", ocr_last_error());
+    ocr_device_name(d, resolved, (int)cap);
+    return OCR_OK;
+}
+
+ocr_status_t training_device_prepare(const char *device, ocr_dtype_t amp_dtype, int allow_tf32, TrainingDeviceInfo *info) {
+    memset(info, 0, sizeof *info);
+    ocr_device_t d;
+    ocr_status_t st = ocr_device_parse(device, &d);
+#ifndef OCR_HAVE_CUDA
+    if (st == OCR_ERR_NOT_FOUND)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s: this build has no CUDA backend", device);
+#endif
+    OCR_TRY(st);
+    if (d.type != OCR_DEVICE_CUDA) return OCR_OK;
+#ifdef OCR_HAVE_CUDA
+    OcrDeviceInfo ci;
+    OCR_TRY(ocr_backend_device_info(d, &ci));
+    info->gpu = 1;
+    snprintf(info->name, sizeof info->name, "%s", ci.name);
+    info->cc_major = ci.cc_major;
+    info->cc_minor = ci.cc_minor;
+    info->multiprocessors = ci.multiprocessors;
+    info->total_memory = ci.total_memory;
+    info->free_memory_at_start = ci.free_memory;
+    info->driver_version = ci.driver_version;
+    info->runtime_version = ci.runtime_version;
+    ocr_backend_library_versions(d, info->libraries, sizeof info->libraries);
+    int cc = ci.cc_major * 10 + ci.cc_minor;
+    if (amp_dtype == OCR_BF16 && cc < 80)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s (%s) has compute capability %d.%d; bfloat16 needs 8.0 "
+                             "(Ampere) or newer. Use Global.amp_dtype float16, or train in FP32", device, ci.name,
+                             ci.cc_major, ci.cc_minor);
+    if (amp_dtype == OCR_F16 && cc < 70) {
+        snprintf(info->note, sizeof info->note, "compute capability %d.%d has no tensor cores: float16 brings little "
+                 "speed here (memory savings remain)", ci.cc_major, ci.cc_minor);
+        ocr_log(OCR_LOG_WARN, "%s (%s): %s", device, ci.name, info->note);
+    }
+    ocr_backend_set_allow_tf32(allow_tf32);
+    info->allow_tf32 = allow_tf32;
+    if (amp_dtype == OCR_F32)
+        snprintf(info->note, sizeof info->note, "FP32 %s", allow_tf32 ? "with TF32 tensor cores (Global.allow_tf32)"
+                                                                       : "is true FP32 (TF32 off)");
+    OCR_TRY(ocr_backend_set_device(d));
+    return OCR_OK;
+#else
+    (void)amp_dtype, (void)allow_tf32;
+    return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s: this build has no CUDA backend", device);
+#endif
+}
+
+void train_result_free(TrainResult *r) {
+    free(r->steps);
+    free(r->evals);
+    memset(r, 0, sizeof *r);
+}
+
+typedef struct {
+    const OcrConfig *cfg;
+    const RunConfig *rc;
+    const TrainOptions *opt;
+    TrainResult *res;
+
+    OcrDict dict;
+    int dict_ok;
+    Feed train, eval;
+    int train_ok, eval_ok;
+    OcrModel *m;
+    AmpEngine amp;
+    int amp_ok;
+    Optimizer optim;
+    int optim_ok;
+    FeedBatch batch;
+    OcrTensor images;
+    ocr_device_t device;
+    FeedUpload *up;  // GPU: batch uploads
+    StepCtx step;
+    int step_ok;
+    FILE *metrics;
+    char dir[2048];
+    CkptState st;  // position and counters; saved as the checkpoint state
+    int64_t steps_per_epoch, total_iters;
+    double *loss_window;
+    int64_t window_n;
+    double *acc_window;  // cal_metric_during_train: the last log_smooth_window batch accuracies
+    int64_t acc_n;
+    float *metric_logits;  // host copy of a GPU batch's logits for the training metric
+    size_t metric_logits_cap;
+    float *valid_ratios;  // SAR guidance: the batch's min(1, width_i / W), as PaddleOCR's RecResizeImg
+    int valid_ratios_cap;
+    // Data parallelism: rank 0 of 1 in a single process. Only rank 0 prints progress and writes
+    // metrics.jsonl, config.json and checkpoints.
+    OcrDist *dist;
+    int rank, world;
+    FILE *progress;
+    GradSync sync;
+    int sync_ok;
+    OcrBnSync bn_sync;  // Global.use_sync_bn in a world of more than one (else not attached)
+} Trainer;
+
+// ---- the process's world -------------------------------------------------------------------------
+
+// One transport per process (MPI is initialised once); `compare` runs several trainings on it.
+static OcrDist *g_dist;
+
+ocr_status_t training_dist_open(const RunConfig *rc, ocr_device_t device, OcrDist **out) {
+    if (g_dist) {
+        *out = g_dist;
+        return OCR_OK;
+    }
+    OcrDistWorld w = ocr_dist_detect_world();
+    OcrDistOptions o = {OCR_DIST_SINGLE, rc->dist.timeout_s, device};
+    const char *b = rc->dist.backend ? rc->dist.backend : "auto";
+    if (strcmp(b, "auto") == 0) o.backend = ocr_dist_choose_backend(&w, device);
+    else if (strcmp(b, "mpi") == 0) o.backend = OCR_DIST_MPI;
+    else if (strcmp(b, "nccl") == 0) o.backend = OCR_DIST_NCCL;
+    ocr_status_t st = ocr_dist_open(&g_dist, &o);
+    if (st != OCR_OK) return st;
+    if (ocr_dist_world_size(g_dist) > 1)
+        ocr_log(OCR_LOG_INFO, "data parallel: rank %d of %d (local rank %d) over %s", ocr_dist_rank(g_dist),
+                ocr_dist_world_size(g_dist), ocr_dist_local_rank(g_dist), ocr_dist_backend_name(o.backend));
+    *out = g_dist;
+    return OCR_OK;
+}
+
+// Synchronised batch norm's sums (kernels/ops.h): over the transport, in the memory it works on
+// (host for mpi, the step's device buffers for nccl, as the kernels' tensors are).
+static int sum_bn_statistics(void *user, double *v, int64_t n) {
+    return ocr_dist_sum_stats_f64((OcrDist *)user, v, n, "synchronised batch norm statistics") == OCR_OK ? 0 : -1;
+}
+
+// Everything that lives in one copy per rank and must start equal: rank 0's bytes to all.
+static ocr_status_t broadcast_table(OcrDist *d, OcrParamTable *t, const char *what) {
+    if (ocr_dist_world_size(d) == 1 || !t->data || t->bytes == 0) return OCR_OK;
+    OCR_ASSERT(t->device.type == OCR_DEVICE_CPU, "broadcast of a device table");
+    return ocr_dist_broadcast(d, t->data, t->bytes, 0, what);
+}
+
+static ocr_status_t push_step(TrainResult *r, const StepRecord *s) {
+    if (r->n_steps == r->cap_steps) {
+        int64_t cap = r->cap_steps ? 2 * r->cap_steps : 256;
+        StepRecord *n = realloc(r->steps, (size_t)cap * sizeof *n);
+        if (!n) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        r->steps = n;
+        r->cap_steps = cap;
+    }
+    r->steps[r->n_steps++] = *s;
+    return OCR_OK;
+}
+
+static ocr_status_t push_eval(TrainResult *r, const EvalRecord *e) {
+    if (r->n_evals == r->cap_evals) {
+        int cap = r->cap_evals ? 2 * r->cap_evals : 16;
+        EvalRecord *n = realloc(r->evals, (size_t)cap * sizeof *n);
+        if (!n) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        r->evals = n;
+        r->cap_evals = cap;
+    }
+    r->evals[r->n_evals++] = *e;
+    return OCR_OK;
+}
+
+// ---- setup ---------------------------------------------------------------------------------------
+
+ocr_status_t train_apply_finetune(OcrModel *m, const RunConfig *rc, const OcrConfig *cfg) {
+    const FinetuneConfig *f = &rc->finetune;
+    OcrParamTable *params = ocr_model_params(m);
+    OcrOpTable *ops = ocr_model_ops(m);
+    int n_bn = 0;
+    if (f->freeze_norm_all) n_bn = ocr_model_freeze_norm(m, NULL, 1);
+    for (int k = 0; k < f->n_freeze_norm; k++) {
+        int n = ocr_model_freeze_norm(m, f->freeze_norm[k], 1);
+        if (n == 0)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.freeze_norm: pattern \"%s\" matches no batch norm layer "
+                                 "of this model (`ocrtrain info -c CFG` lists the layers; type batchnorm)",
+                                 ocr_config_source(cfg), f->freeze_norm[k]);
+    }
+    if (f->n_freeze_norm) {
+        n_bn = 0;
+        for (int i = 0; i < ops->count; i++) n_bn += ops->items[i].bn_frozen;
+    }
+    int n_frozen = 0;
+    int64_t frozen_numel = 0;
+    for (int i = 0; i < params->count; i++) {
+        OcrParamInfo *p = &params->items[i];
+        int fz = 0;
+        // A frozen BN's scale and shift, unless Global.freeze_norm_affine is false.
+        if (f->freeze_norm_affine && p->role == OCR_ROLE_NORM && params->ops_recorded && p->op >= 0 &&
+            p->op < ops->count && ops->items[p->op].bn_frozen)
+            fz = 1;
+        for (int k = 0; !fz && k < f->n_freeze_params; k++) fz = fnmatch(f->freeze_params[k], p->name, 0) == 0;
+        p->frozen = fz;
+        n_frozen += fz;
+        if (fz) frozen_numel += p->numel;
+    }
+    for (int k = 0; k < f->n_freeze_params; k++) {
+        int hit = 0;
+        for (int i = 0; i < params->count && !hit; i++) hit = fnmatch(f->freeze_params[k], params->items[i].name, 0) == 0;
+        if (!hit)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.freeze_params: pattern \"%s\" matches no parameter of "
+                                 "this model (names as in the weights file, e.g. backbone.conv1.*)",
+                                 ocr_config_source(cfg), f->freeze_params[k]);
+    }
+    if (n_frozen == params->count)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.freeze_params / freeze_norm freeze every parameter: nothing "
+                             "would train", ocr_config_source(cfg));
+    // Optimizer.lr_mult: the first matching pattern multiplies the parameter's own multiplier
+    // (PaddleOCR's ParamAttr learning_rate: lr_mult_list, lab_lr).
+    int hits[RUN_MAX_PATTERNS] = {0};
+    for (int i = 0; i < params->count; i++) {
+        OcrParamInfo *p = &params->items[i];
+        for (int k = 0; k < f->n_lr_mult; k++) {
+            if (fnmatch(f->lr_mult_pattern[k], p->name, 0) != 0) continue;
+            hits[k]++;
+            p->lr_mult = (float)((double)p->lr_mult * f->lr_mult[k]);
+            break;
+        }
+    }
+    for (int k = 0; k < f->n_lr_mult; k++)
+        if (!hits[k])
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Optimizer.lr_mult: pattern \"%s\" matches no parameter%s",
+                                 ocr_config_source(cfg), f->lr_mult_pattern[k],
+                                 k ? " (or only parameters an earlier pattern took: the first match wins)" : "");
+    if (n_bn || n_frozen || f->n_lr_mult) {
+        ocr_log(OCR_LOG_INFO, "fine-tuning: %d batch norm layer(s) with frozen statistics, %d parameter tensor(s) "
+                "(%lld values) frozen, %d learning-rate pattern(s)", n_bn, n_frozen, (long long)frozen_numel,
+                f->n_lr_mult);
+        for (int k = 0; k < f->n_lr_mult; k++)
+            ocr_log(OCR_LOG_INFO, "  Optimizer.lr_mult \"%s\" x%g: %d parameter tensor(s)", f->lr_mult_pattern[k],
+                    f->lr_mult[k], hits[k]);
+    }
+    return OCR_OK;
+}
+
+static void fill_state_from_run(Trainer *t) {
+    CkptState *s = &t->st;
+    s->epoch = t->train.epoch;
+    s->batch_in_epoch = t->train.next_batch;
+    s->updates = t->optim.updates;
+    s->model_step = ocr_model_get_step(t->m);  // dropout draws continue from here on resume
+    s->seed = t->rc->seed;
+    s->loss_scale = t->amp.scaler.scale;
+    s->scaler_good = t->amp.scaler.good_steps;
+    s->scaler_bad = t->amp.scaler.bad_steps;
+    s->scaler_steps = t->amp.scaler.steps;
+    s->scaler_overflows = t->amp.scaler.overflow_steps;
+    s->amp_step = t->amp.step;
+    s->skipped_steps = t->amp.stats.skipped_steps;
+    snprintf(s->amp_level, sizeof s->amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
+    snprintf(s->amp_dtype, sizeof s->amp_dtype, "%s",
+             t->amp.cfg.policy.level == OCR_AMP_O0 ? "float32" : ocr_dtype_name(t->amp.cfg.policy.dtype));
+    s->world_size = t->world;
+    s->global_batch = (int64_t)t->train.batch_size * t->world;
+}
+
+static ocr_status_t save_checkpoint(Trainer *t, const char *name) {
+    if (!t->opt->save_checkpoints || t->rank != 0) return OCR_OK;
+    char dir[2200];
+    snprintf(dir, sizeof dir, "%s/%s", t->dir, name);
+    fill_state_from_run(t);
+    return ckpt_save(dir, t->m, &t->optim, &t->amp, &t->st);
+}
+
+// Keeps the metrics.jsonl lines of iterations <= iter (a resumed run rewrites what followed).
+static ocr_status_t truncate_metrics(const char *path, int64_t iter) {
+    if (!ocr_file_exists(path)) return OCR_OK;
+    char *text;
+    size_t size;
+    OCR_TRY(ocr_read_file(path, &text, &size));
+    size_t keep = 0;
+    for (char *line = text; *line;) {
+        char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line + 1) : strlen(line);
+        char save = line[len - (nl ? 1 : 0)];
+        line[len - (nl ? 1 : 0)] = '\0';
+        cJSON *o = cJSON_Parse(line);
+        line[len - (nl ? 1 : 0)] = save;
+        const cJSON *it = o ? cJSON_GetObjectItemCaseSensitive(o, "iter") : NULL;
+        int ok = cJSON_IsNumber(it) && it->valuedouble <= (double)iter;
+        cJSON_Delete(o);
+        if (!ok) break;
+        memmove(text + keep, line, len);
+        keep += len;
+        line += len;
+    }
+    ocr_status_t st = ocr_write_file_atomic(path, text, keep);
+    free(text);
+    return st;
+}
+
+static ocr_status_t setup(Trainer *t) {
+    const RunConfig *rc = t->rc;
+    const OcrConfig *cfg = t->cfg;
+    TrainResult *res = t->res;
+    char dev[32];
+    OCR_TRY(training_resolve_device(rc->device_name, dev, sizeof dev));
+    OCR_TRY(ocr_device_parse(dev, &t->device));
+    // One process per GPU: a device named without an index ("gpu", "cuda", "auto") is the
+    // launcher's local rank.
+    OcrDistWorld w = ocr_dist_detect_world();
+    if (t->device.type == OCR_DEVICE_CUDA && w.world_size > 1 && !strchr(rc->device_name, ':')) {
+        t->device.index = w.local_rank;
+        ocr_device_name(t->device, dev, (int)sizeof dev);
+    }
+    snprintf(res->device, sizeof res->device, "%s", dev);
+    training_set_threads(rc->threads);
+    OCR_TRY(training_dist_open(rc, t->device, &t->dist));
+    t->rank = ocr_dist_rank(t->dist);
+    t->world = ocr_dist_world_size(t->dist);
+    t->progress = t->rank == 0 ? t->opt->progress : NULL;
+    res->world_size = t->world;
+    res->rank = t->rank;
+    snprintf(res->dist_backend, sizeof res->dist_backend, "%s", ocr_dist_backend_name(ocr_dist_backend(t->dist)));
+
+    OCR_TRY(ocr_dict_load(&t->dict, rc->dict_path, rc->use_space_char));
+    t->dict_ok = 1;
+    // Each rank takes its slice of every global batch of world × batch samples.
+    OCR_TRY(feed_open_shard(&t->train, cfg, "Train", &t->dict, 1, t->opt->batch_size, t->rank, t->world));
+    t->train_ok = 1;
+    if (rc->eval.present) {
+        OCR_TRY(feed_open(&t->eval, cfg, "Eval", &t->dict, 0, 0));
+        t->eval_ok = 1;
+    }
+    t->steps_per_epoch = feed_batches_per_epoch(&t->train);
+    if (t->steps_per_epoch < 1)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: the Train split makes no batch of %d", ocr_config_source(cfg),
+                             t->train.batch_size);
+    t->total_iters = t->steps_per_epoch * rc->epoch_num;
+
+    OCR_TRY(ocr_model_from_config(&t->m, cfg));
+    const OcrArch *arch = ocr_model_arch(t->m);
+    if (arch->num_classes != t->dict.num_classes)
+        return ocr_set_error(OCR_ERR_CONFIG, "the head has %d classes but the dictionary %d", arch->num_classes,
+                             t->dict.num_classes);
+    if (arch->in_channels != t->train.channels)
+        return ocr_set_error(OCR_ERR_CONFIG, "the model takes %d channels, the Train transforms give %d",
+                             arch->in_channels, t->train.channels);
+
+    // Weights: a checkpoint restores everything; pretrained weights only seed the parameters.
+    char ckdir[2200] = "";
+    memset(&t->st, 0, sizeof t->st);
+    t->st.best_acc = -1;
+    if (rc->checkpoints) {
+        OCR_TRY(ckpt_resolve(rc->checkpoints, ckdir, sizeof ckdir));
+        OCR_TRY(ckpt_load_state(ckdir, &t->st));
+        char w[2300];
+        snprintf(w, sizeof w, "%s/model.safetensors", ckdir);
+        ocr_status_t st = ocr_model_load_weights(t->m, w);
+        if (st != OCR_OK) return ocr_wrap_error(st, "Global.checkpoints");
+        if (t->st.seed != rc->seed)
+            ocr_log(OCR_LOG_WARN, "resuming %s with Global.seed %llu; it was trained with %llu (data order and "
+                    "augmentation change)", ckdir, (unsigned long long)rc->seed, (unsigned long long)t->st.seed);
+    } else if (rc->pretrained_model) {
+        OcrLoadReport rep;
+        ocr_status_t st = ckpt_load_pretrained(t->m, rc->pretrained_model, rc->finetune.pretrained_strict, &rep);
+        if (st != OCR_OK) return ocr_wrap_error(st, "Global.pretrained_model");
+        ocr_log(OCR_LOG_INFO, "pretrained weights %s: %d tensors loaded%s", rc->pretrained_model, rep.loaded,
+                ocr_load_report_complete(&rep) ? " (all of the model's)" : "");
+    }
+    // Frozen BN statistics, frozen parameters and learning-rate multipliers go onto the model's
+    // tables before the AMP engine and the optimizer read them.
+    OCR_TRY(train_apply_finetune(t->m, rc, cfg));
+    // Every rank starts from rank 0's weights and BN statistics (they are equal already when all
+    // read the same files with the same seed; this makes it so whatever happened).
+    OCR_TRY(broadcast_table(t->dist, ocr_model_params(t->m), "the initial weights broadcast"));
+    OCR_TRY(broadcast_table(t->dist, ocr_model_stats(t->m), "the initial BN statistics broadcast"));
+
+    // AMP: the policy goes onto the op table before the first plan; O2 creates the masters.
+    AmpConfig ac;
+    OCR_TRY(amp_config_from_config(&ac, cfg));
+    if (t->device.type == OCR_DEVICE_CUDA) {
+        // Weights were loaded on the host; the model moves before the engine makes its copies.
+        ocr_dtype_t want = ac.policy.level == OCR_AMP_O0 ? OCR_F32 : ac.policy.dtype;
+        ocr_status_t st = training_device_prepare(dev, want, rc->allow_tf32, &res->device_info);
+        if (st == OCR_OK) st = ocr_model_to_device(t->m, t->device);
+        if (st != OCR_OK) {
+            amp_config_free(&ac);
+            return st;
+        }
+    }
+    amp_engine_init(&t->amp, &ac);
+    t->amp_ok = 1;
+    OCR_TRY(ocr_amp_attach(&t->amp, ocr_model_ops(t->m), ocr_model_params(t->m), ocr_model_stats(t->m)));
+    // O1: the model's conv/linear/embedding ops read the engine's low-precision weight copies
+    // (refreshed once per step) instead of rounding the f32 weights at every call.
+    if (t->amp.cfg.policy.level == OCR_AMP_O1) OCR_TRY(ocr_model_set_cast_cache(t->m, &t->amp.cache));
+    snprintf(res->amp_level, sizeof res->amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
+    snprintf(res->amp_dtype, sizeof res->amp_dtype, "%s",
+             t->amp.cfg.policy.level == OCR_AMP_O0 ? "float32" : ocr_dtype_name(t->amp.cfg.policy.dtype));
+
+    OcrParamTable *params = ocr_model_params(t->m);
+    OCR_TRY(optim_init(&t->optim, &rc->optim, params));
+    t->optim_ok = 1;
+    if (ckdir[0]) {
+        if (strcmp(t->st.amp_level, res->amp_level) != 0 || strcmp(t->st.amp_dtype, res->amp_dtype) != 0)
+            return ocr_set_error(OCR_ERR_CONFIG, "Global.checkpoints %s was trained with AMP %s %s; this config asks "
+                                 "for %s %s (resume with the same AMP settings, or fine-tune from it with "
+                                 "Global.pretrained_model)", ckdir, t->st.amp_level, t->st.amp_dtype, res->amp_level,
+                                 res->amp_dtype);
+        OCR_TRY(ckpt_load_optimizer(ckdir, &t->optim, &t->amp, params));
+        if (t->amp.scaler.cfg.enabled) OCR_TRY(amp_scaler_restore(&t->amp.scaler, t->st.loss_scale, t->st.scaler_good,
+                                                                  t->st.scaler_bad));
+        t->amp.scaler.steps = t->st.scaler_steps;
+        t->amp.scaler.overflow_steps = t->st.scaler_overflows;
+        t->amp.step = t->st.amp_step;
+        t->amp.stats.steps = t->st.amp_step;
+        t->amp.stats.skipped_steps = t->st.skipped_steps;
+        t->amp.stats.scale = amp_scaler_scale(&t->amp.scaler);
+        ocr_model_set_step(t->m, t->st.model_step);
+        if (t->st.iter >= t->total_iters)
+            ocr_log(OCR_LOG_WARN, "%s is at iteration %lld of %lld: nothing left to train", ckdir,
+                    (long long)t->st.iter, (long long)t->total_iters);
+        // The sampler position is global: batch_in_epoch counts global batches of the writer's
+        // world; another world size resumes at the same sample when its global batch divides it.
+        int64_t gb = (int64_t)t->train.batch_size * t->world;
+        if (t->st.global_batch > 0 && t->st.global_batch != gb) {
+            int64_t samples = t->st.batch_in_epoch * t->st.global_batch;
+            if (samples % gb != 0)
+                return ocr_set_error(OCR_ERR_CONFIG, "Global.checkpoints %s stopped %lld samples into epoch %lld with "
+                                     "a global batch of %lld (%lld ranks); %d ranks x batch %d = %lld does not divide "
+                                     "that position (resume with a global batch that does, e.g. the same)", ckdir,
+                                     (long long)samples, (long long)t->st.epoch + 1, (long long)t->st.global_batch,
+                                     (long long)t->st.world_size, t->world, t->train.batch_size, (long long)gb);
+            ocr_log(OCR_LOG_WARN, "resuming %s (world %lld, global batch %lld) with world %d, global batch %lld: the "
+                    "learning-rate schedule counts iterations of the new batch", ckdir, (long long)t->st.world_size,
+                    (long long)t->st.global_batch, t->world, (long long)gb);
+            t->st.batch_in_epoch = samples / gb;
+        }
+        OCR_TRY(feed_seek(&t->train, t->st.epoch, t->st.batch_in_epoch));
+        ocr_log(OCR_LOG_INFO, "resuming from %s: iteration %lld, epoch %lld, batch %lld", ckdir, (long long)t->st.iter,
+                (long long)t->st.epoch + 1, (long long)t->st.batch_in_epoch);
+    }
+
+    // Buffers of one step.
+    // Room for the largest batch of any scale.
+    int B = t->train.max_batch, H = t->train.max_height, W = t->train.max_width, C = t->train.channels;
+    OCR_TRY(step_ctx_init(&t->step, t->m, &t->amp, &t->optim, B, rc->use_focal_loss));
+    t->step_ok = 1;
+    if (t->device.type == OCR_DEVICE_CPU) {
+        // Gradient buckets on the CPU step, also in a world of one (where every all-reduce is
+        // the identity) so the all-reduce bytes per step are measured alike everywhere.
+        OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
+        t->sync_ok = 1;
+        t->step.sync = &t->sync;
+    }
+    t->step.keep_logits = rc->cal_metric_during_train;
+    // In a world of one the world's statistics are the rank's own: nothing to attach.
+    if (rc->dist.sync_bn && t->world > 1) {
+        t->bn_sync.sum = sum_bn_statistics;
+        t->bn_sync.user = t->dist;
+        ocr_model_set_bn_sync(t->m, &t->bn_sync);
+        ocr_dist_reset_counters(t->dist);  // this run's statistics sums alone (compare runs several)
+        res->sync_bn = 1;
+        ocr_log(OCR_LOG_INFO, "batch norm: synchronised over the %d ranks (Global.use_sync_bn): statistics of the "
+                "global batch of %lld", t->world, (long long)t->world * (long long)B);
+    }
+    if (t->device.type == OCR_DEVICE_CPU) {
+        OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
+    } else {
+        // The step's compute stream first: the uploads order themselves against it.
+        StepDeviceOptions so = {rc->cuda_graph, t->total_iters};
+        OCR_TRY(step_device_init(&t->step, &so));
+        // NCCL in a world of one too (Distributed.backend nccl): the 1-GPU check of the transport.
+        if (t->world > 1 || ocr_dist_backend(t->dist) == OCR_DIST_NCCL) {
+            OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
+            t->sync_ok = 1;
+            OCR_TRY(step_device_attach_sync(&t->step, &t->sync));
+        }
+        OCR_TRY(feed_upload_open(&t->up, t->device, B, H, W, C, t->train.max_len));
+        res->pinned_bytes = (int64_t)feed_upload_pinned_bytes(t->up);
+    }
+    t->loss_window = calloc((size_t)rc->log_smooth_window, sizeof *t->loss_window);
+    if (!t->loss_window) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    if (rc->cal_metric_during_train) {
+        t->acc_window = calloc((size_t)rc->log_smooth_window, sizeof *t->acc_window);
+        if (!t->acc_window) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
+
+    res->batch_size = B;
+    res->lr_scale = t->opt->lr_scale > 0 ? t->opt->lr_scale : 1.0;
+    res->steps_per_epoch = t->steps_per_epoch;
+    res->total_iters = t->total_iters;
+    res->train_samples = feed_num_samples(&t->train);
+    res->params = ocr_model_param_count(t->m);
+    res->best_acc = t->st.best_acc;
+    res->best_iter = t->st.best_iter;
+
+    res->global_batch = (int64_t)B * t->world;
+    // Everything that can fail on bad input has been checked: now the output directory (rank 0's).
+    snprintf(t->dir, sizeof t->dir, "%s", rc->save_model_dir);
+    if (t->rank != 0) return OCR_OK;
+    OCR_TRY(ocr_make_dirs(t->dir));
+    char p[2300];
+    snprintf(p, sizeof p, "%s/config.json", t->dir);
+    char *text = ocr_config_to_json(cfg);
+    if (text) {
+        ocr_status_t st = ocr_write_file_atomic(p, text, strlen(text));
+        free(text);
+        OCR_TRY(st);
+    }
+    snprintf(p, sizeof p, "%s/metrics.jsonl", t->dir);
+    if (ckdir[0])
+        OCR_TRY(truncate_metrics(p, t->st.iter));
+    else if (ocr_file_exists(p))
+        unlink(p);
+    t->metrics = fopen(p, "a");
+    if (!t->metrics) return ocr_set_error(OCR_ERR_IO, "cannot open %s for writing", p);
+    return OCR_OK;
+}
+
+static void cleanup(Trainer *t) {
+    if (t->metrics) fclose(t->metrics);
+    free(t->loss_window);
+    free(t->acc_window);
+    free(t->metric_logits);
+    free(t->valid_ratios);
+    feed_upload_close(t->up);
+    if (t->step_ok) step_ctx_free(&t->step);
+    if (t->sync_ok) grad_sync_free(&t->sync);
+    ocr_tensor_free(&t->images);
+    if (t->optim_ok) optim_free(&t->optim);
+    if (t->amp_ok) amp_engine_free(&t->amp);
+    if (t->m) ocr_model_free(t->m);
+    if (t->eval_ok) feed_close(&t->eval);
+    if (t->train_ok) feed_close(&t->train);
+    if (t->dict_ok) ocr_dict_free(&t->dict);
+    ocr_workspace_release();
+#ifdef OCR_HAVE_CUDA
+    // Each run (compare runs several) starts with the device's scratch and library workspaces
+    // released, so its peak is its own; the cuDNN algorithm choices stay (same bits per run).
+    ocr_backend_release_buffers(t->device);
+#endif
+}
+
+// ---- one step ------------------------------------------------------------------------------------
+
+// Global.cal_metric_during_train: RecMetric of the batch just trained (greedy decode of its
+// logits, which have the argmax of the probabilities, against its labels). On a GPU this reads
+// the logits back, so it waits for the step (PaddleOCR's training loop does the same).
+static ocr_status_t batch_metric(Trainer *t, StepRecord *rec) {
+    rec->train_acc = rec->train_norm_edit_dis = -1.0f;
+    if (!t->rc->cal_metric_during_train) return OCR_OK;
+    const OcrTensor *lg = step_kept_logits(&t->step);
+    if (!lg) return ocr_set_error(OCR_ERR_INTERNAL, "training metric: the step kept no logits");
+    int B = (int)lg->shape[0], T = (int)lg->shape[1], C = (int)lg->shape[2];
+    // The kept logits are f32: read them in place on the CPU, through one host buffer from a GPU.
+    const float *logits = lg->data;
+    if (lg->device.type != OCR_DEVICE_CPU) {
+        size_t n = (size_t)B * T * C;
+        if (t->metric_logits_cap < n) {
+            float *p = realloc(t->metric_logits, n * sizeof(float));
+            if (!p) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+            t->metric_logits = p;
+            t->metric_logits_cap = n;
+        }
+#ifdef OCR_HAVE_CUDA
+        if (ocr_backend_synchronize(t->device) != OCR_OK) return ocr_wrap_error(OCR_ERR_CUDA, "training metric");
+#endif
+        copy_bytes(ocr_cpu(), t->metric_logits, lg->device, lg->data, n * sizeof(float));
+        logits = t->metric_logits;
+    }
+    RecMetric metric;
+    rec_metric_init(&metric, (RecMetricOptions){t->rc->ignore_space, t->rc->is_filter});
+    char pred[1024], ref[1024];
+    for (int b = 0; b < B && b < t->batch.count; b++) {
+        float conf;
+        OCR_TRY(ctc_greedy_decode(pred, sizeof pred, &conf, logits + (size_t)b * T * C, T, C, 0, t->dict.classes));
+        feed_label_text(&t->dict, &t->batch, b, ref, sizeof ref);
+        OCR_TRY(rec_metric_add(&metric, pred, ref));
+    }
+    RecMetricResult r = rec_metric_get(&metric);
+    rec->train_acc = (float)r.acc;
+    rec->train_norm_edit_dis = (float)r.norm_edit_dis;
+    return OCR_OK;
+}
+
+// SAR guidance: its attention and its holistic feature read only the image columns of each
+// line (PaddleOCR's valid_ratio = min(1, width_i / W)); the padded columns are masked.
+static ocr_status_t set_guide_valid_ratios(Trainer *t, const FeedBatch *b) {
+    if (ocr_model_arch(t->m)->multihead.kind != OCR_GUIDE_SAR) return OCR_OK;
+    int B = b->count;
+    if (t->valid_ratios_cap < B) {
+        float *v = realloc(t->valid_ratios, (size_t)B * sizeof *v);
+        if (!v) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        t->valid_ratios = v;
+        t->valid_ratios_cap = B;
+    }
+    for (int i = 0; i < B; i++)
+        t->valid_ratios[i] = b->widths[i] >= b->width ? 1.0f : (float)b->widths[i] / (float)b->width;
+    return ocr_model_set_guide_valid_ratios(t->m, t->valid_ratios, B);
+}
+
+static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_count) {
+    FeedBatch *b = &t->batch;
+    int B = b->count, H = b->height, W = b->width, C = b->channels;
+    feed_normalize(b, t->images.data);
+    OcrTensor x = ocr_tensor_view(t->images.data, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C});
+    double lr = lr_at(&t->rc->optim.lr, t->st.iter, t->steps_per_epoch, t->rc->epoch_num) * t->res->lr_scale;
+    StepOutcome o;
+    OCR_TRY(set_guide_valid_ratios(t, b));
+    OCR_TRY(step_run(&t->step, &x, b->labels, b->lengths, b->max_len, lr, &o));
+    *infeasible_count = o.infeasible;
+    rec->iter = t->st.iter;
+    rec->loss = (float)o.loss;
+    rec->loss_ctc = (float)o.loss_ctc;
+    rec->loss_gtc = (float)o.loss_gtc;
+    rec->lr = (float)lr;
+    rec->scale = o.scale;
+    rec->skipped = o.skipped;
+    rec->grad_norm = (float)o.grad_norm;
+    return batch_metric(t, rec);
+}
+
+// ---- progress and metrics ---------------------------------------------------------------------------
+
+static void fmt_duration(double s, char *buf, size_t n) {
+    if (!(s >= 0) || s > 1e8) {
+        snprintf(buf, n, "?");
+        return;
+    }
+    long v = (long)(s + 0.5);
+    if (v >= 3600)
+        snprintf(buf, n, "%ldh%02ldm", v / 3600, (v / 60) % 60);
+    else if (v >= 60)
+        snprintf(buf, n, "%ldm%02lds", v / 60, v % 60);
+    else
+        snprintf(buf, n, "%lds", v);
+}
+
+static double smoothed_loss(Trainer *t, double loss) {
+    int64_t w = t->rc->log_smooth_window;
+    if (isfinite(loss)) t->loss_window[t->window_n++ % w] = loss;
+    int64_t n = t->window_n < w ? t->window_n : w;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += t->loss_window[i];
+    return n ? s / (double)n : loss;
+}
+
+// Mean batch accuracy over the log window (cal_metric_during_train), or -1.
+static double smoothed_acc(Trainer *t, double acc) {
+    if (acc < 0 || !t->acc_window) return -1;
+    int64_t w = t->rc->log_smooth_window;
+    t->acc_window[t->acc_n++ % w] = acc;
+    int64_t n = t->acc_n < w ? t->acc_n : w;
+    double s = 0;
+    for (int64_t i = 0; i < n; i++) s += t->acc_window[i];
+    return s / (double)n;
+}
+
+// Seven significant digits: what an f32 holds, without the noise of printing it as a double.
+static double sig7(double v) {
+    char b[32];
+    snprintf(b, sizeof b, "%.7g", v);
+    return strtod(b, NULL);
+}
+
+static void write_step_json(Trainer *t, const StepRecord *r, double avg, double sps, int batch, int ninf) {
+    if (!t->metrics) return;  // only rank 0 writes metrics.jsonl
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "iter", (double)(r->iter + 1));
+    cJSON_AddNumberToObject(o, "epoch", (double)(t->train.epoch + 1));
+    cJSON_AddNumberToObject(o, "batch", batch);
+    if (isfinite(r->loss)) cJSON_AddNumberToObject(o, "loss", sig7(r->loss));
+    else cJSON_AddNullToObject(o, "loss");
+    cJSON_AddNumberToObject(o, "loss_avg", sig7(avg));
+    if (r->loss_gtc != 0.0f || r->loss_ctc != 0.0f) {  // MultiHead
+        cJSON_AddNumberToObject(o, "loss_ctc", sig7(r->loss_ctc));
+        cJSON_AddNumberToObject(o, "loss_gtc", sig7(r->loss_gtc));
+    }
+    cJSON_AddNumberToObject(o, "lr", sig7(r->lr));
+    cJSON_AddNumberToObject(o, "loss_scale", r->scale);
+    cJSON_AddBoolToObject(o, "skipped", r->skipped);
+    if (r->skipped && t->amp.last_layer >= 0)
+        cJSON_AddStringToObject(o, "overflow_layer", amp_engine_layer_name(&t->amp, t->amp.last_layer));
+    if (isfinite(r->grad_norm)) cJSON_AddNumberToObject(o, "grad_norm", sig7(r->grad_norm));
+    else cJSON_AddNullToObject(o, "grad_norm");
+    cJSON_AddNumberToObject(o, "step_time_s", sig7(r->step_seconds));
+    cJSON_AddNumberToObject(o, "samples_per_s", sig7(sps));
+    if (ninf) cJSON_AddNumberToObject(o, "infeasible_samples", ninf);
+    if (r->train_acc >= 0) {
+        cJSON_AddNumberToObject(o, "acc", sig7(r->train_acc));
+        cJSON_AddNumberToObject(o, "norm_edit_dis", sig7(r->train_norm_edit_dis));
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    if (s) fprintf(t->metrics, "%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+}
+
+static void progress_line(Trainer *t, const StepRecord *r, double avg, double acc, double sps, double eta, int last,
+                          int64_t in_epoch) {
+    FILE *f = t->progress;
+    if (!f) return;
+    int tty = isatty(fileno(f));
+    int64_t it = r->iter + 1;
+    if (!tty && !last && it % t->rc->print_batch_step != 0) return;
+    char e[32];
+    fmt_duration(eta, e, sizeof e);
+    char accs[32] = "";
+    if (acc >= 0) snprintf(accs, sizeof accs, "  acc %.3f", acc);
+    fprintf(f, "%s%s%s%sepoch %lld/%lld  step %lld/%lld  loss %.4f%s  lr %.6f  scale %g  %.1f samples/s  ETA %s%s",
+            tty ? "\r\033[K" : "", t->opt->label ? "[" : "", t->opt->label ? t->opt->label : "",
+            t->opt->label ? "] " : "", (long long)t->train.epoch + 1, (long long)t->rc->epoch_num,
+            (long long)in_epoch, (long long)t->steps_per_epoch, avg, accs, r->lr, (double)r->scale, sps, e,
+            r->skipped ? "  (skipped: inf/NaN gradients)" : "");
+    if (!tty || last) fputc('\n', f);
+    fflush(f);
+}
+
+// Training memory excludes evaluation passes (their batch and inference activations are not
+// what a training step needs): the peaks of the training segments are merged around each
+// evaluation, and the peak restarts after it.
+static void merge_training_peak(Trainer *t) {
+    OcrMemStats s = ocr_mem_stats(t->device);
+    OcrMemStats *m = &t->res->memory;
+    for (int c = 0; c < OCR_MEM_CATEGORY_COUNT; c++)
+        if (s.peak[c] > m->peak[c]) m->peak[c] = s.peak[c];
+    if (s.peak_total > m->peak_total) m->peak_total = s.peak_total;
+}
+
+static ocr_status_t evaluate_now(Trainer *t, EvalResult *er) {
+    merge_training_peak(t);
+    RecMetricOptions mo = {t->rc->ignore_space, t->rc->is_filter};
+    ocr_status_t st = evaluate(t->m, &t->eval, &t->dict, mo, er);
+    // The evaluation re-planned the activation arena: a captured training step is stale.
+    step_invalidate_graph(&t->step);
+    ocr_mem_reset_peak(t->device);
+    return st;
+}
+
+static ocr_status_t run_eval(Trainer *t) {
+    if (!t->eval_ok) return OCR_OK;
+    FILE *f = t->progress;
+    if (f && isatty(fileno(f))) fputc('\n', f);
+    EvalResult er;
+    OCR_TRY(evaluate_now(t, &er));
+    EvalRecord rec = {t->st.iter, er.acc, er.norm_edit_dis, er.cer};
+    OCR_TRY(push_eval(t->res, &rec));
+    int best = er.acc > t->st.best_acc;
+    if (best) {
+        t->st.best_acc = er.acc;
+        t->st.best_iter = t->st.iter;
+        t->res->best_acc = er.acc;
+        t->res->best_iter = t->st.iter;
+    }
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "iter", (double)t->st.iter);
+    cJSON *e = cJSON_AddObjectToObject(o, "eval");
+    cJSON_AddNumberToObject(e, "acc", er.acc);
+    cJSON_AddNumberToObject(e, "norm_edit_dis", er.norm_edit_dis);
+    cJSON_AddNumberToObject(e, "cer", er.cer);
+    cJSON_AddNumberToObject(e, "samples", (double)er.samples);
+    cJSON_AddNumberToObject(e, "samples_per_s", er.samples_per_s);
+    cJSON_AddNumberToObject(o, "best_acc", t->st.best_acc);
+    cJSON_AddNumberToObject(o, "best_iter", (double)t->st.best_iter);
+    char *s = cJSON_PrintUnformatted(o);
+    if (s && t->metrics) fprintf(t->metrics, "%s\n", s);
+    free(s);
+    cJSON_Delete(o);
+    if (t->metrics) fflush(t->metrics);
+    if (f)
+        fprintf(f, "%s%seval at step %lld: acc %.4f  norm_edit_dis %.4f  cer %.4f  (%lld samples, %.1f samples/s)%s\n",
+                t->opt->label ? t->opt->label : "", t->opt->label ? ": " : "", (long long)t->st.iter, er.acc,
+                er.norm_edit_dis, er.cer, (long long)er.samples, er.samples_per_s,
+                best ? "  best so far" : "");
+    if (best) OCR_TRY(save_checkpoint(t, "best"));
+    return OCR_OK;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void summarize(Trainer *t) {
+    TrainResult *r = t->res;
+    int64_t n = r->n_steps;
+    int64_t warm = n / 10 > 1 ? n / 10 : (n > 1 ? 1 : 0);
+    double secs = 0, samples = 0;
+    float *times = malloc((size_t)(n ? n : 1) * sizeof *times);
+    int64_t k = 0;
+    for (int64_t i = warm; i < n; i++) {
+        secs += r->steps[i].step_seconds;
+        samples += r->batch_size;
+        if (times) times[k++] = r->steps[i].step_seconds;
+    }
+    r->samples_per_s = secs > 0 ? samples / secs : 0;
+    if (times && k) {
+        qsort(times, (size_t)k, sizeof *times, cmp_float);
+        r->median_step_s = k % 2 ? times[k / 2] : 0.5 * (times[k / 2 - 1] + times[k / 2]);
+    }
+    free(times);
+    r->epoch_seconds = r->median_step_s * (double)r->steps_per_epoch;
+    double s = 0;
+    int m = 0;
+    for (int64_t i = n - 1; i >= 0 && m < 20; i--)
+        if (!r->steps[i].skipped && isfinite(r->steps[i].loss)) s += r->steps[i].loss, m++;
+    r->final_loss = m ? s / m : NAN;
+    r->skipped_steps = t->amp.stats.skipped_steps;
+    r->final_scale = amp_engine_loss_scale(&t->amp);
+    // Where overflows were first located, most frequent first.
+    r->n_overflow_layers = 0;
+    const AmpStats *as = &t->amp.stats;
+    for (int l = 0; l < as->n_layers; l++) {
+        if (!as->overflows || as->overflows[l] == 0) continue;
+        int pos = r->n_overflow_layers;
+        if (pos == TRAIN_MAX_OVERFLOW_LAYERS) {
+            if (as->overflows[l] <= r->overflow_count[pos - 1]) continue;
+            pos--;
+        } else {
+            r->n_overflow_layers++;
+        }
+        while (pos > 0 && r->overflow_count[pos - 1] < as->overflows[l]) {
+            r->overflow_count[pos] = r->overflow_count[pos - 1];
+            memcpy(r->overflow_layer[pos], r->overflow_layer[pos - 1], sizeof r->overflow_layer[0]);
+            pos--;
+        }
+        r->overflow_count[pos] = as->overflows[l];
+        snprintf(r->overflow_layer[pos], sizeof r->overflow_layer[0], "%s", as->layer_names[l]);
+    }
+    AmpMemory am = amp_engine_memory(&t->amp);
+    r->amp_cast_cache_bytes = am.cast_cache_bytes;
+    r->amp_master_bytes = am.master_bytes;
+}
+
+// ---- the loop ------------------------------------------------------------------------------------------
+
+// The bookkeeping of one finished step (CPU: at once; GPU: when its outcome is read back).
+static ocr_status_t record_step(Trainer *t, StepRecord *rec, int count, int ninf, int64_t in_epoch, int64_t stop,
+                                double *ema) {
+    TrainResult *res = t->res;
+    res->infeasible_samples += ninf;
+    OCR_TRY(push_step(res, rec));
+    count *= t->world;  // metrics.jsonl and the progress line show the global batch
+    t->st.last_loss = rec->loss;
+    *ema = *ema == 0 ? rec->step_seconds : 0.9 * *ema + 0.1 * rec->step_seconds;
+    double sps = rec->step_seconds > 0 ? count / rec->step_seconds : 0;
+    double avg = smoothed_loss(t, rec->loss);
+    double acc = smoothed_acc(t, rec->train_acc);
+    write_step_json(t, rec, avg, sps, count, ninf);
+    int64_t done = rec->iter + 1;
+    progress_line(t, rec, avg, acc, sps, *ema * (double)(stop - done), done == stop, in_epoch);
+    return OCR_OK;
+}
+
+// What the GPU loop remembers of a step in flight.
+typedef struct {
+    int64_t iter, in_epoch;
+    float lr;
+    int count;
+    float train_acc, train_norm_edit_dis;  // cal_metric_during_train (-1: not computed)
+} Inflight;
+
+static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, double *ema, double *t_last) {
+    StepOutcome o;
+    OCR_TRY(step_collect(&t->step, &o));
+    double now = ocr_now_seconds();
+    StepRecord rec;
+    rec.iter = q[0].iter;
+    rec.loss = (float)o.loss;
+    rec.loss_ctc = (float)o.loss_ctc;  // MultiHead: the MultiLoss parts (0 for a CTC head)
+    rec.loss_gtc = (float)o.loss_gtc;
+    rec.lr = q[0].lr;
+    rec.scale = o.scale;
+    rec.skipped = o.skipped;
+    rec.grad_norm = (float)o.grad_norm;
+    rec.train_acc = q[0].train_acc;
+    rec.train_norm_edit_dis = q[0].train_norm_edit_dis;
+    // Steady state: one step per interval between readbacks (the device's step time).
+    rec.step_seconds = (float)(now - *t_last);
+    *t_last = now;
+    Inflight done = q[0];
+    for (int i = 1; i < *nq; i++) q[i - 1] = q[i];
+    (*nq)--;
+    return record_step(t, &rec, done.count, o.infeasible, done.in_epoch, stop, ema);
+}
+
+static ocr_status_t drain(Trainer *t, Inflight *q, int *nq, int64_t stop, double *ema, double *t_last) {
+    while (*nq > 0) OCR_TRY(collect_one(t, q, nq, stop, ema, t_last));
+    return OCR_OK;
+}
+
+// After a step (CPU) or after draining the steps in flight (GPU): evaluation, epoch end,
+// checkpoints.
+// metrics.jsonl is the run's record: a full disk or an I/O error there stops the run with the
+// file named, instead of training on with the record silently cut short.
+static ocr_status_t metrics_flush(Trainer *t) {
+    if (!t->metrics) return OCR_OK;  // ranks other than 0
+    if (fflush(t->metrics) != 0 || ferror(t->metrics))
+        return ocr_set_error(OCR_ERR_IO, "writing %s/metrics.jsonl failed: %s", t->dir, strerror(errno));
+    return OCR_OK;
+}
+
+static ocr_status_t after_iteration(Trainer *t) {
+    const RunConfig *rc = t->rc;
+    int64_t g = t->st.iter;
+    if (rc->eval_every > 0 && g > rc->eval_start && (g - rc->eval_start) % rc->eval_every == 0) OCR_TRY(run_eval(t));
+    if (t->train.next_batch >= t->steps_per_epoch) {
+        // End of an epoch: the next batch is the first of the following one.
+        int64_t done = t->train.epoch + 1;
+        OCR_TRY(feed_seek(&t->train, done, 0));
+        if (rc->eval_every == 0) OCR_TRY(run_eval(t));
+        OCR_TRY(save_checkpoint(t, "latest"));
+        if (rc->save_epoch_step > 0 && done % rc->save_epoch_step == 0) {
+            char name[64];
+            snprintf(name, sizeof name, "iter_epoch_%lld", (long long)done);
+            OCR_TRY(save_checkpoint(t, name));
+        }
+    }
+    return metrics_flush(t);
+}
+
+// The GPU loop: step n+1 is enqueued before step n's outcome is read, so the host prepares and
+// uploads the next batch while the device computes. Everything that reads training state
+// (evaluation, checkpoints, the end) first drains the steps in flight.
+static ocr_status_t loop_gpu(Trainer *t, int64_t stop, double *ema) {
+    const RunConfig *rc = t->rc;
+    Inflight q[2];
+    int nq = 0;
+    double t_last = ocr_now_seconds();
+    while (t->st.iter < stop) {
+        int32_t stop_now = (int32_t)train_stop_requested;  // every rank stops at the same step
+        OCR_TRY(ocr_dist_max_i32(t->dist, &stop_now, 1, "the stop-request all-reduce"));
+        if (stop_now) {
+            if (!train_stop_requested) train_stop_requested = stop_now;
+            break;
+        }
+        int end;
+        OCR_TRY(feed_next(&t->train, &t->batch, &end));
+        if (end) continue;
+        FeedDeviceBatch db;
+        OCR_TRY(feed_upload(t->up, &t->batch, &db));
+        double lr = lr_at(&rc->optim.lr, t->st.iter, t->steps_per_epoch, rc->epoch_num) * t->res->lr_scale;
+        if (nq == 2) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
+        if (nq == 0) t_last = ocr_now_seconds();
+        step_mode_t mode;
+        if (ocr_model_arch(t->m)->multihead.kind != OCR_GUIDE_NONE) {  // the guidance labels from the host batch
+            OCR_TRY(ocr_model_set_guide_labels(t->m, t->batch.labels, t->batch.lengths, t->batch.count, t->batch.max_len));
+            OCR_TRY(set_guide_valid_ratios(t, &t->batch));
+        }
+        OCR_TRY(step_run_device(&t->step, &db, lr, &mode));
+        feed_upload_consumed(t->up);
+        StepRecord metric;
+        OCR_TRY(batch_metric(t, &metric));
+        q[nq++] = (Inflight){t->st.iter, t->train.next_batch, (float)lr, db.count, metric.train_acc,
+                             metric.train_norm_edit_dis};
+        t->st.iter++;
+        if (nq == 2) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
+        int64_t g = t->st.iter;
+        int boundary = (rc->eval_every > 0 && g > rc->eval_start && (g - rc->eval_start) % rc->eval_every == 0) ||
+                       t->train.next_batch >= t->steps_per_epoch || g == stop;
+        if (boundary) {
+            OCR_TRY(drain(t, q, &nq, stop, ema, &t_last));
+            OCR_TRY(after_iteration(t));
+            t_last = ocr_now_seconds();
+        }
+    }
+    OCR_TRY(drain(t, q, &nq, stop, ema, &t_last));
+    step_graph_counts(&t->step, &t->res->graph_captures, &t->res->graph_replays);
+    t->res->cuda_graph = t->res->graph_replays > 0;
+    // The tracker against the runtime, at the end of training (before evaluation buffers).
+    t->res->device_tracked_bytes = ocr_mem_stats(t->device).current_total;
+#ifdef OCR_HAVE_CUDA
+    OcrDeviceInfo ci;
+    if (ocr_backend_device_info(t->device, &ci) == OCR_OK) t->res->device_runtime_used = ci.total_memory - ci.free_memory;
+#endif
+    return OCR_OK;
+}
+
+static ocr_status_t loop(Trainer *t) {
+    TrainResult *res = t->res;
+    int64_t stop = t->total_iters;
+    if (t->opt->max_iters > 0 && t->opt->max_iters < stop) stop = t->opt->max_iters;
+    double t_start = ocr_now_seconds();
+    double ema = 0;
+    // Training memory is measured from here: the set-up's transients (an O2 conversion holds
+    // both copies of the parameters for a moment) are not what a step needs.
+    ocr_mem_reset_peak(t->device);
+    if (t->device.type == OCR_DEVICE_CUDA) {
+        OCR_TRY(loop_gpu(t, stop, &ema));
+    } else {
+        while (t->st.iter < stop) {
+            // A stop request (Ctrl-C, SIGTERM) reaches the ranks at different moments: they stop
+            // together, at the first step where any of them has it. The signal number itself is
+            // reduced (cmd_train exits with 128 + it): a rank that got none takes its peers'.
+            int32_t stop_now = (int32_t)train_stop_requested;
+            OCR_TRY(ocr_dist_max_i32(t->dist, &stop_now, 1, "the stop-request all-reduce"));
+            if (stop_now) {
+                if (!train_stop_requested) train_stop_requested = stop_now;
+                break;
+            }
+            double t0 = ocr_now_seconds();
+            int end;
+            OCR_TRY(feed_next(&t->train, &t->batch, &end));
+            if (end) continue;  // the feed moved to the next epoch
+            StepRecord rec;
+            int ninf = 0;
+            OCR_TRY(train_step(t, &rec, &ninf));
+            rec.step_seconds = (float)(ocr_now_seconds() - t0);
+            t->st.iter++;
+            OCR_TRY(record_step(t, &rec, t->batch.count, ninf, t->train.next_batch, stop, &ema));
+            OCR_TRY(after_iteration(t));
+        }
+    }
+    res->train_seconds = ocr_now_seconds() - t_start;
+    // A stop inside an epoch (--max-steps, Ctrl-C) leaves a resumable checkpoint.
+    if (t->train.next_batch != 0 || train_stop_requested) OCR_TRY(save_checkpoint(t, "latest"));
+    merge_training_peak(t);
+    if (t->opt->final_eval && t->eval_ok) {
+        EvalResult er;
+        OCR_TRY(evaluate_now(t, &er));
+        res->has_final_eval = 1;
+        res->acc = er.acc;
+        res->norm_edit_dis = er.norm_edit_dis;
+        res->cer = er.cer;
+        res->eval_samples = er.samples;
+        res->eval_samples_per_s = er.samples_per_s;
+    }
+    return OCR_OK;
+}
+
+// Data parallelism's figures, gathered on every rank (a collective: all ranks call it), and on
+// rank 0 SAVE_DIR/distributed.json.
+static ocr_status_t dist_summary(Trainer *t) {
+    TrainResult *r = t->res;
+    const GradSyncStats *g = &t->sync.stats;
+    if (t->sync_ok && g->steps > 0) {
+        r->allreduce_bytes_per_step = g->bytes / g->steps;
+        r->allreduce_buckets = t->sync.n_buckets;
+        r->allreduce_seconds_per_step = g->comm_seconds / (double)g->steps;
+        r->allreduce_exposed_per_step = g->exposed_seconds / (double)g->steps;
+        r->backward_seconds_per_step = g->backward_seconds / (double)g->steps;
+        double hidden = g->comm_seconds > 0 ? 1.0 - g->exposed_seconds / g->comm_seconds : 1.0;
+        r->comm_hidden_fraction = hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
+        if (r->sync_bn) r->bn_sync_bytes_per_step = ocr_dist_counters(t->dist).stats_bytes / g->steps;
+    }
+    int n = t->world < TRAIN_MAX_RANKS ? t->world : TRAIN_MAX_RANKS;
+    double v[TRAIN_MAX_RANKS + 1] = {0};
+    if (t->rank < n) v[t->rank] = r->samples_per_s;
+    v[TRAIN_MAX_RANKS] = r->samples_per_s;
+    OCR_TRY(ocr_dist_sum_f64(t->dist, v, TRAIN_MAX_RANKS + 1, "the throughput gather"));
+    r->n_rank_samples_per_s = n;
+    for (int i = 0; i < n; i++) r->rank_samples_per_s[i] = v[i];
+    r->global_samples_per_s = v[TRAIN_MAX_RANKS];
+    if (t->rank != 0 || !t->opt->save_checkpoints) return OCR_OK;
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddStringToObject(o, "backend", r->dist_backend);
+    cJSON_AddNumberToObject(o, "world_size", t->world);
+    cJSON_AddNumberToObject(o, "batch_per_rank", r->batch_size);
+    cJSON_AddNumberToObject(o, "global_batch", (double)r->global_batch);
+    cJSON_AddStringToObject(o, "amp", r->amp_level);
+    cJSON_AddStringToObject(o, "amp_dtype", r->amp_dtype);
+    cJSON_AddNumberToObject(o, "steps", (double)r->n_steps);
+    cJSON_AddNumberToObject(o, "global_samples_per_s", r->global_samples_per_s);
+    cJSON *a = cJSON_AddArrayToObject(o, "rank_samples_per_s");
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(r->rank_samples_per_s[i]));
+    cJSON_AddNumberToObject(o, "allreduce_bytes_per_step", (double)r->allreduce_bytes_per_step);
+    cJSON_AddNumberToObject(o, "allreduce_buckets", r->allreduce_buckets);
+    cJSON_AddNumberToObject(o, "allreduce_seconds_per_step", r->allreduce_seconds_per_step);
+    cJSON_AddNumberToObject(o, "allreduce_exposed_seconds_per_step", r->allreduce_exposed_per_step);
+    cJSON_AddNumberToObject(o, "backward_seconds_per_step", r->backward_seconds_per_step);
+    cJSON_AddNumberToObject(o, "comm_hidden_fraction", r->comm_hidden_fraction);
+    cJSON_AddBoolToObject(o, "sync_bn", r->sync_bn);
+    cJSON_AddNumberToObject(o, "bn_sync_bytes_per_step", (double)r->bn_sync_bytes_per_step);
+    cJSON_AddNumberToObject(o, "median_step_s", r->median_step_s);
+    char *text = cJSON_Print(o);
+    cJSON_Delete(o);
+    if (!text) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    char p[2300];
+    snprintf(p, sizeof p, "%s/distributed.json", t->dir);
+    ocr_status_t st = ocr_write_file_atomic(p, text, strlen(text));
+    free(text);
+    if (t->world > 1)
+        ocr_log(OCR_LOG_INFO, "data parallel: %d ranks x batch %d, %.1f samples/s in all; all-reduce %lld bytes per "
+                "step in %d bucket(s), %.2f ms per step, %.0f %% behind the backward", t->world, r->batch_size,
+                r->global_samples_per_s, (long long)r->allreduce_bytes_per_step, r->allreduce_buckets,
+                1e3 * r->allreduce_seconds_per_step, 100 * r->comm_hidden_fraction);
+    if (t->world > 1 && r->sync_bn)
+        ocr_log(OCR_LOG_INFO, "data parallel: synchronised batch norm summed %lld bytes of statistics per step",
+                (long long)r->bn_sync_bytes_per_step);
+    return st;
+}
+
+ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOptions *opt, TrainResult *res) {
+    memset(res, 0, sizeof *res);
+    Trainer t;
+    memset(&t, 0, sizeof t);
+    t.cfg = cfg;
+    t.rc = rc;
+    t.opt = opt;
+    t.res = res;
+    ocr_workspace_release();
+    ocr_mem_reset_peak(ocr_cpu());
+    t.device = ocr_cpu();
+    ocr_status_t st = setup(&t);
+    if (st == OCR_OK) {
+        st = loop(&t);
+    }
+    if (st == OCR_OK) {
+        summarize(&t);
+        st = dist_summary(&t);
+    }
+    if (st != OCR_OK && t.world > 1) {
+        // One rank's failure ends the job: the others would wait for it in their next collective.
+        char msg[1200];
+        snprintf(msg, sizeof msg, "rank %d of %d: %s", t.rank, t.world, ocr_last_error());
+        ocr_dist_abort(t.dist, msg);
+    }
+    if (st == OCR_OK) {
+        OcrSkipStats sk;
+        if (t.train_ok) {
+            feed_skip_stats(&t.train, &sk);
+            ocr_skip_stats_log(&sk, "Train images");
+        }
+        if (t.eval_ok) {
+            feed_skip_stats(&t.eval, &sk);
+            ocr_skip_stats_log(&sk, "Eval images");
+        }
+    }
+    cleanup(&t);
+    return st;
+}
