@@ -25,7 +25,7 @@ AmpCheckResult amp_unscale_check(OcrTensor *const *grads, int count, float scale
         }
         if (!n) continue;
         float inv = pass == 0 ? r.inv_scale : 1.0f;
-        unscale_and_check(list, n, inv, a, bad);
+        ocr_unscale_and_check(list, n, inv, a, bad);
         for (int k = 0; k < n; k++) {
             int i = index[k];
             if (amax) amax[i] = pass == 0 ? a[k] : a[k] * r.inv_scale;

@@ -15,6 +15,7 @@ static const char *const AMP_KEYS[] = {"amp_level",
                                        "amp_fp32_layers",
                                        "amp_stochastic_rounding",
                                        "amp_activation_stats_every",
+                                       "amp_overflow",
                                        NULL};
 
 // A typo in an amp_* key would otherwise silently keep a default.
@@ -59,6 +60,13 @@ ocr_status_t amp_config_from_config(AmpConfig *c, const OcrConfig *cfg) {
     if (every < 0)
         return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.amp_activation_stats_every must be >= 0 (0: off), got %lld",
                              src, (long long)every);
+    // Validated for every dtype; only a dynamic FP16 scaler ever has a step to recompute.
+    const char *overflow = NULL;
+    OCR_TRY(ocr_config_get_string(cfg, "Global.amp_overflow", "recompute", &overflow));
+    int recompute = strcmp(overflow, "recompute") == 0;
+    if (!recompute && strcmp(overflow, "skip") != 0)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.amp_overflow must be recompute or skip, got \"%s\"", src,
+                             overflow);
     AmpPolicy p;
     OCR_TRY(amp_policy_from_config(&p, cfg));
     if (sr && p.level == OCR_AMP_O1) {
@@ -81,6 +89,7 @@ ocr_status_t amp_config_from_config(AmpConfig *c, const OcrConfig *cfg) {
     c->stochastic_rounding = sr && p.level == OCR_AMP_O2;
     c->seed = (uint64_t)seed;
     c->activation_stats_every = every;
+    c->overflow_recompute = recompute;
     return OCR_OK;
 }
 
@@ -280,7 +289,7 @@ void amp_engine_after_forward(AmpEngine *e) {
                 size_t nb = ocr_tensor_bytes(&out);
                 void *h = malloc(nb ? nb : 1);
                 OCR_ASSERT(h, "out of host memory");
-                copy_bytes(ocr_cpu(), h, out.device, out.data, nb);
+                ocr_copy_bytes(ocr_cpu(), h, out.device, out.data, nb);
                 OcrTensor hv = ocr_tensor_view(h, out.dtype, ocr_cpu(), out.ndim, out.shape);
                 a = amp_tensor_amax(&hv, &bad);
                 free(h);
@@ -330,6 +339,62 @@ int amp_engine_check_grads(AmpEngine *e) {
     return e->last.found_inf;
 }
 
+// ---- overflowed steps recomputed ----------------------------------------------------------------
+
+int amp_engine_can_recompute(const AmpEngine *e, float scale, double loss, int attempts) {
+    const AmpScalerConfig *c = &e->scaler.cfg;
+    if (!e->cfg.overflow_recompute || !c->enabled || !c->dynamic) return 0;
+    if (!isfinite(loss) || attempts >= AMP_MAX_RECOMPUTES) return 0;
+    float next = amp_scaler_lowered(c, scale);
+    return next < scale && next > 0.0f;
+}
+
+int amp_engine_bad_layer(const AmpEngine *e, const int *nonfinite) {
+    int layer = -1;
+    for (int i = 0; i < e->mg.n_params; i++)
+        if (nonfinite[i] && e->param_op[i] > layer) layer = e->param_op[i];
+    return layer;
+}
+
+static const char *param_layer_name(const AmpEngine *e);
+
+// The attempt's backoff, count and log line (e->last and e->last_layer describe it).
+static void note_attempt(AmpEngine *e) {
+    float before = amp_scaler_scale(&e->scaler);
+    amp_scale_event_t ev = amp_scaler_backoff(&e->scaler);
+    OCR_ASSERT(ev == AMP_SCALE_BACKED_OFF, "amp engine: a recompute at loss scale %g, which cannot come down",
+               (double)before);
+    float after = amp_scaler_scale(&e->scaler);
+    e->last_scale_before = before;
+    e->last_scale_after = after;
+    amp_stats_record_recompute(&e->stats, e->step, before, after);
+    ocr_log(OCR_LOG_INFO,
+            "amp: step %lld: inf/NaN gradients in %d tensor(s), first (in backward order) in layer %s, at loss "
+            "scale %g; recomputed at %g (Global.amp_overflow: recompute)",
+            (long long)e->step, e->last.bad_count, param_layer_name(e), (double)before, (double)after);
+}
+
+void amp_engine_end_attempt(AmpEngine *e) {
+    OCR_ASSERT(e->in_step && e->checked && e->last.found_inf,
+               "amp engine: end_attempt needs an overflowed, checked step");
+    if (e->bn.valid) {
+        size_t sbytes = 0;
+        ocr_device_t sdev = ocr_cpu();
+        void *sdata = e->mg.stats(&e->mg, &sbytes, &sdev);
+        amp_snapshot_restore(&e->bn, sdata, sbytes);
+    }
+    note_attempt(e);
+    e->in_step = 0;
+    e->checked = 0;
+}
+
+void amp_engine_record_device_attempt(AmpEngine *e, int bad_count, int layer) {
+    OCR_ASSERT(e->attached && !e->in_step, "amp engine: a device attempt is recorded outside begin_step/end_step");
+    e->last = (AmpCheckResult){1, bad_count, -1, amp_scaler_inv_scale(&e->scaler)};
+    e->last_layer = layer;
+    note_attempt(e);
+}
+
 void amp_engine_record_device_step(AmpEngine *e, int found_inf, const int *nonfinite, const float *amax_stored) {
     OCR_ASSERT(e->attached, "amp engine: attach it to a model first");
     OCR_ASSERT(!e->in_step, "amp engine: a device step is recorded outside begin_step/end_step");
@@ -377,7 +442,7 @@ int amp_engine_adam_step(AmpEngine *e, OcrTensor *m, OcrTensor *v, amp_adam_fill
         AdamParams p = {0};
         fill(user, i, &p);
         amp_engine_adam_params(e, i, &p);
-        adam_update(&w, amp_engine_master(e, i), &m[i], &v[i], &g, p);
+        ocr_adam_update(&w, amp_engine_master(e, i), &m[i], &v[i], &g, p);
     }
     return 1;
 }
@@ -433,16 +498,57 @@ const OcrTensor *amp_loss_logits(const OcrTensor *logits, OcrTensor *buf) {
                                            OCR_MEM_WORKSPACE);
         OCR_ASSERT(st == OCR_OK, "f32 logits: %s", ocr_last_error());
     }
-    cast_forward(buf, logits);
+    ocr_cast_forward(buf, logits);
     return buf;
 }
 
 void amp_loss_dlogits(OcrTensor *model_dlogits, const OcrTensor *dl32) {
     if (model_dlogits->data == dl32->data) return;
-    cast_forward(model_dlogits, dl32);
+    ocr_cast_forward(model_dlogits, dl32);
 }
 
 AmpMemory amp_engine_memory(const AmpEngine *e) {
     AmpMemory m = {(int64_t)e->cache.bytes, (int64_t)e->master.bytes, (int64_t)e->bn.bytes};
     return m;
+}
+
+// ---- the engine's state in a checkpoint -----------------------------------------------------------------
+
+AmpEngineState amp_engine_state(const AmpEngine *e) {
+    return (AmpEngineState){amp_scaler_state(&e->scaler), e->step, e->stats.skipped_steps, e->stats.recomputed_steps};
+}
+
+ocr_status_t amp_engine_restore_state(AmpEngine *e, const AmpEngineState *s) {
+    OCR_TRY(amp_scaler_set_state(&e->scaler, &s->scaler));
+    e->step = s->step;
+    e->stats.steps = s->step;
+    e->stats.skipped_steps = s->skipped_steps;
+    e->stats.recomputed_steps = s->recomputed_steps;
+    e->stats.scale = amp_scaler_scale(&e->scaler);
+    return OCR_OK;
+}
+
+void amp_engine_state_to_json(const AmpEngineState *s, cJSON *obj) {
+    cJSON_AddNumberToObject(obj, "step", (double)s->step);
+    cJSON_AddNumberToObject(obj, "skipped_steps", (double)s->skipped_steps);
+    cJSON_AddNumberToObject(obj, "recomputed_steps", (double)s->recomputed_steps);
+}
+
+static ocr_status_t state_count(const cJSON *o, const char *key, const char *source, int64_t *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v)) return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" is missing or not a number", source, key);
+    // Beyond 2^53 (or inf from "1e999") the conversion to int64_t would be undefined.
+    if (!(v->valuedouble >= -9007199254740992.0 && v->valuedouble <= 9007199254740992.0))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" = %g is out of range", source, key, v->valuedouble);
+    *out = (int64_t)v->valuedouble;
+    return OCR_OK;
+}
+
+ocr_status_t amp_engine_state_from_json(AmpEngineState *s, const cJSON *obj, const char *source) {
+    OCR_TRY(state_count(obj, "step", source, &s->step));
+    OCR_TRY(state_count(obj, "skipped_steps", source, &s->skipped_steps));
+    s->recomputed_steps = 0;
+    if (cJSON_HasObjectItem(obj, "recomputed_steps"))
+        OCR_TRY(state_count(obj, "recomputed_steps", source, &s->recomputed_steps));
+    return OCR_OK;
 }

@@ -14,14 +14,17 @@
 //     ocr_model_forward(m, images, 1);
 //     amp_engine_after_forward(&e);               // op-call counts, activation amax every N
 //     logits = amp_loss_logits(ocr_model_logits(m), &buf);          // the loss gets f32
-//     ctc_loss_forward(..., dl32, ..., {.grad_scale = amp_engine_loss_scale(&e)});
+//     ocr_ctc_loss_forward(..., dl32, ..., {.grad_scale = amp_engine_loss_scale(&e)});
 //     amp_loss_dlogits(ocr_model_dlogits(m), dl32);
 //     ocr_model_backward(m);
 //     if (!amp_engine_check_grads(&e))            // fused unscale + finite check, location
 //         for each parameter i: AdamParams p = ...; amp_engine_adam_params(&e, i, &p);
-//             adam_update(&param_i, amp_engine_master(&e, i), &m_i, &v_i, &grad_i, p);
+//             ocr_adam_update(&param_i, amp_engine_master(&e, i), &m_i, &v_i, &grad_i, p);
 //         (or amp_engine_adam_step, which does exactly that)
 //     amp_engine_end_step(&e);                    // skip bookkeeping, BN restore, scale update, log
+//   or, when the step overflowed and amp_engine_can_recompute says so (Global.amp_overflow:
+//   recompute), amp_engine_end_attempt(&e) and the same batch again from begin_step, with the
+//   model's dropout counter set back (docs/AMP.md, "Overflowed steps: recompute or skip").
 //
 // Precision levels on the tables:
 // - O0: nothing changes; the scaler is off; overflow checks still skip steps with inf/NaN.
@@ -34,6 +37,7 @@
 #ifndef OCR_AMP_ENGINE_H
 #define OCR_AMP_ENGINE_H
 
+#include <cjson/cJSON.h>
 #include <stdint.h>
 
 #include "amp/check.h"
@@ -51,7 +55,13 @@ typedef struct {
     int stochastic_rounding;      // Global.amp_stochastic_rounding (O2 only)
     uint64_t seed;                // Global.seed, for stochastic rounding
     int64_t activation_stats_every;  // Global.amp_activation_stats_every (0: off)
+    int overflow_recompute;       // Global.amp_overflow: 1 recompute (the default), 0 skip
 } AmpConfig;
+
+// The attempts of one step recomputed at most (then it is skipped): from the largest f32 scale a
+// backoff of 0.5 needs about 2^7 of them, but a finite loss with inf/NaN gradients that 32
+// halvings do not cure is not a scale problem.
+#define AMP_MAX_RECOMPUTES 32
 
 // Reads every AMP key (docs/AMP.md); an unknown Global.amp_* key, a wrong type or value is
 // OCR_ERR_CONFIG naming the key. Nothing is allocated on failure.
@@ -119,6 +129,26 @@ int amp_engine_adam_step(AmpEngine *e, OcrTensor *m, OcrTensor *v, amp_adam_fill
 // scale before and after (warning); updates the scaler and the statistics.
 void amp_engine_end_step(AmpEngine *e);
 
+// ---- overflowed steps recomputed (Global.amp_overflow: recompute) ---------------------------------
+// 1 when a step that overflowed at loss scale `scale` (after `attempts` recomputes of it) is to
+// run again on the same batch at a lower scale instead of being skipped: recompute mode, a
+// dynamic scaler whose scale can still come down (above Global.min_loss_scale), a finite loss
+// (an inf/NaN loss is the forward's, which no loss scale cures) and attempts < AMP_MAX_RECOMPUTES.
+// The same answer on every rank of a data-parallel run (it reads only reduced figures).
+int amp_engine_can_recompute(const AmpEngine *e, float scale, double loss, int attempts);
+// Ends an overflowed attempt that runs again, instead of amp_engine_end_step: the BN running
+// statistics restored (as for a skip), the scale backed off once (amp_scaler_backoff), the
+// attempt counted in stats.recomputed_steps and logged (INFO). The step counter (and with it the
+// stochastic-rounding seed), the scaler's step counters and the skip statistics do not move: the
+// next attempt is the step as a run starting at the lowered scale would take it.
+void amp_engine_end_attempt(AmpEngine *e);
+// The first bad layer in backward order of per-parameter nonfinite flags (-1: none).
+int amp_engine_bad_layer(const AmpEngine *e, const int *nonfinite);
+// The GPU's attempts, recorded in the host mirror when the step is collected (before the step
+// itself): the backoff and the count as amp_engine_end_attempt; bad_count tensors held inf/NaN,
+// layer: amp_engine_bad_layer's. The device restored the BN statistics itself.
+void amp_engine_record_device_attempt(AmpEngine *e, int bad_count, int layer);
+
 // ---- the GPU step (training/step.c, kernels/cuda/train_step.h) -------------------------------------
 // On a CUDA device the check, the update, the BN restore and the scale update run on the device
 // and the host learns a step's outcome later (asynchronously). This records it, in step order:
@@ -128,6 +158,26 @@ void amp_engine_end_step(AmpEngine *e);
 // i.e. still scaled for low-precision gradients). Does not touch the BN statistics (the device
 // restored them) or any device memory.
 void amp_engine_record_device_step(AmpEngine *e, int found_inf, const int *nonfinite, const float *amax_stored);
+
+// ---- the engine's state in a checkpoint --------------------------------------------------------------
+// What a resumed run restores: the scaler's state and the engine's step counters.
+typedef struct {
+    AmpScalerState scaler;
+    int64_t step;           // optimizer steps attempted so far (AmpEngine.step)
+    int64_t skipped_steps;  // of which skipped for inf/NaN gradients
+    int64_t recomputed_steps;  // overflowed attempts recomputed (not in step)
+} AmpEngineState;
+
+AmpEngineState amp_engine_state(const AmpEngine *e);
+// Continues from a saved state: the scaler (amp_scaler_set_state), the step counters and the
+// statistics that follow them. OCR_ERR_FORMAT for an invalid scaler state.
+ocr_status_t amp_engine_restore_state(AmpEngine *e, const AmpEngineState *s);
+// The step counters as members of a JSON object (a checkpoint's state.json "amp": "step",
+// "skipped_steps", "recomputed_steps"), and back (OCR_ERR_FORMAT naming `source` and the key;
+// "recomputed_steps" may be absent: 0, a checkpoint of a build before it). The scaler's state
+// has an object of its own (amp_scaler_state_to_json / _from_json).
+void amp_engine_state_to_json(const AmpEngineState *s, cJSON *obj);
+ocr_status_t amp_engine_state_from_json(AmpEngineState *s, const cJSON *obj, const char *source);
 
 // The loss always gets f32 logits: returns logits when f32, else casts them into *buf (a
 // WORKSPACE tensor allocated or resized on demand; free it with ocr_tensor_free).

@@ -93,6 +93,7 @@ const char *amp_reason_name(amp_reason_t r) {
     case AMP_REASON_WHITE: return "white list";
     case AMP_REASON_FOLLOW_INPUT: return "follows input";
     case AMP_REASON_O2_GREY: return "O2";
+    case AMP_REASON_OUTSIDE_LOWP: return "outside the low-precision layers";
     }
     return "?";
 }
@@ -107,7 +108,24 @@ void amp_policy_free(AmpPolicy *p) {
     for (int i = 0; i < p->n_white; i++) free(p->white[i]);
     for (int i = 0; i < p->n_black; i++) free(p->black[i]);
     for (int i = 0; i < p->n_fp32_layers; i++) free(p->fp32_layers[i]);
+    for (int i = 0; i < p->n_lowp_layers; i++) free(p->lowp_layers[i]);
+    for (int i = 0; i < p->n_lowp_types; i++) free(p->lowp_types[i]);
     amp_policy_init_off(p);
+}
+
+static char *dup_or_die(const char *s) {
+    char *d = strdup(s);
+    OCR_ASSERT(d, "out of host memory");
+    return d;
+}
+
+void amp_policy_copy(AmpPolicy *dst, const AmpPolicy *src) {
+    *dst = *src;
+    for (int i = 0; i < src->n_white; i++) dst->white[i] = dup_or_die(src->white[i]);
+    for (int i = 0; i < src->n_black; i++) dst->black[i] = dup_or_die(src->black[i]);
+    for (int i = 0; i < src->n_fp32_layers; i++) dst->fp32_layers[i] = dup_or_die(src->fp32_layers[i]);
+    for (int i = 0; i < src->n_lowp_layers; i++) dst->lowp_layers[i] = dup_or_die(src->lowp_layers[i]);
+    for (int i = 0; i < src->n_lowp_types; i++) dst->lowp_types[i] = dup_or_die(src->lowp_types[i]);
 }
 
 // ---- building the lists ----------------------------------------------------------------
@@ -209,6 +227,63 @@ ocr_status_t amp_policy_make(AmpPolicy *p, ocr_amp_level_t level, ocr_dtype_t dt
     return OCR_OK;
 }
 
+ocr_status_t amp_policy_add_fp32_layers(AmpPolicy *p, const char *const *patterns) {
+    for (int i = 0; patterns && patterns[i]; i++)
+        OCR_TRY(add_pattern(p, "amp policy", "Global.amp_fp32_layers", patterns[i]));
+    return OCR_OK;
+}
+
+ocr_status_t amp_policy_add_black(AmpPolicy *p, const char *const *types) {
+    int before = p->n_black;
+    ListOrigin bo;
+    ocr_status_t st = OCR_OK;
+    for (int i = 0; st == OCR_OK && types && types[i]; i++)
+        st = add_type(p->black, &p->n_black, &bo, "amp policy", "Global.amp_custom_black_list", types[i]);
+    for (int j = before; st == OCR_OK && j < p->n_black; j++)
+        if (in_owned(p->white, p->n_white, p->black[j]) >= 0)
+            st = ocr_set_error(OCR_ERR_CONFIG,
+                               "amp policy: op type '%s' is in both Global.amp_custom_white_list and "
+                               "Global.amp_custom_black_list; keep it in one",
+                               p->black[j]);
+    if (st != OCR_OK) {  // the policy is left as it was
+        for (int j = before; j < p->n_black; j++) free(p->black[j]);
+        p->n_black = before;
+    }
+    return st;
+}
+
+ocr_status_t amp_policy_set_lowp_layers(AmpPolicy *p, const char *const *patterns) {
+    int n = 0;
+    for (; patterns && patterns[n]; n++) {
+        if (!patterns[n][0])
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "amp policy: low-precision layers: empty layer-name pattern");
+        if (n == AMP_MAX_LIST)
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "amp policy: more than %d low-precision layer patterns",
+                                 AMP_MAX_LIST);
+    }
+    for (int i = 0; i < p->n_lowp_layers; i++) free(p->lowp_layers[i]);
+    for (int i = 0; i < n; i++) p->lowp_layers[i] = dup_or_die(patterns[i]);
+    p->n_lowp_layers = n;
+    return OCR_OK;
+}
+
+ocr_status_t amp_policy_set_lowp_types(AmpPolicy *p, const char *const *types) {
+    char *list[AMP_MAX_LIST];
+    int n = 0;
+    ListOrigin o;
+    ocr_status_t st = OCR_OK;
+    for (int i = 0; st == OCR_OK && types && types[i]; i++)
+        st = add_type(list, &n, &o, "amp policy", "low-precision op types", types[i]);
+    if (st != OCR_OK) {
+        for (int i = 0; i < n; i++) free(list[i]);
+        return st;
+    }
+    for (int i = 0; i < p->n_lowp_types; i++) free(p->lowp_types[i]);
+    for (int i = 0; i < n; i++) p->lowp_types[i] = list[i];
+    p->n_lowp_types = n;
+    return OCR_OK;
+}
+
 // Reads a list of strings at path into `out` (pointers owned by the config); absent: n = 0.
 static ocr_status_t get_string_list(const OcrConfig *cfg, const char *path, const char **out, int max, int *n) {
     *n = 0;
@@ -288,6 +363,13 @@ int amp_policy_is_fp32_layer(const AmpPolicy *p, const char *name) {
     return 0;
 }
 
+int amp_policy_in_lowp(const AmpPolicy *p, const char *name, const char *type) {
+    if (p->n_lowp_layers == 0 && p->n_lowp_types == 0) return 1;
+    for (int i = 0; i < p->n_lowp_layers; i++)
+        if (fnmatch(p->lowp_layers[i], name, 0) == 0) return 1;
+    return in_owned(p->lowp_types, p->n_lowp_types, type) >= 0;
+}
+
 void amp_policy_resolve(const AmpPolicy *p, const AmpOpEntry *ops, int count, ocr_dtype_t *dtypes,
                         amp_reason_t *reasons, int *pattern_hits) {
     if (pattern_hits)
@@ -309,6 +391,8 @@ void amp_policy_resolve(const AmpPolicy *p, const AmpOpEntry *ops, int count, oc
             d = OCR_F32, r = AMP_REASON_OFF;
         } else if (fp32_layer) {
             d = OCR_F32, r = AMP_REASON_FP32_LAYER;
+        } else if (!amp_policy_in_lowp(p, ops[i].name, ops[i].type)) {
+            d = OCR_F32, r = AMP_REASON_OUTSIDE_LOWP;
         } else if (c == AMP_BLACK) {
             d = OCR_F32, r = AMP_REASON_BLACK;
         } else if (c == AMP_WHITE) {

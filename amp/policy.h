@@ -7,6 +7,8 @@
 // Resolution of one op, first rule that applies (docs/AMP.md has the tables):
 //   1. level O0 (or use_amp false)            -> f32
 //   2. its layer name matches amp_fp32_layers  -> f32
+//   2b. a low-precision restriction is set (amp_policy_set_lowp_layers / _types, programmatic
+//       only) and the op is outside it (no pattern matches its name, its type is not listed) -> f32
 //   3. its type is black (custom black, or default black not custom-white-listed) -> f32
 //   4. its type is white (custom white, or default white not custom-black-listed) -> amp_dtype
 //   5. grey: O1 follows its input (the op that feeds it; the network input is f32);
@@ -35,6 +37,7 @@ typedef enum {
     AMP_REASON_WHITE,        // white-listed type
     AMP_REASON_FOLLOW_INPUT, // grey at O1: its input's dtype
     AMP_REASON_O2_GREY,      // grey at O2: amp_dtype
+    AMP_REASON_OUTSIDE_LOWP, // outside the low-precision restriction (amp_policy_set_lowp_layers)
 } amp_reason_t;
 const char *amp_reason_name(amp_reason_t r);
 
@@ -49,6 +52,13 @@ typedef struct {
     // Layer-name glob patterns (fnmatch) that stay f32 (owned).
     int n_fp32_layers;
     char *fp32_layers[AMP_MAX_LIST];
+    // Low-precision restriction (owned; both empty: none, every op may run low). When set, only
+    // ops whose layer name matches one of lowp_layers or whose type is one of lowp_types follow
+    // the rules below rule 2; the rest are f32. Programmatic only: training/sensitivity.h puts
+    // one layer group or one op type at a time in the low precision with it.
+    int n_lowp_layers, n_lowp_types;
+    char *lowp_layers[AMP_MAX_LIST];
+    char *lowp_types[AMP_MAX_LIST];
 } AmpPolicy;
 
 // O0 policy (everything f32), nothing allocated.
@@ -61,6 +71,22 @@ ocr_status_t amp_policy_from_config(AmpPolicy *p, const OcrConfig *cfg);
 ocr_status_t amp_policy_make(AmpPolicy *p, ocr_amp_level_t level, ocr_dtype_t dtype, const char *const *white,
                              const char *const *black, const char *const *fp32_layers);
 void amp_policy_free(AmpPolicy *p);
+// A deep copy of src (dst is overwritten, not freed first).
+void amp_policy_copy(AmpPolicy *dst, const AmpPolicy *src);
+// Appends layer-name patterns to amp_fp32_layers (duplicates ignored); same checks as
+// amp_policy_make. patterns: NULL-terminated (NULL: nothing).
+ocr_status_t amp_policy_add_fp32_layers(AmpPolicy *p, const char *const *patterns);
+// Appends op types (aliases expanded) to the custom black list, as if the config had listed them
+// there; a type on the custom white list is a conflict error, as in amp_policy_make.
+ocr_status_t amp_policy_add_black(AmpPolicy *p, const char *const *types);
+// Restricts low precision to the layers matching `patterns` (NULL-terminated; NULL or empty:
+// none by name). Replaces the earlier layer patterns of the restriction (not its types).
+// An empty pattern is OCR_ERR_INVALID_ARG.
+ocr_status_t amp_policy_set_lowp_layers(AmpPolicy *p, const char *const *patterns);
+// The same by op type (aliases expanded; an unknown type is OCR_ERR_CONFIG with a suggestion).
+ocr_status_t amp_policy_set_lowp_types(AmpPolicy *p, const char *const *types);
+// Whether an op (layer name, type) is inside the restriction (1 when none is set).
+int amp_policy_in_lowp(const AmpPolicy *p, const char *layer_name, const char *op_type);
 
 // Class of an op type under this policy (default lists updated by the custom ones, Paddle's
 // `_update_list` rule). Unknown types are grey.

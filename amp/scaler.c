@@ -1,6 +1,8 @@
 #include "amp/scaler.h"
 
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 AmpScalerConfig amp_scaler_config_default(void) {
@@ -109,6 +111,24 @@ void amp_scaler_init(AmpScaler *s, const AmpScalerConfig *cfg) {
 
 float amp_scaler_inv_scale(const AmpScaler *s) { return (float)(1.0 / (double)amp_scaler_scale(s)); }
 
+float amp_scaler_lowered(const AmpScalerConfig *c, float scale) {
+    float next = (float)((double)scale * c->decr_ratio);
+    if (c->min_scale > 0.0 && (double)next < c->min_scale) return (float)c->min_scale > scale ? scale : (float)c->min_scale;
+    return next;
+}
+
+amp_scale_event_t amp_scaler_backoff(AmpScaler *s) {
+    const AmpScalerConfig *c = &s->cfg;
+    if (!c->enabled || !c->dynamic) return AMP_SCALE_AT_FLOOR;
+    float next = amp_scaler_lowered(c, s->scale);
+    // A scale of 0 would make inv_scale infinite: without a floor, f32's range is the floor.
+    if (!(next < s->scale) || next <= 0.0f) return AMP_SCALE_AT_FLOOR;
+    s->scale = next;
+    s->good_steps = 0;
+    s->bad_steps = 0;
+    return AMP_SCALE_BACKED_OFF;
+}
+
 amp_scale_event_t amp_scaler_update(AmpScaler *s, int found_inf) {
     s->steps++;
     if (found_inf) s->overflow_steps++;
@@ -150,5 +170,51 @@ ocr_status_t amp_scaler_restore(AmpScaler *s, float scale, int64_t good_steps, i
     s->scale = s->cfg.enabled ? scale : 1.0f;
     s->good_steps = good_steps;
     s->bad_steps = bad_steps;
+    return OCR_OK;
+}
+
+// ---- the scaler's state in a checkpoint ---------------------------------------------------------------
+
+AmpScalerState amp_scaler_state(const AmpScaler *s) {
+    return (AmpScalerState){s->scale, s->good_steps, s->bad_steps, s->steps, s->overflow_steps};
+}
+
+ocr_status_t amp_scaler_set_state(AmpScaler *s, const AmpScalerState *st) {
+    if (s->cfg.enabled) OCR_TRY(amp_scaler_restore(s, st->scale, st->good_steps, st->bad_steps));
+    s->steps = st->steps;
+    s->overflow_steps = st->overflow_steps;
+    return OCR_OK;
+}
+
+void amp_scaler_state_to_json(const AmpScalerState *st, cJSON *obj) {
+    char hex[32];
+    snprintf(hex, sizeof hex, "%a", (double)st->scale);
+    cJSON_AddStringToObject(obj, "scale_hex", hex);
+    cJSON_AddNumberToObject(obj, "scale", st->scale);
+    cJSON_AddNumberToObject(obj, "good_steps", (double)st->good_steps);
+    cJSON_AddNumberToObject(obj, "bad_steps", (double)st->bad_steps);
+    cJSON_AddNumberToObject(obj, "steps", (double)st->steps);
+    cJSON_AddNumberToObject(obj, "overflow_steps", (double)st->overflow_steps);
+}
+
+// A count: beyond 2^53 (or inf from "1e999") the conversion to int64_t would be undefined.
+static ocr_status_t json_count(const cJSON *o, const char *key, const char *source, int64_t *out) {
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(v)) return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" is missing or not a number", source, key);
+    if (!(v->valuedouble >= -9007199254740992.0 && v->valuedouble <= 9007199254740992.0))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" = %g is out of range", source, key, v->valuedouble);
+    *out = (int64_t)v->valuedouble;
+    return OCR_OK;
+}
+
+ocr_status_t amp_scaler_state_from_json(AmpScalerState *st, const cJSON *obj, const char *source) {
+    const cJSON *hex = cJSON_GetObjectItemCaseSensitive(obj, "scale_hex");
+    if (!cJSON_IsString(hex))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: \"%s\" is missing or not a string", source, "scale_hex");
+    st->scale = (float)strtod(hex->valuestring, NULL);
+    OCR_TRY(json_count(obj, "good_steps", source, &st->good_steps));
+    OCR_TRY(json_count(obj, "bad_steps", source, &st->bad_steps));
+    OCR_TRY(json_count(obj, "steps", source, &st->steps));
+    OCR_TRY(json_count(obj, "overflow_steps", source, &st->overflow_steps));
     return OCR_OK;
 }

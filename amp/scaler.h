@@ -13,11 +13,13 @@
 //   min_scale = 0.
 // - Apex: max_scale = 2^24.
 // Static scaling (dynamic = 0) keeps the scale; a disabled scaler (O0, bf16) has scale 1.
-// Overflowed steps are skipped by the caller in every mode (amp/engine.h); the scaler only
-// decides the next scale.
+// What happens to an overflowed step is the caller's (amp/engine.h, Global.amp_overflow): it is
+// skipped (amp_scaler_update with found_inf, as in PyTorch and Paddle), or recomputed at once at
+// a lower scale (amp_scaler_backoff); the scaler only decides the scale.
 #ifndef OCR_AMP_SCALER_H
 #define OCR_AMP_SCALER_H
 
+#include <cjson/cJSON.h>
 #include <stdint.h>
 
 #include "core/config.h"
@@ -76,7 +78,37 @@ static inline float amp_scaler_scale(const AmpScaler *s) { return s->cfg.enabled
 float amp_scaler_inv_scale(const AmpScaler *s);
 // Records one optimizer step's outcome and moves the scale.
 amp_scale_event_t amp_scaler_update(AmpScaler *s, int found_inf);
+// The scale one backoff gives: scale · decr_ratio rounded to f32, clamped up to min_scale (when
+// > 0). Equal to `scale` when the floor stops it; 0 only without a floor (f32 underflow).
+float amp_scaler_lowered(const AmpScalerConfig *c, float scale);
+// Recompute mode (Global.amp_overflow: recompute): the scale comes down by one decr_ratio at once
+// (decr_every_n_nan_or_inf does not delay it) and the counters start again (good = bad = 0), so
+// the scaler is exactly that of a run whose scale started at the lowered value: steps and
+// overflow_steps do not count the attempt. AMP_SCALE_BACKED_OFF, or AMP_SCALE_AT_FLOOR with
+// nothing changed when the scale cannot come down (at Global.min_loss_scale, a static or
+// disabled scaler, or an f32 underflow to 0 without a floor): the step is then skipped.
+amp_scale_event_t amp_scaler_backoff(AmpScaler *s);
 // Resumes from a checkpoint (scale > 0 and finite, counters >= 0).
 ocr_status_t amp_scaler_restore(AmpScaler *s, float scale, int64_t good_steps, int64_t bad_steps);
+
+// ---- the scaler's state in a checkpoint ---------------------------------------------------------------
+// Everything a resumed run needs to continue the scale exactly where it was.
+typedef struct {
+    float scale;             // AmpScaler.scale as it is (also when the scaler is off)
+    int64_t good_steps, bad_steps, steps, overflow_steps;
+} AmpScalerState;
+
+AmpScalerState amp_scaler_state(const AmpScaler *s);
+// Resumes from a saved state: an enabled scaler takes the scale and the good/bad counters
+// (amp_scaler_restore's checks: OCR_ERR_FORMAT), a disabled one keeps scale 1; the update
+// counters are taken either way.
+ocr_status_t amp_scaler_set_state(AmpScaler *s, const AmpScalerState *st);
+// The state as the members of a JSON object (a checkpoint's state.json "scaler"): "scale_hex"
+// (C99 %a, so the f32 scale comes back exactly), "scale" (for readers), "good_steps",
+// "bad_steps", "steps", "overflow_steps".
+void amp_scaler_state_to_json(const AmpScalerState *st, cJSON *obj);
+// Reads them back; a missing, mistyped or out-of-range member is OCR_ERR_FORMAT naming `source`
+// (the file) and the key.
+ocr_status_t amp_scaler_state_from_json(AmpScalerState *st, const cJSON *obj, const char *source);
 
 #endif

@@ -65,6 +65,26 @@ int64_t amp_stats_calls(const AmpStats *s, const char *type, ocr_dtype_t dtype) 
     return 0;
 }
 
+static void push_history(AmpStats *s, int64_t step, float before, float after, amp_scale_event_t event) {
+    if (s->n_history == s->cap_history) {
+        s->cap_history = s->cap_history ? 2 * s->cap_history : 64;
+        s->history = realloc(s->history, (size_t)s->cap_history * sizeof *s->history);
+        OCR_ASSERT(s->history, "out of host memory");
+    }
+    AmpScaleChange *c = &s->history[s->n_history++];
+    c->step = step;
+    c->before = before;
+    c->after = after;
+    c->event = event;
+}
+
+void amp_stats_record_recompute(AmpStats *s, int64_t step, float before, float after) {
+    s->recomputed_steps++;
+    s->scale = after;
+    if (after < s->min_scale_seen) s->min_scale_seen = after;
+    push_history(s, step, before, after, AMP_SCALE_BACKED_OFF);
+}
+
 void amp_stats_record_step(AmpStats *s, int64_t step, int skipped, int layer, float before, float after,
                            amp_scale_event_t event) {
     s->steps++;
@@ -82,16 +102,7 @@ void amp_stats_record_step(AmpStats *s, int64_t step, int skipped, int layer, fl
     if (after < s->min_scale_seen) s->min_scale_seen = after;
     if (after > s->max_scale_seen) s->max_scale_seen = after;
     if (event == AMP_SCALE_KEPT) return;
-    if (s->n_history == s->cap_history) {
-        s->cap_history = s->cap_history ? 2 * s->cap_history : 64;
-        s->history = realloc(s->history, (size_t)s->cap_history * sizeof *s->history);
-        OCR_ASSERT(s->history, "out of host memory");
-    }
-    AmpScaleChange *c = &s->history[s->n_history++];
-    c->step = step;
-    c->before = before;
-    c->after = after;
-    c->event = event;
+    push_history(s, step, before, after, event);
 }
 
 float amp_tensor_amax(const OcrTensor *t, int64_t *nonfinite) {
@@ -127,6 +138,7 @@ char *amp_stats_json(const AmpStats *s, int with_layers) {
     OCR_ASSERT(o, "out of host memory");
     add_num(o, "steps", (double)s->steps);
     add_num(o, "skipped_steps", (double)s->skipped_steps);
+    add_num(o, "recomputed_steps", (double)s->recomputed_steps);
     add_num(o, "consecutive_skipped", (double)s->consecutive_skipped);
     add_num(o, "max_consecutive_skipped", (double)s->max_consecutive_skipped);
     add_num(o, "last_skipped_step", (double)s->last_skipped_step);

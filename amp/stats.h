@@ -25,6 +25,8 @@ typedef struct {
 typedef struct {
     int64_t steps;                    // optimizer steps attempted
     int64_t skipped_steps;            // skipped for inf/NaN gradients
+    int64_t recomputed_steps;         // overflowed attempts run again at a lower scale (not counted
+                                      // in steps: a step may need several; Global.amp_overflow)
     int64_t consecutive_skipped;      // skipped in a row up to the last step
     int64_t max_consecutive_skipped;
     int64_t last_skipped_step;        // -1: none yet
@@ -58,6 +60,10 @@ int64_t amp_stats_calls(const AmpStats *s, const char *type, ocr_dtype_t dtype);
 // and the scaler's decision.
 void amp_stats_record_step(AmpStats *s, int64_t step, int skipped, int overflow_layer, float scale_before,
                            float scale_after, amp_scale_event_t event);
+
+// Records an overflowed attempt that is recomputed at a lower scale (not a step): the count,
+// the scale and the backoff in the history (event AMP_SCALE_BACKED_OFF).
+void amp_stats_record_recompute(AmpStats *s, int64_t step, float scale_before, float scale_after);
 
 // max |x| over the finite values of a float CPU tensor; *nonfinite (may be NULL) = count of
 // inf/NaN values.

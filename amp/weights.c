@@ -48,7 +48,7 @@ ocr_status_t amp_cast_cache_init(AmpCastCache *c, const OcrTensor *params, const
 
 void amp_cast_cache_refresh(AmpCastCache *c, const OcrTensor *params) {
     for (int i = 0; i < c->count; i++)
-        if (c->cast[i].data) cast_forward(&c->cast[i], &params[i]);
+        if (c->cast[i].data) ocr_cast_forward(&c->cast[i], &params[i]);
     c->valid = 1;
     c->refreshes++;
 }
@@ -93,7 +93,7 @@ ocr_status_t amp_master_init(AmpMaster *m, const OcrTensor *values, const int *h
         if (!has_master[i]) continue;
         m->master[i] = ocr_tensor_view((char *)m->buffer + off, OCR_F32, values[i].device, values[i].ndim,
                                        values[i].shape);
-        cast_forward(&m->master[i], &values[i]);
+        ocr_cast_forward(&m->master[i], &values[i]);
         off = align_up(off + ocr_tensor_bytes(&m->master[i]));
     }
     return OCR_OK;
@@ -130,7 +130,7 @@ ocr_status_t amp_snapshot_take_on(AmpSnapshot *s, ocr_device_t device, const voi
         s->bytes = bytes;
         s->device = device;
     }
-    if (bytes) copy_bytes(device, s->saved, device, data, bytes);
+    if (bytes) ocr_copy_bytes(device, s->saved, device, data, bytes);
     s->valid = 1;
     return OCR_OK;
 }
@@ -141,7 +141,7 @@ ocr_status_t amp_snapshot_take(AmpSnapshot *s, const void *data, size_t bytes) {
 
 void amp_snapshot_restore(const AmpSnapshot *s, void *data, size_t bytes) {
     OCR_ASSERT(s->valid && s->bytes == bytes, "snapshot restore: no snapshot of %zu bytes was taken", bytes);
-    if (bytes) copy_bytes(s->device, data, s->device, s->saved, bytes);
+    if (bytes) ocr_copy_bytes(s->device, data, s->device, s->saved, bytes);
 }
 
 void amp_snapshot_free(AmpSnapshot *s) {

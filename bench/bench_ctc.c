@@ -31,10 +31,10 @@ static double cpu_seconds(void) {
 static void time_runs(double *out, double *cpu, int runs, OcrTensor *losses, OcrTensor *dlogits,
                       const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *tl) {
     CtcParams p = {0};
-    for (int i = 0; i < 2; i++) ctc_loss_forward(losses, NULL, dlogits, NULL, logits, targets, tl, NULL, p);
+    for (int i = 0; i < 2; i++) ocr_ctc_loss_forward(losses, NULL, dlogits, NULL, logits, targets, tl, NULL, p);
     for (int i = 0; i < runs; i++) {
         double c0 = cpu_seconds(), t0 = ocr_now_seconds();
-        ctc_loss_forward(losses, NULL, dlogits, NULL, logits, targets, tl, NULL, p);
+        ocr_ctc_loss_forward(losses, NULL, dlogits, NULL, logits, targets, tl, NULL, p);
         out[i] = ocr_now_seconds() - t0;
         cpu[i] = cpu_seconds() - c0;
     }

@@ -90,7 +90,7 @@ typedef struct {
 
 static void run_gemm(void *p) {
     GemmCtx *g = p;
-    gemm(&g->c, &g->a, &g->b, g->ta, g->tb, 1.0f, 0.0f);
+    ocr_gemm(&g->c, &g->a, &g->b, g->ta, g->tb, 1.0f, 0.0f);
 }
 
 static const char *name_filter;  // --filter: only cases whose name contains this
@@ -125,18 +125,18 @@ typedef struct {
 
 static void run_conv_fwd(void *p) {
     ConvCtx *c = p;
-    conv2d_forward(&c->y, &c->x, &c->w, NULL, c->p);
+    ocr_conv2d_forward(&c->y, &c->x, &c->w, NULL, c->p);
 }
 
 static void run_conv_bwd(void *p) {
     ConvCtx *c = p;
-    conv2d_backward(&c->dx, &c->dw, NULL, &c->dy, &c->x, &c->w, c->p);
+    ocr_conv2d_backward(&c->dx, &c->dw, NULL, &c->dy, &c->x, &c->w, c->p);
 }
 
 static void bench_conv(const ConvLayer *L, int batch, ocr_dtype_t dt, BenchOpts o) {
     if (name_filter && !strstr(L->name, name_filter)) return;
-    int Ho = conv2d_out_size(L->H, L->KH, L->p.stride_h, L->p.pad_h);
-    int Wo = conv2d_out_size(L->W, L->KW, L->p.stride_w, L->p.pad_w);
+    int Ho = ocr_conv2d_out_size(L->H, L->KH, L->p.stride_h, L->p.pad_h);
+    int Wo = ocr_conv2d_out_size(L->W, L->KW, L->p.stride_w, L->p.pad_w);
     ConvCtx c;
     c.p = L->p;
     c.x = make_tensor(dt, 4, (int64_t[]){batch, L->H, L->W, L->C}, 11);
@@ -172,10 +172,10 @@ typedef struct {
 
 static void run_block(void *p) {
     BlockCtx *b = p;
-    if (b->part < 0 || b->part == 0) conv2d_forward(&b->h, &b->x, &b->wd, NULL, b->pd);
-    if (b->part < 0 || b->part == 1) conv2d_forward(&b->y, &b->h, &b->wp, NULL, b->pp);
-    if (b->part < 0 || b->part == 2) conv2d_backward(&b->dh, &b->dwp, NULL, &b->dy, &b->h, &b->wp, b->pp);
-    if (b->part < 0 || b->part == 3) conv2d_backward(&b->dx, &b->dwd, NULL, &b->dh, &b->x, &b->wd, b->pd);
+    if (b->part < 0 || b->part == 0) ocr_conv2d_forward(&b->h, &b->x, &b->wd, NULL, b->pd);
+    if (b->part < 0 || b->part == 1) ocr_conv2d_forward(&b->y, &b->h, &b->wp, NULL, b->pp);
+    if (b->part < 0 || b->part == 2) ocr_conv2d_backward(&b->dh, &b->dwp, NULL, &b->dy, &b->h, &b->wp, b->pp);
+    if (b->part < 0 || b->part == 3) ocr_conv2d_backward(&b->dx, &b->dwd, NULL, &b->dh, &b->x, &b->wd, b->pd);
 }
 
 static void bench_block(int batch, ocr_dtype_t dt, BenchOpts o) {
@@ -254,7 +254,7 @@ int main(int argc, char **argv) {
            ocr_cpu_threads(), openblas_get_config(), o.reps, o.warmup, o.cpu_clock ? "process CPU time" : "wall");
 
     if (!only || strcmp(only, "gemm") == 0) {
-        printf("## sgemm (f32, via gemm())\n\n");
+        printf("## sgemm (f32, via ocr_gemm())\n\n");
         printf("| case | M×N×K | op | ms | GFLOP/s |\n|---|---|---|---|---|\n");
         bench_gemm("square", 512, 512, 512, 0, 0, o);
         bench_gemm("square", 1024, 1024, 1024, 0, 0, o);

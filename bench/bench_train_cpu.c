@@ -124,11 +124,15 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, const A
     const int C = m ? ocr_model_arch(m)->in_channels : 3, classes = m ? ocr_model_arch(m)->num_classes : 2;
     const int L = 25;
     int32_t *labels = calloc((size_t)B * L, sizeof *labels), *lengths = calloc((size_t)B, sizeof *lengths);
-    if (st == OCR_OK) st = ocr_tensor_alloc(&img, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA);
+    int32_t *widths = calloc((size_t)B, sizeof *widths);
+    // The loader's uint8 batch; the step normalises it on the model's device.
+    if (st == OCR_OK) st = ocr_tensor_alloc(&img, OCR_U8, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA);
     if (st == OCR_OK) {
-        ocr_rng_fill_uniform(img.data, (size_t)B * H * W * C, 1, 7, 0, -1.0f, 1.0f);
+        uint8_t *px = img.data;
+        for (size_t i = 0; i < (size_t)B * H * W * C; i++) px[i] = (uint8_t)(ocr_rng_uniform(1, 7, i) * 256.0f);
         uint64_t x = 88172645463325252ull;
         for (int b = 0; b < B; b++) {
+            widths[b] = W;  // full width
             lengths[b] = 10;
             for (int j = 0; j < 10; j++) {
                 x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -136,6 +140,10 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, const A
             }
         }
     }
+    FeedBatch fb = {.capacity = B, .count = B, .height = H, .width = W, .channels = C, .max_len = L,
+                    .pixels = img.data, .labels = labels, .lengths = lengths, .widths = widths};
+    FeedDeviceBatch db;
+    feed_batch_view(&fb, &db);
     int total = a->warmup + a->iters;
     double *times = calloc((size_t)total, sizeof *times);
     double t0 = 0, c0 = 0;
@@ -147,7 +155,7 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, const A
         }
         double ts = ocr_now_seconds();
         StepOutcome o;
-        st = step_run(&sc, &img, labels, lengths, L, 1e-4, &o);
+        st = step_run(&sc, &db, 1e-4, &o);
         times[i] = ocr_now_seconds() - ts;
         if (i == 0) res->loss_first = o.loss;
         res->loss_last = o.loss;
@@ -167,6 +175,7 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, const A
     free(times);
     free(labels);
     free(lengths);
+    free(widths);
     ocr_tensor_free(&img);
     if (step_ok) step_ctx_free(&sc);
     if (optim_ok) optim_free(&optim);

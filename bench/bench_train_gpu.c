@@ -115,11 +115,13 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, int bat
     if (st == OCR_OK) st = ocr_tensor_alloc(&wid, OCR_I32, d, 1, (int64_t[]){batch}, OCR_MEM_DATA);
     if (st == OCR_OK) st = ocr_tensor_alloc(&lab, OCR_I32, d, 2, (int64_t[]){batch, L}, OCR_MEM_DATA);
     if (st == OCR_OK) st = ocr_tensor_alloc(&len, OCR_I32, d, 1, (int64_t[]){batch}, OCR_MEM_DATA);
+    // The host copies of widths, labels and lengths stay for the step's guidance branch.
+    int32_t *hw = malloc((size_t)batch * sizeof *hw), *hl = calloc((size_t)batch * L, sizeof *hl),
+            *hn = malloc((size_t)batch * sizeof *hn);
+    if (st == OCR_OK && (!hw || !hl || !hn)) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
     if (st == OCR_OK) {
         size_t np = (size_t)batch * H * W * C;
         uint8_t *px = malloc(np);
-        int32_t *hw = malloc((size_t)batch * sizeof *hw), *hl = calloc((size_t)batch * L, sizeof *hl),
-                *hn = malloc((size_t)batch * sizeof *hn);
         uint64_t x = 88172645463325252ull;
         for (size_t i = 0; i < np; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -133,23 +135,21 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, int bat
                 hl[(size_t)b * L + j] = 1 + (int32_t)(x % (uint64_t)(classes - 1));
             }
         }
-        copy_bytes(d, img.data, ocr_cpu(), px, np);
-        copy_bytes(d, wid.data, ocr_cpu(), hw, (size_t)batch * sizeof *hw);
-        copy_bytes(d, lab.data, ocr_cpu(), hl, (size_t)batch * L * sizeof *hl);
-        copy_bytes(d, len.data, ocr_cpu(), hn, (size_t)batch * sizeof *hn);
+        ocr_copy_bytes(d, img.data, ocr_cpu(), px, np);
+        ocr_copy_bytes(d, wid.data, ocr_cpu(), hw, (size_t)batch * sizeof *hw);
+        ocr_copy_bytes(d, lab.data, ocr_cpu(), hl, (size_t)batch * L * sizeof *hl);
+        ocr_copy_bytes(d, len.data, ocr_cpu(), hn, (size_t)batch * sizeof *hn);
         free(px);
-        free(hw);
-        free(hl);
-        free(hn);
     }
-    FeedDeviceBatch db = {img, wid, lab, len, batch, L};
+    FeedDeviceBatch db = {.images = img, .widths = wid, .labels = lab, .lengths = len, .count = batch, .max_len = L,
+                          .host_labels = hl, .host_lengths = hn, .host_widths = hw};
     double *times = malloc((size_t)(total > 0 ? total : 1) * sizeof *times);
     if (st == OCR_OK) ocr_mem_reset_peak(d);
     double t0 = 0, t_last = ocr_now_seconds();
     int collected = 0;
     for (int i = 0; st == OCR_OK && i < total; i++) {
         step_mode_t mode;
-        st = step_run_device(&sc, &db, 1e-4, &mode);
+        st = step_enqueue(&sc, &db, 1e-4, &mode);
         // One step in flight, as in the trainer: collect the previous one.
         while (st == OCR_OK && step_pending(&sc) > 1) {
             StepOutcome o;
@@ -184,6 +184,9 @@ static ocr_status_t measure(const char *cfg_path, const char *precision, int bat
         step_graph_counts(&sc, &res->captures, &res->replays);
     }
     free(times);
+    free(hw);
+    free(hl);
+    free(hn);
     ocr_tensor_free(&img);
     ocr_tensor_free(&wid);
     ocr_tensor_free(&lab);

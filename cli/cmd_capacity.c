@@ -4,126 +4,54 @@
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
-#include "training/capacity.h"
+#include "training/capacity_run.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "training/run_config.h"
 #include "training/trainer.h"
 #include "core/memory.h"
-#include "kernels/backend.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: ocrtrain capacity -c CFG --memory SIZE [--json] [--verify [B]] [-o Key.path=value ...]\n"
-               "  --memory SIZE  the budget (16G, 24GiB, 512M, bytes); required on the CPU (on a GPU: its free memory)\n"
-               "  --json         {\"memory_bytes\", \"precisions\": [{\"name\", \"max_batch\", \"bytes_per_sample\", "
-               "\"fixed_bytes\"}]}\n"
-               "  --verify [B]   run one real training step per precision at min(max_batch, B) (default 8) and\n"
-               "                 check that the plan is within 5%% of what it allocated\n");
-}
 
 int cmd_capacity(int argc, char **argv) {
     CliConfigArgs ca = {0};
     int64_t memory = 0;
     int json = 0, verify = 0;
-    for (int i = 1; i < argc;) {
-        int n = cli_take_config_arg(&ca, argc, argv, i);
-        if (n < 0) {
-            fprintf(stderr, "ocrtrain capacity: %s\n", ocr_last_error());
-            cli_config_args_free(&ca);
-            return 2;
-        }
-        if (n > 0) {
-            i += n;
-        } else if (strcmp(argv[i], "--memory") == 0 && i + 1 < argc) {
-            if (!parse_memory_size(argv[i + 1], &memory)) {
-                fprintf(stderr, "ocrtrain capacity: --memory: cannot read '%s' (examples: 16G, 512MiB, 1000000)\n",
-                        argv[i + 1]);
-                cli_config_args_free(&ca);
-                return 2;
-            }
-            i += 2;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-            i++;
-        } else if (strcmp(argv[i], "--verify") == 0) {
-            verify = 8;
-            i++;
-            if (i < argc && argv[i][0] >= '0' && argv[i][0] <= '9') {
-                verify = atoi(argv[i]);
-                if (verify < 1) verify = 1;
-                i++;
-            }
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            cli_config_args_free(&ca);
-            return 0;
-        } else {
-            fprintf(stderr, "ocrtrain capacity: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            cli_config_args_free(&ca);
-            return 2;
-        }
-    }
-    if (!ca.config) {
-        fprintf(stderr, "ocrtrain capacity: a config is required (-c CFG)\n");
-        usage(stderr);
-        cli_config_args_free(&ca);
-        return 2;
-    }
+    const CliFlag flags[] = {
+        {CLI_CONFIG, .dest = &ca, .required = 1, .help = "the config (JSON or PaddleOCR's .yml); its Train section is planned"},
+        {CLI_SIZE, "--memory", .meta = "SIZE", .dest = &memory,
+         .help = "the budget (16G, 24GiB, 512M, bytes); required on the CPU (on a GPU: its free memory)"},
+        {CLI_BOOL, "--json", .dest = &json,
+         .help = "{\"memory_bytes\", \"precisions\": [{\"name\", \"max_batch\", \"bytes_per_sample\", \"fixed_bytes\"}]}"},
+        {CLI_INT, "--verify", .meta = "B", .dest = &verify, .optional_value = 1, .implicit = 8,
+         .help = "run one real training step per precision at min(max_batch, B) (default 8) and\n"
+                 "check that the plan is within 5% of what it allocated"},
+        {0}};
+    const CliCommand cmd = {.name = "capacity", .flags = flags};
+    int rc0 = cli_parse(&cmd, argc, argv);
+    if (rc0 != CLI_CONTINUE) return rc0;
     OcrConfig *cfg;
     RunConfig rc;
-    ocr_status_t st =
-        run_config_load(&cfg, &rc, ca.config, (const char *const *)ca.overrides, ca.n_overrides,
-                        RUN_NEED_TRAIN_SECTION);
-    cli_config_args_free(&ca);
-    if (st != OCR_OK) {
-        fprintf(stderr, "ocrtrain capacity: %s\n", ocr_last_error());
-        return cli_exit_code(st);
-    }
+    ocr_status_t st = run_config_load(&cfg, &rc, ca.config, (const char *const *)ca.overrides, ca.n_overrides,
+                                      RUN_NEED_TRAIN_SECTION);
+    cli_free(&cmd);
+    if (st != OCR_OK) return cli_fail_status(&cmd, st);
     char dev[32];
     st = training_resolve_device(rc.device_name, dev, sizeof dev);
-#ifdef OCR_HAVE_CUDA
-    if (st == OCR_OK && memory == 0 && strncmp(dev, "cuda", 4) == 0) {
-        // On a GPU the budget defaults to the device's free memory now.
-        ocr_device_t d;
-        OcrDeviceInfo ci;
-        if (ocr_device_parse(dev, &d) == OCR_OK && ocr_backend_device_info(d, &ci) == OCR_OK)
-            memory = (int64_t)ci.free_memory;
-    }
-#endif
+    if (st == OCR_OK && memory == 0) memory = capacity_default_budget(dev);
     if (st == OCR_OK && memory == 0)
         st = ocr_set_error(OCR_ERR_INVALID_ARG, "--memory SIZE is required when planning for the CPU (the device "
                            "here is %s)", dev);
-    if (st != OCR_OK) {
-        fprintf(stderr, "ocrtrain capacity: %s\n", ocr_last_error());
-        ocr_config_free(cfg);
-        return cli_exit_code(st);
-    }
-    training_set_threads(rc.threads);
-    CapacityPrecision cp[CAPACITY_PRECISIONS];
-    for (int i = 0; i < CAPACITY_PRECISIONS && st == OCR_OK; i++)
-        st = capacity_plan(cfg, capacity_precision_name(i), memory, &cp[i]);
-    int disagree = 0;
-    int64_t measured[CAPACITY_PRECISIONS] = {0};
-    int vbatch[CAPACITY_PRECISIONS] = {0};
-    for (int i = 0; verify && i < CAPACITY_PRECISIONS && st == OCR_OK; i++) {
-        int64_t b = cp[i].max_batch < verify ? cp[i].max_batch : verify;
-        if (b < 1) b = 1;
-        OcrMemStats ms;
-        st = capacity_measure(cfg, cp[i].name, (int)b, &ms);
-        vbatch[i] = (int)b;
-        measured[i] = ms.peak_total;
-        double planned = (double)capacity_bytes(&cp[i], b);
-        if (st == OCR_OK && (planned > 1.05 * (double)ms.peak_total || planned < 0.95 * (double)ms.peak_total))
-            disagree = 1;
+    CapacityRun run;
+    if (st == OCR_OK) {
+        training_set_threads(rc.threads);
+        st = capacity_run(cfg, memory, verify, &run);
     }
     if (st != OCR_OK) {
-        fprintf(stderr, "ocrtrain capacity: %s\n", ocr_last_error());
         ocr_config_free(cfg);
-        return cli_exit_code(st);
+        return cli_fail_status(&cmd, st);
     }
+    const CapacityPrecision *cp = run.cp;
     char a[32], b[32], c[32];
     if (json) {
         cJSON *o = cJSON_CreateObject();
@@ -148,11 +76,11 @@ int cmd_capacity(int argc, char **argv) {
                 cJSON_AddNumberToObject(sb, ocr_mem_category_name((ocr_mem_category_t)k),
                                         (double)cp[i].per_sample_by_category[k]);
             }
-            if (verify) {
+            if (run.verified) {
                 cJSON *v = cJSON_AddObjectToObject(p, "verified");
-                cJSON_AddNumberToObject(v, "batch", vbatch[i]);
-                cJSON_AddNumberToObject(v, "planned_bytes", (double)capacity_bytes(&cp[i], vbatch[i]));
-                cJSON_AddNumberToObject(v, "measured_bytes", (double)measured[i]);
+                cJSON_AddNumberToObject(v, "batch", run.batch[i]);
+                cJSON_AddNumberToObject(v, "planned_bytes", (double)run.planned[i]);
+                cJSON_AddNumberToObject(v, "measured_bytes", (double)run.measured[i]);
             }
             cJSON_AddItemToArray(arr, p);
         }
@@ -167,15 +95,15 @@ int cmd_capacity(int argc, char **argv) {
         for (int i = 0; i < CAPACITY_PRECISIONS; i++)
             printf("  %-9s %10lld %16s %14s\n", cp[i].name, (long long)cp[i].max_batch,
                    ocr_format_bytes(cp[i].bytes_per_sample, b, sizeof b), ocr_format_bytes(cp[i].fixed_bytes, c, sizeof c));
-        for (int i = 0; verify && i < CAPACITY_PRECISIONS; i++) {
-            int64_t pl = capacity_bytes(&cp[i], vbatch[i]);
-            printf("  verify %-8s batch %d: planned %s, a real step allocated %s (%+.1f%%)\n", cp[i].name, vbatch[i],
-                   ocr_format_bytes(pl, a, sizeof a), ocr_format_bytes(measured[i], b, sizeof b),
-                   measured[i] ? 100.0 * ((double)pl - (double)measured[i]) / (double)measured[i] : 0.0);
+        for (int i = 0; run.verified && i < CAPACITY_PRECISIONS; i++) {
+            int64_t pl = run.planned[i], me = run.measured[i];
+            printf("  verify %-8s batch %d: planned %s, a real step allocated %s (%+.1f%%)\n", cp[i].name, run.batch[i],
+                   ocr_format_bytes(pl, a, sizeof a), ocr_format_bytes(me, b, sizeof b),
+                   me ? 100.0 * ((double)pl - (double)me) / (double)me : 0.0);
         }
     }
     ocr_config_free(cfg);
-    if (disagree) {
+    if (run.disagree) {
         fprintf(stderr, "ocrtrain capacity: the plan and a real step differ by more than 5%% (a bug; please report "
                         "it with this config)\n");
         return 1;

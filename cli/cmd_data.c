@@ -1,9 +1,9 @@
 // ocrtrain data -c CFG [--json] [--section Train|Eval] [--workers N] [-o Key.path=value ...]
 //
-// Scans the Train and Eval datasets of a config through the real loader (decode,
-// augmentation, resize, batching, one epoch each) and reports: samples, what was skipped
-// and why, the label-length histogram, characters missing from the dictionary, and
-// images/s. --json prints the same as one JSON object (images_per_s over everything).
+// Scans the Train and Eval datasets of a config through the real loader (training/data_scan.h)
+// and reports: samples, what was skipped and why, the label-length histogram, characters
+// missing from the dictionary, and images/s. --json prints the same as one JSON object
+// (images_per_s over everything).
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,100 +11,12 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "core/config.h"
-#include "core/timer.h"
-#include "data/loader.h"
 #include "data/utf8.h"
+#include "training/data_scan.h"
 
 #define TOP_MISSING 20
-
-static void usage(FILE *f) {
-    fprintf(f,
-            "usage: ocrtrain data -c CFG [--json] [--section Train|Eval] [--workers N] [-o Key.path=value ...]\n"
-            "  scans the datasets through the loader (one epoch each) and reports samples, skipped\n"
-            "  samples by reason, the label-length histogram, characters missing from the dictionary\n"
-            "  and images/s\n");
-}
-
-typedef struct {
-    char section[16];
-    int64_t valid_lines;      // samples the label files (or the pack) provide
-    int64_t epoch_samples, batches, delivered;
-    int workers, batch_size, height, width, num_scales;
-    double seconds;
-    OcrSkipStats label_skips;
-    OcrLoaderStats stats;
-    int64_t *hist;            // label length → count, 0..L
-    int L;
-    OcrCharCount *missing;
-    size_t n_missing;
-    int64_t missing_total;
-    const char *pack_file;
-    OcrLabelNotes notes;
-    int has_notes;
-} SectionReport;
-
-static ocr_status_t scan_section(SectionReport *r, const OcrConfig *cfg, const char *section, int workers) {
-    memset(r, 0, sizeof *r);
-    snprintf(r->section, sizeof r->section, "%s", section);
-    OcrLoaderConfig lc;
-    OCR_TRY(ocr_loader_config_parse(&lc, cfg, section));
-    if (workers > 0) lc.num_workers = workers;
-    r->workers = lc.num_workers;
-    r->batch_size = lc.sampler.scales[0].batch_size;
-    r->height = lc.sampler.scales[0].height;
-    r->width = lc.sampler.scales[0].width;
-    r->num_scales = lc.sampler.num_scales;
-    r->pack_file = lc.pack_file ? "yes" : NULL;
-    r->L = lc.max_text_length;
-    OcrDict dict;
-    ocr_status_t st = ocr_loader_load_dict(&dict, cfg);
-    if (st != OCR_OK) {
-        ocr_loader_config_free(&lc);
-        return st;
-    }
-    OcrLoader *l = NULL;
-    st = ocr_loader_create(&l, &lc, &dict);
-    ocr_loader_config_free(&lc);
-    r->hist = calloc((size_t)r->L + 1, sizeof(int64_t));
-    if (st == OCR_OK && !r->hist) st = ocr_set_error(OCR_ERR_OOM, "out of memory");
-    double t0 = ocr_now_seconds();
-    if (st == OCR_OK) st = ocr_loader_start_epoch(l, 0, 0);
-    if (st == OCR_OK) {
-        r->epoch_samples = ocr_loader_num_samples(l);
-        const OcrBatch *b;
-        while ((st = ocr_loader_next(l, &b)) == OCR_OK && b) {
-            for (int i = 0; i < b->size; i++) r->hist[b->lengths[i]]++;
-            r->batches++;
-            r->delivered += b->size;
-            ocr_loader_release(l, b);
-        }
-    }
-    r->seconds = ocr_now_seconds() - t0;
-    if (st == OCR_OK) {
-        ocr_loader_stats(l, &r->stats);
-        r->label_skips = *ocr_loader_label_skips(l);
-        const OcrCharCounter *u = ocr_loader_unknown_chars(l);
-        r->missing = ocr_char_counter_sorted(u, &r->n_missing);
-        r->missing_total = u->total;
-        const OcrDataset *ds = ocr_loader_dataset(l);
-        if (ds) {
-            r->valid_lines = ocr_dataset_num_valid(ds);
-            r->notes = ds->notes;
-            r->has_notes = 1;
-        } else {
-            r->valid_lines = r->epoch_samples;
-        }
-    }
-    ocr_loader_destroy(l);
-    ocr_dict_free(&dict);
-    return st;
-}
-
-static void free_report(SectionReport *r) {
-    free(r->hist);
-    free(r->missing);
-}
 
 static const char *char_text(uint32_t cp, char buf[8]) {
     int n = ocr_utf8_encode(cp, buf);
@@ -116,13 +28,11 @@ static const char *char_text(uint32_t cp, char buf[8]) {
     return buf;
 }
 
-static double images_per_s(const SectionReport *r) { return r->seconds > 0 ? (double)r->delivered / r->seconds : 0.0; }
-
-static void print_text(const SectionReport *r) {
+static void print_text(const DataSection *r) {
     printf("%s: %lld samples (%lld this epoch), %lld batches of up to %d at %dx%d%s, %d workers%s\n", r->section,
            (long long)r->valid_lines, (long long)r->epoch_samples, (long long)r->batches, r->batch_size, r->height,
-           r->width, r->num_scales > 1 ? " (multi-scale)" : "", r->workers, r->pack_file ? ", from the packed cache" : "");
-    printf("  delivered %lld samples in %.2f s: %.0f images/s\n", (long long)r->delivered, r->seconds, images_per_s(r));
+           r->width, r->num_scales > 1 ? " (multi-scale)" : "", r->workers, r->packed ? ", from the packed cache" : "");
+    printf("  delivered %lld samples in %.2f s: %.0f images/s\n", (long long)r->delivered, r->seconds, data_section_images_per_s(r));
     int64_t lt = ocr_skip_stats_total(&r->label_skips), it = ocr_skip_stats_total(&r->stats.skipped);
     printf("  skipped: %lld label lines, %lld image loads (%lld samples replaced)\n", (long long)lt, (long long)it,
            (long long)r->stats.replaced);
@@ -162,7 +72,7 @@ static void print_text(const SectionReport *r) {
     }
 }
 
-static cJSON *report_json(const SectionReport *r) {
+static cJSON *report_json(const DataSection *r) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "section", r->section);
     cJSON_AddNumberToObject(o, "samples", (double)r->valid_lines);
@@ -173,10 +83,10 @@ static cJSON *report_json(const SectionReport *r) {
     cJSON_AddNumberToObject(o, "height", r->height);
     cJSON_AddNumberToObject(o, "width", r->width);
     cJSON_AddBoolToObject(o, "multi_scale", r->num_scales > 1);
-    cJSON_AddBoolToObject(o, "packed_cache", r->pack_file != NULL);
+    cJSON_AddBoolToObject(o, "packed_cache", r->packed);
     cJSON_AddNumberToObject(o, "workers", r->workers);
     cJSON_AddNumberToObject(o, "seconds", r->seconds);
-    cJSON_AddNumberToObject(o, "images_per_s", images_per_s(r));
+    cJSON_AddNumberToObject(o, "images_per_s", data_section_images_per_s(r));
     cJSON *sk = cJSON_AddObjectToObject(o, "skipped");
     cJSON *ex = cJSON_AddObjectToObject(o, "skipped_examples");
     int64_t total = 0;
@@ -225,102 +135,51 @@ int cmd_data(int argc, char **argv) {
     CliConfigArgs ca = {0};
     int json = 0, workers = 0;
     const char *only = NULL;
-    for (int i = 1; i < argc;) {
-        int used = cli_take_config_arg(&ca, argc, argv, i);
-        if (used < 0) {
-            fprintf(stderr, "ocrtrain data: %s\n", ocr_last_error());
-            cli_config_args_free(&ca);
-            return 2;
-        }
-        if (used > 0) {
-            i += used;
-            continue;
-        }
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--section") == 0 && i + 1 < argc) {
-            only = argv[++i];
-            if (strcmp(only, "Train") != 0 && strcmp(only, "Eval") != 0) {
-                fprintf(stderr, "ocrtrain data: --section must be Train or Eval\n");
-                cli_config_args_free(&ca);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
-            workers = atoi(argv[++i]);
-            if (workers < 1 || workers > 256) {
-                fprintf(stderr, "ocrtrain data: --workers must be 1..256\n");
-                cli_config_args_free(&ca);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            cli_config_args_free(&ca);
-            return 0;
-        } else {
-            fprintf(stderr, "ocrtrain data: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            cli_config_args_free(&ca);
-            return 2;
-        }
-        i++;
-    }
-    if (!ca.config) {
-        fprintf(stderr, "ocrtrain data: a config is required (-c CFG)\n");
-        usage(stderr);
-        cli_config_args_free(&ca);
-        return 2;
-    }
+    const CliFlag flags[] = {
+        {CLI_CONFIG, .dest = &ca, .required = 1, .help = "the config (JSON or PaddleOCR's .yml)"},
+        {CLI_BOOL, "--json", .dest = &json, .help = "the same as one JSON object (images_per_s over everything)"},
+        {CLI_STRING, "--section", .dest = &only, .choices = "Train|Eval",
+         .help = "only this section (default: each that has a dataset)"},
+        {CLI_INT, "--workers", .meta = "N", .dest = &workers, .lo = 1, .hi = 256,
+         .help = "loader workers (default: the section's num_workers)"},
+        {0}};
+    const CliCommand cmd = {
+        .name = "data", .flags = flags,
+        .epilog = "scans the datasets through the loader (one epoch each) and reports samples, skipped\n"
+                  "samples by reason, the label-length histogram, characters missing from the dictionary\n"
+                  "and images/s\n"};
+    int rc0 = cli_parse(&cmd, argc, argv);
+    if (rc0 != CLI_CONTINUE) return rc0;
     OcrConfig *cfg = NULL;
     ocr_status_t st = ocr_config_load(&cfg, ca.config);
     for (int i = 0; st == OCR_OK && i < ca.n_overrides; i++) st = ocr_config_apply_override(cfg, ca.overrides[i]);
-    cli_config_args_free(&ca);
+    if (st != OCR_OK) {
+        if (cfg) ocr_config_free(cfg);
+        return cli_fail(&cmd, 2, "%s", ocr_last_error());
+    }
+    cli_free(&cmd);
+    DataScan scan;
+    st = data_scan(&scan, cfg, only, workers);
     if (st != OCR_OK) {
         fprintf(stderr, "ocrtrain data: %s\n", ocr_last_error());
-        if (cfg) ocr_config_free(cfg);
-        return 2;
+    } else if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "config", ocr_config_source(cfg));
+        cJSON_AddNumberToObject(o, "images_per_s", scan.images_per_s);
+        cJSON_AddNumberToObject(o, "samples", (double)scan.delivered);
+        cJSON_AddNumberToObject(o, "seconds", scan.seconds);
+        cJSON *arr = cJSON_AddArrayToObject(o, "sections");
+        for (int k = 0; k < scan.n; k++) cJSON_AddItemToArray(arr, report_json(&scan.sections[k]));
+        char *text = cJSON_Print(o);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+        cJSON_Delete(o);
+    } else {
+        for (int k = 0; k < scan.n; k++) print_text(&scan.sections[k]);
+        printf("total: %lld samples in %.2f s, %.0f images/s\n", (long long)scan.delivered, scan.seconds,
+               scan.images_per_s);
     }
-    const char *sections[2] = {"Train", "Eval"};
-    SectionReport rep[2];
-    int nrep = 0;
-    for (int s = 0; s < 2; s++) {
-        char key[32];
-        snprintf(key, sizeof key, "%s.dataset", sections[s]);
-        if (only ? strcmp(only, sections[s]) != 0 : !ocr_config_has(cfg, key)) continue;
-        st = scan_section(&rep[nrep], cfg, sections[s], workers);
-        if (st != OCR_OK) {
-            fprintf(stderr, "ocrtrain data: %s: %s\n", sections[s], ocr_last_error());
-            free_report(&rep[nrep]);
-            break;
-        }
-        nrep++;
-    }
-    if (st == OCR_OK && nrep == 0) {
-        st = ocr_set_error(OCR_ERR_CONFIG, "%s has neither Train.dataset nor Eval.dataset", ocr_config_source(cfg));
-        fprintf(stderr, "ocrtrain data: %s\n", ocr_last_error());
-    }
-    if (st == OCR_OK) {
-        int64_t delivered = 0;
-        double seconds = 0;
-        for (int k = 0; k < nrep; k++) delivered += rep[k].delivered, seconds += rep[k].seconds;
-        double ips = seconds > 0 ? (double)delivered / seconds : 0.0;
-        if (json) {
-            cJSON *o = cJSON_CreateObject();
-            cJSON_AddStringToObject(o, "config", ocr_config_source(cfg));
-            cJSON_AddNumberToObject(o, "images_per_s", ips);
-            cJSON_AddNumberToObject(o, "samples", (double)delivered);
-            cJSON_AddNumberToObject(o, "seconds", seconds);
-            cJSON *arr = cJSON_AddArrayToObject(o, "sections");
-            for (int k = 0; k < nrep; k++) cJSON_AddItemToArray(arr, report_json(&rep[k]));
-            char *text = cJSON_Print(o);
-            printf("%s\n", text ? text : "{}");
-            free(text);
-            cJSON_Delete(o);
-        } else {
-            for (int k = 0; k < nrep; k++) print_text(&rep[k]);
-            printf("total: %lld samples in %.2f s, %.0f images/s\n", (long long)delivered, seconds, ips);
-        }
-    }
-    for (int k = 0; k < nrep; k++) free_report(&rep[k]);
+    data_scan_free(&scan);
     ocr_config_free(cfg);
     return st == OCR_OK ? 0 : cli_exit_code(st);
 }

@@ -1,4 +1,4 @@
-// ocrtrain eval -c CFG --weights W [--json] [-o Key.path=value ...]: accuracy, normalised edit
+// ocrtrain eval -c CFG --weights W [--json] [--lines FILE] [-o Key.path=value ...]: accuracy, normalised edit
 // distance, CER and throughput on every line of the Eval split (training/evaluate.h), with the count
 // of lines per evaluation path. Needs the model, the weights and the Eval data only.
 #include <cjson/cJSON.h>
@@ -8,97 +8,124 @@
 
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
+#include "training/compare.h"
+#include "training/eval_tsv.h"
+#include "training/report.h"
 #include "training/evaluate.h"
 #include "training/feed.h"
 #include "training/inference.h"
 #include "training/run_config.h"
 #include "training/trainer.h"
-#include "core/fileio.h"
 
-static void usage(FILE *f) {
-    fprintf(f, "usage: ocrtrain eval -c CFG --weights W [--json] [--lines FILE] [-o Key.path=value ...]\n"
-               "  --weights W   a .safetensors file or a checkpoint directory (save_model_dir/best)\n"
-               "  --lines FILE  one TSV line per label line: where, image, path (in_shape, widened, squeezed,\n"
-               "                unreadable), width, label, prediction, correct, flags\n"
-               "  --json        one JSON object: accuracy, norm_edit_distance, cer, samples, skipped, samples_per_s and\n"
-               "                lines (how many lines were scored in shape, widened, squeezed, too long for the model,\n"
-               "                over max_text_length, with unknown characters; how many were unreadable or bad)\n"
-               "Every label line is scored: lines wider than the Eval shape are evaluated at the width they need.\n");
-}
-
-// Every scored and unreadable line with its outcome (bad label lines are in the skip counts).
-static ocr_status_t write_lines(const char *path, const EvalSet *s, const EvalLine *lines) {
-    static const char *const kinds[] = {"in_shape", "widened", "squeezed", "unreadable"};
-    char *buf = NULL;
-    size_t size = 0;
-    FILE *f = open_memstream(&buf, &size);
-    if (!f) return ocr_set_error(OCR_ERR_OOM, "--lines: out of memory");
-    fprintf(f, "where\timage\tpath\twidth\tlabel\tprediction\tcorrect\tflags\n");
-    for (int64_t i = 0; i < s->n; i++) {
-        const EvalLine *l = &lines[i];
-        char flags[96] = "";
-        if (l->flags & EVAL_FLAG_TOO_LONG_FOR_MODEL) strcat(flags, "too_long_for_model,");
-        if (l->flags & EVAL_FLAG_OVER_MAX_TEXT_LENGTH) strcat(flags, "over_max_text_length,");
-        if (l->flags & EVAL_FLAG_UNKNOWN_CHARS) strcat(flags, "unknown_chars,");
-        if (flags[0]) flags[strlen(flags) - 1] = '\0';
-        fprintf(f, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", s->where[i], s->path[i], kinds[l->path < 4 ? l->path : 3],
-                (int)l->width, s->label[i], l->prediction ? l->prediction : "",
-                l->scored ? (l->correct ? "1" : "0") : "-", flags);
+// --baseline: both models on the same lines, the candidate (W) judged against the baseline per
+// line (training/compare.h, compare_models).
+static int eval_against_baseline(const OcrConfig *cfg, const RunConfig *rc, const char *baseline, const char *weights,
+                                 int json) {
+    training_set_threads(rc->threads);
+    Report *rep = calloc(1, sizeof *rep);
+    ocr_status_t st = rep ? compare_models(cfg, rc, baseline, weights, 1, stderr, rep)
+                          : ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    if (st != OCR_OK) {
+        fprintf(stderr, "ocrtrain eval: %s\n", ocr_last_error());
+        free(rep);
+        return cli_exit_code(st);
     }
-    fclose(f);
-    ocr_status_t st =
-        buf ? ocr_write_file_atomic(path, buf, size) : ocr_set_error(OCR_ERR_OOM, "--lines: out of memory");
-    free(buf);
-    return st;
+    const ReportPaired *p = &rep->runs[1].paired;
+    int code = report_exit_code(rep);
+    if (json) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "baseline", baseline);
+        cJSON_AddStringToObject(o, "weights", weights);
+        cJSON_AddNumberToObject(o, "baseline_accuracy", rep->runs[0].seeds[0].acc);
+        cJSON_AddNumberToObject(o, "accuracy", rep->runs[1].seeds[0].acc);
+        cJSON_AddNumberToObject(o, "baseline_cer", rep->runs[0].seeds[0].cer);
+        cJSON_AddNumberToObject(o, "cer", rep->runs[1].seeds[0].cer);
+        cJSON_AddNumberToObject(o, "lines", (double)p->lines);
+        cJSON_AddNumberToObject(o, "both_right", (double)p->table.both_right);
+        cJSON_AddNumberToObject(o, "both_wrong", (double)p->table.both_wrong);
+        cJSON_AddNumberToObject(o, "baseline_only_right", (double)p->table.base_only);
+        cJSON_AddNumberToObject(o, "only_right", (double)p->table.run_only);
+        cJSON_AddNumberToObject(o, "accuracy_delta", p->acc_delta);
+        cJSON *ci = cJSON_AddArrayToObject(o, "accuracy_ci95");
+        cJSON_AddItemToArray(ci, cJSON_CreateNumber(p->acc_ci.lo));
+        cJSON_AddItemToArray(ci, cJSON_CreateNumber(p->acc_ci.hi));
+        cJSON_AddNumberToObject(o, "cer_delta", p->cer_delta);
+        ci = cJSON_AddArrayToObject(o, "cer_ci95");
+        cJSON_AddItemToArray(ci, cJSON_CreateNumber(p->cer_ci.lo));
+        cJSON_AddItemToArray(ci, cJSON_CreateNumber(p->cer_ci.hi));
+        cJSON_AddStringToObject(o, "verdict", paired_verdict_name(report_run_verdict(rep, 1)));
+        int64_t need = report_lines_needed(rep) >= 0 ? report_lines_needed(rep) : p->acc_lines_needed;
+        if (code == REPORT_EXIT_INCONCLUSIVE && need >= 0) cJSON_AddNumberToObject(o, "lines_needed", (double)need);
+        else cJSON_AddNullToObject(o, "lines_needed");
+        cJSON_AddNumberToObject(o, "exit_code", code);
+        char *text = cJSON_Print(o);
+        printf("%s\n", text ? text : "{}");
+        free(text);
+        cJSON_Delete(o);
+    } else {
+        printf("%s vs %s on %lld lines: %lld both right, %lld both wrong, %lld only the baseline right, %lld only %s "
+               "right\n", weights, baseline, (long long)p->lines, (long long)p->table.both_right,
+               (long long)p->table.both_wrong, (long long)p->table.base_only, (long long)p->table.run_only, weights);
+        printf("accuracy %.4f vs %.4f: %+.4f [%+.4f, %+.4f] %s; CER %.4f vs %.4f: %+.4f [%+.4f, %+.4f] %s\n",
+               rep->runs[1].seeds[0].acc, rep->runs[0].seeds[0].acc, p->acc_delta, p->acc_ci.lo, p->acc_ci.hi,
+               paired_verdict_name(p->acc_verdict), rep->runs[1].seeds[0].cer, rep->runs[0].seeds[0].cer, p->cer_delta,
+               p->cer_ci.lo, p->cer_ci.hi, paired_verdict_name(p->cer_verdict));
+        if (code == REPORT_EXIT_REGRESSION)
+            printf("verdict: REGRESSION (exit 3): %s is worse than %s beyond the tolerance (accuracy ±%.4g, CER ±%.4g) "
+                   "with 95%% confidence, paired per line\n", weights, baseline, rep->tolerance, rep->cer_tolerance);
+        else if (code == REPORT_EXIT_INCONCLUSIVE)
+            printf("verdict: INCONCLUSIVE (exit 4): %lld lines cannot decide at ±%.4g; about %lld lines would\n",
+                   (long long)p->lines, rep->tolerance,
+                   (long long)(p->acc_verdict == PAIRED_INCONCLUSIVE ? p->acc_lines_needed : p->cer_lines_needed));
+        else
+            printf("verdict: PASS: %s is not worse than %s by more than the tolerance (accuracy ±%.4g, CER ±%.4g) "
+                   "with 95%% confidence, paired per line\n", weights, baseline, rep->tolerance, rep->cer_tolerance);
+    }
+    free(rep);
+    return code;
 }
 
 int cmd_eval(int argc, char **argv) {
     CliConfigArgs ca = {0};
-    const char *weights = NULL, *lines_path = NULL;
+    const char *weights = NULL, *lines_path = NULL, *baseline = NULL;
     int json = 0;
-    for (int i = 1; i < argc;) {
-        int n = cli_take_config_arg(&ca, argc, argv, i);
-        if (n < 0) {
-            fprintf(stderr, "ocrtrain eval: %s\n", ocr_last_error());
-            cli_config_args_free(&ca);
-            return 2;
-        }
-        if (n > 0) {
-            i += n;
-        } else if (strcmp(argv[i], "--weights") == 0 && i + 1 < argc) {
-            weights = argv[i + 1];
-            i += 2;
-        } else if (strcmp(argv[i], "--lines") == 0 && i + 1 < argc) {
-            lines_path = argv[i + 1];
-            i += 2;
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-            i++;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            cli_config_args_free(&ca);
-            return 0;
-        } else {
-            fprintf(stderr, "ocrtrain eval: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            cli_config_args_free(&ca);
-            return 2;
-        }
-    }
-    if (!ca.config || !weights) {
-        fprintf(stderr, "ocrtrain eval: %s is required\n", !ca.config ? "a config (-c CFG)" : "--weights W");
-        usage(stderr);
-        cli_config_args_free(&ca);
-        return 2;
-    }
+    const CliFlag flags[] = {
+        {CLI_CONFIG, .dest = &ca, .required = 1, .help = "the config (JSON or PaddleOCR's .yml); its Eval section is read"},
+        {CLI_STRING, "--weights", .meta = "W", .dest = &weights, .required = 1,
+         .help = "a .safetensors file or a checkpoint directory (save_model_dir/best)"},
+        {CLI_BOOL, "--json", .dest = &json,
+         .help = "one JSON object: accuracy, norm_edit_distance, cer, samples, skipped, samples_per_s and\n"
+                 "lines (how many lines were scored in shape, widened, squeezed, too long for the model,\n"
+                 "over max_text_length, with unknown characters; how many were unreadable or bad)"},
+        {CLI_STRING, "--baseline", .meta = "B", .dest = &baseline,
+         .help = "judge W against the model B on the same lines, paired per line: exit 0 PASS, 3 REGRESSION (W\n"
+                 "worse than B beyond Global.accuracy_tolerance / cer_tolerance with 95% confidence), 4\n"
+                 "INCONCLUSIVE (the lines cannot decide; how many would is printed)"},
+        {CLI_STRING, "--lines", .meta = "FILE", .dest = &lines_path,
+         .help = "one TSV line per label line: where, image, path (in_shape, widened, squeezed,\n"
+                 "unreadable), width, label, prediction, correct, flags"},
+        {0}};
+    const CliCommand cmd = {"eval", flags,
+                            .epilog = "Every label line is scored: lines wider than the Eval shape are evaluated at "
+                                      "the width they need.\n"};
+    int rc0 = cli_parse(&cmd, argc, argv);
+    if (rc0 != CLI_CONTINUE) return rc0;
     OcrConfig *cfg;
     RunConfig rc;
     ocr_status_t st =
         run_config_load(&cfg, &rc, ca.config, (const char *const *)ca.overrides, ca.n_overrides, RUN_NEED_EVAL);
-    cli_config_args_free(&ca);
-    if (st != OCR_OK) {
-        fprintf(stderr, "ocrtrain eval: %s\n", ocr_last_error());
-        return cli_exit_code(st);
+    cli_free(&cmd);
+    if (st != OCR_OK) return cli_fail_status(&cmd, st);
+    if (baseline) {
+        if (lines_path) {
+            ocr_config_free(cfg);
+            fprintf(stderr, "ocrtrain eval: --lines writes one model's lines: run it without --baseline\n");
+            return 2;
+        }
+        int code = eval_against_baseline(cfg, &rc, baseline, weights, json);
+        ocr_config_free(cfg);
+        return code;
     }
     char dev[32];
     st = training_resolve_device(rc.device_name, dev, sizeof dev);
@@ -123,7 +150,7 @@ int cmd_eval(int argc, char **argv) {
             st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
         if (st == OCR_OK) st = evaluate_set(im.m, &set, &dict, &eo, &er, lines);
     }
-    if (st == OCR_OK && lines) st = write_lines(lines_path, &set, lines);
+    if (st == OCR_OK && lines) st = eval_lines_write_tsv(lines_path, &set, lines);
     int code = 0;
     if (st != OCR_OK) {
         fprintf(stderr, "ocrtrain eval: %s\n", ocr_last_error());

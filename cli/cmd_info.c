@@ -5,24 +5,19 @@
 // the parameter total and the forward FLOPs per sample. The compute dtypes are those the AMP
 // policy gives from the config's Global AMP keys (use_amp, amp_level, amp_dtype, the custom
 // lists, amp_fp32_layers), resolved as the trainer resolves them (amp_engine_attach: each op's
-// input is the op before it), with the op's class and the reason in --json.
+// input is the op before it; training/model_info.h), with the op's class and the reason in --json.
 #include <cjson/cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "amp/engine.h"
-#include "amp/policy.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
+#include "cli/flags.h"
 #include "training/run_config.h"
 #include "core/config.h"
 #include "kernels/backend.h"
-#include "models/model.h"
-
-static void usage(FILE *f) {
-    fprintf(f, "usage: ocrtrain info -c CFG [--json] [-o Key.path=value ...]\n");
-}
+#include "training/model_info.h"
 
 static const char *fmt_count(int64_t v, char *buf, size_t n) {
     char tmp[32];
@@ -52,147 +47,44 @@ static const char *backbone_desc(const OcrArch *a) {
     }
 }
 
-// The accepted keys that have no effect here (ocr_config_ignored), copied out of the config.
-typedef struct {
-    int count;
-    char *key[128];
-    const char *reason[128];
-} Ignored;
-
-static void ignored_free(Ignored *ig) {
-    for (int i = 0; i < ig->count; i++) free(ig->key[i]);
-    ig->count = 0;
-}
-
 int cmd_info(int argc, char **argv) {
     CliConfigArgs ca = {0};
     int json = 0;
-    for (int i = 1; i < argc;) {
-        int used = cli_take_config_arg(&ca, argc, argv, i);
-        if (used < 0) {
-            fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
-            cli_config_args_free(&ca);
-            return 2;
-        }
-        if (used > 0) {
-            i += used;
-            continue;
-        }
-        if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            usage(stdout);
-            cli_config_args_free(&ca);
-            return 0;
-        } else {
-            fprintf(stderr, "ocrtrain info: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            cli_config_args_free(&ca);
-            return 2;
-        }
-        i++;
-    }
+    const CliFlag flags[] = {
+        {CLI_CONFIG, .dest = &ca, .required = 1, .help = "the config (JSON or PaddleOCR's .yml)"},
+        {CLI_BOOL, "--json", .dest = &json, .help = "the same as one JSON object, with each op's AMP class and reason"},
+        {0}};
+    const CliCommand cmd = {.name = "info", .flags = flags};
+    int rc0 = cli_parse(&cmd, argc, argv);
+    if (rc0 != CLI_CONTINUE) return rc0;
     const char *cfg_path = ca.config;
-    if (!cfg_path) {
-        fprintf(stderr, "ocrtrain info: a config is required (-c CFG)\n");
-        usage(stderr);
-        cli_config_args_free(&ca);
-        return 2;
-    }
     // Every key is validated as `train` would (its data need not exist), so the listing of
     // keys with no effect here is complete.
     run_config_register_no_effect_keys();
-    OcrConfig *cfg;
-    if (ocr_config_load(&cfg, cfg_path) != OCR_OK) {
-        fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
-        cli_config_args_free(&ca);
-        return 2;
+    OcrConfig *cfg = NULL;
+    ocr_status_t st = ocr_config_load(&cfg, cfg_path);
+    for (int i = 0; st == OCR_OK && i < ca.n_overrides; i++) st = ocr_config_apply_override(cfg, ca.overrides[i]);
+    if (st != OCR_OK) {
+        if (cfg) ocr_config_free(cfg);
+        return cli_fail(&cmd, 2, "%s", ocr_last_error());
     }
-    for (int i = 0; i < ca.n_overrides; i++) {
-        if (ocr_config_apply_override(cfg, ca.overrides[i]) != OCR_OK) {
-            fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
-            ocr_config_free(cfg);
-            cli_config_args_free(&ca);
-            return 2;
-        }
-    }
-    cli_config_args_free(&ca);
-    RunConfig rc;
-    OcrArch arch;
-    AmpConfig amp;
-    // The model table needs only Architecture and the AMP keys; a config that `train` would
-    // refuse for another section still gets its table, with the reason on stderr.
-    int valid = run_config_read(&rc, cfg, 0) == OCR_OK;
-    if (!valid)
-        fprintf(stderr, "ocrtrain info: warning: train would refuse this config: %s\n", ocr_last_error());
-    if (ocr_arch_from_config(&arch, cfg) != OCR_OK || amp_config_from_config(&amp, cfg) != OCR_OK) {
-        fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
-        ocr_config_free(cfg);
-        return 2;
-    }
-    Ignored ign;
-    ign.count = 0;
-    for (int i = 0; i < ocr_config_num_ignored(cfg) && ign.count < 128; i++) {
-        const char *reason, *key = ocr_config_ignored(cfg, i, &reason);
-        if (!(ign.key[ign.count] = strdup(key))) break;
-        ign.reason[ign.count++] = reason;
-    }
-    ocr_config_free(cfg);
-    OcrModel *m;
-    ocr_status_t st = ocr_model_create(&m, &arch);
+    cli_free(&cmd);
+    ModelInfo mi;
+    st = model_info_build(&mi, cfg);
+    if (!mi.valid) fprintf(stderr, "ocrtrain info: warning: train would refuse this config: %s\n", mi.refusal);
     if (st != OCR_OK) {
         fprintf(stderr, "ocrtrain info: %s\n", ocr_last_error());
-        amp_config_free(&amp);
-        ignored_free(&ign);
+        model_info_free(&mi);
+        ocr_config_free(cfg);
         return st == OCR_ERR_OOM ? 1 : 2;
     }
-    // The policy on the op table, before the plan (activation bytes follow the dtypes).
-    OcrOpTable *optab = ocr_model_ops(m);
-    const AmpPolicy *pol = &amp.policy;
-    int nops = optab->count;
-    AmpOpEntry *entries = malloc((size_t)(nops ? nops : 1) * sizeof *entries);
-    ocr_dtype_t *dtypes = malloc((size_t)(nops ? nops : 1) * sizeof *dtypes);
-    amp_reason_t *reasons = malloc((size_t)(nops ? nops : 1) * sizeof *reasons);
-    int hits[AMP_MAX_LIST] = {0};
-    if (!entries || !dtypes || !reasons) {
-        fprintf(stderr, "ocrtrain info: out of host memory\n");
-        free(entries), free(dtypes), free(reasons);
-        amp_config_free(&amp);
-        ocr_model_free(m);
-        ignored_free(&ign);
-        return 1;
-    }
-    for (int i = 0; i < nops; i++) {
-        entries[i].name = optab->items[i].name;
-        entries[i].type = optab->items[i].type;
-        entries[i].input = i - 1;
-    }
-    amp_policy_resolve(pol, entries, nops, dtypes, reasons, hits);
-    free(entries);
-    for (int k = 0; k < pol->n_fp32_layers; k++) {
-        if (hits[k] == 0) {
-            fprintf(stderr,
-                    "ocrtrain info: %s: Global.amp_fp32_layers: pattern \"%s\" matches no layer of this model "
-                    "(`ocrtrain info` without it lists the layer names)\n",
-                    cfg_path, pol->fp32_layers[k]);
-            free(dtypes), free(reasons);
-            amp_config_free(&amp);
-            ocr_model_free(m);
-            ignored_free(&ign);
-            return 2;
-        }
-    }
-    for (int i = 0; i < nops; i++) optab->items[i].compute_dtype = dtypes[i];
-    free(dtypes);
-    OcrMemPlan plan;
-    if (ocr_model_plan(m, 1, arch.img_h, arch.img_w, 0, &plan) != OCR_OK) {
-        fprintf(stderr, "ocrtrain info: %s (input %dx%d from the config)\n", ocr_last_error(), arch.img_h, arch.img_w);
-        free(reasons);
-        amp_config_free(&amp);
-        ocr_model_free(m);
-        ignored_free(&ign);
-        return 2;
-    }
+    const OcrArch *arch = &mi.arch;
+    const AmpPolicy *pol = &mi.amp.policy;
+    const OcrMemPlan *plan = &mi.plan;
+    const amp_reason_t *reasons = mi.reasons;
+    const int valid = mi.valid;
+    OcrModel *m = mi.m;
+    const int n_ignored = ocr_config_num_ignored(cfg);
     const OcrOpTable *ops = ocr_model_ops(m);
     int64_t total = ocr_model_param_count(m);
     int64_t stats = ocr_model_stats(m)->numel;
@@ -200,25 +92,26 @@ int cmd_info(int argc, char **argv) {
     if (json) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "config", cfg_path);
-        cJSON_AddStringToObject(root, "algorithm", arch.algorithm);
-        cJSON_AddStringToObject(root, "backbone", backbone_desc(&arch));
+        cJSON_AddStringToObject(root, "algorithm", arch->algorithm);
+        cJSON_AddStringToObject(root, "backbone", backbone_desc(arch));
         cJSON *in = cJSON_AddArrayToObject(root, "input_shape");
-        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch.in_channels));
-        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch.img_h));
-        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch.img_w));
+        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch->in_channels));
+        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch->img_h));
+        cJSON_AddItemToArray(in, cJSON_CreateNumber(arch->img_w));
         cJSON_AddStringToObject(root, "layout", "NHWC");
-        cJSON_AddNumberToObject(root, "seq_len", plan.seq_len);
-        cJSON_AddNumberToObject(root, "classes", plan.classes);
+        cJSON_AddNumberToObject(root, "seq_len", plan->seq_len);
+        cJSON_AddNumberToObject(root, "classes", plan->classes);
         cJSON_AddNumberToObject(root, "params_total", (double)total);
         cJSON_AddNumberToObject(root, "bn_stats_total", (double)stats);
-        cJSON_AddNumberToObject(root, "flops_per_sample", plan.flops);
-        cJSON_AddNumberToObject(root, "activation_bytes_per_sample_inference", (double)plan.activations_bytes);
+        cJSON_AddNumberToObject(root, "flops_per_sample", plan->flops);
+        cJSON_AddNumberToObject(root, "activation_bytes_per_sample_inference", (double)plan->activations_bytes);
         cJSON_AddBoolToObject(root, "valid_for_training", valid);
         cJSON *ij = cJSON_AddArrayToObject(root, "ignored_keys");
-        for (int i = 0; i < ign.count; i++) {
+        for (int i = 0; i < n_ignored; i++) {
+            const char *reason, *key = ocr_config_ignored(cfg, i, &reason);
             cJSON *k = cJSON_CreateObject();
-            cJSON_AddStringToObject(k, "key", ign.key[i]);
-            cJSON_AddStringToObject(k, "reason", ign.reason[i]);
+            cJSON_AddStringToObject(k, "key", key);
+            cJSON_AddStringToObject(k, "reason", reason);
             cJSON_AddItemToArray(ij, k);
         }
         cJSON *ampj = cJSON_AddObjectToObject(root, "amp");
@@ -247,10 +140,10 @@ int cmd_info(int argc, char **argv) {
         free(text);
         cJSON_Delete(root);
     } else {
-        printf("model: %s, backbone %s, neck %s, CTC head with %d classes\n", arch.algorithm, backbone_desc(&arch),
-               arch.neck_svtr ? "EncoderWithSVTR" : "Im2Seq", arch.num_classes);
+        printf("model: %s, backbone %s, neck %s, CTC head with %d classes\n", arch->algorithm, backbone_desc(arch),
+               arch->neck_svtr ? "EncoderWithSVTR" : "Im2Seq", arch->num_classes);
         printf("input: %dx%dx%d (C x H x W); tensors below are NHWC with batch 1; sequence length %d\n",
-               arch.in_channels, arch.img_h, arch.img_w, plan.seq_len);
+               arch->in_channels, arch->img_h, arch->img_w, plan->seq_len);
         if (pol->level == OCR_AMP_O0)
             printf("precision: float32 (AMP off)\n");
         else
@@ -268,16 +161,17 @@ int cmd_info(int argc, char **argv) {
         }
         printf("\ntrainable parameters: %s\n", fmt_count(total, a, sizeof a));
         printf("BN running statistics: %s (not trained)\n", fmt_count(stats, b, sizeof b));
-        printf("forward FLOPs per sample: %.4g G (%s)\n", plan.flops / 1e9, fmt_count((int64_t)plan.flops, a, sizeof a));
+        printf("forward FLOPs per sample: %.4g G (%s)\n", plan->flops / 1e9, fmt_count((int64_t)plan->flops, a, sizeof a));
         printf("ops: %d\n", ops->count);
-        if (ign.count)
-            printf("\naccepted with no effect here (%d%s):\n", ign.count,
+        if (n_ignored)
+            printf("\naccepted with no effect here (%d%s):\n", n_ignored,
                    valid ? "" : ", up to the error above");
-        for (int i = 0; i < ign.count; i++) printf("  %-40s %s\n", ign.key[i], ign.reason[i]);
+        for (int i = 0; i < n_ignored; i++) {
+            const char *reason, *key = ocr_config_ignored(cfg, i, &reason);
+            printf("  %-40s %s\n", key, reason);
+        }
     }
-    free(reasons);
-    amp_config_free(&amp);
-    ocr_model_free(m);
-    ignored_free(&ign);
+    model_info_free(&mi);
+    ocr_config_free(cfg);
     return 0;
 }

@@ -14,6 +14,7 @@ int cmd_compare(int argc, char **argv);
 int cmd_data(int argc, char **argv);
 int cmd_pack(int argc, char **argv);
 int cmd_export(int argc, char **argv);
+int cmd_sensitivity(int argc, char **argv);
 
 // The version string main passes on (report.json's build.version).
 void training_set_version(const char *version);

@@ -23,18 +23,20 @@ static void print_usage(FILE *out) {
             "  data     -c CFG [--json]                      scan + benchmark the datasets through the loader\n"
             "  pack     -c CFG --out FILE | --lmdb DIR       decoded images in one mmap file, or a PaddleOCR LMDB\n"
             "  train    -c CFG [-o Key.path=value ...]       CFG: JSON or PaddleOCR's .yml\n"
-            "  eval     -c CFG --weights W [--json] [--lines FILE]   every Eval line scored\n"
+            "  eval     -c CFG --weights W [--baseline B] [--json] [--lines FILE]   every Eval line scored\n"
             "  predict  -c CFG --weights W [--batch N] [--min-width PX] [--json] IMAGE|FOLDER|LABELS...\n"
-            "  compare  -c CFG --out DIR                     FP32 vs AMP paired per line: exit 3 regression, 4 inconclusive\n"
+            "  compare  -c CFG --out DIR [--seeds N] [--candidate CFG2]   FP32 vs AMP (or two configs) at N seeds\n"
+            "  sensitivity -c CFG --weights W [--dtype D]    the layers AMP hurts, ranked; a proposal to keep in FP32\n"
             "  capacity -c CFG [--memory SIZE] [--json]      largest batch per precision\n"
-            "  import   --onnx FILE --out W.safetensors      PaddleOCR PP-OCRv4 rec weights\n"
+            "  import   --onnx FILE | --pdparams FILE --out W.safetensors   PaddleOCR PP-OCRv3/v4 rec weights\n"
             "  export   -c CFG --weights W --onnx F | --pdparams F   for deployment: ONNX, PaddleOCR's state dict\n"
             "\n"
             "options:\n"
             "  -h, --help      this text\n"
             "  --version       version and compiled backends\n"
             "\n"
-            "exit codes: 0 success, 1 runtime error, 2 usage or config error, 3 accuracy regression\n",
+            "exit codes: 0 success, 1 runtime error, 2 usage or config error, 3 accuracy regression (compare, eval\n"
+            "--baseline), 4 inconclusive (the seeds or lines cannot decide; how many would is printed)\n",
             OCR_VERSION);
 }
 
@@ -66,6 +68,7 @@ int main(int argc, char **argv) {
     if (strcmp(cmd, "data") == 0) return cmd_data(argc - 1, argv + 1);
     if (strcmp(cmd, "pack") == 0) return cmd_pack(argc - 1, argv + 1);
     if (strcmp(cmd, "export") == 0) return cmd_export(argc - 1, argv + 1);
+    if (strcmp(cmd, "sensitivity") == 0) return cmd_sensitivity(argc - 1, argv + 1);
     fprintf(stderr, "ocrtrain: unknown command '%s' (see ocrtrain --help)\n", cmd);
     return 2;
 }

@@ -1,4 +1,4 @@
-// PaddleOCR `.pdparams` checkpoints (models/pdparams.c): the pickle reader on the bytes,
+// PaddleOCR `.pdparams` checkpoints (core/pickle.c, models/pdparams.c): the pickle reader on the bytes,
 // then the name mapping, the network inference from names and shapes, and, when that gives
 // a network, the load into it (as Global.pretrained_model does).
 //

@@ -74,18 +74,18 @@ typedef struct {
 // targets (B, S) i32, padded; target_lengths (B) i32 in [0, S]; input_lengths (B) i32 in
 //     [0, T] or NULL for all T.
 // All tensors live on the CPU (the CUDA version will dispatch on logits' device).
-double ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
-                        const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
-                        const OcrTensor *input_lengths, CtcParams p);
+double ocr_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
+                            const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
+                            const OcrTensor *input_lengths, CtcParams p);
 
 // Workspace bytes ctc_loss_forward pushes (for memory planning): per thread alpha, the
 // per-frame label log-probabilities and beta for the longest target, plus fp32 copies of
 // logits/dlogits when they are not f32.
-size_t ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dlogits, int max_target_length,
-                                int threads);
+size_t ocr_ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dlogits, int max_target_length,
+                                    int threads);
 
 // The minimum number of frames a target of `length` labels needs: length + the number of
 // adjacent equal pairs (each needs a blank in between). Shorter inputs are infeasible.
-int ctc_min_frames(const int32_t *target, int length);
+int ocr_ctc_min_frames(const int32_t *target, int length);
 
 #endif

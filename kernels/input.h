@@ -11,14 +11,14 @@
 
 #include "core/tensor.h"
 
-void input_normalize_forward(OcrTensor *out, const OcrTensor *inp);
+void ocr_input_normalize_forward(OcrTensor *out, const OcrTensor *inp);
 // The same with PaddleOCR's padding: in sample b every column x >= widths[b] becomes exactly
 // 0.0 (its pad value after normalising), whatever the loader wrote there (data/loader.h pads
 // with 128); columns x < widths[b] are the values above, bit for bit. widths (N) int32 lives
 // on the op's device (the resized width of each sample, 1..W from the loader; values outside
 // [0, W] are clamped to it). widths = NULL is input_normalize_forward.
-void input_normalize_padded_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *widths);
+void ocr_input_normalize_padded_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *widths);
 // The 256 values, for checks: lut[p] = ((float)p / 255.0f − 0.5f) / 0.5f.
-void input_normalize_lut(float lut[256]);
+void ocr_input_normalize_lut(float lut[256]);
 
 #endif

@@ -31,8 +31,8 @@ static void check_seq(const OcrTensor *t, int64_t T, int64_t B, int64_t C, const
                "%s must be (%lld, %lld, %lld)", what, (long long)T, (long long)B, (long long)C);
 }
 
-void lstm_layer_forward(OcrTensor *y, OcrTensor *gates, OcrTensor *cells, const OcrTensor *x, const OcrTensor *w_ih,
-                        const OcrTensor *w_hh, const OcrTensor *b_ih, const OcrTensor *b_hh) {
+void ocr_lstm_layer_forward(OcrTensor *y, OcrTensor *gates, OcrTensor *cells, const OcrTensor *x, const OcrTensor *w_ih,
+                            const OcrTensor *w_hh, const OcrTensor *b_ih, const OcrTensor *b_hh) {
     int64_t T, B, I, H;
     shapes(x, w_ih, w_hh, &T, &B, &I, &H, "lstm_layer");
     check_seq(y, T, B, H, "lstm_layer: y");
@@ -41,27 +41,27 @@ void lstm_layer_forward(OcrTensor *y, OcrTensor *gates, OcrTensor *cells, const 
     if (T * B == 0) return;
     OcrTensor x2 = ocr_tensor_reshape(x, 2, (int64_t[]){T * B, I});
     OcrTensor g2 = ocr_tensor_reshape(gates, 2, (int64_t[]){T * B, 4 * H});
-    gemm(&g2, &x2, w_ih, 0, 1, 1.0f, 0.0f);
+    ocr_gemm(&g2, &x2, w_ih, 0, 1, 1.0f, 0.0f);
     // The two bias vectors are added separately, as Paddle's gates = x·W_ihᵀ + b_ih + h·W_hhᵀ + b_hh.
     OcrTensor bi = ocr_tensor_reshape(b_ih, 2, (int64_t[]){1, 4 * H}), bh = ocr_tensor_reshape(b_hh, 2, (int64_t[]){1, 4 * H});
-    batch_broadcast_add_forward(&g2, &g2, &bi);
-    batch_broadcast_add_forward(&g2, &g2, &bh);
+    ocr_batch_broadcast_add_forward(&g2, &g2, &bi);
+    ocr_batch_broadcast_add_forward(&g2, &g2, &bh);
     for (int64_t t = 0; t < T; t++) {
         OcrTensor gt = step_view(gates, t, B, 4 * H), ht = step_view(y, t, B, H), ct = step_view(cells, t, B, H);
         if (t > 0) {
             OcrTensor hp = step_view(y, t - 1, B, H), cp = step_view(cells, t - 1, B, H);
-            gemm(&gt, &hp, w_hh, 0, 1, 1.0f, 1.0f);
-            lstm_cell_forward(&ht, &ct, &gt, &cp);
+            ocr_gemm(&gt, &hp, w_hh, 0, 1, 1.0f, 1.0f);
+            ocr_lstm_cell_forward(&ht, &ct, &gt, &cp);
         } else {
-            lstm_cell_forward(&ht, &ct, &gt, NULL);
+            ocr_lstm_cell_forward(&ht, &ct, &gt, NULL);
         }
     }
 }
 
-void lstm_layer_backward(OcrTensor *dx, OcrTensor *dw_ih, OcrTensor *dw_hh, OcrTensor *db_ih, OcrTensor *db_hh,
-                         OcrTensor *dgates, OcrTensor *state, const OcrTensor *dy, const OcrTensor *x,
-                         const OcrTensor *y, const OcrTensor *gates, const OcrTensor *cells, const OcrTensor *w_ih,
-                         const OcrTensor *w_hh) {
+void ocr_lstm_layer_backward(OcrTensor *dx, OcrTensor *dw_ih, OcrTensor *dw_hh, OcrTensor *db_ih, OcrTensor *db_hh,
+                             OcrTensor *dgates, OcrTensor *state, const OcrTensor *dy, const OcrTensor *x,
+                             const OcrTensor *y, const OcrTensor *gates, const OcrTensor *cells, const OcrTensor *w_ih,
+                             const OcrTensor *w_hh) {
     int64_t T, B, I, H;
     shapes(x, w_ih, w_hh, &T, &B, &I, &H, "lstm_layer_backward");
     check_seq(dy, T, B, H, "lstm_layer_backward: dy");
@@ -78,36 +78,36 @@ void lstm_layer_backward(OcrTensor *dx, OcrTensor *dw_ih, OcrTensor *dw_hh, OcrT
     int cur = 0;  // dc[cur]: the gradient of c_t from step t + 1
     for (int64_t t = T - 1; t >= 0; t--) {
         OcrTensor dyt = step_view(dy, t, B, H), gt = step_view(gates, t, B, 4 * H), dgt = step_view(dgates, t, B, 4 * H);
-        cast_forward(&dh, &dyt);
+        ocr_cast_forward(&dh, &dyt);
         if (t < T - 1) {
             OcrTensor dgn = step_view(dgates, t + 1, B, 4 * H);
-            gemm(&dh, &dgn, w_hh, 0, 0, 1.0f, 1.0f);
+            ocr_gemm(&dh, &dgn, w_hh, 0, 0, 1.0f, 1.0f);
         }
         if (t > 0) {
             OcrTensor cp = step_view(cells, t - 1, B, H);
-            lstm_cell_backward(&dgt, &dc[cur ^ 1], &dh, t < T - 1 ? &dc[cur] : NULL, &gt, &cp);
+            ocr_lstm_cell_backward(&dgt, &dc[cur ^ 1], &dh, t < T - 1 ? &dc[cur] : NULL, &gt, &cp);
         } else {
-            lstm_cell_backward(&dgt, NULL, &dh, t < T - 1 ? &dc[cur] : NULL, &gt, NULL);
+            ocr_lstm_cell_backward(&dgt, NULL, &dh, t < T - 1 ? &dc[cur] : NULL, &gt, NULL);
         }
         cur ^= 1;
     }
     OcrTensor dg2 = ocr_tensor_reshape(dgates, 2, (int64_t[]){T * B, 4 * H});
     OcrTensor x2 = ocr_tensor_reshape(x, 2, (int64_t[]){T * B, I});
-    if (dw_ih) gemm(dw_ih, &dg2, &x2, 1, 0, 1.0f, 1.0f);
+    if (dw_ih) ocr_gemm(dw_ih, &dg2, &x2, 1, 0, 1.0f, 1.0f);
     if (dw_hh && T > 1) {
         OcrTensor dgl = rows_view(dgates, B, (T - 1) * B, 4 * H), yp = rows_view(y, 0, (T - 1) * B, H);
-        gemm(dw_hh, &dgl, &yp, 1, 0, 1.0f, 1.0f);
+        ocr_gemm(dw_hh, &dgl, &yp, 1, 0, 1.0f, 1.0f);
     }
     if (db_ih) {
         OcrTensor b = ocr_tensor_reshape(db_ih, 2, (int64_t[]){1, 4 * H});
-        batch_broadcast_add_backward(NULL, &b, &dg2);
+        ocr_batch_broadcast_add_backward(NULL, &b, &dg2);
     }
     if (db_hh) {
         OcrTensor b = ocr_tensor_reshape(db_hh, 2, (int64_t[]){1, 4 * H});
-        batch_broadcast_add_backward(NULL, &b, &dg2);
+        ocr_batch_broadcast_add_backward(NULL, &b, &dg2);
     }
     if (dx) {
         OcrTensor dx2 = ocr_tensor_reshape(dx, 2, (int64_t[]){T * B, I});
-        gemm(&dx2, &dg2, w_ih, 0, 0, 1.0f, 0.0f);
+        ocr_gemm(&dx2, &dg2, w_ih, 0, 0, 1.0f, 0.0f);
     }
 }

@@ -1,5 +1,20 @@
 // The op library: one forward and one backward function per op.
 //
+// Finding an op. Every function the kernel libraries export starts with ocr_ (checked by
+// tests/build/check_op_prefix.sh); an op `name` is:
+// - ocr_<name>: the public function, declared here (kernels/ctc.h, kernels/input.h for the
+//   CTC loss and the input normalisation) with its contract.
+// - a row of kernels/op_table.h: its family and the tensors whose device runs it.
+//   kernels/dispatch.c expands the table into the ocr_<name> functions.
+// - ocr_cpu_<name> in kernels/cpu/<family>.c (declared in kernels/cpu/cpu_ops.h) and
+//   ocr_cuda_<name> in kernels/cuda/<family>.cu (declared in kernels/cuda/cuda_ops.h): the two
+//   backends' kernels, same file name on both sides. Files without a twin are helpers, not
+//   ops, and say so at their top: cpu/cpu_common.c, cpu/isa.c, cpu/onednn.c;
+//   cuda/device.cu (devices, streams, scratch, error checks), cuda/cublas_loader.cu and
+//   cuda/train_step.cu (the GPU training step's device side).
+// - Shared between the backends: kernels/activation_math.h (the activation formulas, compiled
+//   by both). Composed of other ops, so on either device: kernels/lstm_layer.c.
+//
 // Conventions (read these before adding an op):
 // - Outputs first, then inputs, then parameters. Shapes are in the comment above each pair.
 // - Images are NHWC; sequences (B, T, C); a "row" op works on the last dimension.
@@ -24,21 +39,21 @@
 // ---- GEMM, linear, batched matmul --------------------------------------------------
 // c (M, N) = alpha · op(a) · op(b) + beta · c, op(x) = x or xᵀ; a is (M, K) or (K, M), b is
 // (K, N) or (N, K). beta = 0 ignores c's previous contents (NaN included).
-void gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha, float beta);
+void ocr_gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha, float beta);
 
 // out (..., OUT) = inp (..., IN) · weight (IN, OUT) + bias (OUT). Weight is stored (IN, OUT)
 // as in Paddle. bias may be NULL.
-void linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias);
+void ocr_linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias);
 // dinp (..., IN) = dout · weightᵀ; dweight (IN, OUT) += inpᵀ · dout; dbias (OUT) += Σ dout.
-void linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
-                     const OcrTensor *inp, const OcrTensor *weight);
+void ocr_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                         const OcrTensor *inp, const OcrTensor *weight);
 
 // out (B, M, N) = alpha · op(a) · op(b) per batch entry; a (B, M, K) or (B, K, M); b (B, K, N) or (B, N, K).
-void matmul_batched_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
-                            float alpha);
+void ocr_matmul_batched_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
+                                float alpha);
 // da, db assigned (activation gradients).
-void matmul_batched_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
-                             const OcrTensor *b, int trans_a, int trans_b, float alpha);
+void ocr_matmul_batched_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
+                                 const OcrTensor *b, int trans_a, int trans_b, float alpha);
 
 // ---- convolution --------------------------------------------------------------------
 typedef struct {
@@ -48,16 +63,16 @@ typedef struct {
 } Conv2dParams;
 
 // Output spatial size: (H + 2·pad_h − KH) / stride_h + 1 (floor).
-int conv2d_out_size(int in_size, int kernel, int stride, int pad);
+int ocr_conv2d_out_size(int in_size, int kernel, int stride, int pad);
 
 // out (N, Ho, Wo, OC) = conv(inp (N, H, W, C), weight (OC, KH, KW, C / groups)) + bias (OC).
 // Weight layout is "KRSC" (cuDNN's NHWC filter layout). bias may be NULL. General
 // convolutions use im2col + GEMM; depthwise (groups == C == OC) runs direct loops.
-void conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
-                    Conv2dParams p);
+void ocr_conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
+                        Conv2dParams p);
 // dinp assigned; dweight, dbias accumulated.
-void conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
-                     const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p);
+void ocr_conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                         const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p);
 
 // ---- normalisation -------------------------------------------------------------------
 // Batch norm over N·H·W per channel of inp (N, H, W, C). Training: batch mean and biased
@@ -66,32 +81,32 @@ void conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, cons
 // Paddle's kernel does (PyTorch would take the unbiased one). Inference: running statistics normalise and nothing
 // updates. save_mean / save_rstd (C, f32) receive what was used (running ones in inference)
 // for the backward. gamma, beta, running_* are f32 (C).
-void batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
-                         OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                         float momentum, float eps, int training);
+void ocr_batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
+                             OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma,
+                             const OcrTensor *beta, float momentum, float eps, int training);
 // out += bn(inp): batchnorm2d_forward's statistics, running update and value, the value rounded
 // into out's dtype and added to out's element (rounded once more): the bits of batchnorm2d_forward
-// into a new tensor of out's dtype followed by accumulate(out, it), without that tensor's write
+// into a new tensor of out's dtype followed by ocr_accumulate(out, it), without that tensor's write
 // and read. The LearnableRepLayer adds its branches' batch norms into their sum this way.
 // Per-rank statistics only (no synchronised variant).
-void batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
-                                    OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
-                                    const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
-                                    int training);
+void ocr_batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                        OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                        const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
+                                        int training);
 // training = 1: gradient through the batch statistics; 0: through fixed statistics.
 // Frozen BN (Global.freeze_norm, fine-tuning) is training = 0 in both calls of a training pass:
 // the running statistics normalise and stay untouched, the output is the eval pass's bit for
 // bit, and the backward treats them as constants while dgamma/dbeta still accumulate. The same
 // holds for batchnorm2d_act_forward / _backward below and for the CUDA twins.
-void batchnorm2d_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
-                          const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
-                          const OcrTensor *save_rstd, int training);
+void ocr_batchnorm2d_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                              const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
+                              const OcrTensor *save_rstd, int training);
 
 // Layer norm over the last dimension C of inp (..., C); mean, rstd (rows) f32; gamma, beta (C) f32.
-void layernorm_forward(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
-                       const OcrTensor *gamma, const OcrTensor *beta, float eps);
-void layernorm_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
-                        const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *mean, const OcrTensor *rstd);
+void ocr_layernorm_forward(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
+                           const OcrTensor *gamma, const OcrTensor *beta, float eps);
+void ocr_layernorm_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                            const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *mean, const OcrTensor *rstd);
 
 // ---- activations ----------------------------------------------------------------------
 typedef enum {
@@ -107,12 +122,12 @@ const char *ocr_activation_name(ocr_activation_t act);
 int ocr_activation_from_name(const char *name, ocr_activation_t *out);
 
 // out = act(inp), any shape; out may alias inp.
-void activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act);
+void ocr_activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act);
 // dinp = dout · act'(inp); dinp may alias dout.
-void activation_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act);
+void ocr_activation_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act);
 
 // ---- batch norm + activation, fused --------------------------------------------------------
-// out (N, H, W, C) = act(bn(inp)): batchnorm2d_forward (the same statistics, save_mean /
+// out (N, H, W, C) = act(bn(inp)): ocr_batchnorm2d_forward (the same statistics, save_mean /
 // save_rstd, running update and per-element expression) followed by activation_forward, in
 // one pass over the output after the statistics pass. The pre-activation value is rounded to
 // out's dtype before the activation, as the unfused pair storing BN's output there does, so
@@ -120,10 +135,10 @@ void activation_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor
 // activation_forward in place over it. save_scale (C, f32) receives the per-channel scale the
 // value was computed with, a = gamma·rstd rounded once from double (the f32 save_rstd cannot
 // rebuild it exactly); the value is (inp − save_mean)·save_scale + beta. Any save_* may be NULL.
-void batchnorm2d_act_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
-                             OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
-                             const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act, float momentum,
-                             float eps, int training);
+void ocr_batchnorm2d_act_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
+                                 OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                 const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act, float momentum,
+                                 float eps, int training);
 // Backward of batchnorm2d_act_forward from dout (N, H, W, C), the gradient of the ACTIVATION
 // output, without materialising BN's output: per element the pre-activation value is rebuilt
 // from inp, save_mean, save_scale (both f32) and beta with the forward's expression, rounded to
@@ -131,12 +146,12 @@ void batchnorm2d_act_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *sa
 // formulas (save_mean / save_rstd as there). mid is the dtype the unfused pair stores BN's
 // output and the activation's input gradient in (the forward's out dtype); the results are then
 // bit-identical to recomputing BN's output into a mid tensor, activation_backward into a mid
-// tensor and batchnorm2d_backward. act = NONE is batchnorm2d_backward (dout used as it is;
+// tensor and batchnorm2d_backward. act = NONE is ocr_batchnorm2d_backward (dout used as it is;
 // save_scale may be NULL). dinp assigned; dgamma, dbeta accumulated.
-void batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
-                              const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                              const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
-                              ocr_activation_t act, ocr_dtype_t mid, int training);
+void ocr_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                                  const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                  const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                  ocr_activation_t act, ocr_dtype_t mid, int training);
 
 // ---- synchronised batch norm (data parallelism) -----------------------------------------------
 // With N ranks each normalising its own B samples, a BN's batch statistics are those of B
@@ -161,14 +176,15 @@ typedef struct {
 // batchnorm2d_act_forward / _backward with the statistics of the whole world when sync is not
 // NULL and the op is in training mode (NULL: exactly the functions above). act = OCR_ACT_NONE
 // is plain batch norm (save_scale may then be NULL).
-void batchnorm2d_act_forward_sync(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
-                                  OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
-                                  const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act, float momentum,
-                                  float eps, int training, const OcrBnSync *sync);
-void batchnorm2d_act_backward_sync(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
-                                   const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                   const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
-                                   ocr_activation_t act, ocr_dtype_t mid, int training, const OcrBnSync *sync);
+void ocr_batchnorm2d_act_forward_sync(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
+                                      OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                      const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act,
+                                      float momentum, float eps, int training, const OcrBnSync *sync);
+void ocr_batchnorm2d_act_backward_sync(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                                       const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                       const OcrTensor *save_mean, const OcrTensor *save_rstd,
+                                       const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
+                                       const OcrBnSync *sync);
 
 // ---- pooling ---------------------------------------------------------------------------
 typedef struct {
@@ -178,84 +194,84 @@ typedef struct {
 } Pool2dParams;
 
 // out (N, Ho, Wo, C) from inp (N, H, W, C).
-void avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);
-void avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p);
-void maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);
+void ocr_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);
+void ocr_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p);
+void ocr_maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);
 // Gradient goes to the first maximum of each window (recomputed from inp).
-void maxpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p);
+void ocr_maxpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p);
 // Adaptive average: output size from out's shape; bin i covers [floor(i·H/Ho), ceil((i+1)·H/Ho)).
 // Global average pooling is the Ho = Wo = 1 case.
-void adaptive_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp);
-void adaptive_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout);
+void ocr_adaptive_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp);
+void ocr_adaptive_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout);
 
 // ---- elementwise and layout ------------------------------------------------------------
 // SE gating: out (N, H, W, C) = inp (N, H, W, C) · scale (N, 1, 1, C).
-void channel_scale_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale);
+void ocr_channel_scale_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale);
 // dinp, dscale assigned.
-void channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
-                            const OcrTensor *scale);
+void ocr_channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
+                                const OcrTensor *scale);
 
 // out = a + b (same shapes); out may alias a or b.
-void add_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b);
+void ocr_add_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b);
 // da = dout, db = dout (assigned; either may be NULL).
-void add_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout);
+void ocr_add_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout);
 // dst += src (same shape): residual paths and gradient accumulation across branches.
-void accumulate(OcrTensor *dst, const OcrTensor *src);
+void ocr_accumulate(OcrTensor *dst, const OcrTensor *src);
 // out = alpha · inp (any dtypes, same shape); out may alias inp.
-void scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha);
+void ocr_scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha);
 // Sets every element to zero (any dtype, any device).
-void zero_tensor(OcrTensor *t);
+void ocr_zero_tensor(OcrTensor *t);
 
 // LearnableAffineBlock (PPLCNetV3): out = scale · inp + bias, any shape, with scale and bias
 // 1-element tensors on the same device (read there: no host round trip). Two roundings, as
 // Paddle's `scale * x + bias` (the product is not fused into the add). out may alias inp.
-void scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias);
+void ocr_scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias);
 // dinp = scale · dout (assigned); dscale += Σ dout·inp, dbias += Σ dout (1 element each,
 // accumulated). The sums run in double over fixed chunks of 2048 elements in a fixed order
 // (see kernels/cpu/affine.c), so they do not depend on the thread count or the device.
-void scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
-                            const OcrTensor *inp, const OcrTensor *scale);
+void ocr_scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
+                                const OcrTensor *inp, const OcrTensor *scale);
 // The LearnableRepLayer's tail in one pass: out = s2·act(s1·inp + b1) + b2, the bits of
 // scalar_affine_forward into a tensor of out's dtype, activation_forward in place over it and
 // scalar_affine_forward in place again (each intermediate rounded into out's dtype). out may
 // alias inp. All four scalars are 1-element tensors on the op's device.
-void affine_act_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
-                               ocr_activation_t act, const OcrTensor *s2, const OcrTensor *b2);
+void ocr_affine_act_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
+                                   ocr_activation_t act, const OcrTensor *s2, const OcrTensor *b2);
 // Its backward from dout, recomputing a = s1·inp + b1 and h = act(a) per chunk (rounded into mid,
 // the forward's out dtype): ds2 += Σ dout·h, db2 += Σ dout, ds1 += Σ da·inp, db1 += Σ da and
 // dinp = s1·da (assigned) with da = mid(act'(a)·mid(s2·dout)) — the bits of scalar_affine_backward,
 // activation_backward and scalar_affine_backward in a row with mid-dtype gradients between
 // them, the sums in scalar_affine's fixed shape. Any gradient may be NULL; dinp may alias dout.
-void affine_act_affine_backward(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2, OcrTensor *db2,
-                                const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
-                                ocr_activation_t act, const OcrTensor *s2, ocr_dtype_t mid);
+void ocr_affine_act_affine_backward(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2, OcrTensor *db2,
+                                    const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *s1,
+                                    const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2, ocr_dtype_t mid);
 
 // A positional embedding added to every batch entry: out (B, ...) = inp (B, ...) + pos (1, ...)
 // (SVTRNet: (B, T, C) + (1, T, C)). out may alias inp.
-void batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos);
+void ocr_batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos);
 // dinp = dout (assigned; may be NULL); dpos (1, ...) += Σ_b dout[b] (summed in double in
 // batch order, accumulated).
-void batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout);
+void ocr_batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout);
 
 // Concatenation along the last (channel) dimension: out (..., ΣC_i) from inputs (..., C_i).
-void concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count);
+void ocr_concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count);
 // Splits dout back into the dinputs (assigned; NULL entries skipped).
-void concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *dout);
+void ocr_concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *dout);
 
 // out = inp with dimensions permuted: out.shape[i] = inp.shape[perm[i]] (up to 4 dims).
 // Reshapes between NHWC maps and (B, T, C) sequences are free (ocr_tensor_reshape); this op
 // is for real transposes.
-void permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm);
-void permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm);
+void ocr_permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm);
+void ocr_permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm);
 
 // ---- softmax, attention ----------------------------------------------------------------
 // Over the last dimension; out may alias inp.
-void softmax_forward(OcrTensor *out, const OcrTensor *inp);
+void ocr_softmax_forward(OcrTensor *out, const OcrTensor *inp);
 // dinp = out · (dout − Σ dout·out).
-void softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
-void log_softmax_forward(OcrTensor *out, const OcrTensor *inp);
+void ocr_softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
+void ocr_log_softmax_forward(OcrTensor *out, const OcrTensor *inp);
 // dinp = dout − exp(out) · Σ dout.
-void log_softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
+void ocr_log_softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
 
 // Dropout configuration shared by the dropout ops and the attention op. The keep mask of
 // element i is uniform(seed, stream, offset + i) >= p, regenerated in the backward.
@@ -275,27 +291,27 @@ typedef struct {
 // S = scale · q·kᵀ + mask; P = softmax(S); P' = dropout(P); o = P'·v. out (B, T, C) holds
 // the heads concatenated. probs (B, heads, T, T) receives P (pre-dropout) for the backward.
 // mask (T, T) f32 is additive (0 or −inf) and may be NULL. Softmax runs in fp32.
-void attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
-                       int num_heads, float scale, DropoutParams dropout);
+void ocr_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
+                           int num_heads, float scale, DropoutParams dropout);
 // dqkv (B, T, 3·C) assigned.
-void attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
-                        int num_heads, float scale, DropoutParams dropout);
+void ocr_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
+                            int num_heads, float scale, DropoutParams dropout);
 
 // The additive mask (T, T) f32, T = grid_h · grid_w, of PaddleOCR's local mixer: query (h, w)
 // sees the keys in rows h − window_h/2 .. h + window_h − 1 − window_h/2 and columns
 // w − window_w/2 .. w + window_w − 1 − window_w/2 (0 there, −inf elsewhere). Written on the
 // mask's device, so a model on the GPU builds it without a host copy.
-void attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);
+void ocr_attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);
 
 // ---- embedding lookup, cross-entropy (MultiHead's attention branches) --------------------------
 // out (..., D) = table[ids] (V, D) row by row; ids (...) int32 on the tensors' device. A row
 // whose id is padding_idx is zero (padding_idx < 0: none), as Paddle's nn.Embedding. Ids must
 // lie in [0, V): the callers build them from encoded labels (the CPU asserts; the GPU writes
 // zeros for an id outside and the backward skips it).
-void embedding_forward(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table, int padding_idx);
+void ocr_embedding_forward(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table, int padding_idx);
 // dtable (V, D) += Σ over the rows n with ids[n] = v of dout[n], for v != padding_idx (that
 // row gets no gradient). Each column is summed in row order: deterministic on both devices.
-void embedding_backward(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids, int padding_idx);
+void ocr_embedding_backward(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids, int padding_idx);
 
 typedef struct {
     float smoothing;   // ε: the target class gets 1 − ε, every other class ε/(C − 1) (NRTRLoss: 0.1)
@@ -307,43 +323,43 @@ typedef struct {
 // (may be NULL): row n's −Σ_j q_j · log_softmax(logits_n)_j, 0 for an ignored row. loss (1) f32
 // (may be NULL): the mean over the rows not ignored (0 when every row is), summed in double in
 // row order. counted (1) int32 (may be NULL): the number of such rows.
-void cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted, const OcrTensor *logits,
-                           const OcrTensor *targets, CrossEntropyParams p);
+void ocr_cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted, const OcrTensor *logits,
+                               const OcrTensor *targets, CrossEntropyParams p);
 // dlogits (N, C) = grad_scale / count · (softmax(logits) − q) for the rows not ignored, 0 for the
 // others (assigned): the gradient of the mean loss.
-void cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
-                            CrossEntropyParams p);
+void ocr_cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
+                                CrossEntropyParams p);
 
 // ---- LSTM cell (SAR's encoder and decoder; Paddle's nn.LSTM step) ------------------------------
 // The elementwise part of one LSTM step; the GEMMs are the caller's linears: gates (B, 4H) =
 // x·W_ihᵀ + b_ih + h_prev·W_hhᵀ + b_hh, laid out [i | f | g | o] (Paddle's gate order).
 // c (B, H) = σ(f)·c_prev + σ(i)·tanh(g); h (B, H) = σ(o)·tanh(c). The nonlinearities and the
 // cell update run in fp32 whatever the storage dtypes; c_prev may be NULL (a zero state).
-void lstm_cell_forward(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev);
+void ocr_lstm_cell_forward(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev);
 // From dh (B, H) and dc (B, H), the gradients of this step's h and c from later steps (dc may be
 // NULL: zero), recomputing the activations from gates and c_prev: dgates (B, 4H) and dc_prev
 // (B, H), both assigned (either may be NULL).
-void lstm_cell_backward(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh, const OcrTensor *dc,
-                        const OcrTensor *gates, const OcrTensor *c_prev);
+void ocr_lstm_cell_backward(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh, const OcrTensor *dc,
+                            const OcrTensor *gates, const OcrTensor *c_prev);
 
 // ---- dropout, drop path -----------------------------------------------------------------
-void dropout_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
-void dropout_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
+void ocr_dropout_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
+void ocr_dropout_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
 // Drop path (stochastic depth): per sample (first dimension) keep with 1 − p and scale by
 // 1/(1 − p) in training; identity in inference. Sample n's keep draw is index offset + n.
-void droppath_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
-void droppath_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
+void ocr_droppath_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
+void ocr_droppath_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
 
 // ---- casts and AMP support --------------------------------------------------------------
 // Converts between f32, f16 and bf16 (same shape). The backward of a cast is a cast back.
-void cast_forward(OcrTensor *out, const OcrTensor *inp);
-void cast_backward(OcrTensor *dinp, const OcrTensor *dout);
+void ocr_cast_forward(OcrTensor *out, const OcrTensor *inp);
+void ocr_cast_backward(OcrTensor *dinp, const OcrTensor *dout);
 
 // One fused pass over a list of gradient tensors: multiplies each by inv_scale in place
 // and finds non-finite values. Per tensor (arrays may be NULL): amax[i] = max |g| after
 // unscaling over the finite values, nonfinite[i] = 1 when tensor i held inf/NaN.
 // Returns 1 when any value was inf or NaN.
-int unscale_and_check(OcrTensor *const *grads, int count, float inv_scale, float *amax, int *nonfinite);
+int ocr_unscale_and_check(OcrTensor *const *grads, int count, float inv_scale, float *amax, int *nonfinite);
 
 typedef struct {
     float lr;            // already multiplied by the parameter's lr multiplier
@@ -364,14 +380,14 @@ typedef struct {
 // master and param (f16/bf16) receives the rounded result; otherwise param (f32) is
 // updated in place. m, v are f32. grad may be any float dtype.
 // m̂ = m/(1−β1^t), v̂ = v/(1−β2^t), w −= lr · m̂ / (√v̂ + ε)  (equivalent to Paddle's form).
-void adam_update(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v, const OcrTensor *grad,
-                 AdamParams p);
+void ocr_adam_update(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v, const OcrTensor *grad,
+                     AdamParams p);
 
 // sqrt(Σ over all tensors of Σ g²), accumulated in double.
-double grad_global_norm(OcrTensor *const *grads, int count);
+double ocr_grad_global_norm(OcrTensor *const *grads, int count);
 // When the global norm exceeds max_norm, scales every gradient by max_norm / (norm + 1e-6).
 // Returns the norm before clipping.
-double clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm);
+double ocr_clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm);
 
 // ---- memory movement ------------------------------------------------------------------------
 // Copies `bytes` from src (on src_device) to dst (on dst_device), any pair of devices. CPU to
@@ -379,7 +395,7 @@ double clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm)
 // (the destination's when both are devices), so it follows the work enqueued before it; it
 // waits for completion when one side is host memory (the host buffer may be reused or read on
 // return) and returns at once for device-to-device copies. A CUDA failure aborts.
-void copy_bytes(ocr_device_t dst_device, void *dst, ocr_device_t src_device, const void *src, size_t bytes);
+void ocr_copy_bytes(ocr_device_t dst_device, void *dst, ocr_device_t src_device, const void *src, size_t bytes);
 
 // ---- LSTM layer (SAR's encoder and decoder: one layer of Paddle's nn.LSTM) ------------------------
 // Forward direction, zero initial state, time-major: x (T, B, I) → y (T, B, H). w_ih (4H, I),
@@ -387,15 +403,15 @@ void copy_bytes(ocr_device_t dst_device, void *dst, ocr_device_t src_device, con
 // gates (T, B, 4H) and cells (T, B, H) receive the pre-activations and cell states for the
 // backward. Composed of gemm, batch_broadcast_add and lstm_cell (runs on the tensors' device);
 // the nonlinearities run in fp32 (lstm_cell).
-void lstm_layer_forward(OcrTensor *y, OcrTensor *gates, OcrTensor *cells, const OcrTensor *x, const OcrTensor *w_ih,
-                        const OcrTensor *w_hh, const OcrTensor *b_ih, const OcrTensor *b_hh);
+void ocr_lstm_layer_forward(OcrTensor *y, OcrTensor *gates, OcrTensor *cells, const OcrTensor *x, const OcrTensor *w_ih,
+                            const OcrTensor *w_hh, const OcrTensor *b_ih, const OcrTensor *b_hh);
 // Backpropagation through time from dy (T, B, H): dx (T, B, I) assigned (may be NULL); dw_ih,
 // dw_hh, db_ih, db_hh accumulated (each may be NULL). dgates (T, B, 4H) and state (3, B, H, f32)
 // are scratch the caller provides (dgates holds every step's gate gradient on return).
-void lstm_layer_backward(OcrTensor *dx, OcrTensor *dw_ih, OcrTensor *dw_hh, OcrTensor *db_ih, OcrTensor *db_hh,
-                         OcrTensor *dgates, OcrTensor *state, const OcrTensor *dy, const OcrTensor *x,
-                         const OcrTensor *y, const OcrTensor *gates, const OcrTensor *cells, const OcrTensor *w_ih,
-                         const OcrTensor *w_hh);
+void ocr_lstm_layer_backward(OcrTensor *dx, OcrTensor *dw_ih, OcrTensor *dw_hh, OcrTensor *db_ih, OcrTensor *db_hh,
+                             OcrTensor *dgates, OcrTensor *state, const OcrTensor *dy, const OcrTensor *x,
+                             const OcrTensor *y, const OcrTensor *gates, const OcrTensor *cells, const OcrTensor *w_ih,
+                             const OcrTensor *w_hh);
 
 // ---- SAR's 2-D attention score (ParallelSARDecoder._2d_attention) --------------------------------
 // scores (B, T, P) f32 = Σ_d w[d]·tanh(key[b, p, d] + query[b, t, d]) + bias[0], the additive
@@ -404,12 +420,12 @@ void lstm_layer_backward(OcrTensor *dx, OcrTensor *dw_ih, OcrTensor *dw_hh, OcrT
 // key (B, P, D), query (B, T, D), w (D) any float dtype; bias (1) may be NULL; valid_w (B) int32
 // in [1, grid_w] on the tensors' device (NULL: no mask). tanh and the sum run in fp32; the
 // (B, T, P, D) tanh tensor is never stored.
-void sar_attention_score_forward(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query, const OcrTensor *w,
-                                 const OcrTensor *bias, const OcrTensor *valid_w, int grid_w);
+void ocr_sar_attention_score_forward(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query,
+                                     const OcrTensor *w, const OcrTensor *bias, const OcrTensor *valid_w, int grid_w);
 // From dscores (B, T, P) f32 (masked positions are skipped): dkey, dquery assigned; dw (D),
 // dbias (1) accumulated; each may be NULL. The tanh values are recomputed from key and query.
-void sar_attention_score_backward(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw, OcrTensor *dbias,
-                                  const OcrTensor *dscores, const OcrTensor *key, const OcrTensor *query,
-                                  const OcrTensor *w, const OcrTensor *valid_w, int grid_w);
+void ocr_sar_attention_score_backward(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw, OcrTensor *dbias,
+                                      const OcrTensor *dscores, const OcrTensor *key, const OcrTensor *query,
+                                      const OcrTensor *w, const OcrTensor *valid_w, int grid_w);
 
 #endif

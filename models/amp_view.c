@@ -93,7 +93,7 @@ ocr_status_t ocr_params_convert(OcrParamTable *t, const ocr_dtype_t *dtypes) {
     if (!fresh) return ocr_wrap_error(OCR_ERR_OOM, "O2 working parameters (%zu bytes)", bytes);
     // Zeroed (the alignment gaps included) through the op library: any device.
     OcrTensor z = ocr_tensor_view(fresh, OCR_U8, t->device, 1, (int64_t[]){(int64_t)bytes});
-    zero_tensor(&z);
+    ocr_zero_tensor(&z);
     size_t off = 0;
     for (int i = 0; i < n; i++) {
         OcrParamInfo *p = &t->items[i];
@@ -102,9 +102,9 @@ ocr_status_t ocr_params_convert(OcrParamTable *t, const ocr_dtype_t *dtypes) {
         p->offset = off;
         OcrTensor dst = view_in(t, fresh, i);
         if (dst.dtype != src.dtype)
-            cast_forward(&dst, &src);
+            ocr_cast_forward(&dst, &src);
         else
-            copy_bytes(t->device, dst.data, t->device, src.data, ocr_tensor_bytes(&dst));
+            ocr_copy_bytes(t->device, dst.data, t->device, src.data, ocr_tensor_bytes(&dst));
         off = (off + ocr_tensor_bytes(&dst) + OCR_PARAM_ALIGN - 1) / OCR_PARAM_ALIGN * OCR_PARAM_ALIGN;
     }
     OCR_ASSERT(off == bytes);

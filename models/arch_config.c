@@ -620,7 +620,8 @@ void ocr_arch_ppocrv4_deploy(OcrArch *a, int classes) {
     for (int i = 0; i < 6; i++) a->lcnet.lr_mult_list[i] = 1.0;
     a->lcnet.deploy = 1;
     a->neck_svtr = 1;
-    SvtrNeckSpec n = {0, 120, 2, 120, {1, 3}, 8, 0, 2.0f, 0.1f, 0.1f};
+    SvtrNeckSpec n = {.in_channels = 0, .dims = 120, .depth = 2, .hidden = 120, .kernel = {1, 3}, .heads = 8,
+                      .use_guide = 0, .mlp_ratio = 2.0f, .drop = 0.1f, .attn_drop = 0.1f};
     a->neck = n;
     a->num_classes = classes;
     a->fc_decay = 1e-5;

@@ -1,3 +1,6 @@
+// The recognition network (models/model.h): building it from an OcrArch, moving it between devices,
+// planning and running its passes, fusing the rep layers into the deploy form, and freezing BN for
+// fine-tuning. Its weights on disk are models/weights_io.c.
 #include "models/model.h"
 
 #include <fnmatch.h>
@@ -5,48 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/safetensors.h"
 #include "core/timer.h"
 #include "kernels/input.h"
 #include "kernels/ops.h"
-
-struct OcrModel {
-    OcrArch arch;
-    OcrParamTable params, stats;
-    OcrOpTable ops;
-    Mv1e mv1e;
-    Lcnet lcnet;
-    SvtrNet svtr;
-    SvtrNeck neck;
-    CtcHead head;
-    GuideHead guide;  // MultiHead's guidance branch (arch.multihead.kind != NONE)
-    int guide_off;    // calibration passes skip it (no labels, no backward)
-    OcrArena arena;
-    OcrCtx ctx;
-    OcrTensor seq;  // the head's input view (B, T, C)
-    OcrTensor xin;  // the network input of the pass; a uint8 batch's normalised copy lives in the arena
-    OcrTensor *logits, *probs;
-    OcrTensor dlogits;
-    int want_dinput;
-    int keep_all;  // inference passes keep every activation
-    ocr_dtype_t input_dtype;  // of the float images ocr_model_plan assumes (matters for the input gradient)
-    ocr_dtype_t plan_input;   // the input dtype of the current plan (OCR_U8: ocr_model_forward_u8)
-    AmpCastCache *cast_cache; // O1 (ocr_model_set_cast_cache), NULL otherwise
-    OcrTensor dinput;
-    int dinput_valid;
-    int pass_valid, pass_training;
-    int profile;
-    ocr_grad_ready_fn grad_ready_fn;  // ocr_model_set_grad_ready_hook (NULL: none)
-    void *grad_ready_user;
-    const OcrBnSync *bn_sync;         // ocr_model_set_bn_sync (NULL: per-rank BN statistics)
-    OcrMemPlan plan;
-    int plan_valid;
-    uint64_t step;
-};
-
-static const char *backbone_name(ocr_backbone_kind_t k) {
-    return k == OCR_BACKBONE_MV1E ? "MobileNetV1Enhance" : k == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3" : "SVTRNet";
-}
+#include "models/model_internal.h"
 
 static ocr_status_t check_arch(const OcrArch *a) {
     if (a->in_channels < 1 || a->num_classes < 2)
@@ -85,8 +50,9 @@ static void build(OcrModel *m) {
         svtrneck_build(&b, &m->neck, multi ? "head.ctc_encoder.encoder" : "neck.encoder", s);
         feat = s.dims;
     }
-    ctchead_build(&b, &m->head, multi ? "head.ctc_head" : "head", feat, a->num_classes, a->head_mid,
-                  (float)a->fc_decay);
+    ctchead_build(&b, &m->head, multi ? "head.ctc_head" : "head",
+                  (CtcHeadSpec){.in = feat, .classes = a->num_classes, .mid = a->head_mid,
+                                .fc_decay = (float)a->fc_decay});
     if (multi) guide_build(&b, &m->guide, &a->multihead, backbone_channels, a->num_classes);
 }
 
@@ -125,6 +91,7 @@ void ocr_model_free(OcrModel *m) {
     svtrnet_free(&m->svtr);
     svtrneck_free(&m->neck);
     if (m->arch.multihead.kind != OCR_GUIDE_NONE) guide_free(&m->guide);
+    free(m->guide_ratios);
     ocr_arena_release(&m->arena);
     free(m);
 }
@@ -317,7 +284,7 @@ static OcrTensor network_input(OcrModel *m, const OcrTensor *images, const OcrTe
     if (images->dtype != OCR_U8) return *images;
     OcrCtx *c = &m->ctx;
     OcrTensor x = ocr_ctx_new(c, m->ops.items[0].compute_dtype, 4, images->shape);
-    if (!c->plan) input_normalize_padded_forward(&x, images, widths);
+    if (!c->plan) ocr_input_normalize_padded_forward(&x, images, widths);
     return x;
 }
 
@@ -491,6 +458,24 @@ ocr_status_t ocr_model_set_guide_valid_ratios(OcrModel *m, const float *valid_ra
     return guide_set_valid_ratios(&m->guide, valid_ratios, batch);
 }
 
+ocr_status_t ocr_model_set_guide_batch(OcrModel *m, const int32_t *labels, const int32_t *lengths,
+                                       const int32_t *widths, int batch, int max_len, int width) {
+    if (m->arch.multihead.kind == OCR_GUIDE_NONE) return OCR_OK;
+    OCR_TRY(ocr_model_set_guide_labels(m, labels, lengths, batch, max_len));
+    if (m->arch.multihead.kind != OCR_GUIDE_SAR) return OCR_OK;
+    // SAR: its attention and its holistic feature read only the image columns of each line
+    // (PaddleOCR's valid_ratio = min(1, width_i / W), RecResizeImg's); the padding is masked.
+    if (m->guide_ratios_cap < batch) {
+        float *v = realloc(m->guide_ratios, (size_t)batch * sizeof *v);
+        if (!v) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        m->guide_ratios = v;
+        m->guide_ratios_cap = batch;
+    }
+    for (int i = 0; i < batch; i++)
+        m->guide_ratios[i] = widths[i] >= width ? 1.0f : (float)widths[i] / (float)width;
+    return ocr_model_set_guide_valid_ratios(m, m->guide_ratios, batch);
+}
+
 static int guide_valid(const OcrModel *m) {
     return m->pass_valid && m->pass_training && m->arch.multihead.kind != OCR_GUIDE_NONE;
 }
@@ -626,79 +611,7 @@ ocr_status_t ocr_model_fuse(OcrModel **out, const OcrModel *t) {
     return OCR_OK;
 }
 
-// ---- weights --------------------------------------------------------------------------------------------
-
-ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
-    return ocr_model_save_weights_from(m, path, NULL);
-}
-
-ocr_status_t ocr_model_save_weights_from(const OcrModel *m, const char *path, const OcrTensor *const *masters) {
-    int n = m->params.count + m->stats.count;
-    OcrNamedTensor *ts = calloc((size_t)n, sizeof *ts);
-    void **mhost = calloc((size_t)(m->params.count ? m->params.count : 1), sizeof *mhost);
-    if (!ts || !mhost) {
-        free(ts);
-        free(mhost);
-        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    }
-    OcrParamTable host[2];
-    ocr_status_t hst = ocr_params_host_copy(&m->params, &host[0]);
-    if (hst == OCR_OK) {
-        hst = ocr_params_host_copy(&m->stats, &host[1]);
-        if (hst != OCR_OK) ocr_params_host_release(&host[0]);
-    }
-    if (hst != OCR_OK) {
-        free(ts);
-        free(mhost);
-        return hst;
-    }
-    const OcrParamTable *tables[2] = {&host[0], &host[1]};
-    ocr_status_t st = OCR_OK;
-    int k = 0;
-    for (int t = 0; t < 2; t++) {
-        for (int i = 0; i < tables[t]->count; i++, k++) {
-            const OcrParamInfo *p = &tables[t]->items[i];
-            ts[k].name = p->name;
-            ts[k].dtype = p->dtype;
-            ts[k].ndim = p->ndim;
-            memcpy(ts[k].shape, p->shape, sizeof ts[k].shape);
-            ts[k].data = (const char *)tables[t]->data + p->offset;
-            const OcrTensor *mw = t == 0 && masters ? masters[i] : NULL;
-            if (!mw || !mw->data) continue;
-            // The master is the weight; the working copy in the table is its rounding.
-            if (mw->dtype != OCR_F32 || ocr_tensor_numel(mw) != p->numel) {
-                st = ocr_set_error(OCR_ERR_INTERNAL, "save %s: the master of %s is not f32 of %lld elements", path,
-                                   p->name, (long long)p->numel);
-                break;
-            }
-            size_t nb = (size_t)p->numel * sizeof(float);
-            mhost[i] = malloc(nb ? nb : 1);
-            if (!mhost[i]) {
-                st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
-                break;
-            }
-            copy_bytes(ocr_cpu(), mhost[i], mw->device, mw->data, nb);
-            ts[k].dtype = OCR_F32;
-            ts[k].data = mhost[i];
-        }
-        if (st != OCR_OK) break;
-    }
-    char deploy[8];
-    snprintf(deploy, sizeof deploy, "%d", m->arch.backbone == OCR_BACKBONE_LCNETV3 ? m->arch.lcnet.deploy : 0);
-    OcrMetadataEntry meta[4] = {{"format", "ocrtrain"},
-                                {"algorithm", m->arch.algorithm},
-                                {"backbone", backbone_name(m->arch.backbone)},
-                                {"deploy", deploy}};
-    if (st == OCR_OK) st = ocr_safetensors_write(path, ts, n, meta, 4);
-    for (int i = 0; i < m->params.count; i++) free(mhost[i]);
-    free(mhost);
-    free(ts);
-    ocr_params_host_release(&host[0]);
-    ocr_params_host_release(&host[1]);
-    return st;
-}
-
-// ---- fine-tuning: frozen BN and the load report -----------------------------------------------------
+// ---- fine-tuning: frozen BN ------------------------------------------------------------------------
 
 int ocr_model_freeze_norm(OcrModel *m, const char *pattern, int on_off) {
     int n = 0;
@@ -712,169 +625,4 @@ int ocr_model_freeze_norm(OcrModel *m, const char *pattern, int on_off) {
     // The plan does not depend on the mode (a frozen BN saves the same statistics), but a
     // captured GPU step replays the mode it was captured with: freeze before training.
     return n;
-}
-
-void ocr_load_report_init(OcrLoadReport *r) { memset(r, 0, sizeof *r); }
-void ocr_load_report_add_loaded(OcrLoadReport *r) { r->loaded++; }
-
-void ocr_load_report_add_missing(OcrLoadReport *r, const char *name) {
-    if (r->missing++ == 0) snprintf(r->first_missing, sizeof r->first_missing, "%s", name);
-}
-
-static void shape_str(char *buf, size_t cap, int ndim, const int64_t *shape) {
-    size_t u = 0;
-    buf[0] = '\0';
-    for (int d = 0; d < ndim && u < cap; d++)
-        u += (size_t)snprintf(buf + u, cap - u, "%s%lld", d ? ", " : "", (long long)shape[d]);
-}
-
-void ocr_load_report_add_mismatched(OcrLoadReport *r, const char *name, int file_ndim, const int64_t *file_shape,
-                                    int model_ndim, const int64_t *model_shape) {
-    if (r->mismatched++ != 0) return;
-    char a[64], b[64];
-    shape_str(a, sizeof a, file_ndim, file_shape);
-    shape_str(b, sizeof b, model_ndim, model_shape);
-    snprintf(r->first_mismatched, sizeof r->first_mismatched, "%.72s: (%.40s) in the file, (%.40s) in the model", name, a,
-             b);
-}
-
-void ocr_load_report_add_unexpected(OcrLoadReport *r, const char *name) {
-    if (r->unexpected++ == 0) snprintf(r->first_unexpected, sizeof r->first_unexpected, "%s", name);
-}
-
-int ocr_load_report_complete(const OcrLoadReport *r) {
-    return r->missing == 0 && r->mismatched == 0 && r->unexpected == 0;
-}
-
-const char *ocr_load_report_describe(const OcrLoadReport *r, char *buf, size_t cap) {
-    size_t u = (size_t)snprintf(buf, cap, "%d tensors loaded", r->loaded);
-    if (u < cap) {
-        if (r->missing)
-            u += (size_t)snprintf(buf + u, cap - u, ", %d of the model's missing from the file (first: %s)", r->missing,
-                                  r->first_missing);
-        else
-            u += (size_t)snprintf(buf + u, cap - u, ", none missing");
-    }
-    if (u < cap && r->mismatched)
-        u += (size_t)snprintf(buf + u, cap - u, ", %d with another shape or dtype (first: %s)", r->mismatched,
-                              r->first_mismatched);
-    if (u < cap) {
-        if (r->unexpected)
-            snprintf(buf + u, cap - u, ", %d in the file not part of the model (first: %s)", r->unexpected,
-                     r->first_unexpected);
-        else
-            snprintf(buf + u, cap - u, ", none unexpected");
-    }
-    return buf;
-}
-
-// Fills one host table from the file (the strict or the partial rule).
-typedef ocr_status_t (*table_fill_fn)(OcrParamTable *t, const OcrSafetensors *st, void *ctx);
-
-
-// Loads parameters and statistics into host copies of the tables, then onto the model's device:
-// a failure leaves the model's buffers untouched.
-static ocr_status_t load_via_host(OcrModel *m, const OcrSafetensors *st, table_fill_fn fill, void *ctx) {
-    OcrParamTable hp = {0}, hs = {0};
-    ocr_status_t s = ocr_params_host_copy(&m->params, &hp);
-    if (s == OCR_OK) s = ocr_params_host_copy(&m->stats, &hs);
-    if (s == OCR_OK) s = fill(&hp, st, ctx);
-    if (s == OCR_OK) s = fill(&hs, st, ctx);
-    if (s == OCR_OK) {
-        ocr_params_upload(&m->params, hp.data);
-        ocr_params_upload(&m->stats, hs.data);
-        if (m->cast_cache) amp_cast_cache_invalidate(m->cast_cache);
-    }
-    free(hp.data);
-    free(hs.data);
-    return s;
-}
-
-// The partial rule (ctx: the OcrLoadReport): what matches loads, the rest is counted.
-static ocr_status_t load_partial_table(OcrParamTable *t, const OcrSafetensors *st, void *ctx) {
-    OcrLoadReport *r = ctx;
-    for (int i = 0; i < t->count; i++) {
-        const OcrParamInfo *p = &t->items[i];
-        const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
-        if (!nt) {
-            ocr_load_report_add_missing(r, p->name);
-            continue;
-        }
-        int same = nt->ndim == p->ndim && ocr_dtype_is_float(nt->dtype);
-        for (int d = 0; same && d < p->ndim; d++) same = nt->shape[d] == p->shape[d];
-        if (!same) {
-            ocr_load_report_add_mismatched(r, p->name, nt->ndim, nt->shape, p->ndim, p->shape);
-            continue;
-        }
-        OcrTensor src = ocr_tensor_view((void *)nt->data, nt->dtype, ocr_cpu(), nt->ndim, nt->shape);
-        OcrTensor dst = ocr_params_tensor(t, i);
-        float *tmp = malloc((size_t)(p->numel ? p->numel : 1) * sizeof(float));
-        if (!tmp) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        ocr_tensor_to_f32(&src, tmp);
-        ocr_tensor_from_f32(&dst, tmp);
-        free(tmp);
-        ocr_load_report_add_loaded(r);
-    }
-    return OCR_OK;
-}
-
-ocr_status_t ocr_model_load_partial(OcrModel *m, const char *path, OcrLoadReport *report) {
-    ocr_load_report_init(report);
-    OcrSafetensors *st;
-    OCR_TRY(ocr_safetensors_open(&st, path));
-    for (int i = 0; i < ocr_safetensors_count(st); i++) {
-        const char *name = ocr_safetensors_at(st, i)->name;
-        if (ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
-            ocr_load_report_add_unexpected(report, name);
-    }
-    ocr_status_t s = load_via_host(m, st, load_partial_table, report);
-    ocr_safetensors_close(st);
-    return s;
-}
-
-// The strict rule (ctx: the file's path for messages): every tensor present, same shape.
-static ocr_status_t load_table(OcrParamTable *t, const OcrSafetensors *st, void *ctx) {
-    const char *path = ctx;
-    for (int i = 0; i < t->count; i++) {
-        const OcrParamInfo *p = &t->items[i];
-        const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
-        if (!nt)
-            return ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor %s (the model expects it; wrong architecture?)", path,
-                                 p->name);
-        int same = nt->ndim == p->ndim;
-        for (int d = 0; same && d < p->ndim; d++) same = nt->shape[d] == p->shape[d];
-        if (!same) {
-            char a[96] = "", b[96] = "";
-            size_t ua = 0, ub = 0;
-            for (int d = 0; d < nt->ndim; d++) ua += (size_t)snprintf(a + ua, sizeof a - ua, "%s%lld", d ? ", " : "", (long long)nt->shape[d]);
-            for (int d = 0; d < p->ndim; d++) ub += (size_t)snprintf(b + ub, sizeof b - ub, "%s%lld", d ? ", " : "", (long long)p->shape[d]);
-            return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has shape (%s), the model expects (%s)", path, p->name, a, b);
-        }
-        if (!ocr_dtype_is_float(nt->dtype))
-            return ocr_set_error(OCR_ERR_FORMAT, "%s: %s is %s, not a float tensor", path, p->name,
-                                 ocr_dtype_name(nt->dtype));
-        OcrTensor src = ocr_tensor_view((void *)nt->data, nt->dtype, ocr_cpu(), nt->ndim, nt->shape);
-        OcrTensor dst = ocr_params_tensor(t, i);
-        float *tmp = malloc((size_t)p->numel * sizeof(float));
-        if (!tmp) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        ocr_tensor_to_f32(&src, tmp);
-        ocr_tensor_from_f32(&dst, tmp);
-        free(tmp);
-    }
-    return OCR_OK;
-}
-
-ocr_status_t ocr_model_load_weights(OcrModel *m, const char *path) {
-    OcrSafetensors *st;
-    OCR_TRY(ocr_safetensors_open(&st, path));
-    ocr_status_t s = OCR_OK;
-    for (int i = 0; i < ocr_safetensors_count(st) && s == OCR_OK; i++) {
-        const char *name = ocr_safetensors_at(st, i)->name;
-        if (ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
-            s = ocr_set_error(OCR_ERR_FORMAT, "%s: tensor %s is not part of this model (wrong architecture?)", path,
-                              name);
-    }
-    if (s == OCR_OK) s = load_via_host(m, st, load_table, (void *)path);
-    ocr_safetensors_close(st);
-    return s;
 }

@@ -97,7 +97,7 @@ void ocr_params_init_entry(OcrParamTable *t, int i, uint64_t seed) {
         OCR_ASSERT(h, "out of host memory");
         OcrTensor hv = ocr_tensor_view(h, v.dtype, ocr_cpu(), v.ndim, v.shape);
         ocr_tensor_from_f32(&hv, tmp);
-        copy_bytes(t->device, v.data, ocr_cpu(), h, ocr_tensor_bytes(&v));
+        ocr_copy_bytes(t->device, v.data, ocr_cpu(), h, ocr_tensor_bytes(&v));
         free(h);
     }
     free(tmp);
@@ -107,7 +107,7 @@ static ocr_status_t move_buffer(void **buf, ocr_device_t from, ocr_device_t to, 
     if (!*buf) return OCR_OK;
     void *fresh = ocr_mem_alloc(to, cat, bytes);
     if (!fresh) return ocr_wrap_error(OCR_ERR_OOM, "moving %zu bytes of %s", bytes, ocr_mem_category_name(cat));
-    copy_bytes(to, fresh, from, *buf, bytes);
+    ocr_copy_bytes(to, fresh, from, *buf, bytes);
     // A device-to-device copy is asynchronous; freeing device memory (cudaFree) waits for it.
     ocr_mem_free(*buf);
     *buf = fresh;
@@ -134,7 +134,7 @@ ocr_status_t ocr_params_host_copy(const OcrParamTable *t, OcrParamTable *host) {
     if (!t->data) return OCR_OK;
     host->data = malloc(t->bytes ? t->bytes : 1);
     if (!host->data) return ocr_set_error(OCR_ERR_OOM, "host copy of %zu bytes of parameters", t->bytes);
-    copy_bytes(ocr_cpu(), host->data, t->device, t->data, t->bytes);
+    ocr_copy_bytes(ocr_cpu(), host->data, t->device, t->data, t->bytes);
     return OCR_OK;
 }
 
@@ -145,7 +145,7 @@ void ocr_params_host_release(OcrParamTable *host) {
 
 void ocr_params_upload(OcrParamTable *t, const void *host_data) {
     OCR_ASSERT(t->data, "upload: parameter buffer not allocated");
-    copy_bytes(t->device, t->data, ocr_cpu(), host_data, t->bytes);
+    ocr_copy_bytes(t->device, t->data, ocr_cpu(), host_data, t->bytes);
 }
 
 ocr_status_t ocr_params_alloc(OcrParamTable *t, uint64_t seed) {
@@ -169,7 +169,7 @@ void ocr_params_zero_grads(OcrParamTable *t) {
     if (!t->grad) return;
     // Through the op library, so the buffer may live on any device.
     OcrTensor all = ocr_tensor_view(t->grad, OCR_U8, t->device, 1, (int64_t[]){(int64_t)t->bytes});
-    zero_tensor(&all);
+    ocr_zero_tensor(&all);
 }
 
 void ocr_params_free(OcrParamTable *t) {

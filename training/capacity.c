@@ -152,29 +152,30 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
 // the last step, *peak = its whole statistics.
 static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
     int B = batch, H = b->H, W = b->W, C = b->C;
-    // The buffers a training run holds besides the model's: the f32 images and the loaders'
-    // batch rings (DATA).
+    // The buffers a training run holds besides the model's: the loaders' batch rings (DATA). The
+    // step reads its uint8 batch in place from the Train ring (here: the start of the buffer)
+    // and normalises it into the activation arena.
     uint8_t *u8 = ocr_mem_alloc(ocr_cpu(), OCR_MEM_DATA, (size_t)(B * b->ring_per_sample + b->eval_ring_bytes));
-    OcrTensor images;
-    ocr_status_t st = u8 ? ocr_tensor_alloc(&images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA)
-                         : ocr_set_error(OCR_ERR_OOM, "out of memory");
-    if (st != OCR_OK) {
-        ocr_mem_free(u8);
-        return st;
-    }
-    ocr_rng_fill_uniform(images.data, (size_t)B * H * W * C, 1, 7, 0, -1.0f, 1.0f);
+    if (!u8) return ocr_set_error(OCR_ERR_OOM, "out of memory");
+    for (size_t i = 0; i < (size_t)B * H * W * C; i++) u8[i] = (uint8_t)(ocr_rng_uniform(7, 1, i) * 256.0f);
     int32_t *labels = calloc((size_t)B * b->max_len, sizeof *labels), *lengths = calloc((size_t)B, sizeof *lengths);
-    float *ones = malloc((size_t)B * sizeof *ones);
-    for (int i = 0; ones && i < B; i++) ones[i] = 1.0f;
+    int32_t *widths = malloc((size_t)B * sizeof *widths);
+    // Probe images fill the whole width (every SAR valid ratio is 1).
+    for (int i = 0; widths && i < B; i++) widths[i] = W;
     const OcrArch *arch = ocr_model_arch(b->m);
     int L = b->max_len < 8 ? b->max_len : 8;
     for (int i = 0; labels && lengths && i < B; i++) {
         lengths[i] = L;
         for (int k = 0; k < L; k++) labels[i * b->max_len + k] = 1 + (i + 3 * k) % (arch->num_classes - 1);
     }
+    FeedBatch fb = {.capacity = B, .count = B, .height = H, .width = W, .channels = C, .max_len = b->max_len,
+                    .pixels = u8, .labels = labels, .lengths = lengths, .widths = widths};
+    FeedDeviceBatch db;
+    feed_batch_view(&fb, &db);
     StepCtx sc;
     memset(&sc, 0, sizeof sc);
-    if (!labels || !lengths || !ones) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    ocr_status_t st = OCR_OK;
+    if (!labels || !lengths || !widths) st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
     // Random data overflows fp16 at a large loss scale; those skipped steps are expected here.
     ocr_log_level_t level = ocr_log_get_level();
     if (level < OCR_LOG_ERROR) ocr_log_set_level(OCR_LOG_ERROR);
@@ -185,17 +186,14 @@ static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
         // merged into one only between ops, so the first step holds the most scratch.
         if (s == 0) ocr_mem_reset_peak(ocr_cpu());
         StepOutcome o;
-        // Probe images fill the whole width: every SAR valid ratio is 1.
-        if (arch->multihead.kind == OCR_GUIDE_SAR) st = ocr_model_set_guide_valid_ratios(b->m, ones, B);
-        if (st == OCR_OK) st = step_run(&sc, &images, labels, lengths, b->max_len, 1e-4, &o);
+        st = step_run(&sc, &db, 1e-4, &o);
     }
     ocr_log_set_level(level);
     if (st == OCR_OK) *peak = ocr_mem_stats(ocr_cpu());
     step_ctx_free(&sc);
     free(labels);
     free(lengths);
-    free(ones);
-    ocr_tensor_free(&images);
+    free(widths);
     ocr_mem_free(u8);
     return st;
 }
@@ -216,8 +214,9 @@ ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t 
     Built b;
     OCR_TRY(build(&b, cfg, precision));
     OcrMemPlan p1, p2;
-    ocr_status_t st = ocr_model_plan(b.m, 1, b.H, b.W, 1, &p1);
-    if (st == OCR_OK) st = ocr_model_plan(b.m, 2, b.H, b.W, 1, &p2);
+    // The step's uint8 batch: its normalised copy is an activation (ocr_model_forward_u8).
+    ocr_status_t st = ocr_model_plan_u8(b.m, 1, b.H, b.W, 1, &p1);
+    if (st == OCR_OK) st = ocr_model_plan_u8(b.m, 2, b.H, b.W, 1, &p2);
     if (st != OCR_OK) {
         built_free(&b);
         return st;
@@ -235,7 +234,7 @@ ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t 
     int64_t act_slope = p2.activations_bytes - p1.activations_bytes;
     S[OCR_MEM_ACTIVATIONS] = act_slope;
     F[OCR_MEM_ACTIVATIONS] = p1.activations_bytes - act_slope;
-    S[OCR_MEM_DATA] = (int64_t)b.H * b.W * b.C * (int64_t)sizeof(float) + b.ring_per_sample;
+    S[OCR_MEM_DATA] = b.ring_per_sample;
     F[OCR_MEM_DATA] = b.eval_ring_bytes;
     // Low-precision logits: the loss gets an f32 copy (scratch) and writes an f32 gradient.
     const OcrOpTable *ops = ocr_model_ops(b.m);

@@ -6,11 +6,11 @@
 //                moments (2 × f32) + O2 masters (f32) + O1 cast cache + the AMP BN snapshot +
 //                the batch-independent part of activations and op scratch;
 //                the Eval loader's batch buffers;
-//   per_sample = activations (the model's exact plan: saved tensors, their gradients, dlogits)
-//                + the input batch (f32 images, and the Train loader's prefetch + 1 uint8
-//                batch buffers) + the f32 loss logits and their gradient when the network's
-//                logits are low precision + op scratch.
-// Everything but op scratch comes from the plan (ocr_model_plan, the tables and the loader
+//   per_sample = activations (the model's exact plan: the normalised batch, saved tensors, their
+//                gradients, dlogits) + the input batch (the Train loader's prefetch + 1 uint8
+//                batch buffers, which the step reads in place) + the f32 loss logits and their
+//                gradient when the network's logits are low precision + op scratch.
+// Everything but op scratch comes from the plan (ocr_model_plan_u8, the tables and the loader
 // settings; nothing is allocated for it). The ops size their scratch (im2col buffers, f32
 // views of f16 tensors) themselves, so the planner measures it with two probe steps
 // (CAPACITY_PROBE_LO and _HI samples) and extrapolates linearly; capacity_measure runs a real

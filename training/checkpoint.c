@@ -115,7 +115,7 @@ static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEn
                     st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
                     break;
                 }
-                copy_bytes(ocr_cpu(), h, src[j]->device, src[j]->data, nb);
+                ocr_copy_bytes(ocr_cpu(), h, src[j]->device, src[j]->data, nb);
                 ts[k].data = h;
                 host[k] = h;
             }
@@ -167,20 +167,12 @@ static char *state_json(const CkptState *s) {
     cJSON_AddStringToObject(r, "model_step", buf);
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->seed);
     cJSON_AddStringToObject(r, "seed", buf);
-    cJSON *sc = cJSON_AddObjectToObject(r, "scaler");
-    // %a keeps the f32 scale exact.
-    snprintf(buf, sizeof buf, "%a", (double)s->loss_scale);
-    cJSON_AddStringToObject(sc, "scale_hex", buf);
-    cJSON_AddNumberToObject(sc, "scale", s->loss_scale);
-    cJSON_AddNumberToObject(sc, "good_steps", (double)s->scaler_good);
-    cJSON_AddNumberToObject(sc, "bad_steps", (double)s->scaler_bad);
-    cJSON_AddNumberToObject(sc, "steps", (double)s->scaler_steps);
-    cJSON_AddNumberToObject(sc, "overflow_steps", (double)s->scaler_overflows);
+    // The AMP engine's state, in the engine's own words: its loss scaler, its counters.
+    amp_scaler_state_to_json(&s->amp.scaler, cJSON_AddObjectToObject(r, "scaler"));
     cJSON *amp = cJSON_AddObjectToObject(r, "amp");
     cJSON_AddStringToObject(amp, "level", s->amp_level);
     cJSON_AddStringToObject(amp, "dtype", s->amp_dtype);
-    cJSON_AddNumberToObject(amp, "step", (double)s->amp_step);
-    cJSON_AddNumberToObject(amp, "skipped_steps", (double)s->skipped_steps);
+    amp_engine_state_to_json(&s->amp, amp);
     cJSON_AddNumberToObject(r, "best_acc", s->best_acc);
     cJSON_AddNumberToObject(r, "best_iter", (double)s->best_iter);
     snprintf(buf, sizeof buf, "%a", s->last_loss);
@@ -329,25 +321,12 @@ static ocr_status_t parse_state(const cJSON *r, const char *path, CkptState *s) 
     const cJSON *amp = cJSON_GetObjectItemCaseSensitive(r, "amp");
     if (!cJSON_IsObject(sc) || !cJSON_IsObject(amp))
         return ocr_set_error(OCR_ERR_FORMAT, "%s: \"scaler\" or \"amp\" is missing", path);
-    OCR_TRY(get_str(sc, "scale_hex", path, &str));
-    s->loss_scale = (float)strtod(str, NULL);
-    OCR_TRY(get_num(sc, "good_steps", path, &d));
-    s->scaler_good = (int64_t)d;
-    OCR_TRY(get_num(sc, "bad_steps", path, &d));
-    s->scaler_bad = (int64_t)d;
-    OCR_TRY(get_num(sc, "steps", path, &d));
-    s->scaler_steps = (int64_t)d;
-    OCR_TRY(get_num(sc, "overflow_steps", path, &d));
-    s->scaler_overflows = (int64_t)d;
+    OCR_TRY(amp_scaler_state_from_json(&s->amp.scaler, sc, path));
     OCR_TRY(get_str(amp, "level", path, &str));
     snprintf(s->amp_level, sizeof s->amp_level, "%s", str);
     OCR_TRY(get_str(amp, "dtype", path, &str));
     snprintf(s->amp_dtype, sizeof s->amp_dtype, "%s", str);
-    OCR_TRY(get_num(amp, "step", path, &d));
-    s->amp_step = (int64_t)d;
-    OCR_TRY(get_num(amp, "skipped_steps", path, &d));
-    s->skipped_steps = (int64_t)d;
-    return OCR_OK;
+    return amp_engine_state_from_json(&s->amp, amp, path);
 }
 
 ocr_status_t ckpt_load_state(const char *dir, CkptState *s) {
@@ -372,7 +351,7 @@ static ocr_status_t copy_named(const OcrSafetensors *st, const char *name, const
     for (int d = 0; d < nt->ndim; d++) numel *= nt->shape[d];
     if (nt->dtype != OCR_F32 || numel != ocr_tensor_numel(dst))
         return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has another shape or dtype than this model's", path, name);
-    copy_bytes(dst->device, dst->data, ocr_cpu(), nt->data, (size_t)numel * sizeof(float));  // any device
+    ocr_copy_bytes(dst->device, dst->data, ocr_cpu(), nt->data, (size_t)numel * sizeof(float));  // any device
     return OCR_OK;
 }
 
@@ -382,7 +361,7 @@ static ocr_status_t copy_named_exact(const OcrNamedTensor *nt, const char *path,
     for (int d = 0; d < nt->ndim; d++) numel *= nt->shape[d];
     if (nt->dtype != dst->dtype || numel != ocr_tensor_numel(dst))
         return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has another shape or dtype than this model's", path, nt->name);
-    copy_bytes(dst->device, dst->data, ocr_cpu(), nt->data, ocr_tensor_bytes(dst));
+    ocr_copy_bytes(dst->device, dst->data, ocr_cpu(), nt->data, ocr_tensor_bytes(dst));
     return OCR_OK;
 }
 

@@ -31,10 +31,8 @@ typedef struct {
     int64_t updates;         // optimizer updates applied
     uint64_t model_step;     // the model's training-forward counter (dropout draws)
     uint64_t seed;
-    // loss scaler and AMP counters
-    float loss_scale;
-    int64_t scaler_good, scaler_bad, scaler_steps, scaler_overflows;
-    int64_t amp_step, skipped_steps;
+    // The AMP engine's own state (loss scaler, step counters): amp/engine.h writes and reads it.
+    AmpEngineState amp;
     char amp_level[4];       // "O0", "O1", "O2"
     char amp_dtype[16];      // "float32", "float16", "bfloat16"
     double best_acc;         // -1 when no evaluation yet

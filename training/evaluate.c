@@ -42,7 +42,7 @@ ocr_status_t decode_sample(const OcrModel *m, const OcrDict *dict, int b, char *
             if (row != stackbuf) free(row);
             return ocr_set_error(OCR_ERR_OOM, "out of host memory");
         }
-        copy_bytes(ocr_cpu(), h, probs->device, src, (size_t)T * C * esz);
+        ocr_copy_bytes(ocr_cpu(), h, probs->device, src, (size_t)T * C * esz);
         OcrTensor v = ocr_tensor_view(h, probs->dtype, ocr_cpu(), 2, (int64_t[]){T, C});
         ocr_tensor_to_f32(&v, row);
         free(h);

@@ -4,10 +4,8 @@
 #include <string.h>
 
 #include "core/memory.h"
+#include "kernels/backend.h"
 #include "kernels/ops.h"
-#ifdef OCR_HAVE_CUDA
-#include "kernels/cuda/cuda_backend.h"
-#endif
 
 ocr_status_t feed_batch_alloc(FeedBatch *b, int capacity, int height, int width, int channels, int max_len) {
     memset(b, 0, sizeof *b);
@@ -185,23 +183,37 @@ void feed_label_text(const OcrDict *dict, const FeedBatch *b, int i, char *text,
     }
 }
 
-// ---- uploads to a GPU ----------------------------------------------------------------------------
+// ---- batches on the model's device ---------------------------------------------------------------
 
-#ifdef OCR_HAVE_CUDA
+void feed_batch_view(const FeedBatch *b, FeedDeviceBatch *out) {
+    const int64_t B = b->count;
+    ocr_device_t cpu = ocr_cpu();
+    out->images = ocr_tensor_view(b->pixels, OCR_U8, cpu, 4, (int64_t[]){B, b->height, b->width, b->channels});
+    out->widths = ocr_tensor_view(b->widths, OCR_I32, cpu, 1, (int64_t[]){B});
+    out->lengths = ocr_tensor_view(b->lengths, OCR_I32, cpu, 1, (int64_t[]){B});
+    out->labels = ocr_tensor_view(b->labels, OCR_I32, cpu, 2, (int64_t[]){B, b->max_len});
+    out->count = b->count;
+    out->max_len = b->max_len;
+    out->host_labels = b->labels;
+    out->host_lengths = b->lengths;
+    out->host_widths = b->widths;
+}
+
 #define UPLOAD_SLOTS 2
 
 static size_t up_align(size_t x) { return (x + 255) / 256 * 256; }
 
 struct FeedUpload {
     ocr_device_t device;
+    int async;                          // a GPU: the slots below exist; the CPU: views only
     int capacity, height, width, channels, max_len;
     size_t off_widths, off_lengths, off_labels, slot_bytes;
     void *pinned[UPLOAD_SLOTS];
     void *dev[UPLOAD_SLOTS];           // OCR_MEM_DATA on `device`
-    ocr_event_t copied[UPLOAD_SLOTS];   // on the copy stream, after the slot's copy
-    ocr_event_t consumed[UPLOAD_SLOTS]; // on the compute stream, after the slot's last reader
+    OcrEvent *copied[UPLOAD_SLOTS];     // on the copy stream, after the slot's copy
+    OcrEvent *consumed[UPLOAD_SLOTS];   // on the compute stream, after the slot's last reader
     int in_use[UPLOAD_SLOTS];           // consumed[k] was recorded and not yet waited for
-    ocr_stream_t copy_stream;
+    OcrStream *copy_stream;
     int next;                           // the slot the next upload fills
     int last;                           // the slot handed out last (-1: none)
 };
@@ -209,31 +221,36 @@ struct FeedUpload {
 ocr_status_t feed_upload_open(FeedUpload **out, ocr_device_t device, int capacity, int height, int width, int channels,
                               int max_len) {
     *out = NULL;
-    if (device.type != OCR_DEVICE_CUDA)
-        return ocr_set_error(OCR_ERR_INVALID_ARG, "feed upload: the target must be a CUDA device");
+    if (device.type == OCR_DEVICE_CUDA && !ocr_backend_have_gpu())
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "feed upload: this build has no CUDA backend");
     FeedUpload *u = calloc(1, sizeof *u);
     if (!u) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     u->device = device;
+    u->async = ocr_backend_is_async(device);
     u->capacity = capacity;
     u->height = height;
     u->width = width;
     u->channels = channels;
     u->max_len = max_len;
     u->last = -1;
+    if (!u->async) {
+        *out = u;
+        return OCR_OK;
+    }
     size_t c = (size_t)capacity;
     u->off_widths = up_align(c * (size_t)height * width * channels);
     u->off_lengths = u->off_widths + up_align(c * sizeof(int32_t));
     u->off_labels = u->off_lengths + up_align(c * sizeof(int32_t));
     u->slot_bytes = u->off_labels + up_align(c * (size_t)(max_len > 0 ? max_len : 1) * sizeof(int32_t));
     ocr_status_t st = OCR_OK;
-    if (ocr_cuda_stream_create(device.index, &u->copy_stream)) st = ocr_wrap_error(OCR_ERR_CUDA, "feed copy stream");
+    if (ocr_backend_stream_create(device, &u->copy_stream) != OCR_OK) st = ocr_wrap_error(OCR_ERR_CUDA, "feed copy stream");
     for (int k = 0; st == OCR_OK && k < UPLOAD_SLOTS; k++) {
-        u->pinned[k] = ocr_cuda_host_alloc(u->slot_bytes);
+        u->pinned[k] = ocr_backend_host_alloc(device, u->slot_bytes);
         u->dev[k] = ocr_mem_alloc(device, OCR_MEM_DATA, u->slot_bytes);
         if (!u->pinned[k] || !u->dev[k])
             st = ocr_wrap_error(OCR_ERR_OOM, "batch upload buffers (%zu bytes per slot)", u->slot_bytes);
-        else if (ocr_cuda_event_create(device.index, &u->copied[k]) ||
-                 ocr_cuda_event_create(device.index, &u->consumed[k]))
+        else if (ocr_backend_event_create(device, &u->copied[k]) != OCR_OK ||
+                 ocr_backend_event_create(device, &u->consumed[k]) != OCR_OK)
             st = ocr_wrap_error(OCR_ERR_CUDA, "feed events");
     }
     if (st != OCR_OK) {
@@ -246,15 +263,18 @@ ocr_status_t feed_upload_open(FeedUpload **out, ocr_device_t device, int capacit
 
 void feed_upload_close(FeedUpload *u) {
     if (!u) return;
-    if (u->copy_stream) ocr_cuda_stream_synchronize(u->copy_stream);
-    for (int k = 0; k < UPLOAD_SLOTS; k++) {
-        if (u->in_use[k]) ocr_cuda_event_synchronize(u->consumed[k]);
-        ocr_cuda_event_destroy(u->copied[k]);
-        ocr_cuda_event_destroy(u->consumed[k]);
-        ocr_cuda_host_free(u->pinned[k]);
-        ocr_mem_free(u->dev[k]);
+    if (u->async) {
+        ocr_device_t d = u->device;
+        if (u->copy_stream) ocr_backend_stream_synchronize(d, u->copy_stream);
+        for (int k = 0; k < UPLOAD_SLOTS; k++) {
+            if (u->in_use[k]) ocr_backend_event_synchronize(d, u->consumed[k]);
+            ocr_backend_event_destroy(d, u->copied[k]);
+            ocr_backend_event_destroy(d, u->consumed[k]);
+            ocr_backend_host_free(d, u->pinned[k]);
+            ocr_mem_free(u->dev[k]);
+        }
+        ocr_backend_stream_destroy(d, u->copy_stream);
     }
-    ocr_cuda_stream_destroy(u->copy_stream);
     free(u);
 }
 
@@ -263,10 +283,13 @@ ocr_status_t feed_upload(FeedUpload *u, const FeedBatch *b, FeedDeviceBatch *out
         b->max_len > u->max_len)
         return ocr_set_error(OCR_ERR_INTERNAL, "feed upload: a batch of %d x %dx%dx%d (labels %d) exceeds the slots",
                              b->count, b->height, b->width, b->channels, b->max_len);
+    feed_batch_view(b, out);
+    if (!u->async) return OCR_OK;
+    ocr_device_t dv = u->device;
     int k = u->next;
     // The slot's previous batch must have been read on the device before its buffers change.
     if (u->in_use[k]) {
-        if (ocr_cuda_event_synchronize(u->consumed[k])) return ocr_wrap_error(OCR_ERR_CUDA, "feed upload");
+        if (ocr_backend_event_synchronize(dv, u->consumed[k]) != OCR_OK) return ocr_wrap_error(OCR_ERR_CUDA, "feed upload");
         u->in_use[k] = 0;
     }
     size_t pix = (size_t)b->count * b->height * b->width * b->channels;
@@ -278,58 +301,29 @@ ocr_status_t feed_upload(FeedUpload *u, const FeedBatch *b, FeedDeviceBatch *out
     memcpy(p + u->off_labels, b->labels, nlab * sizeof(int32_t));
     // One copy up to the end of the labels (the gaps are alignment padding).
     size_t bytes = u->off_labels + nlab * sizeof(int32_t);
-    ocr_stream_t compute = ocr_cuda_get_stream(u->device.index);
-    if (ocr_cuda_memcpy_async(u->dev[k], p, bytes, u->copy_stream) ||
-        ocr_cuda_event_record(u->copied[k], u->copy_stream) || ocr_cuda_stream_wait_event(compute, u->copied[k]))
+    OcrStream *compute = ocr_backend_get_stream(dv);
+    if (ocr_backend_memcpy_async(dv, u->dev[k], p, bytes, u->copy_stream) != OCR_OK ||
+        ocr_backend_event_record(dv, u->copied[k], u->copy_stream) != OCR_OK ||
+        ocr_backend_stream_wait_event(dv, compute, u->copied[k]) != OCR_OK)
         return ocr_wrap_error(OCR_ERR_CUDA, "feed upload");
     char *d = u->dev[k];
     int64_t B = b->count;
-    out->images = ocr_tensor_view(d, OCR_U8, u->device, 4, (int64_t[]){B, b->height, b->width, b->channels});
-    out->widths = ocr_tensor_view(d + u->off_widths, OCR_I32, u->device, 1, (int64_t[]){B});
-    out->lengths = ocr_tensor_view(d + u->off_lengths, OCR_I32, u->device, 1, (int64_t[]){B});
-    out->labels = ocr_tensor_view(d + u->off_labels, OCR_I32, u->device, 2, (int64_t[]){B, b->max_len});
-    out->count = b->count;
-    out->max_len = b->max_len;
+    out->images = ocr_tensor_view(d, OCR_U8, dv, 4, (int64_t[]){B, b->height, b->width, b->channels});
+    out->widths = ocr_tensor_view(d + u->off_widths, OCR_I32, dv, 1, (int64_t[]){B});
+    out->lengths = ocr_tensor_view(d + u->off_lengths, OCR_I32, dv, 1, (int64_t[]){B});
+    out->labels = ocr_tensor_view(d + u->off_labels, OCR_I32, dv, 2, (int64_t[]){B, b->max_len});
     u->last = k;
     u->next = (k + 1) % UPLOAD_SLOTS;
     return OCR_OK;
 }
 
 void feed_upload_consumed(FeedUpload *u) {
-    if (u->last < 0) return;
-    ocr_stream_t compute = ocr_cuda_get_stream(u->device.index);
-    if (ocr_cuda_event_record(u->consumed[u->last], compute))
+    if (!u->async || u->last < 0) return;
+    OcrStream *compute = ocr_backend_get_stream(u->device);
+    if (ocr_backend_event_record(u->device, u->consumed[u->last], compute) != OCR_OK)
         OCR_ASSERT(0, "feed upload: %s", ocr_last_error());
     u->in_use[u->last] = 1;
     u->last = -1;
 }
 
-size_t feed_upload_pinned_bytes(const FeedUpload *u) { return u ? UPLOAD_SLOTS * u->slot_bytes : 0; }
-
-#else  // no CUDA in this build
-
-struct FeedUpload {
-    int unused;
-};
-
-ocr_status_t feed_upload_open(FeedUpload **out, ocr_device_t device, int capacity, int height, int width, int channels,
-                              int max_len) {
-    (void)device, (void)capacity, (void)height, (void)width, (void)channels, (void)max_len;
-    *out = NULL;
-    return ocr_set_error(OCR_ERR_UNSUPPORTED, "feed upload: this build has no CUDA backend");
-}
-
-void feed_upload_close(FeedUpload *u) { free(u); }
-
-ocr_status_t feed_upload(FeedUpload *u, const FeedBatch *b, FeedDeviceBatch *out) {
-    (void)u, (void)b, (void)out;
-    return ocr_set_error(OCR_ERR_UNSUPPORTED, "feed upload: this build has no CUDA backend");
-}
-
-void feed_upload_consumed(FeedUpload *u) { (void)u; }
-
-size_t feed_upload_pinned_bytes(const FeedUpload *u) {
-    (void)u;
-    return 0;
-}
-#endif
+size_t feed_upload_pinned_bytes(const FeedUpload *u) { return u && u->async ? UPLOAD_SLOTS * u->slot_bytes : 0; }

@@ -74,29 +74,38 @@ void feed_skip_stats(const Feed *f, OcrSkipStats *out);
 // (PaddleOCR's pad value) in the padded columns. images must hold count·H·W·C floats.
 void feed_normalize(const FeedBatch *b, float *images);
 
-// ---- batches on a GPU --------------------------------------------------------------------------
-// A batch on the model's device: views into the upload slot (valid until the slot is reused,
-// two uploads later).
+// ---- batches on the model's device ---------------------------------------------------------------
+// A batch as the training step takes it: the loader's uint8 pixels, widths, labels and lengths
+// on the model's device (views into an upload slot on a GPU, valid until the slot is reused two
+// uploads later; on the CPU views of the loader's batch itself, valid until the next feed_next),
+// and the same labels, lengths and widths on the host, where the model's guidance branch reads
+// them (MultiHead).
 typedef struct {
     OcrTensor images;   // (count, H, W, C) uint8
     OcrTensor widths;   // (count) int32
     OcrTensor labels;   // (count, max_len) int32
     OcrTensor lengths;  // (count) int32
     int count, max_len;
+    const int32_t *host_labels, *host_lengths, *host_widths;
 } FeedDeviceBatch;
 
-// Double-buffered upload of loader batches to a CUDA device: per slot one pinned host buffer
-// and one device buffer (OCR_MEM_DATA) holding pixels, widths, lengths and labels back to back.
-// feed_upload copies the batch into the slot's pinned buffer, enqueues one pinned → device copy
-// on a copy stream of its own and makes the device's current (compute) stream wait for it with
-// an event, so the copy of batch n+1 runs while step n computes. Before a slot's pinned buffer
-// is rewritten the host waits for the event feed_upload_consumed recorded after the slot's last
-// reader was enqueued (the compute stream is then at most two batches behind the host).
-// The device's current stream must stay the same between open and close.
+// A host batch as a FeedDeviceBatch on the CPU: views, nothing copied.
+void feed_batch_view(const FeedBatch *b, FeedDeviceBatch *out);
+
+// Batches onto the model's device, the same calls for every device. On a GPU a double-buffered
+// upload: per slot one page-locked host buffer and one device buffer (OCR_MEM_DATA) holding
+// pixels, widths, lengths and labels back to back. feed_upload copies the batch into the slot's
+// page-locked buffer, enqueues one copy to the device on a copy stream of its own and makes the
+// device's current (compute) stream wait for it with an event, so the copy of batch n+1 runs
+// while step n computes. Before a slot's page-locked buffer is rewritten the host waits for the
+// event feed_upload_consumed recorded after the slot's last reader was enqueued (the compute
+// stream is then at most two batches behind the host). The device's current stream must stay the
+// same between open and close. On the CPU, where the step reads the loader's batch in place, the
+// upload is feed_batch_view and holds no buffers.
 typedef struct FeedUpload FeedUpload;
 
 // capacity / height / width / channels / max_len: the largest batch (Feed.max_batch, ...).
-// OCR_ERR_UNSUPPORTED in a build without CUDA.
+// OCR_ERR_UNSUPPORTED for a GPU in a build without CUDA.
 ocr_status_t feed_upload_open(FeedUpload **out, ocr_device_t device, int capacity, int height, int width, int channels,
                               int max_len);
 // Waits for the copies in flight, then frees everything (NULL is fine).
@@ -105,7 +114,7 @@ ocr_status_t feed_upload(FeedUpload *u, const FeedBatch *b, FeedDeviceBatch *out
 // Records, on the compute stream, that everything reading the batch feed_upload handed out last
 // has been enqueued: its slot may be refilled once the device gets there.
 void feed_upload_consumed(FeedUpload *u);
-// Bytes of pinned host memory (both slots) and of device memory (both slots).
+// Bytes of page-locked host memory (both slots; 0 on the CPU).
 size_t feed_upload_pinned_bytes(const FeedUpload *u);
 
 // The ground-truth text of sample i of a batch (its label classes joined, as PaddleOCR

@@ -69,8 +69,8 @@ ocr_status_t infer_forward_batch(OcrModel *m, const FeedBatch *fb) {
     st = ocr_tensor_alloc(&di, OCR_U8, dev, 4, (int64_t[]){cnt, H, W, C}, OCR_MEM_DATA);
     if (st == OCR_OK) st = ocr_tensor_alloc(&dw, OCR_I32, dev, 1, (int64_t[]){cnt}, OCR_MEM_DATA);
     if (st == OCR_OK) {
-        copy_bytes(dev, di.data, ocr_cpu(), fb->pixels, ocr_tensor_bytes(&di));
-        copy_bytes(dev, dw.data, ocr_cpu(), fb->widths, ocr_tensor_bytes(&dw));
+        ocr_copy_bytes(dev, di.data, ocr_cpu(), fb->pixels, ocr_tensor_bytes(&di));
+        ocr_copy_bytes(dev, dw.data, ocr_cpu(), fb->widths, ocr_tensor_bytes(&dw));
         st = ocr_model_forward_u8(m, &di, &dw, 0);
     }
     // Decoding reads the probabilities; the inputs are free once the forward ran.

@@ -37,8 +37,8 @@ ocr_status_t optim_init(Optimizer *o, const OptimConfig *cfg, const OcrParamTabl
     if (o->m_buf && o->v_buf) {
         OcrTensor zm = ocr_tensor_view(o->m_buf, OCR_U8, params->device, 1, (int64_t[]){(int64_t)bytes});
         OcrTensor zv = ocr_tensor_view(o->v_buf, OCR_U8, params->device, 1, (int64_t[]){(int64_t)bytes});
-        zero_tensor(&zm);
-        zero_tensor(&zv);
+        ocr_zero_tensor(&zm);
+        ocr_zero_tensor(&zv);
     }
     o->m = calloc(pn, sizeof *o->m);
     o->v = calloc(pn, sizeof *o->v);
@@ -96,7 +96,7 @@ double optim_clip_factors(const Optimizer *o, OcrTensor *const *grads, const flo
     double total = 0;
     for (int i = 0; i < o->count; i++) {
         factor[i] = 1.0f;
-        double n = grad_global_norm((OcrTensor *const *)&grads[i], 1) * fabs((double)grad_scale[i]);
+        double n = ocr_grad_global_norm((OcrTensor *const *)&grads[i], 1) * fabs((double)grad_scale[i]);
         total += n * n;
         // ClipGradByNorm: each tensor on its own.
         if (o->cfg.clip_norm > 0 && n > o->cfg.clip_norm) factor[i] = (float)(o->cfg.clip_norm / n);

@@ -1,19 +1,25 @@
 // The FP32-vs-AMP comparison report: report.json (versioned schema, docs/REPORT.md),
-// report.md and report.html (one self-contained file, inline SVG charts drawn here).
+// report.md and report.html (one self-contained file with inline SVG charts). The Report, its
+// verdict and report_write: report.c; one writer per file: report_json.c, report_markdown.c,
+// report_html.c (its charts: report_svg.c).
 #ifndef OCR_TRAINING_REPORT_H
 #define OCR_TRAINING_REPORT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "training/evaluate.h"
 #include "training/trainer.h"
 #include "core/error.h"
 #include "eval/paired.h"
+#include "eval/seeds.h"
 
 #define REPORT_SCHEMA "ocrtrain-compare-report"
 // 2: the verdict is paired per line with 95 % intervals (pass / regression / inconclusive).
-#define REPORT_SCHEMA_VERSION 2
+// 3: runs at several seeds; the verdict includes training noise (eval/seeds.h).
+#define REPORT_SCHEMA_VERSION 3
 #define REPORT_MAX_RUNS 8
+#define REPORT_MAX_SEEDS 32
 
 // Exit codes of `ocrtrain compare` (and every gate built on the report).
 #define REPORT_EXIT_PASS 0
@@ -37,12 +43,40 @@ typedef struct {
                                    // is, else PASS (BETTER counts as PASS: not a regression)
 } ReportPaired;
 
+// One training of a leg at one seed.
+typedef enum { REPORT_SEED_OK = 0, REPORT_SEED_DIVERGED, REPORT_SEED_FAILED } report_seed_status_t;
 typedef struct {
-    char name[32];       // "fp32", "fp16-o2", "bf16-o2", "fp16-o1"
+    uint64_t seed;
+    report_seed_status_t status;
+    char error[512];          // why it failed or diverged ("" when ok)
+    int reused;               // finished by an earlier invocation on the same --out (run.json)
+    double acc, cer, norm_edit_dis;  // on the eval lines (FAILED: not scored)
+    double samples_per_s, final_loss;
+    int64_t peak_bytes, skipped_steps, recomputed_steps, steps, eval_lines;
+} ReportSeedRun;
+
+// A leg against the baseline over the seeds both trained (eval/seeds.h): the change's effect
+// with an interval that holds training noise (between seeds) and eval-line sampling.
+typedef struct {
+    int has;                    // res holds the statistics of `pairs` seed pairs
+    int pairs;                  // seeds where the baseline trained and this leg finished (ok or diverged)
+    int pair_seed[REPORT_MAX_SEEDS];  // their indices into the comparison's seeds
+    int failed_runs;            // this leg's seeds that FAILED (an error) or DIVERGED
+    int failed_baseline;        // seeds left out because the baseline's run failed or diverged
+    SeedsResult res;            // the statistics (per-seed deltas, intervals, components, needs)
+    paired_verdict_t verdict;   // res.verdict, or REGRESSION when a run of this leg failed or diverged
+    char reason[512];           // in words, when a failure decided the verdict or nothing could be paired
+} ReportSeeded;
+
+typedef struct {
+    char name[32];       // "fp32", "fp16-o2", "bf16-o2", "fp16-o1"; "baseline", "candidate"
     double base_lr;      // the schedule's peak rate after batch scaling
-    TrainResult r;
+    TrainResult r;       // the first seed's training (charts, memory, throughput)
     EvalPaths eval_paths;  // how the final evaluation scored the Eval lines
-    ReportPaired paired;   // runs[i > 0] against runs[0]
+    ReportPaired paired;   // runs[i > 0] against runs[0], per line at the first seed both finished
+    int n_seeds;
+    ReportSeedRun seeds[REPORT_MAX_SEEDS];  // every seed, in the comparison's order
+    ReportSeeded seeded;   // runs[i > 0] against runs[0] over the seeds: the verdict
 } ReportRun;
 
 typedef struct {
@@ -65,7 +99,12 @@ typedef struct {
     int in_channels, height, width, seq_len, classes;
     int64_t train_samples, eval_samples;
     int n_runs;
-    ReportRun runs[REPORT_MAX_RUNS];  // runs[0] is the FP32 baseline
+    ReportRun runs[REPORT_MAX_RUNS];  // runs[0] is the baseline (FP32, or the baseline config)
+    int candidate_mode;               // 1: a baseline config against a candidate config
+    char candidate_path[1024];
+    int n_seeds;
+    uint64_t seeds[REPORT_MAX_SEEDS];
+    double assumed_seed_sd;
     // The pretrained weights every run started from (Global.pretrained_model), scored in FP32 on
     // the same eval lines before any training: what fine-tuning changed. has_start 0: no
     // pretrained model (training from scratch).
@@ -81,13 +120,26 @@ typedef struct {
 // both: unreadable images). OCR_ERR_OOM only.
 ocr_status_t report_pair(ReportPaired *out, const EvalLine *base, const EvalLine *run, int64_t n, double acc_tol,
                          double cer_tol, uint64_t seed);
-// The verdict of run i (> 0) against the baseline; INCONCLUSIVE when it has no paired results.
+// Judges every leg i > 0 against the baseline once the runs are done: lines[i][k] holds leg i's
+// per-line results at seed k (rep->runs[i].seeds[k]; ignored for a FAILED run). Fills each
+// run's seeded verdict (eval/seeds.h over the seeds where both finished, tolerances and the
+// one-seed allowance from rep) and its per-line pairing at the first such seed. OCR_ERR_OOM only.
+ocr_status_t report_judge(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int64_t n);
+// The verdict of run i (> 0) against the baseline: the seeded verdict (REGRESSION when a run of
+// the leg failed or diverged); INCONCLUSIVE when nothing could be paired.
 paired_verdict_t report_run_verdict(const Report *rep, int i);
 // REPORT_EXIT_REGRESSION when some run regresses, else REPORT_EXIT_INCONCLUSIVE when some run is
 // inconclusive, else REPORT_EXIT_PASS.
 int report_exit_code(const Report *rep);
-// The largest lines-needed estimate over the inconclusive runs and both metrics (-1: none known).
+// The largest lines-needed estimate over the inconclusive runs and both metrics, at the seeds
+// run (-1: none known).
 int64_t report_lines_needed(const Report *rep);
+// The largest seeds-needed estimate over the inconclusive runs and both metrics, at the lines
+// scored (-1: none known).
+int64_t report_seeds_needed(const Report *rep);
+
+// The verdict in one sentence (what report.md and report.html lead with), into buf (cap bytes).
+void report_verdict_line(const Report *rep, char *buf, size_t cap);
 
 // The three files into dir (atomically each).
 ocr_status_t report_write(const Report *rep, const char *dir);

@@ -1,6 +1,8 @@
 // Config validation for the application (see run_config.h).
 #include "training/run_config.h"
 
+#include "training/compare.h"
+
 #include <cjson/cJSON.h>
 #include <ctype.h>
 #include <math.h>
@@ -25,7 +27,7 @@ static const char *const TOP_KEYS[] = {"Global", "Architecture", "Loss", "Optimi
 static const char *const GLOBAL_KEYS[] = {
     "epoch_num", "log_smooth_window", "print_batch_step", "save_model_dir", "save_epoch_step", "eval_batch_step",
     "cal_metric_during_train", "pretrained_model", "checkpoints", "character_dict_path", "max_text_length",
-    "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cer_tolerance", "cuda_graph", "allow_tf32",
+    "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cer_tolerance", "compare_seeds", "compare_seed_sd", "cuda_graph", "allow_tf32",
     "cpu_exact_numerics", "use_sync_bn",
     // fine-tuning (read_finetune)
     "pretrained_strict", "freeze_norm", "freeze_norm_affine", "freeze_params",
@@ -129,6 +131,37 @@ static ocr_status_t get_double_range(const OcrConfig *cfg, const char *path, dou
     OCR_TRY(ocr_config_get_double(cfg, path, def, out));
     if (!isfinite(*out)) return ocr_set_error(OCR_ERR_CONFIG, "%s: %s must be a finite number", src(cfg), path);
     return ocr_config_check_range(cfg, path, *out, lo, hi);
+}
+
+// Global.compare_seeds: a count (3: Global.seed, +1, +2) or a list of seeds ([1, 7, 42]), checked
+// as `ocrtrain compare --seeds` checks its argument (a count of at least 1, no seed twice).
+static ocr_status_t read_compare_seeds(const OcrConfig *cfg, RunConfig *rc) {
+    int64_t count;
+    if (ocr_config_get_int(cfg, "Global.compare_seeds", 3, &count) == OCR_OK) {
+        snprintf(rc->compare_seeds, sizeof rc->compare_seeds, "%lld", (long long)count);
+    } else {
+        ocr_clear_error();
+        int64_t list[COMPARE_MAX_SEEDS + 1];
+        int n = 0;
+        if (ocr_config_get_int_list(cfg, "Global.compare_seeds", list, COMPARE_MAX_SEEDS + 1, &n) != OCR_OK)
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.compare_seeds must be a number of seeds or a list of seeds",
+                                 src(cfg));
+        if (n < 1) return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.compare_seeds: an empty list trains nothing", src(cfg));
+        size_t used = 0;
+        for (int i = 0; i < n && used + 24 < sizeof rc->compare_seeds; i++) {
+            if (list[i] < 0)
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.compare_seeds: %lld is negative", src(cfg),
+                                     (long long)list[i]);
+            used += (size_t)snprintf(rc->compare_seeds + used, sizeof rc->compare_seeds - used, "%s%lld", i ? "," : "",
+                                     (long long)list[i]);
+        }
+        if (n == 1) snprintf(rc->compare_seeds + used, sizeof rc->compare_seeds - used, ",");  // a one-seed list
+    }
+    uint64_t seeds[COMPARE_MAX_SEEDS];
+    int n;
+    if (compare_parse_seeds(rc->compare_seeds, rc->seed, "Global.compare_seeds", seeds, &n) != OCR_OK)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s", src(cfg), ocr_last_error());
+    return OCR_OK;
 }
 
 // A string key that may also be null/absent (returns NULL) but not another type; "" counts as absent.
@@ -426,6 +459,8 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     rc->threads = (int)v;
     OCR_TRY(get_double_range(cfg, "Global.accuracy_tolerance", 0.005, 0.0, 1.0, &rc->accuracy_tolerance));
     OCR_TRY(get_double_range(cfg, "Global.cer_tolerance", 0.005, 0.0, 1.0, &rc->cer_tolerance));
+    OCR_TRY(read_compare_seeds(cfg, rc));
+    OCR_TRY(get_double_range(cfg, "Global.compare_seed_sd", SEEDS_PRIOR_SD_ACC, 0.0, 0.5, &rc->compare_seed_sd));
     // Both are fractions (0.005 = half a percentage point); a value written as a percentage
     // would silently accept large regressions.
     if (rc->accuracy_tolerance > 0.1 || rc->cer_tolerance > 0.1)

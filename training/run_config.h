@@ -85,6 +85,10 @@ typedef struct {
     int allow_tf32;           // Global.allow_tf32 (default false): TF32 tensor cores for f32 GEMMs/convs
     double accuracy_tolerance;  // compare: the paired accuracy delta's 95 % interval must lie within ±this (a fraction)
     double cer_tolerance;       // compare: the same for the paired CER delta (Global.cer_tolerance, default 0.005)
+    // compare: the seeds every leg trains at (Global.compare_seeds: a count N, the seeds Global.seed,
+    // +1, ..., +N-1, or a list; default 3), as compare_parse_seeds reads them ("3", "1,5,9").
+    char compare_seeds[512];
+    double compare_seed_sd;     // compare with one seed: the assumed seed-to-seed SD of accuracy (Global.compare_seed_sd)
     int use_amp;
     // Loss / metric
     int use_focal_loss;

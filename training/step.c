@@ -4,12 +4,48 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/timer.h"
+#include "kernels/backend.h"
 #include "kernels/ctc.h"
-#ifdef OCR_HAVE_CUDA
-#include "kernels/cuda/ctc.h"
-#include "kernels/cuda/cuda_backend.h"
-#include "kernels/cuda/train_step.h"
-#endif
+
+// The device-resident step of a GPU (kernels/backend.h): its state lives in device memory and the
+// host learns each step's outcome through a page-locked readback one step later.
+struct StepDevice {
+    ocr_device_t dev;
+    OcrStream *stream, *prev_stream;  // our compute stream; the device's stream before it
+    OcrDevStep *state;                // device memory
+    OcrFusedAdam *fa;
+    OcrDevScalerConfig scaler;
+    int nparams;
+    // Host → device per-step inputs and device → host readbacks, one page-locked slot per step
+    // in flight (readbacks by StepCtx.slot_next).
+    OcrDevStepInput *in_pinned[STEP_MAX_IN_FLIGHT];
+    OcrEvent *in_done[STEP_MAX_IN_FLIGHT];
+    int in_used[STEP_MAX_IN_FLIGHT];
+    int in_next;
+    char *rb_pinned[STEP_MAX_IN_FLIGHT];  // OcrDevStep, then nonfinite (n ints), then amax bits (n)
+    size_t rb_bytes;
+    OcrEvent *rb_done[STEP_MAX_IN_FLIGHT];
+    // Per-step device tensors (capacity B) and the graph's static inputs.
+    OcrTensor losses, loss, infeas;
+    OcrTensor g_images, g_widths, g_labels, g_lengths;
+    int cap_h, cap_w, cap_c, cap_len;
+    AmpSnapshot bn;
+    // Graph.
+    int graphs_allowed;
+    OcrGraph *graph;
+    int gB, gH, gW, gL;       // the graph's shape
+    int wB, wH, wW, wL;       // the last eager step's shape (a capture needs one warm-up)
+    int64_t captures, replays;
+    // MultiHead: the f32 gradient of the guidance logits before the loss scale.
+    OcrTensor gtc_dl32;
+    // Recompute mode, per readback slot: the attempts of its step that overflowed and ran again
+    // (bad tensors and first bad layer of each, for the host mirror when the step is collected)
+    // and their time.
+    int attempts[STEP_MAX_IN_FLIGHT];
+    int attempt_bad[STEP_MAX_IN_FLIGHT][AMP_MAX_RECOMPUTES], attempt_layer[STEP_MAX_IN_FLIGHT][AMP_MAX_RECOMPUTES];
+    double attempt_seconds[STEP_MAX_IN_FLIGHT];
+};
 
 ocr_status_t step_ctx_init(StepCtx *s, OcrModel *m, AmpEngine *amp, Optimizer *optim, int capacity, int focal) {
     memset(s, 0, sizeof *s);
@@ -48,6 +84,41 @@ void step_ctx_free(StepCtx *s) {
     memset(s, 0, sizeof *s);
 }
 
+static int multihead(const StepCtx *s) { return ocr_model_arch(s->m)->multihead.kind != OCR_GUIDE_NONE; }
+static int world_size(const StepCtx *s) { return s->sync ? s->sync->world : 1; }
+
+// ---- the loss, for every device ----------------------------------------------------------------------
+
+// The factors the loss gradients are multiplied by. host_scale: the loss scale where the host
+// applies it (the CPU step), 1 where the device multiplies by its own scale afterwards. Data
+// parallelism: each rank's batch mean is divided by the world size before the sum over the
+// ranks, so the summed gradient is the mean over all of their samples (a power-of-two world
+// divides exactly). MultiLoss: loss = weight_1 · CTC + weight_2 · guidance; each gradient
+// carries its weight.
+typedef struct {
+    float ctc, gtc;
+} LossGradScale;
+
+static LossGradScale loss_grad_scales(const StepCtx *s, float host_scale) {
+    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
+    const float g = host_scale / (float)world_size(s);
+    if (!multihead(s)) return (LossGradScale){g, 0.0f};
+    return (LossGradScale){g * (float)mh->weight_ctc, g * (float)mh->weight_gtc};
+}
+
+// The step's reported losses from their sums over the ranks: ctc_sum of the ranks' CTC batch
+// means (unweighted), gtc_sum of their guidance means times weight_2. The loss is the ranks'
+// mean; MultiHead: loss = loss_ctc + loss_gtc, each already weighted.
+static void reported_losses(const StepCtx *s, double ctc_sum, double gtc_sum, StepOutcome *out) {
+    const int world = world_size(s);
+    out->loss = ctc_sum / world;
+    out->loss_ctc = out->loss_gtc = 0;
+    if (!multihead(s)) return;
+    out->loss_ctc = ocr_model_arch(s->m)->multihead.weight_ctc * out->loss;
+    out->loss_gtc = gtc_sum / world;
+    out->loss = out->loss_ctc + out->loss_gtc;
+}
+
 // Where the loss writes its gradient: the model's dlogits when they are f32, else an f32
 // buffer (the loss works in f32; its gradient is rounded into dlogits afterwards).
 static ocr_status_t loss_grad_f32(StepCtx *s, OcrTensor *dl, const OcrTensor *logits, OcrTensor **dl32) {
@@ -75,13 +146,17 @@ static ocr_status_t keep_logits(StepCtx *s, const OcrTensor *logits) {
         OCR_TRY(ocr_tensor_alloc(&s->kept_logits_buf, OCR_F32, logits->device, 1, (int64_t[]){n}, OCR_MEM_ACTIVATIONS));
     }
     s->kept_logits = ocr_tensor_view(s->kept_logits_buf.data, OCR_F32, logits->device, 3, logits->shape);
-    cast_forward(&s->kept_logits, logits);
+    ocr_cast_forward(&s->kept_logits, logits);
     return OCR_OK;
 }
 
-// MultiHead: the guidance branch's loss (NRTRLoss) and its gradient × weight_2 × the loss scale,
-// on the model's device; the mean comes back to the host.
-static ocr_status_t guide_loss(StepCtx *s, float loss_scale, double weight, double *loss) {
+// MultiHead: the guidance branch's loss (NRTRLoss / SARLoss) and its gradient × grad_scale
+// (loss_grad_scales' gtc), on the model's device; *loss = weight_2 × its mean, read back at once.
+// On a GPU the gradient is computed in f32 and then multiplied by the device-held loss scale,
+// rounded once into the guidance dlogits' dtype (as the CTC gradient is), so a small f16
+// gradient is not flushed before it is scaled; the host waits for the device here.
+static ocr_status_t guide_loss(StepCtx *s, float grad_scale, double *loss) {
+    StepDevice *d = s->dev;
     const OcrTensor *logits = ocr_model_guide_logits(s->m), *targets = ocr_model_guide_targets(s->m);
     OcrTensor *dlogits = ocr_model_guide_dlogits(s->m);
     OCR_ASSERT(logits && targets && dlogits, "MultiHead: no guidance outputs after a training forward");
@@ -89,75 +164,79 @@ static ocr_status_t guide_loss(StepCtx *s, float loss_scale, double weight, doub
         ocr_tensor_free(&s->gtc_loss);
         OCR_TRY(ocr_tensor_alloc(&s->gtc_loss, OCR_F32, logits->device, 1, (int64_t[]){1}, OCR_MEM_ACTIVATIONS));
     }
-    CrossEntropyParams p = ocr_model_guide_loss_params(s->m, loss_scale * (float)weight);
-    cross_entropy_forward(NULL, &s->gtc_loss, NULL, logits, targets, p);
-    cross_entropy_backward(dlogits, logits, targets, p);
+    CrossEntropyParams p = ocr_model_guide_loss_params(s->m, grad_scale);
+    ocr_cross_entropy_forward(NULL, &s->gtc_loss, NULL, logits, targets, p);
+    if (!d) {
+        ocr_cross_entropy_backward(dlogits, logits, targets, p);
+    } else {
+        if (!d->gtc_dl32.data || ocr_tensor_numel(&d->gtc_dl32) < ocr_tensor_numel(dlogits)) {
+            ocr_tensor_free(&d->gtc_dl32);
+            OCR_TRY(
+                ocr_tensor_alloc(&d->gtc_dl32, OCR_F32, d->dev, dlogits->ndim, dlogits->shape, OCR_MEM_ACTIVATIONS));
+        }
+        OcrTensor dl32 = ocr_tensor_view(d->gtc_dl32.data, OCR_F32, d->dev, dlogits->ndim, dlogits->shape);
+        ocr_cross_entropy_backward(&dl32, logits, targets, p);
+        ocr_backend_scale_by_loss_scale(dlogits, &dl32, d->state);
+        if (ocr_backend_stream_synchronize(d->dev, d->stream) != OCR_OK)
+            return ocr_wrap_error(OCR_ERR_CUDA, "MultiHead guidance loss");
+    }
     float v;
-    copy_bytes(ocr_cpu(), &v, s->gtc_loss.device, s->gtc_loss.data, sizeof v);
-    *loss = weight * (double)v;
+    ocr_copy_bytes(ocr_cpu(), &v, s->gtc_loss.device, s->gtc_loss.data, sizeof v);
+    *loss = ocr_model_arch(s->m)->multihead.weight_gtc * (double)v;
     return OCR_OK;
 }
 
-ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int32_t *lengths, int max_len, double lr,
-                      StepOutcome *out) {
-    int B = (int)images->shape[0];
-    OCR_ASSERT(B <= s->capacity);
+// The batch's labels and widths become the model's guidance state (MultiHead; the SAR branch's
+// valid ratios come from the widths). On a GPU the forward copies them into buffers the previous
+// step's kernels may still read: the step waits for those first.
+static ocr_status_t set_guide_batch(StepCtx *s, const FeedDeviceBatch *b) {
+    if (!multihead(s)) return OCR_OK;
+    if (s->dev && s->npend > 0 && ocr_backend_stream_synchronize(s->dev->dev, s->dev->stream) != OCR_OK)
+        return ocr_wrap_error(OCR_ERR_CUDA, "MultiHead step");
+    return ocr_model_set_guide_batch(s->m, b->host_labels, b->host_lengths, b->host_widths, b->count, b->max_len,
+                                     (int)b->images.shape[2]);
+}
+
+// ---- the step's body ----------------------------------------------------------------------------------
+
+// The update's start: on the CPU the AMP engine's (BN statistics snapshot, O1 cast cache); on a
+// GPU the fused pass's reset, the O1 recast and the snapshot, enqueued.
+static ocr_status_t update_begin(StepCtx *s) {
+    StepDevice *d = s->dev;
+    if (!d) return amp_engine_begin_step(s->amp);
+    OcrParamTable *params = ocr_model_params(s->m), *stats = ocr_model_stats(s->m);
+    AmpEngine *amp = s->amp;
+    ocr_backend_fused_adam_begin(d->fa, d->state);
+    if (amp->cfg.policy.level == OCR_AMP_O1) {
+        // Recast every step on the device: the host does not know yet whether the last step
+        // was skipped, and a recast of unchanged weights gives the same copies.
+        for (int i = 0; i < params->count; i++) amp->param_views[i] = ocr_params_tensor(params, i);
+        amp_cast_cache_refresh(&amp->cache, amp->param_views);
+    }
+    if (stats->data && stats->bytes) OCR_TRY(amp_snapshot_take_on(&d->bn, d->dev, stats->data, stats->bytes));
+    return OCR_OK;
+}
+
+// The CPU's update, driven from the host after the backward: the step's figures over the ranks,
+// frozen gradients cleared, the finite check (every rank skips alike), clip, Adam, the scaler.
+static ocr_status_t host_update(StepCtx *s, double ctc, double gtc, int ninf, double lr, StepOutcome *out) {
     OcrParamTable *params = ocr_model_params(s->m);
     AmpEngine *amp = s->amp;
-    memset(out, 0, sizeof *out);
-
-    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
-    const int multi = mh->kind != OCR_GUIDE_NONE;
-    OCR_TRY(amp_engine_begin_step(amp));
-    ocr_params_zero_grads(params);
-    if (multi) OCR_TRY(ocr_model_set_guide_labels(s->m, labels, lengths, B, max_len));
-    OCR_TRY(ocr_model_forward(s->m, images, 1));
-    amp_engine_after_forward(amp);
-    const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
-    OCR_TRY(keep_logits(s, logits));
-    OcrTensor *dl = ocr_model_dlogits(s->m), *dl32;
-    OCR_TRY(loss_grad_f32(s, dl, logits, &dl32));
-    OcrTensor targets = ocr_tensor_view(labels, OCR_I32, ocr_cpu(), 2, (int64_t[]){B, max_len});
-    OcrTensor lens = ocr_tensor_view(lengths, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
-    OcrTensor losses = ocr_tensor_view(s->losses, OCR_F32, ocr_cpu(), 1, (int64_t[]){B});
-    OcrTensor infeas = ocr_tensor_view(s->infeasible, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
-    // zero_infinity: one label longer than the sequence (with its adjacent repeats) would make
-    // the whole gradient NaN and the step look like an AMP overflow; it is zeroed and counted.
-    // MultiLoss: loss = weight_1 · CTC + weight_2 · guidance; each gradient carries its weight.
-    // Data parallelism: each rank's batch mean is divided by the world size before the sum over
-    // the ranks, so the summed gradient is the mean over all of their samples (a power-of-two
-    // world divides exactly).
-    const int world = s->sync ? s->sync->world : 1;
-    const float loss_scale = amp_engine_loss_scale(amp);
-    const float grad_mult = loss_scale / (float)world;
-    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, multi ? grad_mult * (float)mh->weight_ctc : grad_mult};
-    out->loss = ctc_loss_forward(&losses, NULL, dl32, &infeas, logits, &targets, &lens, NULL, cp);
-    if (multi) {
-        out->loss_ctc = mh->weight_ctc * out->loss;
-        OCR_TRY(guide_loss(s, grad_mult, mh->weight_gtc, &out->loss_gtc));
-        out->loss = out->loss_ctc + out->loss_gtc;
-    }
-    for (int i = 0; i < B; i++) out->infeasible += s->infeasible[i] != 0;
-    if (dl32 != dl) amp_loss_dlogits(dl, dl32);
-    if (s->sync) grad_sync_begin(s->sync);
-    OCR_TRY(ocr_model_backward(s->m));
     if (s->sync) {
-        OCR_TRY(grad_sync_finish(s->sync));
-        // The step's figures are those of the whole global batch: rank means averaged.
-        double v[4] = {out->loss, out->loss_ctc, out->loss_gtc, (double)out->infeasible};
-        OCR_TRY(ocr_dist_sum_f64(s->sync->dist, v, 4, "the step's loss all-reduce"));
-        out->loss = v[0] / world;
-        out->loss_ctc = v[1] / world;
-        out->loss_gtc = v[2] / world;
-        out->infeasible = (int)v[3];
+        // The step's figures are those of the whole global batch.
+        double v[3] = {ctc, gtc, (double)ninf};
+        OCR_TRY(ocr_dist_sum_f64(s->sync->dist, v, 3, "the step's loss all-reduce"));
+        ctc = v[0], gtc = v[1], ninf = (int)v[2];
     }
+    reported_losses(s, ctc, gtc, out);
+    out->infeasible = ninf;
     // Frozen parameters (Global.freeze_params) take no part in the step: their gradients are
     // cleared before the finite check and the clip norm (the GPU step leaves them out of its
     // table), and the update below skips them.
     for (int i = 0; s->optim->n_frozen && i < params->count; i++) {
         if (!s->optim->frozen[i]) continue;
         OcrTensor g = ocr_params_grad(params, i);
-        zero_tensor(&g);
+        ocr_zero_tensor(&g);
     }
 
     out->skipped = amp_engine_check_grads(amp);
@@ -170,6 +249,16 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
         out->skipped = found;
     }
     out->grad_norm = NAN;
+    if (out->skipped && amp_engine_can_recompute(amp, amp_engine_loss_scale(amp), out->loss, s->attempt)) {
+        // Recompute mode: nothing of this attempt stays (amp_engine_end_attempt restores the BN
+        // statistics and backs the scale off); step_enqueue runs the batch again. Every rank
+        // decides alike: the flag and the loss are the reduced ones.
+        out->scale = amp_engine_loss_scale(amp);
+        out->overflow_layer = amp->last_layer;
+        amp_engine_end_attempt(amp);
+        s->retry = 1;
+        return OCR_OK;
+    }
     if (!out->skipped) {
         for (int i = 0; i < params->count; i++) {
             s->grad_views[i] = ocr_params_grad(params, i);
@@ -183,66 +272,99 @@ ocr_status_t step_run(StepCtx *s, const OcrTensor *images, int32_t *labels, int3
             optim_fill(s->optim, i, lr, &p);
             amp_engine_adam_params(amp, i, &p);
             p.grad_scale *= s->clip[i];
-            adam_update(&w, amp_engine_master(amp, i), &s->optim->m[i], &s->optim->v[i], &s->grad_views[i], p);
+            ocr_adam_update(&w, amp_engine_master(amp, i), &s->optim->m[i], &s->optim->v[i], &s->grad_views[i], p);
         }
         s->optim->updates++;
     }
     out->scale = amp_engine_loss_scale(amp);
     amp_engine_end_step(amp);
+    out->overflow_layer = out->skipped ? amp->last_layer : -1;
     return OCR_OK;
 }
 
-// ---- the GPU step --------------------------------------------------------------------------------------
+// One step on any device. On the CPU everything has run when it returns and *out holds the
+// outcome; on a GPU everything is only enqueued, with no host wait and no allocation once warm
+// (capturable; MultiHead, which reads its loss back here, runs eagerly), and the outcome is read
+// back from the device state by step_collect (slot: this step's readback slot).
+static ocr_status_t step_body(StepCtx *s, const FeedDeviceBatch *b, double lr, int slot, StepOutcome *out) {
+    StepDevice *d = s->dev;
+    OcrParamTable *params = ocr_model_params(s->m);
+    AmpEngine *amp = s->amp;
+    const int B = b->count;
+    OCR_TRY(update_begin(s));
+    ocr_params_zero_grads(params);
+    OCR_TRY(ocr_model_forward_u8(s->m, &b->images, &b->widths, 1));
+    amp_engine_after_forward(amp);
+    const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
+    OCR_TRY(keep_logits(s, logits));
+    OcrTensor *dl = ocr_model_dlogits(s->m), *dl32;
+    OCR_TRY(loss_grad_f32(s, dl, logits, &dl32));
+    // zero_infinity: one label longer than the sequence (with its adjacent repeats) would make
+    // the whole gradient NaN and the step look like an AMP overflow; it is zeroed and counted.
+    // The CPU multiplies the loss scale into the gradient as the loss writes it; a GPU writes
+    // the gradient of the loss itself and then multiplies it by the device-held scale, rounded
+    // once into the model's dlogits.
+    const LossGradScale gs = loss_grad_scales(s, d ? 1.0f : amp_engine_loss_scale(amp));
+    const CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, gs.ctc};
+    OcrTensor losses, infeas;
+    double ctc = 0, gtc = 0;
+    int ninf = 0;
+    if (d) {
+        losses = ocr_tensor_view(d->losses.data, OCR_F32, d->dev, 1, (int64_t[]){B});
+        infeas = ocr_tensor_view(d->infeas.data, OCR_I32, d->dev, 1, (int64_t[]){B});
+        ocr_backend_ctc_loss_enqueue(&losses, &d->loss, dl32, &infeas, logits, &b->labels, &b->lengths, NULL, cp);
+        ocr_backend_scale_by_loss_scale(dl, dl32, d->state);
+    } else {
+        losses = ocr_tensor_view(s->losses, OCR_F32, ocr_cpu(), 1, (int64_t[]){B});
+        infeas = ocr_tensor_view(s->infeasible, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
+        ctc = ocr_ctc_loss_forward(&losses, NULL, dl32, &infeas, logits, &b->labels, &b->lengths, NULL, cp);
+        for (int i = 0; i < B; i++) ninf += s->infeasible[i] != 0;
+        if (dl32 != dl) amp_loss_dlogits(dl, dl32);
+    }
+    if (multihead(s)) OCR_TRY(guide_loss(s, gs.gtc, &gtc));
+    if (d) {
+        // The figures a GPU step reports, summed over the ranks now (the guidance loss on the
+        // host, the CTC loss in device memory); step_collect divides by the world size.
+        if (s->sync && multihead(s)) OCR_TRY(ocr_dist_sum_f64(s->sync->dist, &gtc, 1, "the guidance loss all-reduce"));
+        s->gtc_sum[slot] = gtc;
+        if (s->sync) {
+            OcrDistRequest req;
+            OCR_TRY(
+                ocr_dist_allreduce_start(s->sync->dist, d->loss.data, 1, OCR_F32, "the step's loss all-reduce", &req));
+            OCR_TRY(ocr_dist_wait(s->sync->dist, &req));
+        }
+        ocr_backend_step_record(d->state, &d->loss, &infeas);
+    }
+    // Data parallelism: the buckets' all-reduces start as the backward finishes each layer (on
+    // a GPU with NCCL, on a stream of their own, which the fused optimizer below waits for on
+    // the device). Every rank then holds the same sums (NCCL reduces each element once and
+    // broadcasts it), so a GPU's found-inf and scale update agree on every rank without a host
+    // round trip.
+    if (s->sync) grad_sync_begin(s->sync);
+    OCR_TRY(ocr_model_backward(s->m));
+    if (s->sync) OCR_TRY(grad_sync_finish(s->sync));
+    if (!d) return host_update(s, ctc, gtc, ninf, lr, out);
+    OcrParamTable *stats = ocr_model_stats(s->m);
+    ocr_backend_fused_adam_step(d->fa, d->state, d->scaler);
+    if (stats->data && stats->bytes)
+        ocr_backend_restore_if_inf(d->dev, stats->data, d->bn.saved, stats->bytes, d->state);
+    return OCR_OK;
+}
 
-#ifdef OCR_HAVE_CUDA
-
-#define STEP_SLOTS 2
-
-struct StepDevice {
-    int device;
-    ocr_device_t dev;
-    ocr_stream_t stream, prev_stream;  // our compute stream; the device's stream before it
-    OcrDevStep *state;                  // device memory
-    OcrFusedAdam *fa;
-    OcrDevScalerConfig scaler;
-    int nparams;
-    // Host → device per-step inputs and device → host readbacks, two pinned slots each.
-    OcrDevStepInput *in_pinned[STEP_SLOTS];
-    ocr_event_t in_done[STEP_SLOTS];
-    int in_used[STEP_SLOTS];
-    int in_next;
-    char *rb_pinned[STEP_SLOTS];  // OcrDevStep, then nonfinite (n ints), then amax bits (n)
-    size_t rb_bytes;
-    ocr_event_t rb_done[STEP_SLOTS];
-    int npend, rb_next;  // steps in flight; the slot the next readback uses (the oldest: rb_next − npend)
-    // Per-step device tensors (capacity B) and the graph's static inputs.
-    OcrTensor losses, loss, infeas;
-    OcrTensor g_images, g_widths, g_labels, g_lengths;
-    int cap_h, cap_w, cap_c, cap_len;
-    AmpSnapshot bn;
-    // Graph.
-    int graphs_allowed;
-    ocr_graph_exec_t graph;
-    int gB, gH, gW, gL;       // the graph's shape
-    int wB, wH, wW, wL;       // the last eager step's shape (a capture needs one warm-up)
-    int64_t captures, replays;
-    // MultiHead: the guidance loss of the steps in flight (weighted, the ranks' mean), by
-    // readback slot, and the f32 gradient of the guidance logits before the loss scale.
-    double gtc_loss[STEP_SLOTS];
-    OcrTensor gtc_dl32;
-};
+// ---- the device-resident step: set-up ------------------------------------------------------------------
 
 static void step_device_free(StepCtx *s) {
     StepDevice *d = s->dev;
     if (!d) return;
-    if (d->stream) ocr_cuda_stream_synchronize(d->stream);
-    ocr_cuda_graph_destroy(d->graph);
-    ocr_fused_adam_free(d->fa);
-    for (int k = 0; k < STEP_SLOTS; k++) {
-        ocr_cuda_host_free(d->in_pinned[k]);
-        ocr_cuda_host_free(d->rb_pinned[k]);
-        ocr_cuda_event_destroy(d->in_done[k]);
-        ocr_cuda_event_destroy(d->rb_done[k]);
+    ocr_device_t dev = d->dev;
+    if (d->stream) ocr_backend_stream_synchronize(dev, d->stream);
+    ocr_backend_graph_destroy(dev, d->graph);
+    ocr_backend_fused_adam_free(d->fa);
+    for (int k = 0; k < STEP_MAX_IN_FLIGHT; k++) {
+        ocr_backend_host_free(dev, d->in_pinned[k]);
+        ocr_backend_host_free(dev, d->rb_pinned[k]);
+        ocr_backend_event_destroy(dev, d->in_done[k]);
+        ocr_backend_event_destroy(dev, d->rb_done[k]);
     }
     ocr_mem_free(d->state);
     ocr_tensor_free(&d->losses);
@@ -255,8 +377,10 @@ static void step_device_free(StepCtx *s) {
     ocr_tensor_free(&d->g_lengths);
     amp_snapshot_free(&d->bn);
     // The device's stream goes back to what it was before the trainer's (the legacy default).
-    ocr_cuda_set_stream(d->device, d->prev_stream);
-    ocr_cuda_stream_destroy(d->stream);
+    if (d->stream) {
+        ocr_backend_set_stream(dev, d->prev_stream);
+        ocr_backend_stream_destroy(dev, d->stream);
+    }
     free(d);
     s->dev = NULL;
 }
@@ -267,21 +391,22 @@ static int graphs_possible(const StepCtx *s) {
 }
 
 ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
+    if (!ocr_backend_have_gpu())
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
     OcrParamTable *params = ocr_model_params(s->m);
     OCR_ASSERT(!s->dev, "step_device_init twice");
-    if (params->device.type != OCR_DEVICE_CUDA)
+    if (!ocr_backend_is_async(params->device))
         return ocr_set_error(OCR_ERR_INVALID_ARG, "step_device_init: the model is not on a CUDA device");
     StepDevice *d = calloc(1, sizeof *d);
     if (!d) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     s->dev = d;
-    d->device = params->device.index;
     d->dev = params->device;
     d->nparams = params->count;
-    d->prev_stream = ocr_cuda_get_stream(d->device);
-    if (ocr_cuda_stream_create(d->device, &d->stream)) return ocr_wrap_error(OCR_ERR_CUDA, "compute stream");
+    d->prev_stream = ocr_backend_get_stream(d->dev);
+    if (ocr_backend_stream_create(d->dev, &d->stream) != OCR_OK) return ocr_wrap_error(OCR_ERR_CUDA, "compute stream");
     // Everything before (weights, masters) was enqueued on the old stream: finish it first.
-    if (ocr_cuda_synchronize(d->device)) return ocr_wrap_error(OCR_ERR_CUDA, "device set-up");
-    ocr_cuda_set_stream(d->device, d->stream);
+    if (ocr_backend_synchronize(d->dev) != OCR_OK) return ocr_wrap_error(OCR_ERR_CUDA, "device set-up");
+    ocr_backend_set_stream(d->dev, d->stream);
 
     // The fused optimizer's table: the parameters in table order (stream = index, as on the CPU).
     OCR_TRY(ocr_params_alloc_grads(params));
@@ -309,7 +434,7 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     const OptimConfig *oc = &s->optim->cfg;
     OcrFusedAdamConfig fc = {(float)oc->beta1, (float)oc->beta2, (float)oc->epsilon, oc->clip_norm,
                              oc->clip_norm_global, s->amp->cfg.stochastic_rounding};
-    d->fa = ocr_fused_adam_create(d->device, ft, n, fc, o->max_updates);
+    d->fa = ocr_backend_fused_adam_create(d->dev, ft, n, fc, o->max_updates);
     free(ft);
     if (!d->fa) return ocr_wrap_error(OCR_ERR_CUDA, "fused optimizer");
 
@@ -321,24 +446,26 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     OcrDevStep st0;
     memset(&st0, 0, sizeof st0);
     const AmpScaler *as = &s->amp->scaler;
+    const AmpScalerState ss = amp_scaler_state(as);
     st0.scale = amp_scaler_scale(as);
     st0.inv_scale = amp_scaler_inv_scale(as);
     st0.scale_used = st0.scale;
-    st0.good_steps = as->good_steps;
-    st0.bad_steps = as->bad_steps;
-    st0.steps = as->steps;
-    st0.overflow_steps = as->overflow_steps;
+    st0.good_steps = ss.good_steps;
+    st0.bad_steps = ss.bad_steps;
+    st0.steps = ss.steps;
+    st0.overflow_steps = ss.overflow_steps;
     st0.updates = s->optim->updates;
     d->state = ocr_mem_alloc(d->dev, OCR_MEM_OPTIMIZER, sizeof(OcrDevStep));
     if (!d->state) return ocr_wrap_error(OCR_ERR_OOM, "device step state");
-    copy_bytes(d->dev, d->state, ocr_cpu(), &st0, sizeof st0);
+    ocr_copy_bytes(d->dev, d->state, ocr_cpu(), &st0, sizeof st0);
 
     d->rb_bytes = sizeof(OcrDevStep) + 2 * (size_t)(n ? n : 1) * sizeof(int);
-    for (int k = 0; k < STEP_SLOTS; k++) {
-        d->in_pinned[k] = ocr_cuda_host_alloc(sizeof(OcrDevStepInput));
-        d->rb_pinned[k] = ocr_cuda_host_alloc(d->rb_bytes);
+    for (int k = 0; k < STEP_MAX_IN_FLIGHT; k++) {
+        d->in_pinned[k] = ocr_backend_host_alloc(d->dev, sizeof(OcrDevStepInput));
+        d->rb_pinned[k] = ocr_backend_host_alloc(d->dev, d->rb_bytes);
         if (!d->in_pinned[k] || !d->rb_pinned[k]) return ocr_wrap_error(OCR_ERR_OOM, "pinned step buffers");
-        if (ocr_cuda_event_create(d->device, &d->in_done[k]) || ocr_cuda_event_create(d->device, &d->rb_done[k]))
+        if (ocr_backend_event_create(d->dev, &d->in_done[k]) != OCR_OK ||
+            ocr_backend_event_create(d->dev, &d->rb_done[k]) != OCR_OK)
             return ocr_wrap_error(OCR_ERR_CUDA, "step events");
     }
     int B = s->capacity;
@@ -348,7 +475,7 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     d->graphs_allowed = o->cuda_graph && graphs_possible(s);
     if (o->cuda_graph && !d->graphs_allowed)
         ocr_log(OCR_LOG_INFO, "cuda graph: off (Global.amp_activation_stats_every reads activations on the host)");
-    if (ocr_model_arch(s->m)->multihead.kind != OCR_GUIDE_NONE) {
+    if (multihead(s)) {
         // The guidance labels reach the device by synchronous copies inside the forward and its
         // loss is read back within the step: MultiHead steps run eagerly, one at a time.
         if (d->graphs_allowed) ocr_log(OCR_LOG_INFO, "cuda graph: off for MultiHead (per-step guidance labels)");
@@ -357,19 +484,22 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     return OCR_OK;
 }
 
-ocr_status_t step_device_attach_sync(StepCtx *s, GradSync *g) {
+ocr_status_t step_attach_sync(StepCtx *s, GradSync *g) {
     StepDevice *d = s->dev;
-    OCR_ASSERT(d, "step_device_attach_sync before step_device_init");
-    if (ocr_dist_world_size(g->dist) > 1 && ocr_dist_backend(g->dist) != OCR_DIST_NCCL)
-        return ocr_set_error(OCR_ERR_UNSUPPORTED, "data parallelism on GPUs all-reduces device buffers with NCCL; the "
-                             "transport here is %s (a CUDA build with NCCL and MPI picks nccl; Distributed.backend mpi "
-                             "is for Global.device cpu)", ocr_dist_backend_name(ocr_dist_backend(g->dist)));
+    if (d) {
+        if (ocr_dist_world_size(g->dist) > 1 && ocr_dist_backend(g->dist) != OCR_DIST_NCCL)
+            return ocr_set_error(OCR_ERR_UNSUPPORTED, "data parallelism on GPUs all-reduces device buffers with NCCL; "
+                                 "the transport here is %s (a CUDA build with NCCL and MPI picks nccl; "
+                                 "Distributed.backend mpi is for Global.device cpu)",
+                                 ocr_dist_backend_name(ocr_dist_backend(g->dist)));
+        // The transport's NCCL calls are ordered against the compute stream (the backend's own handle).
+        ocr_dist_set_stream(g->dist, (void *)d->stream);
+        // The collectives are issued from the host per bucket (and their order is part of the
+        // protocol): the step runs eagerly.
+        if (d->graphs_allowed) ocr_log(OCR_LOG_INFO, "cuda graph: off under data parallelism (NCCL calls per bucket)");
+        d->graphs_allowed = 0;
+    }
     s->sync = g;
-    ocr_dist_set_stream(g->dist, d->stream);
-    // The collectives are issued from the host per bucket (and their order is part of the
-    // protocol): the step runs eagerly.
-    if (d->graphs_allowed) ocr_log(OCR_LOG_INFO, "cuda graph: off under data parallelism (NCCL calls per bucket)");
-    d->graphs_allowed = 0;
     return OCR_OK;
 }
 
@@ -378,8 +508,8 @@ void step_invalidate_graph(StepCtx *s) {
     if (!d) return;
     if (d->graph) {
         // A graph may still be running: its exec object is released after the stream is done.
-        ocr_cuda_stream_synchronize(d->stream);
-        ocr_cuda_graph_destroy(d->graph);
+        ocr_backend_stream_synchronize(d->dev, d->stream);
+        ocr_backend_graph_destroy(d->dev, d->graph);
         d->graph = NULL;
     }
     d->wB = d->wH = d->wW = d->wL = 0;
@@ -389,8 +519,6 @@ void step_graph_counts(const StepCtx *s, int64_t *captures, int64_t *replays) {
     *captures = s->dev ? s->dev->captures : 0;
     *replays = s->dev ? s->dev->replays : 0;
 }
-
-int step_pending(const StepCtx *s) { return s->dev ? s->dev->npend : 0; }
 
 // The static graph inputs, at the largest batch of the run (allocated on the first capture).
 static ocr_status_t ensure_static_inputs(StepDevice *d, const FeedDeviceBatch *b, int capacity) {
@@ -419,202 +547,120 @@ static void copy_to_static(StepDevice *d, const FeedDeviceBatch *b, FeedDeviceBa
     g->widths = ocr_tensor_view(d->g_widths.data, OCR_I32, d->dev, 1, b->widths.shape);
     g->lengths = ocr_tensor_view(d->g_lengths.data, OCR_I32, d->dev, 1, b->lengths.shape);
     g->labels = ocr_tensor_view(d->g_labels.data, OCR_I32, d->dev, 2, b->labels.shape);
-    copy_bytes(d->dev, g->images.data, d->dev, b->images.data, ocr_tensor_bytes(&b->images));
-    copy_bytes(d->dev, g->widths.data, d->dev, b->widths.data, ocr_tensor_bytes(&b->widths));
-    copy_bytes(d->dev, g->lengths.data, d->dev, b->lengths.data, ocr_tensor_bytes(&b->lengths));
-    copy_bytes(d->dev, g->labels.data, d->dev, b->labels.data, ocr_tensor_bytes(&b->labels));
+    ocr_copy_bytes(d->dev, g->images.data, d->dev, b->images.data, ocr_tensor_bytes(&b->images));
+    ocr_copy_bytes(d->dev, g->widths.data, d->dev, b->widths.data, ocr_tensor_bytes(&b->widths));
+    ocr_copy_bytes(d->dev, g->lengths.data, d->dev, b->lengths.data, ocr_tensor_bytes(&b->lengths));
+    ocr_copy_bytes(d->dev, g->labels.data, d->dev, b->labels.data, ocr_tensor_bytes(&b->labels));
 }
 
-// The body of one step: enqueue-only, no host wait, no allocation once warm (capturable).
-// MultiHead on the device: the guidance loss (NRTRLoss / SARLoss) and its gradient. The gradient
-// is computed in f32 with weight_2 / world and then multiplied by the device-held loss scale,
-// rounded once into the guidance dlogits' dtype (as the CTC gradient is), so a small f16 gradient
-// is not flushed before it is scaled. The loss comes back to the host at once (the step waits for
-// the device here) and is kept for step_collect under the readback slot this step will use.
-static ocr_status_t guide_loss_device(StepCtx *s, int world) {
-    StepDevice *d = s->dev;
-    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
-    const OcrTensor *logits = ocr_model_guide_logits(s->m), *targets = ocr_model_guide_targets(s->m);
-    OcrTensor *dlogits = ocr_model_guide_dlogits(s->m);
-    OCR_ASSERT(logits && targets && dlogits, "MultiHead: no guidance outputs after a training forward");
-    if (!s->gtc_loss.data) OCR_TRY(ocr_tensor_alloc(&s->gtc_loss, OCR_F32, d->dev, 1, (int64_t[]){1}, OCR_MEM_ACTIVATIONS));
-    if (!d->gtc_dl32.data || ocr_tensor_numel(&d->gtc_dl32) < ocr_tensor_numel(dlogits)) {
-        ocr_tensor_free(&d->gtc_dl32);
-        OCR_TRY(ocr_tensor_alloc(&d->gtc_dl32, OCR_F32, d->dev, dlogits->ndim, dlogits->shape, OCR_MEM_ACTIVATIONS));
-    }
-    OcrTensor dl32 = ocr_tensor_view(d->gtc_dl32.data, OCR_F32, d->dev, dlogits->ndim, dlogits->shape);
-    CrossEntropyParams p = ocr_model_guide_loss_params(s->m, (float)mh->weight_gtc / (float)world);
-    cross_entropy_forward(NULL, &s->gtc_loss, NULL, logits, targets, p);
-    cross_entropy_backward(&dl32, logits, targets, p);
-    ocr_dev_scale_by_loss_scale(dlogits, &dl32, d->state);
-    if (ocr_cuda_stream_synchronize(d->stream)) return ocr_wrap_error(OCR_ERR_CUDA, "MultiHead guidance loss");
-    float v;
-    copy_bytes(ocr_cpu(), &v, s->gtc_loss.device, s->gtc_loss.data, sizeof v);
-    double loss = mh->weight_gtc * (double)v;
-    if (s->sync) {  // the ranks' mean, as the CTC loss is reported
-        OCR_TRY(ocr_dist_sum_f64(s->sync->dist, &loss, 1, "the guidance loss all-reduce"));
-        loss /= world;
-    }
-    d->gtc_loss[d->rb_next] = loss;
-    return OCR_OK;
-}
+// ---- the device-resident step: enqueue and readback ------------------------------------------------------
 
-static ocr_status_t enqueue_body(StepCtx *s, const FeedDeviceBatch *b) {
+// This step's inputs: lr, stochastic-rounding seed, dropout counter (page-locked slot → device).
+static ocr_status_t device_inputs(StepCtx *s, double lr) {
     StepDevice *d = s->dev;
-    OcrParamTable *params = ocr_model_params(s->m), *stats = ocr_model_stats(s->m);
     AmpEngine *amp = s->amp;
-    int B = b->count;
-    ocr_fused_adam_begin(d->fa, d->state);
-    if (amp->cfg.policy.level == OCR_AMP_O1) {
-        // Recast every step on the device: the host does not know yet whether the last step
-        // was skipped, and a recast of unchanged weights gives the same copies.
-        for (int i = 0; i < params->count; i++) amp->param_views[i] = ocr_params_tensor(params, i);
-        amp_cast_cache_refresh(&amp->cache, amp->param_views);
-    }
-    if (stats->data && stats->bytes) OCR_TRY(amp_snapshot_take_on(&d->bn, d->dev, stats->data, stats->bytes));
-    ocr_params_zero_grads(params);
-    OCR_TRY(ocr_model_forward_u8(s->m, &b->images, &b->widths, 1));
-    amp_engine_after_forward(amp);
-    const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
-    OCR_TRY(keep_logits(s, logits));
-    OcrTensor *dl = ocr_model_dlogits(s->m), *dl32;
-    OCR_TRY(loss_grad_f32(s, dl, logits, &dl32));
-    OcrTensor losses = ocr_tensor_view(d->losses.data, OCR_F32, d->dev, 1, (int64_t[]){B});
-    OcrTensor infeas = ocr_tensor_view(d->infeas.data, OCR_I32, d->dev, 1, (int64_t[]){B});
-    // The gradient of the loss itself (grad_scale 1, or 1/world: data parallelism sums the
-    // ranks' gradients into the mean over all their samples), then times the device-held loss
-    // scale, rounded once into the model's dlogits.
-    const int world = s->sync ? s->sync->world : 1;
-    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
-    const int multi = mh->kind != OCR_GUIDE_NONE;
-    // MultiLoss: loss = weight_1 · CTC + weight_2 · guidance; each gradient carries its weight.
-    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, s->focal, (multi ? (float)mh->weight_ctc : 1.0f) / (float)world};
-    ctc_loss_forward_async_cuda(&losses, &d->loss, dl32, &infeas, logits, &b->labels, &b->lengths, NULL, cp);
-    ocr_dev_scale_by_loss_scale(dl, dl32, d->state);
-    if (multi) OCR_TRY(guide_loss_device(s, world));
-    if (s->sync) {
-        // The sum of the ranks' batch means (step_collect divides it by the world size).
-        OcrDistRequest req;
-        OCR_TRY(ocr_dist_allreduce_start(s->sync->dist, d->loss.data, 1, OCR_F32, "the step's loss all-reduce", &req));
-        OCR_TRY(ocr_dist_wait(s->sync->dist, &req));
-    }
-    ocr_dev_step_record(d->state, &d->loss, &infeas);
-    // NCCL: the buckets' all-reduces start on their own stream as the backward enqueues each
-    // layer; the fused optimizer below waits for all of them on the device. Every rank then
-    // holds the same sums (NCCL reduces each element once and broadcasts it), so the fused
-    // pass's found-inf and the scale update agree on every rank without a host round trip.
-    if (s->sync) grad_sync_begin(s->sync);
-    OCR_TRY(ocr_model_backward(s->m));
-    if (s->sync) OCR_TRY(grad_sync_finish(s->sync));
-    ocr_fused_adam_step(d->fa, d->state, d->scaler);
-    if (stats->data && stats->bytes) ocr_dev_restore_if_inf(d->device, stats->data, d->bn.saved, stats->bytes, d->state);
-    return OCR_OK;
-}
-
-ocr_status_t step_run_device(StepCtx *s, const FeedDeviceBatch *b, double lr, step_mode_t *mode) {
-    StepDevice *d = s->dev;
-    OCR_ASSERT(d, "step_run_device before step_device_init");
-    OCR_ASSERT(b->count <= s->capacity, "batch of %d above the step capacity %d", b->count, s->capacity);
-    OCR_ASSERT(d->npend < STEP_SLOTS, "two steps in flight: collect one first");
-    AmpEngine *amp = s->amp;
-    int B = b->count, H = (int)b->images.shape[1], W = (int)b->images.shape[2], L = b->max_len;
-    *mode = STEP_EAGER;
-    // MultiHead: the forward copies this step's guidance labels (set by the caller with
-    // ocr_model_set_guide_labels) into buffers the previous step's kernels may still read.
-    if (ocr_model_arch(s->m)->multihead.kind != OCR_GUIDE_NONE && d->npend > 0 &&
-        ocr_cuda_stream_synchronize(d->stream))
-        return ocr_wrap_error(OCR_ERR_CUDA, "MultiHead step");
-
-    // This step's inputs: lr, stochastic-rounding seed, dropout counter (pinned slot → device).
     int k = d->in_next;
-    if (d->in_used[k] && ocr_cuda_event_synchronize(d->in_done[k])) return ocr_wrap_error(OCR_ERR_CUDA, "step inputs");
-    uint64_t model_step = ocr_model_get_step(s->m);
+    if (d->in_used[k] && ocr_backend_event_synchronize(d->dev, d->in_done[k]) != OCR_OK)
+        return ocr_wrap_error(OCR_ERR_CUDA, "step inputs");
     OcrDevStepInput *in = d->in_pinned[k];
     in->lr = lr;
-    // The engine counts a step when its outcome is recorded: the one still in flight counts too.
-    in->sr_seed =
-        amp->cfg.stochastic_rounding ? amp_stochastic_round_seed(amp->cfg.seed, amp->step + d->npend) : 0;
-    in->dropout_step = model_step + 1;  // what the training forward of this step counts
-    if (ocr_cuda_memcpy_async(&d->state->in, in, sizeof *in, d->stream) || ocr_cuda_event_record(d->in_done[k], d->stream))
+    // The engine counts a step when its outcome is recorded: the ones still in flight count too.
+    in->sr_seed = amp->cfg.stochastic_rounding ? amp_stochastic_round_seed(amp->cfg.seed, amp->step + s->npend) : 0;
+    in->dropout_step = ocr_model_get_step(s->m) + 1;  // what the training forward of this step counts
+    if (ocr_backend_memcpy_async(d->dev, &d->state->in, in, sizeof *in, d->stream) != OCR_OK ||
+        ocr_backend_event_record(d->dev, d->in_done[k], d->stream) != OCR_OK)
         return ocr_wrap_error(OCR_ERR_CUDA, "step inputs");
     d->in_used[k] = 1;
-    d->in_next = (k + 1) % STEP_SLOTS;
+    d->in_next = (k + 1) % STEP_MAX_IN_FLIGHT;
+    return OCR_OK;
+}
 
+// The step on the device: a graph replay, a capture (the second step of a shape), or eager.
+static ocr_status_t device_run(StepCtx *s, const FeedDeviceBatch *b, double lr, int slot, step_mode_t *mode) {
+    StepDevice *d = s->dev;
+    AmpEngine *amp = s->amp;
+    int B = b->count, H = (int)b->images.shape[1], W = (int)b->images.shape[2], L = b->max_len;
+    uint64_t model_step = ocr_model_get_step(s->m);
     int same_graph = d->graph && B == d->gB && H == d->gH && W == d->gW && L == d->gL;
     if (d->graph && !same_graph) step_invalidate_graph(s);
     int warm = B == d->wB && H == d->wH && W == d->wW && L == d->wL;
     if (same_graph) {
         FeedDeviceBatch g;
         copy_to_static(d, b, &g);
-        if (ocr_cuda_graph_launch(d->graph, d->stream)) return ocr_wrap_error(OCR_ERR_CUDA, "graph replay");
+        if (ocr_backend_graph_launch(d->dev, d->graph, d->stream) != OCR_OK)
+            return ocr_wrap_error(OCR_ERR_CUDA, "graph replay");
         // What the eager forward does on the host: its step counter and op-call statistics.
         ocr_model_set_step(s->m, model_step + 1);
         amp_engine_after_forward(amp);
         d->replays++;
         *mode = STEP_REPLAYED;
-    } else if (d->graphs_allowed && warm) {
-        OCR_TRY(ensure_static_inputs(d, b, s->capacity));
-        FeedDeviceBatch g;
-        copy_to_static(d, b, &g);
-        // Captured with the model's dropout counter at 0; the kernels add the device's
-        // in.dropout_step (train_step.h), so every replay draws its own step's masks.
-        ocr_model_set_step(s->m, UINT64_MAX);
-        ocr_cuda_set_dropout_step_source(d->device, &d->state->in.dropout_step);
-        ocr_status_t st = OCR_OK;
-        ocr_graph_exec_t ge = NULL;
-        if (ocr_cuda_graph_capture_begin(d->stream)) {
-            st = ocr_wrap_error(OCR_ERR_CUDA, "graph capture");
-        } else {
-            st = enqueue_body(s, &g);
-            if (ocr_cuda_graph_capture_end(d->stream, &ge) && st == OCR_OK) st = ocr_wrap_error(OCR_ERR_CUDA, "graph capture");
-        }
-        ocr_cuda_set_dropout_step_source(d->device, NULL);
-        ocr_model_set_step(s->m, model_step + 1);
-        if (st == OCR_OK) st = ocr_cuda_graph_launch(ge, d->stream) ? ocr_wrap_error(OCR_ERR_CUDA, "graph launch") : OCR_OK;
-        if (st != OCR_OK) {
-            // Nothing of the failed capture ran: the step runs eagerly, and so do the next ones.
-            ocr_cuda_graph_destroy(ge);
-            ocr_log(OCR_LOG_WARN, "cuda graph: capture failed (%s); running eager launches", ocr_last_error());
-            d->graphs_allowed = 0;
-            ocr_model_set_step(s->m, model_step);
-            OCR_TRY(enqueue_body(s, b));
-        } else {
-            d->graph = ge;
-            d->gB = B, d->gH = H, d->gW = W, d->gL = L;
-            d->captures++;
-            *mode = STEP_CAPTURED;
-        }
-    } else {
-        OCR_TRY(enqueue_body(s, b));
-        d->wB = B, d->wH = H, d->wW = W, d->wL = L;
+        return OCR_OK;
     }
-
-    // The readback of this step: state, per-parameter flags and amax, one event.
-    int r = d->rb_next;
-    char *rb = d->rb_pinned[r];
-    size_t n = (size_t)d->nparams;
-    if (ocr_cuda_memcpy_async(rb, d->state, sizeof(OcrDevStep), d->stream) ||
-        ocr_cuda_memcpy_async(rb + sizeof(OcrDevStep), ocr_fused_adam_nonfinite(d->fa), n * sizeof(int), d->stream) ||
-        ocr_cuda_memcpy_async(rb + sizeof(OcrDevStep) + n * sizeof(int), ocr_fused_adam_amax_bits(d->fa),
-                              n * sizeof(unsigned), d->stream) ||
-        ocr_cuda_event_record(d->rb_done[r], d->stream))
-        return ocr_wrap_error(OCR_ERR_CUDA, "step readback");
-    d->npend++;
-    d->rb_next = (r + 1) % STEP_SLOTS;
+    if (!(d->graphs_allowed && warm)) {
+        OCR_TRY(step_body(s, b, lr, slot, NULL));
+        d->wB = B, d->wH = H, d->wW = W, d->wL = L;
+        return OCR_OK;
+    }
+    OCR_TRY(ensure_static_inputs(d, b, s->capacity));
+    FeedDeviceBatch g;
+    copy_to_static(d, b, &g);
+    // Captured with the model's dropout counter at 0; the kernels add the device's
+    // in.dropout_step (kernels/backend.h), so every replay draws its own step's masks.
+    ocr_model_set_step(s->m, UINT64_MAX);
+    ocr_backend_set_dropout_step_source(d->dev, &d->state->in.dropout_step);
+    ocr_status_t st = OCR_OK;
+    OcrGraph *ge = NULL;
+    if (ocr_backend_graph_capture_begin(d->dev, d->stream) != OCR_OK) {
+        st = ocr_wrap_error(OCR_ERR_CUDA, "graph capture");
+    } else {
+        st = step_body(s, &g, lr, slot, NULL);
+        if (ocr_backend_graph_capture_end(d->dev, d->stream, &ge) != OCR_OK && st == OCR_OK)
+            st = ocr_wrap_error(OCR_ERR_CUDA, "graph capture");
+    }
+    ocr_backend_set_dropout_step_source(d->dev, NULL);
+    ocr_model_set_step(s->m, model_step + 1);
+    if (st == OCR_OK && ocr_backend_graph_launch(d->dev, ge, d->stream) != OCR_OK)
+        st = ocr_wrap_error(OCR_ERR_CUDA, "graph launch");
+    if (st != OCR_OK) {
+        // Nothing of the failed capture ran: the step runs eagerly, and so do the next ones.
+        ocr_backend_graph_destroy(d->dev, ge);
+        ocr_log(OCR_LOG_WARN, "cuda graph: capture failed (%s); running eager launches", ocr_last_error());
+        d->graphs_allowed = 0;
+        ocr_model_set_step(s->m, model_step);
+        return step_body(s, b, lr, slot, NULL);
+    }
+    d->graph = ge;
+    d->gB = B, d->gH = H, d->gW = W, d->gL = L;
+    d->captures++;
+    *mode = STEP_CAPTURED;
     return OCR_OK;
 }
 
-ocr_status_t step_collect(StepCtx *s, StepOutcome *out) {
+// The readback of the step just enqueued into slot r: state, per-parameter flags and amax, one event.
+static ocr_status_t device_readback(StepCtx *s, int r) {
     StepDevice *d = s->dev;
-    memset(out, 0, sizeof *out);
-    OCR_ASSERT(d && d->npend > 0, "step_collect: no step in flight");
-    int r = (d->rb_next - d->npend + STEP_SLOTS) % STEP_SLOTS;  // the oldest
+    char *rb = d->rb_pinned[r];
+    size_t n = (size_t)d->nparams;
+    if (ocr_backend_memcpy_async(d->dev, rb, d->state, sizeof(OcrDevStep), d->stream) != OCR_OK ||
+        ocr_backend_memcpy_async(d->dev, rb + sizeof(OcrDevStep), ocr_backend_fused_adam_nonfinite(d->fa),
+                                 n * sizeof(int), d->stream) != OCR_OK ||
+        ocr_backend_memcpy_async(d->dev, rb + sizeof(OcrDevStep) + n * sizeof(int),
+                                 ocr_backend_fused_adam_amax_bits(d->fa), n * sizeof(unsigned), d->stream) != OCR_OK ||
+        ocr_backend_event_record(d->dev, d->rb_done[r], d->stream) != OCR_OK)
+        return ocr_wrap_error(OCR_ERR_CUDA, "step readback");
+    return OCR_OK;
+}
+
+// Waits for slot r's readback and records the step in the AMP engine and the optimizer.
+static ocr_status_t device_collect(StepCtx *s, int r, StepOutcome *out) {
+    StepDevice *d = s->dev;
     // Data parallelism: the readback follows the step's NCCL all-reduces, so a peer that hangs
     // would hold it forever; this wait gives up after Distributed.timeout_s and ends the job.
     if (s->sync)
-        OCR_TRY(ocr_dist_wait_device_event(s->sync->dist, d->rb_done[r], "the GPU step (its gradient all-reduce)"));
-    if (ocr_cuda_event_synchronize(d->rb_done[r])) return ocr_wrap_error(OCR_ERR_CUDA, "step readback");
-    d->npend--;
+        OCR_TRY(ocr_dist_wait_device_event(s->sync->dist, (void *)d->rb_done[r],
+                                           "the GPU step (its gradient all-reduce)"));
+    if (ocr_backend_event_synchronize(d->dev, d->rb_done[r]) != OCR_OK)
+        return ocr_wrap_error(OCR_ERR_CUDA, "step readback");
     const char *rb = d->rb_pinned[r];
     OcrDevStep st;
     memcpy(&st, rb, sizeof st);
@@ -635,60 +681,57 @@ ocr_status_t step_collect(StepCtx *s, StepOutcome *out) {
                              "GPU step: host and device disagree (scale %g/%g, next %g/%g, updates %lld/%lld)",
                              (double)host_scale, (double)st.scale_used, (double)amp_engine_loss_scale(s->amp),
                              (double)st.scale, (long long)s->optim->updates, (long long)st.updates);
-    out->loss = s->sync ? st.loss / s->sync->world : st.loss;
-    const MultiHeadSpec *mh = &ocr_model_arch(s->m)->multihead;
-    if (mh->kind != OCR_GUIDE_NONE) {  // the device recorded the unweighted CTC mean
-        out->loss_ctc = mh->weight_ctc * out->loss;
-        out->loss_gtc = d->gtc_loss[r];
-        out->loss = out->loss_ctc + out->loss_gtc;
-    }
+    // The device recorded the ranks' summed (unweighted) CTC mean.
+    reported_losses(s, st.loss, s->gtc_sum[r], out);
     out->grad_norm = st.found_inf ? NAN : st.grad_norm;
     out->scale = st.scale_used;
     out->skipped = st.found_inf;
+    out->overflow_layer = st.found_inf ? s->amp->last_layer : -1;
     out->infeasible = st.infeasible;
     return OCR_OK;
 }
 
-#else  // no CUDA in this build
+// ---- every device ----------------------------------------------------------------------------------------
 
-struct StepDevice {
-    int unused;
-};
+int step_in_flight(const StepCtx *s) { return s->dev ? STEP_MAX_IN_FLIGHT : 1; }
 
-static void step_device_free(StepCtx *s) {
-    free(s->dev);
-    s->dev = NULL;
-}
+int step_pending(const StepCtx *s) { return s->npend; }
 
-ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
-    (void)s, (void)o;
-    return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
-}
-
-ocr_status_t step_device_attach_sync(StepCtx *s, GradSync *g) {
-    (void)s, (void)g;
-    return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
-}
-
-ocr_status_t step_run_device(StepCtx *s, const FeedDeviceBatch *b, double lr, step_mode_t *mode) {
-    (void)s, (void)b, (void)lr, (void)mode;
-    return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
-}
-
-int step_pending(const StepCtx *s) {
-    (void)s;
-    return 0;
+ocr_status_t step_enqueue(StepCtx *s, const FeedDeviceBatch *b, double lr, step_mode_t *mode) {
+    OCR_ASSERT(b->count <= s->capacity, "batch of %d above the step capacity %d", b->count, s->capacity);
+    OCR_ASSERT(s->npend < STEP_MAX_IN_FLIGHT, "%d steps in flight: collect one first", s->npend);
+    OCR_ASSERT(ocr_device_equal(b->images.device, ocr_model_params(s->m)->device),
+               "the batch is not on the model's device (feed_upload)");
+    *mode = STEP_EAGER;
+    OCR_TRY(set_guide_batch(s, b));
+    const int slot = s->slot_next;
+    if (s->dev) {
+        OCR_TRY(device_inputs(s, lr));
+        OCR_TRY(device_run(s, b, lr, slot, mode));
+        OCR_TRY(device_readback(s, slot));
+    } else {
+        StepOutcome *o = &s->done[slot];
+        memset(o, 0, sizeof *o);
+        OCR_TRY(step_body(s, b, lr, slot, o));
+    }
+    s->npend++;
+    s->slot_next = (slot + 1) % STEP_MAX_IN_FLIGHT;
+    return OCR_OK;
 }
 
 ocr_status_t step_collect(StepCtx *s, StepOutcome *out) {
-    (void)s, (void)out;
-    return ocr_set_error(OCR_ERR_UNSUPPORTED, "the GPU training step: this build has no CUDA backend");
+    memset(out, 0, sizeof *out);
+    OCR_ASSERT(s->npend > 0, "step_collect: no step in flight");
+    const int r = (s->slot_next - s->npend + STEP_MAX_IN_FLIGHT) % STEP_MAX_IN_FLIGHT;  // the oldest
+    s->npend--;
+    if (s->dev) return device_collect(s, r, out);
+    *out = s->done[r];
+    return OCR_OK;
 }
 
-void step_invalidate_graph(StepCtx *s) { (void)s; }
-
-void step_graph_counts(const StepCtx *s, int64_t *captures, int64_t *replays) {
-    (void)s;
-    *captures = *replays = 0;
+ocr_status_t step_run(StepCtx *s, const FeedDeviceBatch *b, double lr, StepOutcome *out) {
+    OCR_ASSERT(s->npend == 0, "step_run with %d steps in flight", s->npend);
+    step_mode_t mode;
+    OCR_TRY(step_enqueue(s, b, lr, &mode));
+    return step_collect(s, out);
 }
-#endif

@@ -36,11 +36,9 @@ ocr_status_t training_resolve_device(const char *name, char *resolved, size_t ca
     ocr_device_t d;
     ocr_status_t st = ocr_device_parse(name, &d);
     if (st == OCR_ERR_NOT_FOUND) {
-#ifndef OCR_HAVE_CUDA
-        if (strcmp(name, "cpu") != 0)
+        if (!ocr_backend_have_gpu() && strcmp(name, "cpu") != 0)
             return ocr_set_error(OCR_ERR_UNSUPPORTED, "Global.device %s: this build has no CUDA backend (build with "
                                  "nvcc on PATH, or use Global.device cpu or auto)", name);
-#endif
         return ocr_set_error(st, "Global.device %s: %s (Global.device cpu or auto trains on the CPU)", name,
                              ocr_last_error());
     }
@@ -53,13 +51,11 @@ ocr_status_t training_device_prepare(const char *device, ocr_dtype_t amp_dtype, 
     memset(info, 0, sizeof *info);
     ocr_device_t d;
     ocr_status_t st = ocr_device_parse(device, &d);
-#ifndef OCR_HAVE_CUDA
-    if (st == OCR_ERR_NOT_FOUND)
+    if (st == OCR_ERR_NOT_FOUND && !ocr_backend_have_gpu())
         return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s: this build has no CUDA backend", device);
-#endif
     OCR_TRY(st);
     if (d.type != OCR_DEVICE_CUDA) return OCR_OK;
-#ifdef OCR_HAVE_CUDA
+    if (!ocr_backend_have_gpu()) return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s: this build has no CUDA backend", device);
     OcrDeviceInfo ci;
     OCR_TRY(ocr_backend_device_info(d, &ci));
     info->gpu = 1;
@@ -89,15 +85,11 @@ ocr_status_t training_device_prepare(const char *device, ocr_dtype_t amp_dtype, 
                                                                        : "is true FP32 (TF32 off)");
     OCR_TRY(ocr_backend_set_device(d));
     return OCR_OK;
-#else
-    (void)amp_dtype, (void)allow_tf32;
-    return ocr_set_error(OCR_ERR_UNSUPPORTED, "%s: this build has no CUDA backend", device);
-#endif
 }
 
 void train_result_free(TrainResult *r) {
-    free(r->steps);
-    free(r->evals);
+    free(r->history.steps);
+    free(r->history.evals);
     memset(r, 0, sizeof *r);
 }
 
@@ -117,14 +109,16 @@ typedef struct {
     Optimizer optim;
     int optim_ok;
     FeedBatch batch;
-    OcrTensor images;
     ocr_device_t device;
-    FeedUpload *up;  // GPU: batch uploads
+    char device_name[32];  // "cpu", "cuda:0"
+    FeedUpload *up;  // batches onto the model's device
     StepCtx step;
     int step_ok;
+    int in_flight;   // steps the loop keeps in flight (step_in_flight, or TrainOptions.steps_in_flight)
     FILE *metrics;
     char dir[2048];
     CkptState st;  // position and counters; saved as the checkpoint state
+    char ckdir[2200];  // Global.checkpoints resolved ("" when not resuming)
     int64_t steps_per_epoch, total_iters;
     double *loss_window;
     int64_t window_n;
@@ -132,8 +126,6 @@ typedef struct {
     int64_t acc_n;
     float *metric_logits;  // host copy of a GPU batch's logits for the training metric
     size_t metric_logits_cap;
-    float *valid_ratios;  // SAR guidance: the batch's min(1, width_i / W), as PaddleOCR's RecResizeImg
-    int valid_ratios_cap;
     // Data parallelism: rank 0 of 1 in a single process. Only rank 0 prints progress and writes
     // metrics.jsonl, config.json and checkpoints.
     OcrDist *dist;
@@ -183,26 +175,26 @@ static ocr_status_t broadcast_table(OcrDist *d, OcrParamTable *t, const char *wh
 }
 
 static ocr_status_t push_step(TrainResult *r, const StepRecord *s) {
-    if (r->n_steps == r->cap_steps) {
-        int64_t cap = r->cap_steps ? 2 * r->cap_steps : 256;
-        StepRecord *n = realloc(r->steps, (size_t)cap * sizeof *n);
+    if (r->history.n_steps == r->history.cap_steps) {
+        int64_t cap = r->history.cap_steps ? 2 * r->history.cap_steps : 256;
+        StepRecord *n = realloc(r->history.steps, (size_t)cap * sizeof *n);
         if (!n) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        r->steps = n;
-        r->cap_steps = cap;
+        r->history.steps = n;
+        r->history.cap_steps = cap;
     }
-    r->steps[r->n_steps++] = *s;
+    r->history.steps[r->history.n_steps++] = *s;
     return OCR_OK;
 }
 
 static ocr_status_t push_eval(TrainResult *r, const EvalRecord *e) {
-    if (r->n_evals == r->cap_evals) {
-        int cap = r->cap_evals ? 2 * r->cap_evals : 16;
-        EvalRecord *n = realloc(r->evals, (size_t)cap * sizeof *n);
+    if (r->history.n_evals == r->history.cap_evals) {
+        int cap = r->history.cap_evals ? 2 * r->history.cap_evals : 16;
+        EvalRecord *n = realloc(r->history.evals, (size_t)cap * sizeof *n);
         if (!n) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        r->evals = n;
-        r->cap_evals = cap;
+        r->history.evals = n;
+        r->history.cap_evals = cap;
     }
-    r->evals[r->n_evals++] = *e;
+    r->history.evals[r->history.n_evals++] = *e;
     return OCR_OK;
 }
 
@@ -285,13 +277,7 @@ static void fill_state_from_run(Trainer *t) {
     s->updates = t->optim.updates;
     s->model_step = ocr_model_get_step(t->m);  // dropout draws continue from here on resume
     s->seed = t->rc->seed;
-    s->loss_scale = t->amp.scaler.scale;
-    s->scaler_good = t->amp.scaler.good_steps;
-    s->scaler_bad = t->amp.scaler.bad_steps;
-    s->scaler_steps = t->amp.scaler.steps;
-    s->scaler_overflows = t->amp.scaler.overflow_steps;
-    s->amp_step = t->amp.step;
-    s->skipped_steps = t->amp.stats.skipped_steps;
+    s->amp = amp_engine_state(&t->amp);
     snprintf(s->amp_level, sizeof s->amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
     snprintf(s->amp_dtype, sizeof s->amp_dtype, "%s",
              t->amp.cfg.policy.level == OCR_AMP_O0 ? "float32" : ocr_dtype_name(t->amp.cfg.policy.dtype));
@@ -334,33 +320,41 @@ static ocr_status_t truncate_metrics(const char *path, int64_t iter) {
     return st;
 }
 
-static ocr_status_t setup(Trainer *t) {
+// ---- setup: one phase per part of a run, in the order they depend on each other ----------------------
+
+// The device (Global.device; under a launcher, the local rank's GPU), the CPU threads and the
+// data-parallel world.
+static ocr_status_t setup_device_and_world(Trainer *t) {
     const RunConfig *rc = t->rc;
-    const OcrConfig *cfg = t->cfg;
     TrainResult *res = t->res;
-    char dev[32];
-    OCR_TRY(training_resolve_device(rc->device_name, dev, sizeof dev));
-    OCR_TRY(ocr_device_parse(dev, &t->device));
+    OCR_TRY(training_resolve_device(rc->device_name, t->device_name, sizeof t->device_name));
+    OCR_TRY(ocr_device_parse(t->device_name, &t->device));
     // One process per GPU: a device named without an index ("gpu", "cuda", "auto") is the
     // launcher's local rank.
     OcrDistWorld w = ocr_dist_detect_world();
     if (t->device.type == OCR_DEVICE_CUDA && w.world_size > 1 && !strchr(rc->device_name, ':')) {
         t->device.index = w.local_rank;
-        ocr_device_name(t->device, dev, (int)sizeof dev);
+        ocr_device_name(t->device, t->device_name, (int)sizeof t->device_name);
     }
-    snprintf(res->device, sizeof res->device, "%s", dev);
+    snprintf(res->device.name, sizeof res->device.name, "%s", t->device_name);
     training_set_threads(rc->threads);
     OCR_TRY(training_dist_open(rc, t->device, &t->dist));
     t->rank = ocr_dist_rank(t->dist);
     t->world = ocr_dist_world_size(t->dist);
     t->progress = t->rank == 0 ? t->opt->progress : NULL;
-    res->world_size = t->world;
-    res->rank = t->rank;
-    snprintf(res->dist_backend, sizeof res->dist_backend, "%s", ocr_dist_backend_name(ocr_dist_backend(t->dist)));
+    res->dist.world_size = t->world;
+    res->dist.rank = t->rank;
+    snprintf(res->dist.backend, sizeof res->dist.backend, "%s", ocr_dist_backend_name(ocr_dist_backend(t->dist)));
+    return OCR_OK;
+}
 
+// The dictionary and the Train / Eval feeds (each rank takes its slice of every global batch of
+// world × batch samples); the schedule's length follows from them.
+static ocr_status_t setup_data(Trainer *t) {
+    const RunConfig *rc = t->rc;
+    const OcrConfig *cfg = t->cfg;
     OCR_TRY(ocr_dict_load(&t->dict, rc->dict_path, rc->use_space_char));
     t->dict_ok = 1;
-    // Each rank takes its slice of every global batch of world × batch samples.
     OCR_TRY(feed_open_shard(&t->train, cfg, "Train", &t->dict, 1, t->opt->batch_size, t->rank, t->world));
     t->train_ok = 1;
     if (rc->eval.present) {
@@ -372,8 +366,12 @@ static ocr_status_t setup(Trainer *t) {
         return ocr_set_error(OCR_ERR_CONFIG, "%s: the Train split makes no batch of %d", ocr_config_source(cfg),
                              t->train.batch_size);
     t->total_iters = t->steps_per_epoch * rc->epoch_num;
+    return OCR_OK;
+}
 
-    OCR_TRY(ocr_model_from_config(&t->m, cfg));
+// The model, checked against the dictionary and the Train transforms.
+static ocr_status_t setup_model(Trainer *t) {
+    OCR_TRY(ocr_model_from_config(&t->m, t->cfg));
     const OcrArch *arch = ocr_model_arch(t->m);
     if (arch->num_classes != t->dict.num_classes)
         return ocr_set_error(OCR_ERR_CONFIG, "the head has %d classes but the dictionary %d", arch->num_classes,
@@ -381,21 +379,26 @@ static ocr_status_t setup(Trainer *t) {
     if (arch->in_channels != t->train.channels)
         return ocr_set_error(OCR_ERR_CONFIG, "the model takes %d channels, the Train transforms give %d",
                              arch->in_channels, t->train.channels);
+    return OCR_OK;
+}
 
-    // Weights: a checkpoint restores everything; pretrained weights only seed the parameters.
-    char ckdir[2200] = "";
+// Weights: a checkpoint (Global.checkpoints) restores everything (its state is read here, the
+// rest in resume_training_state); pretrained weights only seed the parameters. Then the
+// fine-tuning options, and rank 0's weights for every rank.
+static ocr_status_t setup_weights(Trainer *t) {
+    const RunConfig *rc = t->rc;
     memset(&t->st, 0, sizeof t->st);
     t->st.best_acc = -1;
     if (rc->checkpoints) {
-        OCR_TRY(ckpt_resolve(rc->checkpoints, ckdir, sizeof ckdir));
-        OCR_TRY(ckpt_load_state(ckdir, &t->st));
+        OCR_TRY(ckpt_resolve(rc->checkpoints, t->ckdir, sizeof t->ckdir));
+        OCR_TRY(ckpt_load_state(t->ckdir, &t->st));
         char w[2300];
-        snprintf(w, sizeof w, "%s/model.safetensors", ckdir);
+        snprintf(w, sizeof w, "%s/model.safetensors", t->ckdir);
         ocr_status_t st = ocr_model_load_weights(t->m, w);
         if (st != OCR_OK) return ocr_wrap_error(st, "Global.checkpoints");
         if (t->st.seed != rc->seed)
             ocr_log(OCR_LOG_WARN, "resuming %s with Global.seed %llu; it was trained with %llu (data order and "
-                    "augmentation change)", ckdir, (unsigned long long)rc->seed, (unsigned long long)t->st.seed);
+                    "augmentation change)", t->ckdir, (unsigned long long)rc->seed, (unsigned long long)t->st.seed);
     } else if (rc->pretrained_model) {
         OcrLoadReport rep;
         ocr_status_t st = ckpt_load_pretrained(t->m, rc->pretrained_model, rc->finetune.pretrained_strict, &rep);
@@ -405,19 +408,24 @@ static ocr_status_t setup(Trainer *t) {
     }
     // Frozen BN statistics, frozen parameters and learning-rate multipliers go onto the model's
     // tables before the AMP engine and the optimizer read them.
-    OCR_TRY(train_apply_finetune(t->m, rc, cfg));
+    OCR_TRY(train_apply_finetune(t->m, rc, t->cfg));
     // Every rank starts from rank 0's weights and BN statistics (they are equal already when all
     // read the same files with the same seed; this makes it so whatever happened).
     OCR_TRY(broadcast_table(t->dist, ocr_model_params(t->m), "the initial weights broadcast"));
     OCR_TRY(broadcast_table(t->dist, ocr_model_stats(t->m), "the initial BN statistics broadcast"));
+    return OCR_OK;
+}
 
-    // AMP: the policy goes onto the op table before the first plan; O2 creates the masters.
+// AMP: the policy goes onto the op table before the first plan; O2 creates the masters. On a GPU
+// the model moves there first (the weights were loaded on the host) and the engine makes its
+// copies on the device.
+static ocr_status_t setup_amp(Trainer *t) {
+    TrainResult *res = t->res;
     AmpConfig ac;
-    OCR_TRY(amp_config_from_config(&ac, cfg));
+    OCR_TRY(amp_config_from_config(&ac, t->cfg));
     if (t->device.type == OCR_DEVICE_CUDA) {
-        // Weights were loaded on the host; the model moves before the engine makes its copies.
         ocr_dtype_t want = ac.policy.level == OCR_AMP_O0 ? OCR_F32 : ac.policy.dtype;
-        ocr_status_t st = training_device_prepare(dev, want, rc->allow_tf32, &res->device_info);
+        ocr_status_t st = training_device_prepare(t->device_name, want, t->rc->allow_tf32, &res->device.info);
         if (st == OCR_OK) st = ocr_model_to_device(t->m, t->device);
         if (st != OCR_OK) {
             amp_config_free(&ac);
@@ -430,65 +438,66 @@ static ocr_status_t setup(Trainer *t) {
     // O1: the model's conv/linear/embedding ops read the engine's low-precision weight copies
     // (refreshed once per step) instead of rounding the f32 weights at every call.
     if (t->amp.cfg.policy.level == OCR_AMP_O1) OCR_TRY(ocr_model_set_cast_cache(t->m, &t->amp.cache));
-    snprintf(res->amp_level, sizeof res->amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
-    snprintf(res->amp_dtype, sizeof res->amp_dtype, "%s",
+    snprintf(res->config.amp_level, sizeof res->config.amp_level, "%s", amp_level_name(t->amp.cfg.policy.level));
+    snprintf(res->config.amp_dtype, sizeof res->config.amp_dtype, "%s",
              t->amp.cfg.policy.level == OCR_AMP_O0 ? "float32" : ocr_dtype_name(t->amp.cfg.policy.dtype));
+    return OCR_OK;
+}
 
-    OcrParamTable *params = ocr_model_params(t->m);
-    OCR_TRY(optim_init(&t->optim, &rc->optim, params));
+static ocr_status_t setup_optimizer(Trainer *t) {
+    OCR_TRY(optim_init(&t->optim, &t->rc->optim, ocr_model_params(t->m)));
     t->optim_ok = 1;
-    if (ckdir[0]) {
-        if (strcmp(t->st.amp_level, res->amp_level) != 0 || strcmp(t->st.amp_dtype, res->amp_dtype) != 0)
-            return ocr_set_error(OCR_ERR_CONFIG, "Global.checkpoints %s was trained with AMP %s %s; this config asks "
-                                 "for %s %s (resume with the same AMP settings, or fine-tune from it with "
-                                 "Global.pretrained_model)", ckdir, t->st.amp_level, t->st.amp_dtype, res->amp_level,
-                                 res->amp_dtype);
-        OCR_TRY(ckpt_load_optimizer(ckdir, &t->optim, &t->amp, params));
-        if (t->amp.scaler.cfg.enabled) OCR_TRY(amp_scaler_restore(&t->amp.scaler, t->st.loss_scale, t->st.scaler_good,
-                                                                  t->st.scaler_bad));
-        t->amp.scaler.steps = t->st.scaler_steps;
-        t->amp.scaler.overflow_steps = t->st.scaler_overflows;
-        t->amp.step = t->st.amp_step;
-        t->amp.stats.steps = t->st.amp_step;
-        t->amp.stats.skipped_steps = t->st.skipped_steps;
-        t->amp.stats.scale = amp_scaler_scale(&t->amp.scaler);
-        ocr_model_set_step(t->m, t->st.model_step);
-        if (t->st.iter >= t->total_iters)
-            ocr_log(OCR_LOG_WARN, "%s is at iteration %lld of %lld: nothing left to train", ckdir,
-                    (long long)t->st.iter, (long long)t->total_iters);
-        // The sampler position is global: batch_in_epoch counts global batches of the writer's
-        // world; another world size resumes at the same sample when its global batch divides it.
-        int64_t gb = (int64_t)t->train.batch_size * t->world;
-        if (t->st.global_batch > 0 && t->st.global_batch != gb) {
-            int64_t samples = t->st.batch_in_epoch * t->st.global_batch;
-            if (samples % gb != 0)
-                return ocr_set_error(OCR_ERR_CONFIG, "Global.checkpoints %s stopped %lld samples into epoch %lld with "
-                                     "a global batch of %lld (%lld ranks); %d ranks x batch %d = %lld does not divide "
-                                     "that position (resume with a global batch that does, e.g. the same)", ckdir,
-                                     (long long)samples, (long long)t->st.epoch + 1, (long long)t->st.global_batch,
-                                     (long long)t->st.world_size, t->world, t->train.batch_size, (long long)gb);
-            ocr_log(OCR_LOG_WARN, "resuming %s (world %lld, global batch %lld) with world %d, global batch %lld: the "
-                    "learning-rate schedule counts iterations of the new batch", ckdir, (long long)t->st.world_size,
-                    (long long)t->st.global_batch, t->world, (long long)gb);
-            t->st.batch_in_epoch = samples / gb;
-        }
-        OCR_TRY(feed_seek(&t->train, t->st.epoch, t->st.batch_in_epoch));
-        ocr_log(OCR_LOG_INFO, "resuming from %s: iteration %lld, epoch %lld, batch %lld", ckdir, (long long)t->st.iter,
-                (long long)t->st.epoch + 1, (long long)t->st.batch_in_epoch);
-    }
+    return OCR_OK;
+}
 
-    // Buffers of one step.
-    // Room for the largest batch of any scale.
+// Resuming from Global.checkpoints: the same AMP settings, the optimizer's moments (and O2's
+// masters), the AMP engine's own state, the dropout counter and the loader position.
+static ocr_status_t resume_training_state(Trainer *t) {
+    TrainResult *res = t->res;
+    const char *ckdir = t->ckdir;
+    if (!ckdir[0]) return OCR_OK;
+    if (strcmp(t->st.amp_level, res->config.amp_level) != 0 || strcmp(t->st.amp_dtype, res->config.amp_dtype) != 0)
+        return ocr_set_error(OCR_ERR_CONFIG, "Global.checkpoints %s was trained with AMP %s %s; this config asks "
+                             "for %s %s (resume with the same AMP settings, or fine-tune from it with "
+                             "Global.pretrained_model)", ckdir, t->st.amp_level, t->st.amp_dtype, res->config.amp_level,
+                             res->config.amp_dtype);
+    OCR_TRY(ckpt_load_optimizer(ckdir, &t->optim, &t->amp, ocr_model_params(t->m)));
+    OCR_TRY(amp_engine_restore_state(&t->amp, &t->st.amp));
+    ocr_model_set_step(t->m, t->st.model_step);
+    if (t->st.iter >= t->total_iters)
+        ocr_log(OCR_LOG_WARN, "%s is at iteration %lld of %lld: nothing left to train", ckdir,
+                (long long)t->st.iter, (long long)t->total_iters);
+    // The sampler position is global: batch_in_epoch counts global batches of the writer's
+    // world; another world size resumes at the same sample when its global batch divides it.
+    int64_t gb = (int64_t)t->train.batch_size * t->world;
+    if (t->st.global_batch > 0 && t->st.global_batch != gb) {
+        int64_t samples = t->st.batch_in_epoch * t->st.global_batch;
+        if (samples % gb != 0)
+            return ocr_set_error(OCR_ERR_CONFIG, "Global.checkpoints %s stopped %lld samples into epoch %lld with "
+                                 "a global batch of %lld (%lld ranks); %d ranks x batch %d = %lld does not divide "
+                                 "that position (resume with a global batch that does, e.g. the same)", ckdir,
+                                 (long long)samples, (long long)t->st.epoch + 1, (long long)t->st.global_batch,
+                                 (long long)t->st.world_size, t->world, t->train.batch_size, (long long)gb);
+        ocr_log(OCR_LOG_WARN, "resuming %s (world %lld, global batch %lld) with world %d, global batch %lld: the "
+                "learning-rate schedule counts iterations of the new batch", ckdir, (long long)t->st.world_size,
+                (long long)t->st.global_batch, t->world, (long long)gb);
+        t->st.batch_in_epoch = samples / gb;
+    }
+    OCR_TRY(feed_seek(&t->train, t->st.epoch, t->st.batch_in_epoch));
+    ocr_log(OCR_LOG_INFO, "resuming from %s: iteration %lld, epoch %lld, batch %lld", ckdir, (long long)t->st.iter,
+            (long long)t->st.epoch + 1, (long long)t->st.batch_in_epoch);
+    return OCR_OK;
+}
+
+// The training step on the model's device (room for the largest batch of any scale), its
+// gradient buckets, synchronised batch norm and the batch upload; the steps the loop keeps in
+// flight.
+static ocr_status_t setup_step(Trainer *t) {
+    const RunConfig *rc = t->rc;
+    TrainResult *res = t->res;
     int B = t->train.max_batch, H = t->train.max_height, W = t->train.max_width, C = t->train.channels;
     OCR_TRY(step_ctx_init(&t->step, t->m, &t->amp, &t->optim, B, rc->use_focal_loss));
     t->step_ok = 1;
-    if (t->device.type == OCR_DEVICE_CPU) {
-        // Gradient buckets on the CPU step, also in a world of one (where every all-reduce is
-        // the identity) so the all-reduce bytes per step are measured alike everywhere.
-        OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
-        t->sync_ok = 1;
-        t->step.sync = &t->sync;
-    }
     t->step.keep_logits = rc->cal_metric_during_train;
     // In a world of one the world's statistics are the rank's own: nothing to attach.
     if (rc->dist.sync_bn && t->world > 1) {
@@ -496,56 +505,71 @@ static ocr_status_t setup(Trainer *t) {
         t->bn_sync.user = t->dist;
         ocr_model_set_bn_sync(t->m, &t->bn_sync);
         ocr_dist_reset_counters(t->dist);  // this run's statistics sums alone (compare runs several)
-        res->sync_bn = 1;
+        res->dist.sync_bn = 1;
         ocr_log(OCR_LOG_INFO, "batch norm: synchronised over the %d ranks (Global.use_sync_bn): statistics of the "
                 "global batch of %lld", t->world, (long long)t->world * (long long)B);
     }
-    if (t->device.type == OCR_DEVICE_CPU) {
-        OCR_TRY(ocr_tensor_alloc(&t->images, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA));
-    } else {
+    const int gpu = ocr_backend_is_async(t->device);
+    if (gpu) {
         // The step's compute stream first: the uploads order themselves against it.
         StepDeviceOptions so = {rc->cuda_graph, t->total_iters};
         OCR_TRY(step_device_init(&t->step, &so));
-        // NCCL in a world of one too (Distributed.backend nccl): the 1-GPU check of the transport.
-        if (t->world > 1 || ocr_dist_backend(t->dist) == OCR_DIST_NCCL) {
-            OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
-            t->sync_ok = 1;
-            OCR_TRY(step_device_attach_sync(&t->step, &t->sync));
-        }
-        OCR_TRY(feed_upload_open(&t->up, t->device, B, H, W, C, t->train.max_len));
-        res->pinned_bytes = (int64_t)feed_upload_pinned_bytes(t->up);
     }
+    // Gradient buckets: on the CPU also in a world of one (where every all-reduce is the
+    // identity) so the all-reduce bytes per step are measured alike everywhere; on a GPU in a
+    // larger world, or over NCCL in a world of one (the 1-GPU check of the transport).
+    if (!gpu || t->world > 1 || ocr_dist_backend(t->dist) == OCR_DIST_NCCL) {
+        OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
+        t->sync_ok = 1;
+        OCR_TRY(step_attach_sync(&t->step, &t->sync));
+    }
+    OCR_TRY(feed_upload_open(&t->up, t->device, B, H, W, C, t->train.max_len));
+    res->memory.pinned_bytes = (int64_t)feed_upload_pinned_bytes(t->up);
+    t->in_flight = step_in_flight(&t->step);
+    if (t->opt->steps_in_flight > 0)
+        t->in_flight = t->opt->steps_in_flight < STEP_MAX_IN_FLIGHT ? t->opt->steps_in_flight : STEP_MAX_IN_FLIGHT;
+    return OCR_OK;
+}
+
+// The progress line's smoothing windows and the run's figures known before the first step.
+static ocr_status_t setup_bookkeeping(Trainer *t) {
+    const RunConfig *rc = t->rc;
+    TrainResult *res = t->res;
     t->loss_window = calloc((size_t)rc->log_smooth_window, sizeof *t->loss_window);
     if (!t->loss_window) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     if (rc->cal_metric_during_train) {
         t->acc_window = calloc((size_t)rc->log_smooth_window, sizeof *t->acc_window);
         if (!t->acc_window) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     }
+    int B = t->train.max_batch;
+    res->config.batch_size = B;
+    res->config.lr_scale = t->opt->lr_scale > 0 ? t->opt->lr_scale : 1.0;
+    res->config.steps_per_epoch = t->steps_per_epoch;
+    res->config.total_iters = t->total_iters;
+    res->config.train_samples = feed_num_samples(&t->train);
+    res->config.params = ocr_model_param_count(t->m);
+    res->outcome.best_acc = t->st.best_acc;
+    res->outcome.best_iter = t->st.best_iter;
+    res->dist.global_batch = (int64_t)B * t->world;
+    return OCR_OK;
+}
 
-    res->batch_size = B;
-    res->lr_scale = t->opt->lr_scale > 0 ? t->opt->lr_scale : 1.0;
-    res->steps_per_epoch = t->steps_per_epoch;
-    res->total_iters = t->total_iters;
-    res->train_samples = feed_num_samples(&t->train);
-    res->params = ocr_model_param_count(t->m);
-    res->best_acc = t->st.best_acc;
-    res->best_iter = t->st.best_iter;
-
-    res->global_batch = (int64_t)B * t->world;
-    // Everything that can fail on bad input has been checked: now the output directory (rank 0's).
-    snprintf(t->dir, sizeof t->dir, "%s", rc->save_model_dir);
+// Everything that can fail on bad input has been checked: now the output directory (rank 0's):
+// config.json, and metrics.jsonl (a resumed run keeps the lines up to its iteration).
+static ocr_status_t setup_output_dir(Trainer *t) {
+    snprintf(t->dir, sizeof t->dir, "%s", t->rc->save_model_dir);
     if (t->rank != 0) return OCR_OK;
     OCR_TRY(ocr_make_dirs(t->dir));
     char p[2300];
     snprintf(p, sizeof p, "%s/config.json", t->dir);
-    char *text = ocr_config_to_json(cfg);
+    char *text = ocr_config_to_json(t->cfg);
     if (text) {
         ocr_status_t st = ocr_write_file_atomic(p, text, strlen(text));
         free(text);
         OCR_TRY(st);
     }
     snprintf(p, sizeof p, "%s/metrics.jsonl", t->dir);
-    if (ckdir[0])
+    if (t->ckdir[0])
         OCR_TRY(truncate_metrics(p, t->st.iter));
     else if (ocr_file_exists(p))
         unlink(p);
@@ -554,16 +578,27 @@ static ocr_status_t setup(Trainer *t) {
     return OCR_OK;
 }
 
+static ocr_status_t setup(Trainer *t) {
+    OCR_TRY(setup_device_and_world(t));
+    OCR_TRY(setup_data(t));
+    OCR_TRY(setup_model(t));
+    OCR_TRY(setup_weights(t));
+    OCR_TRY(setup_amp(t));
+    OCR_TRY(setup_optimizer(t));
+    OCR_TRY(resume_training_state(t));
+    OCR_TRY(setup_step(t));
+    OCR_TRY(setup_bookkeeping(t));
+    return setup_output_dir(t);
+}
+
 static void cleanup(Trainer *t) {
     if (t->metrics) fclose(t->metrics);
     free(t->loss_window);
     free(t->acc_window);
     free(t->metric_logits);
-    free(t->valid_ratios);
     feed_upload_close(t->up);
     if (t->step_ok) step_ctx_free(&t->step);
     if (t->sync_ok) grad_sync_free(&t->sync);
-    ocr_tensor_free(&t->images);
     if (t->optim_ok) optim_free(&t->optim);
     if (t->amp_ok) amp_engine_free(&t->amp);
     if (t->m) ocr_model_free(t->m);
@@ -571,11 +606,9 @@ static void cleanup(Trainer *t) {
     if (t->train_ok) feed_close(&t->train);
     if (t->dict_ok) ocr_dict_free(&t->dict);
     ocr_workspace_release();
-#ifdef OCR_HAVE_CUDA
     // Each run (compare runs several) starts with the device's scratch and library workspaces
     // released, so its peak is its own; the cuDNN algorithm choices stay (same bits per run).
     ocr_backend_release_buffers(t->device);
-#endif
 }
 
 // ---- one step ------------------------------------------------------------------------------------
@@ -599,10 +632,8 @@ static ocr_status_t batch_metric(Trainer *t, StepRecord *rec) {
             t->metric_logits = p;
             t->metric_logits_cap = n;
         }
-#ifdef OCR_HAVE_CUDA
         if (ocr_backend_synchronize(t->device) != OCR_OK) return ocr_wrap_error(OCR_ERR_CUDA, "training metric");
-#endif
-        copy_bytes(ocr_cpu(), t->metric_logits, lg->device, lg->data, n * sizeof(float));
+        ocr_copy_bytes(ocr_cpu(), t->metric_logits, lg->device, lg->data, n * sizeof(float));
         logits = t->metric_logits;
     }
     RecMetric metric;
@@ -618,43 +649,6 @@ static ocr_status_t batch_metric(Trainer *t, StepRecord *rec) {
     rec->train_acc = (float)r.acc;
     rec->train_norm_edit_dis = (float)r.norm_edit_dis;
     return OCR_OK;
-}
-
-// SAR guidance: its attention and its holistic feature read only the image columns of each
-// line (PaddleOCR's valid_ratio = min(1, width_i / W)); the padded columns are masked.
-static ocr_status_t set_guide_valid_ratios(Trainer *t, const FeedBatch *b) {
-    if (ocr_model_arch(t->m)->multihead.kind != OCR_GUIDE_SAR) return OCR_OK;
-    int B = b->count;
-    if (t->valid_ratios_cap < B) {
-        float *v = realloc(t->valid_ratios, (size_t)B * sizeof *v);
-        if (!v) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        t->valid_ratios = v;
-        t->valid_ratios_cap = B;
-    }
-    for (int i = 0; i < B; i++)
-        t->valid_ratios[i] = b->widths[i] >= b->width ? 1.0f : (float)b->widths[i] / (float)b->width;
-    return ocr_model_set_guide_valid_ratios(t->m, t->valid_ratios, B);
-}
-
-static ocr_status_t train_step(Trainer *t, StepRecord *rec, int *infeasible_count) {
-    FeedBatch *b = &t->batch;
-    int B = b->count, H = b->height, W = b->width, C = b->channels;
-    feed_normalize(b, t->images.data);
-    OcrTensor x = ocr_tensor_view(t->images.data, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, C});
-    double lr = lr_at(&t->rc->optim.lr, t->st.iter, t->steps_per_epoch, t->rc->epoch_num) * t->res->lr_scale;
-    StepOutcome o;
-    OCR_TRY(set_guide_valid_ratios(t, b));
-    OCR_TRY(step_run(&t->step, &x, b->labels, b->lengths, b->max_len, lr, &o));
-    *infeasible_count = o.infeasible;
-    rec->iter = t->st.iter;
-    rec->loss = (float)o.loss;
-    rec->loss_ctc = (float)o.loss_ctc;
-    rec->loss_gtc = (float)o.loss_gtc;
-    rec->lr = (float)lr;
-    rec->scale = o.scale;
-    rec->skipped = o.skipped;
-    rec->grad_norm = (float)o.grad_norm;
-    return batch_metric(t, rec);
 }
 
 // ---- progress and metrics ---------------------------------------------------------------------------
@@ -700,7 +694,8 @@ static double sig7(double v) {
     return strtod(b, NULL);
 }
 
-static void write_step_json(Trainer *t, const StepRecord *r, double avg, double sps, int batch, int ninf) {
+static void write_step_json(Trainer *t, const StepRecord *r, double avg, double sps, int batch, int ninf,
+                            int overflow_layer) {
     if (!t->metrics) return;  // only rank 0 writes metrics.jsonl
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "iter", (double)(r->iter + 1));
@@ -716,8 +711,8 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
     cJSON_AddNumberToObject(o, "lr", sig7(r->lr));
     cJSON_AddNumberToObject(o, "loss_scale", r->scale);
     cJSON_AddBoolToObject(o, "skipped", r->skipped);
-    if (r->skipped && t->amp.last_layer >= 0)
-        cJSON_AddStringToObject(o, "overflow_layer", amp_engine_layer_name(&t->amp, t->amp.last_layer));
+    if (r->skipped && overflow_layer >= 0)
+        cJSON_AddStringToObject(o, "overflow_layer", amp_engine_layer_name(&t->amp, overflow_layer));
     if (isfinite(r->grad_norm)) cJSON_AddNumberToObject(o, "grad_norm", sig7(r->grad_norm));
     else cJSON_AddNullToObject(o, "grad_norm");
     cJSON_AddNumberToObject(o, "step_time_s", sig7(r->step_seconds));
@@ -758,7 +753,7 @@ static void progress_line(Trainer *t, const StepRecord *r, double avg, double ac
 // evaluation, and the peak restarts after it.
 static void merge_training_peak(Trainer *t) {
     OcrMemStats s = ocr_mem_stats(t->device);
-    OcrMemStats *m = &t->res->memory;
+    OcrMemStats *m = &t->res->memory.stats;
     for (int c = 0; c < OCR_MEM_CATEGORY_COUNT; c++)
         if (s.peak[c] > m->peak[c]) m->peak[c] = s.peak[c];
     if (s.peak_total > m->peak_total) m->peak_total = s.peak_total;
@@ -786,8 +781,8 @@ static ocr_status_t run_eval(Trainer *t) {
     if (best) {
         t->st.best_acc = er.acc;
         t->st.best_iter = t->st.iter;
-        t->res->best_acc = er.acc;
-        t->res->best_iter = t->st.iter;
+        t->res->outcome.best_acc = er.acc;
+        t->res->outcome.best_iter = t->st.iter;
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "iter", (double)t->st.iter);
@@ -820,62 +815,62 @@ static int cmp_float(const void *a, const void *b) {
 
 static void summarize(Trainer *t) {
     TrainResult *r = t->res;
-    int64_t n = r->n_steps;
+    int64_t n = r->history.n_steps;
     int64_t warm = n / 10 > 1 ? n / 10 : (n > 1 ? 1 : 0);
     double secs = 0, samples = 0;
     float *times = malloc((size_t)(n ? n : 1) * sizeof *times);
     int64_t k = 0;
     for (int64_t i = warm; i < n; i++) {
-        secs += r->steps[i].step_seconds;
-        samples += r->batch_size;
-        if (times) times[k++] = r->steps[i].step_seconds;
+        secs += r->history.steps[i].step_seconds;
+        samples += r->config.batch_size;
+        if (times) times[k++] = r->history.steps[i].step_seconds;
     }
-    r->samples_per_s = secs > 0 ? samples / secs : 0;
+    r->throughput.samples_per_s = secs > 0 ? samples / secs : 0;
     if (times && k) {
         qsort(times, (size_t)k, sizeof *times, cmp_float);
-        r->median_step_s = k % 2 ? times[k / 2] : 0.5 * (times[k / 2 - 1] + times[k / 2]);
+        r->throughput.median_step_s = k % 2 ? times[k / 2] : 0.5 * (times[k / 2 - 1] + times[k / 2]);
     }
     free(times);
-    r->epoch_seconds = r->median_step_s * (double)r->steps_per_epoch;
+    r->throughput.epoch_seconds = r->throughput.median_step_s * (double)r->config.steps_per_epoch;
     double s = 0;
     int m = 0;
     for (int64_t i = n - 1; i >= 0 && m < 20; i--)
-        if (!r->steps[i].skipped && isfinite(r->steps[i].loss)) s += r->steps[i].loss, m++;
-    r->final_loss = m ? s / m : NAN;
-    r->skipped_steps = t->amp.stats.skipped_steps;
-    r->final_scale = amp_engine_loss_scale(&t->amp);
+        if (!r->history.steps[i].skipped && isfinite(r->history.steps[i].loss)) s += r->history.steps[i].loss, m++;
+    r->outcome.final_loss = m ? s / m : NAN;
+    r->amp.skipped_steps = t->amp.stats.skipped_steps;
+    r->amp.final_scale = amp_engine_loss_scale(&t->amp);
     // Where overflows were first located, most frequent first.
-    r->n_overflow_layers = 0;
+    r->amp.n_overflow_layers = 0;
     const AmpStats *as = &t->amp.stats;
     for (int l = 0; l < as->n_layers; l++) {
         if (!as->overflows || as->overflows[l] == 0) continue;
-        int pos = r->n_overflow_layers;
+        int pos = r->amp.n_overflow_layers;
         if (pos == TRAIN_MAX_OVERFLOW_LAYERS) {
-            if (as->overflows[l] <= r->overflow_count[pos - 1]) continue;
+            if (as->overflows[l] <= r->amp.overflow_count[pos - 1]) continue;
             pos--;
         } else {
-            r->n_overflow_layers++;
+            r->amp.n_overflow_layers++;
         }
-        while (pos > 0 && r->overflow_count[pos - 1] < as->overflows[l]) {
-            r->overflow_count[pos] = r->overflow_count[pos - 1];
-            memcpy(r->overflow_layer[pos], r->overflow_layer[pos - 1], sizeof r->overflow_layer[0]);
+        while (pos > 0 && r->amp.overflow_count[pos - 1] < as->overflows[l]) {
+            r->amp.overflow_count[pos] = r->amp.overflow_count[pos - 1];
+            memcpy(r->amp.overflow_layer[pos], r->amp.overflow_layer[pos - 1], sizeof r->amp.overflow_layer[0]);
             pos--;
         }
-        r->overflow_count[pos] = as->overflows[l];
-        snprintf(r->overflow_layer[pos], sizeof r->overflow_layer[0], "%s", as->layer_names[l]);
+        r->amp.overflow_count[pos] = as->overflows[l];
+        snprintf(r->amp.overflow_layer[pos], sizeof r->amp.overflow_layer[0], "%s", as->layer_names[l]);
     }
     AmpMemory am = amp_engine_memory(&t->amp);
-    r->amp_cast_cache_bytes = am.cast_cache_bytes;
-    r->amp_master_bytes = am.master_bytes;
+    r->amp.cast_cache_bytes = am.cast_cache_bytes;
+    r->amp.master_bytes = am.master_bytes;
 }
 
 // ---- the loop ------------------------------------------------------------------------------------------
 
-// The bookkeeping of one finished step (CPU: at once; GPU: when its outcome is read back).
-static ocr_status_t record_step(Trainer *t, StepRecord *rec, int count, int ninf, int64_t in_epoch, int64_t stop,
-                                double *ema) {
+// The bookkeeping of one finished step, when its outcome is collected.
+static ocr_status_t record_step(Trainer *t, StepRecord *rec, int count, int ninf, int overflow_layer,
+                                int64_t in_epoch, int64_t stop, double *ema) {
     TrainResult *res = t->res;
-    res->infeasible_samples += ninf;
+    res->outcome.infeasible_samples += ninf;
     OCR_TRY(push_step(res, rec));
     count *= t->world;  // metrics.jsonl and the progress line show the global batch
     t->st.last_loss = rec->loss;
@@ -883,13 +878,13 @@ static ocr_status_t record_step(Trainer *t, StepRecord *rec, int count, int ninf
     double sps = rec->step_seconds > 0 ? count / rec->step_seconds : 0;
     double avg = smoothed_loss(t, rec->loss);
     double acc = smoothed_acc(t, rec->train_acc);
-    write_step_json(t, rec, avg, sps, count, ninf);
+    write_step_json(t, rec, avg, sps, count, ninf, overflow_layer);
     int64_t done = rec->iter + 1;
     progress_line(t, rec, avg, acc, sps, *ema * (double)(stop - done), done == stop, in_epoch);
     return OCR_OK;
 }
 
-// What the GPU loop remembers of a step in flight.
+// What the loop remembers of a step in flight.
 typedef struct {
     int64_t iter, in_epoch;
     float lr;
@@ -897,6 +892,10 @@ typedef struct {
     float train_acc, train_norm_edit_dis;  // cal_metric_during_train (-1: not computed)
 } Inflight;
 
+// The oldest step in flight: its outcome, recorded. Its time is the interval since the previous
+// collect (or the loop's start after a drain): with a step in flight on a GPU that is the
+// device's step time in steady state; on the CPU, which collects each step at once, the step
+// with its batch.
 static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, double *ema, double *t_last) {
     StepOutcome o;
     OCR_TRY(step_collect(&t->step, &o));
@@ -912,13 +911,12 @@ static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, 
     rec.grad_norm = (float)o.grad_norm;
     rec.train_acc = q[0].train_acc;
     rec.train_norm_edit_dis = q[0].train_norm_edit_dis;
-    // Steady state: one step per interval between readbacks (the device's step time).
     rec.step_seconds = (float)(now - *t_last);
     *t_last = now;
     Inflight done = q[0];
     for (int i = 1; i < *nq; i++) q[i - 1] = q[i];
     (*nq)--;
-    return record_step(t, &rec, done.count, o.infeasible, done.in_epoch, stop, ema);
+    return record_step(t, &rec, done.count, o.infeasible, o.overflow_layer, done.in_epoch, stop, ema);
 }
 
 static ocr_status_t drain(Trainer *t, Inflight *q, int *nq, int64_t stop, double *ema, double *t_last) {
@@ -926,8 +924,6 @@ static ocr_status_t drain(Trainer *t, Inflight *q, int *nq, int64_t stop, double
     return OCR_OK;
 }
 
-// After a step (CPU) or after draining the steps in flight (GPU): evaluation, epoch end,
-// checkpoints.
 // metrics.jsonl is the run's record: a full disk or an I/O error there stops the run with the
 // file named, instead of training on with the record silently cut short.
 static ocr_status_t metrics_flush(Trainer *t) {
@@ -937,6 +933,7 @@ static ocr_status_t metrics_flush(Trainer *t) {
     return OCR_OK;
 }
 
+// After draining the steps in flight at a boundary: evaluation, epoch end, checkpoints.
 static ocr_status_t after_iteration(Trainer *t) {
     const RunConfig *rc = t->rc;
     int64_t g = t->st.iter;
@@ -956,42 +953,47 @@ static ocr_status_t after_iteration(Trainer *t) {
     return metrics_flush(t);
 }
 
-// The GPU loop: step n+1 is enqueued before step n's outcome is read, so the host prepares and
-// uploads the next batch while the device computes. Everything that reads training state
-// (evaluation, checkpoints, the end) first drains the steps in flight.
-static ocr_status_t loop_gpu(Trainer *t, int64_t stop, double *ema) {
+// A stop request (Ctrl-C, SIGTERM) reaches the ranks at different moments: they stop together,
+// at the first step where any of them has it. The signal number itself is reduced (cmd_train
+// exits with 128 + it): a rank that got none takes its peers'.
+static ocr_status_t stop_requested(Trainer *t, int *stop) {
+    int32_t stop_now = (int32_t)train_stop_requested;
+    OCR_TRY(ocr_dist_max_i32(t->dist, &stop_now, 1, "the stop-request all-reduce"));
+    if (stop_now && !train_stop_requested) train_stop_requested = stop_now;
+    *stop = stop_now != 0;
+    return OCR_OK;
+}
+
+// The loop, the same on every device: each batch goes onto the model's device (feed_upload) and
+// its step is enqueued; the oldest step is collected once t->in_flight are in flight (on a GPU
+// two, so the host prepares and uploads batch n+1 while the device computes step n; on the CPU
+// one, collected at once). Everything that reads training state (evaluation, checkpoints, the
+// end) first drains the steps in flight.
+static ocr_status_t train_steps(Trainer *t, int64_t stop, double *ema) {
     const RunConfig *rc = t->rc;
-    Inflight q[2];
+    Inflight q[STEP_MAX_IN_FLIGHT];
     int nq = 0;
     double t_last = ocr_now_seconds();
     while (t->st.iter < stop) {
-        int32_t stop_now = (int32_t)train_stop_requested;  // every rank stops at the same step
-        OCR_TRY(ocr_dist_max_i32(t->dist, &stop_now, 1, "the stop-request all-reduce"));
-        if (stop_now) {
-            if (!train_stop_requested) train_stop_requested = stop_now;
-            break;
-        }
+        int stop_now;
+        OCR_TRY(stop_requested(t, &stop_now));
+        if (stop_now) break;
+        if (nq == 0) t_last = ocr_now_seconds();
         int end;
         OCR_TRY(feed_next(&t->train, &t->batch, &end));
-        if (end) continue;
+        if (end) continue;  // the feed moved to the next epoch
         FeedDeviceBatch db;
         OCR_TRY(feed_upload(t->up, &t->batch, &db));
-        double lr = lr_at(&rc->optim.lr, t->st.iter, t->steps_per_epoch, rc->epoch_num) * t->res->lr_scale;
-        if (nq == 2) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
-        if (nq == 0) t_last = ocr_now_seconds();
+        double lr = lr_at(&rc->optim.lr, t->st.iter, t->steps_per_epoch, rc->epoch_num) * t->res->config.lr_scale;
         step_mode_t mode;
-        if (ocr_model_arch(t->m)->multihead.kind != OCR_GUIDE_NONE) {  // the guidance labels from the host batch
-            OCR_TRY(ocr_model_set_guide_labels(t->m, t->batch.labels, t->batch.lengths, t->batch.count, t->batch.max_len));
-            OCR_TRY(set_guide_valid_ratios(t, &t->batch));
-        }
-        OCR_TRY(step_run_device(&t->step, &db, lr, &mode));
+        OCR_TRY(step_enqueue(&t->step, &db, lr, &mode));
         feed_upload_consumed(t->up);
         StepRecord metric;
         OCR_TRY(batch_metric(t, &metric));
         q[nq++] = (Inflight){t->st.iter, t->train.next_batch, (float)lr, db.count, metric.train_acc,
                              metric.train_norm_edit_dis};
         t->st.iter++;
-        if (nq == 2) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
+        if (nq >= t->in_flight) OCR_TRY(collect_one(t, q, &nq, stop, ema, &t_last));
         int64_t g = t->st.iter;
         int boundary = (rc->eval_every > 0 && g > rc->eval_start && (g - rc->eval_start) % rc->eval_every == 0) ||
                        t->train.next_batch >= t->steps_per_epoch || g == stop;
@@ -999,17 +1001,20 @@ static ocr_status_t loop_gpu(Trainer *t, int64_t stop, double *ema) {
             OCR_TRY(drain(t, q, &nq, stop, ema, &t_last));
             OCR_TRY(after_iteration(t));
             t_last = ocr_now_seconds();
+        } else {
+            OCR_TRY(metrics_flush(t));
         }
     }
     OCR_TRY(drain(t, q, &nq, stop, ema, &t_last));
-    step_graph_counts(&t->step, &t->res->graph_captures, &t->res->graph_replays);
-    t->res->cuda_graph = t->res->graph_replays > 0;
-    // The tracker against the runtime, at the end of training (before evaluation buffers).
-    t->res->device_tracked_bytes = ocr_mem_stats(t->device).current_total;
-#ifdef OCR_HAVE_CUDA
-    OcrDeviceInfo ci;
-    if (ocr_backend_device_info(t->device, &ci) == OCR_OK) t->res->device_runtime_used = ci.total_memory - ci.free_memory;
-#endif
+    step_graph_counts(&t->step, &t->res->device.graph_captures, &t->res->device.graph_replays);
+    t->res->device.cuda_graph = t->res->device.graph_replays > 0;
+    if (ocr_backend_is_async(t->device)) {
+        // The tracker against the runtime, at the end of training (before evaluation buffers).
+        t->res->memory.device_tracked_bytes = ocr_mem_stats(t->device).current_total;
+        OcrDeviceInfo ci;
+        if (ocr_backend_device_info(t->device, &ci) == OCR_OK)
+            t->res->memory.device_runtime_used = ci.total_memory - ci.free_memory;
+    }
     return OCR_OK;
 }
 
@@ -1022,45 +1027,20 @@ static ocr_status_t loop(Trainer *t) {
     // Training memory is measured from here: the set-up's transients (an O2 conversion holds
     // both copies of the parameters for a moment) are not what a step needs.
     ocr_mem_reset_peak(t->device);
-    if (t->device.type == OCR_DEVICE_CUDA) {
-        OCR_TRY(loop_gpu(t, stop, &ema));
-    } else {
-        while (t->st.iter < stop) {
-            // A stop request (Ctrl-C, SIGTERM) reaches the ranks at different moments: they stop
-            // together, at the first step where any of them has it. The signal number itself is
-            // reduced (cmd_train exits with 128 + it): a rank that got none takes its peers'.
-            int32_t stop_now = (int32_t)train_stop_requested;
-            OCR_TRY(ocr_dist_max_i32(t->dist, &stop_now, 1, "the stop-request all-reduce"));
-            if (stop_now) {
-                if (!train_stop_requested) train_stop_requested = stop_now;
-                break;
-            }
-            double t0 = ocr_now_seconds();
-            int end;
-            OCR_TRY(feed_next(&t->train, &t->batch, &end));
-            if (end) continue;  // the feed moved to the next epoch
-            StepRecord rec;
-            int ninf = 0;
-            OCR_TRY(train_step(t, &rec, &ninf));
-            rec.step_seconds = (float)(ocr_now_seconds() - t0);
-            t->st.iter++;
-            OCR_TRY(record_step(t, &rec, t->batch.count, ninf, t->train.next_batch, stop, &ema));
-            OCR_TRY(after_iteration(t));
-        }
-    }
-    res->train_seconds = ocr_now_seconds() - t_start;
+    OCR_TRY(train_steps(t, stop, &ema));
+    res->throughput.train_seconds = ocr_now_seconds() - t_start;
     // A stop inside an epoch (--max-steps, Ctrl-C) leaves a resumable checkpoint.
     if (t->train.next_batch != 0 || train_stop_requested) OCR_TRY(save_checkpoint(t, "latest"));
     merge_training_peak(t);
     if (t->opt->final_eval && t->eval_ok) {
         EvalResult er;
         OCR_TRY(evaluate_now(t, &er));
-        res->has_final_eval = 1;
-        res->acc = er.acc;
-        res->norm_edit_dis = er.norm_edit_dis;
-        res->cer = er.cer;
-        res->eval_samples = er.samples;
-        res->eval_samples_per_s = er.samples_per_s;
+        res->outcome.has_final_eval = 1;
+        res->outcome.acc = er.acc;
+        res->outcome.norm_edit_dis = er.norm_edit_dis;
+        res->outcome.cer = er.cer;
+        res->outcome.eval_samples = er.samples;
+        res->outcome.eval_samples_per_s = er.samples_per_s;
     }
     return OCR_OK;
 }
@@ -1071,44 +1051,44 @@ static ocr_status_t dist_summary(Trainer *t) {
     TrainResult *r = t->res;
     const GradSyncStats *g = &t->sync.stats;
     if (t->sync_ok && g->steps > 0) {
-        r->allreduce_bytes_per_step = g->bytes / g->steps;
-        r->allreduce_buckets = t->sync.n_buckets;
-        r->allreduce_seconds_per_step = g->comm_seconds / (double)g->steps;
-        r->allreduce_exposed_per_step = g->exposed_seconds / (double)g->steps;
-        r->backward_seconds_per_step = g->backward_seconds / (double)g->steps;
+        r->dist.allreduce_bytes_per_step = g->bytes / g->steps;
+        r->dist.allreduce_buckets = t->sync.n_buckets;
+        r->dist.allreduce_seconds_per_step = g->comm_seconds / (double)g->steps;
+        r->dist.allreduce_exposed_per_step = g->exposed_seconds / (double)g->steps;
+        r->dist.backward_seconds_per_step = g->backward_seconds / (double)g->steps;
         double hidden = g->comm_seconds > 0 ? 1.0 - g->exposed_seconds / g->comm_seconds : 1.0;
-        r->comm_hidden_fraction = hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
-        if (r->sync_bn) r->bn_sync_bytes_per_step = ocr_dist_counters(t->dist).stats_bytes / g->steps;
+        r->dist.comm_hidden_fraction = hidden < 0 ? 0 : hidden > 1 ? 1 : hidden;
+        if (r->dist.sync_bn) r->dist.bn_sync_bytes_per_step = ocr_dist_counters(t->dist).stats_bytes / g->steps;
     }
     int n = t->world < TRAIN_MAX_RANKS ? t->world : TRAIN_MAX_RANKS;
     double v[TRAIN_MAX_RANKS + 1] = {0};
-    if (t->rank < n) v[t->rank] = r->samples_per_s;
-    v[TRAIN_MAX_RANKS] = r->samples_per_s;
+    if (t->rank < n) v[t->rank] = r->throughput.samples_per_s;
+    v[TRAIN_MAX_RANKS] = r->throughput.samples_per_s;
     OCR_TRY(ocr_dist_sum_f64(t->dist, v, TRAIN_MAX_RANKS + 1, "the throughput gather"));
-    r->n_rank_samples_per_s = n;
-    for (int i = 0; i < n; i++) r->rank_samples_per_s[i] = v[i];
-    r->global_samples_per_s = v[TRAIN_MAX_RANKS];
+    r->dist.n_rank_samples_per_s = n;
+    for (int i = 0; i < n; i++) r->dist.rank_samples_per_s[i] = v[i];
+    r->dist.global_samples_per_s = v[TRAIN_MAX_RANKS];
     if (t->rank != 0 || !t->opt->save_checkpoints) return OCR_OK;
     cJSON *o = cJSON_CreateObject();
-    cJSON_AddStringToObject(o, "backend", r->dist_backend);
+    cJSON_AddStringToObject(o, "backend", r->dist.backend);
     cJSON_AddNumberToObject(o, "world_size", t->world);
-    cJSON_AddNumberToObject(o, "batch_per_rank", r->batch_size);
-    cJSON_AddNumberToObject(o, "global_batch", (double)r->global_batch);
-    cJSON_AddStringToObject(o, "amp", r->amp_level);
-    cJSON_AddStringToObject(o, "amp_dtype", r->amp_dtype);
-    cJSON_AddNumberToObject(o, "steps", (double)r->n_steps);
-    cJSON_AddNumberToObject(o, "global_samples_per_s", r->global_samples_per_s);
+    cJSON_AddNumberToObject(o, "batch_per_rank", r->config.batch_size);
+    cJSON_AddNumberToObject(o, "global_batch", (double)r->dist.global_batch);
+    cJSON_AddStringToObject(o, "amp", r->config.amp_level);
+    cJSON_AddStringToObject(o, "amp_dtype", r->config.amp_dtype);
+    cJSON_AddNumberToObject(o, "steps", (double)r->history.n_steps);
+    cJSON_AddNumberToObject(o, "global_samples_per_s", r->dist.global_samples_per_s);
     cJSON *a = cJSON_AddArrayToObject(o, "rank_samples_per_s");
-    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(r->rank_samples_per_s[i]));
-    cJSON_AddNumberToObject(o, "allreduce_bytes_per_step", (double)r->allreduce_bytes_per_step);
-    cJSON_AddNumberToObject(o, "allreduce_buckets", r->allreduce_buckets);
-    cJSON_AddNumberToObject(o, "allreduce_seconds_per_step", r->allreduce_seconds_per_step);
-    cJSON_AddNumberToObject(o, "allreduce_exposed_seconds_per_step", r->allreduce_exposed_per_step);
-    cJSON_AddNumberToObject(o, "backward_seconds_per_step", r->backward_seconds_per_step);
-    cJSON_AddNumberToObject(o, "comm_hidden_fraction", r->comm_hidden_fraction);
-    cJSON_AddBoolToObject(o, "sync_bn", r->sync_bn);
-    cJSON_AddNumberToObject(o, "bn_sync_bytes_per_step", (double)r->bn_sync_bytes_per_step);
-    cJSON_AddNumberToObject(o, "median_step_s", r->median_step_s);
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(r->dist.rank_samples_per_s[i]));
+    cJSON_AddNumberToObject(o, "allreduce_bytes_per_step", (double)r->dist.allreduce_bytes_per_step);
+    cJSON_AddNumberToObject(o, "allreduce_buckets", r->dist.allreduce_buckets);
+    cJSON_AddNumberToObject(o, "allreduce_seconds_per_step", r->dist.allreduce_seconds_per_step);
+    cJSON_AddNumberToObject(o, "allreduce_exposed_seconds_per_step", r->dist.allreduce_exposed_per_step);
+    cJSON_AddNumberToObject(o, "backward_seconds_per_step", r->dist.backward_seconds_per_step);
+    cJSON_AddNumberToObject(o, "comm_hidden_fraction", r->dist.comm_hidden_fraction);
+    cJSON_AddBoolToObject(o, "sync_bn", r->dist.sync_bn);
+    cJSON_AddNumberToObject(o, "bn_sync_bytes_per_step", (double)r->dist.bn_sync_bytes_per_step);
+    cJSON_AddNumberToObject(o, "median_step_s", r->throughput.median_step_s);
     char *text = cJSON_Print(o);
     cJSON_Delete(o);
     if (!text) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
@@ -1118,12 +1098,12 @@ static ocr_status_t dist_summary(Trainer *t) {
     free(text);
     if (t->world > 1)
         ocr_log(OCR_LOG_INFO, "data parallel: %d ranks x batch %d, %.1f samples/s in all; all-reduce %lld bytes per "
-                "step in %d bucket(s), %.2f ms per step, %.0f %% behind the backward", t->world, r->batch_size,
-                r->global_samples_per_s, (long long)r->allreduce_bytes_per_step, r->allreduce_buckets,
-                1e3 * r->allreduce_seconds_per_step, 100 * r->comm_hidden_fraction);
-    if (t->world > 1 && r->sync_bn)
+                "step in %d bucket(s), %.2f ms per step, %.0f %% behind the backward", t->world, r->config.batch_size,
+                r->dist.global_samples_per_s, (long long)r->dist.allreduce_bytes_per_step, r->dist.allreduce_buckets,
+                1e3 * r->dist.allreduce_seconds_per_step, 100 * r->dist.comm_hidden_fraction);
+    if (t->world > 1 && r->dist.sync_bn)
         ocr_log(OCR_LOG_INFO, "data parallel: synchronised batch norm summed %lld bytes of statistics per step",
-                (long long)r->bn_sync_bytes_per_step);
+                (long long)r->dist.bn_sync_bytes_per_step);
     return st;
 }
 

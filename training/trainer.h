@@ -28,6 +28,8 @@ typedef struct {
     double lr_scale;       // multiplies every learning rate (linear scaling with --batch max); 0 = 1
     int final_eval;        // evaluate the final weights on the Eval split (compare)
     int save_checkpoints;  // 0: no latest/best directories (compare runs keep only metrics)
+    int steps_in_flight;   // steps the loop keeps in flight: 0 = the device's (2 on a GPU, 1 on the
+                           // CPU); 2 on the CPU runs its loop as a GPU's (tests)
 } TrainOptions;
 
 typedef struct {
@@ -64,50 +66,61 @@ typedef struct {
     char note[256];          // a precision warning for this GPU ("" when none)
 } TrainingDeviceInfo;
 
+// What a run was: its configuration as it took effect.
 typedef struct {
-    // configuration of the run
     char amp_level[4], amp_dtype[16];
-    int batch_size;
+    int batch_size;             // per rank: the largest batch of any scale
     double lr_scale;
     int64_t steps_per_epoch, total_iters, train_samples;
     int64_t params;
-    // history
+} TrainRunConfig;
+
+// Every step and every evaluation, in order.
+typedef struct {
     StepRecord *steps;
     int64_t n_steps, cap_steps;
     EvalRecord *evals;
     int n_evals, cap_evals;
-    // summary
+} TrainHistory;
+
+typedef struct {
     double samples_per_s;       // steady state: steps after the first 10% (at least 1) of the run
     double median_step_s;
     double epoch_seconds;       // steps_per_epoch · median step time
     double train_seconds;
+} TrainThroughput;
+
+// What the training achieved: the final loss, the final evaluation (compare), the best one.
+typedef struct {
     double final_loss;          // mean over the last min(20, n) non-skipped steps
-    int64_t skipped_steps;
-    float final_scale;
     int64_t infeasible_samples; // CTC targets longer than the sequence (loss zeroed)
-    int n_overflow_layers;
-    char overflow_layer[TRAIN_MAX_OVERFLOW_LAYERS][128];
-    int64_t overflow_count[TRAIN_MAX_OVERFLOW_LAYERS];
-    OcrMemStats memory;         // peak per category over the run
-    int64_t amp_cast_cache_bytes, amp_master_bytes;
     int has_final_eval;
     double acc, norm_edit_dis, cer, eval_samples_per_s;
     int64_t eval_samples;
     double best_acc;
     int64_t best_iter;
-    // the device
-    char device[32];             // "cpu", "cuda:0"
-    TrainingDeviceInfo device_info;
-    int64_t device_tracked_bytes;   // tracked allocations on the device at the end of training
+} TrainOutcome;
+
+typedef struct {
+    OcrMemStats stats;              // the training device's peak per category over the run
+    int64_t device_tracked_bytes;   // tracked allocations on a GPU at the end of training
     int64_t device_runtime_used;    // cudaMemGetInfo total − free at the same moment (context and
                                     // libraries included; the cross-check of the tracker)
     int64_t pinned_bytes;           // page-locked host buffers of the batch upload
+} TrainMemory;
+
+typedef struct {
+    char name[32];                  // "cpu", "cuda:0"
+    TrainingDeviceInfo info;
     int cuda_graph;                 // the step was captured and replayed
     int64_t graph_captures, graph_replays;
-    // data parallelism (world_size 1: one process; the all-reduce figures are then what the
-    // gradient buckets would send, measured with the identity transport)
+} TrainDevice;
+
+// Data parallelism (world_size 1: one process; the all-reduce figures are then what the
+// gradient buckets would send, measured with the identity transport).
+typedef struct {
     int world_size, rank;
-    char dist_backend[16];          // "single", "mpi", "nccl"
+    char backend[16];               // "single", "mpi", "nccl"
     int64_t global_batch;           // batch_size × world_size
     double global_samples_per_s;    // the sum of the ranks' steady-state throughputs
     int n_rank_samples_per_s;       // min(world_size, TRAIN_MAX_RANKS)
@@ -120,6 +133,27 @@ typedef struct {
     double comm_hidden_fraction;       // 1 − exposed / all-reduce time (1: entirely behind the backward)
     int sync_bn;                       // Global.use_sync_bn took effect (a world of more than one)
     int64_t bn_sync_bytes_per_step;    // its statistics' sums per rank and step (f64), beside the gradients
+} TrainDataParallel;
+
+typedef struct {
+    int64_t skipped_steps;
+    float final_scale;
+    int n_overflow_layers;      // where overflows were first located, most frequent first
+    char overflow_layer[TRAIN_MAX_OVERFLOW_LAYERS][128];
+    int64_t overflow_count[TRAIN_MAX_OVERFLOW_LAYERS];
+    int64_t cast_cache_bytes, master_bytes;  // the engine's O1 cast cache and O2 masters
+} TrainAmpFigures;
+
+// One run's result, by concern.
+typedef struct {
+    TrainRunConfig config;
+    TrainHistory history;
+    TrainThroughput throughput;
+    TrainOutcome outcome;
+    TrainMemory memory;
+    TrainDevice device;
+    TrainDataParallel dist;
+    TrainAmpFigures amp;
 } TrainResult;
 
 void train_result_free(TrainResult *r);

@@ -3,7 +3,7 @@
 // One loop per activation (the switch sits outside the loop), written so that GCC -O3
 // vectorises every one of them without -ffast-math: clamps and selects that GCC will not
 // if-convert (it keeps trapping float ops on one branch) are integer bit-mask blends, and
-// swish/gelu use the branch-free exp and normal CDF below instead of libm's scalar
+// swish/gelu use the branch-free exp and normal CDF of kernels/activation_math.h instead of libm's scalar
 // expf/erff (2-2.5x faster on 4-wide SSE2, more with -march=native). The loops are compiled
 // for SSE2, AVX2 and AVX-512 from one body and picked at run time (cpu_common.h); every level
 // computes the same bits.
@@ -19,7 +19,7 @@
 #include <strings.h>
 
 #include "core/half.h"
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/isa.h"
@@ -79,10 +79,10 @@ CPU_VEC_CLONES(act_forward_serial, (float *y, const float *x, int64_t n, ocr_act
 CPU_VEC_CLONES(act_backward_serial, (float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act),
                (dx, dy, x, n, act))
 
-void cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act) {
+void ocr_cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act) {
     act_forward_serial(y, x, n, act);
 }
-void cpu_act_backward_tile(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+void ocr_cpu_act_backward_tile(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
     act_backward_serial(dx, dy, x, n, act);
 }
 
@@ -93,7 +93,7 @@ static int act_parallel(int64_t n, ocr_activation_t act) {
     return n >= (act == OCR_ACT_SWISH || act == OCR_ACT_GELU ? ACT_PAR_MIN / 4 : ACT_PAR_MIN);
 }
 
-void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act) {
+void ocr_cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act) {
     const int64_t nblk = (n + ACT_PAR_BLOCK - 1) / ACT_PAR_BLOCK;
 #pragma omp parallel for schedule(static) if (act_parallel(n, act))
     for (int64_t b = 0; b < nblk; b++) {
@@ -102,7 +102,7 @@ void cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t a
     }
 }
 
-void cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+void ocr_cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
     const int64_t nblk = (n + ACT_PAR_BLOCK - 1) / ACT_PAR_BLOCK;
 #pragma omp parallel for schedule(static) if (act_parallel(n, act))
     for (int64_t b = 0; b < nblk; b++) {
@@ -165,7 +165,7 @@ CPU_VEC_CLONES(act_backward_bf16, (uint16_t *dx, const uint16_t *dy, const uint1
                                    ocr_activation_t act),
                (dx, dy, x, n, act))
 
-void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act) {
+void ocr_cpu_activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "activation: out and inp sizes differ");
@@ -189,14 +189,14 @@ void activation_forward_cpu(OcrTensor *out, const OcrTensor *inp, ocr_activation
         return;
     }
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    float *y = cpu_f32_out(&s, out, 0);
-    cpu_act_forward_f32(y, x, n, act);
-    cpu_f32_store(out, y);
-    cpu_scratch_free(&s);
+    const float *x = ocr_cpu_f32_in(&s, inp);
+    float *y = ocr_cpu_f32_out(&s, out, 0);
+    ocr_cpu_act_forward_f32(y, x, n, act);
+    ocr_cpu_f32_store(out, y);
+    ocr_cpu_scratch_free(&s);
 }
 
-void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act) {
+void ocr_cpu_activation_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, ocr_activation_t act) {
     CPU_ASSERT_FLOAT(dinp);
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);
@@ -223,10 +223,10 @@ void activation_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTe
         return;
     }
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    const float *dy = cpu_f32_in(&s, dout);
-    float *dx = cpu_f32_out(&s, dinp, 0);
-    cpu_act_backward_f32(dx, dy, x, n, act);
-    cpu_f32_store(dinp, dx);
-    cpu_scratch_free(&s);
+    const float *x = ocr_cpu_f32_in(&s, inp);
+    const float *dy = ocr_cpu_f32_in(&s, dout);
+    float *dx = ocr_cpu_f32_out(&s, dinp, 0);
+    ocr_cpu_act_backward_f32(dx, dy, x, n, act);
+    ocr_cpu_f32_store(dinp, dx);
+    ocr_cpu_scratch_free(&s);
 }

@@ -1,6 +1,6 @@
 // Small ops of the networks that have no home in a larger family: the LearnableAffineBlock
-// (scalar_affine), SVTRNet's positional embedding (batch_broadcast_add) and the local
-// mixer's attention mask.
+// (scalar_affine) and its fused affine → activation → affine, and SVTRNet's positional
+// embedding (batch_broadcast_add).
 //
 // The scalar gradients of scalar_affine_backward are sums over every element. They run in
 // double with one fixed shape that kernels/cuda/affine.cu reproduces exactly, so the CPU and
@@ -15,12 +15,12 @@
 // backward forms both scalar sums and dinp in the same pass), instead of whole-tensor fp32
 // copies; when every map is bf16 the chunk converts in registers, without the buffers. Per element and per chunk sum the same operations in the same order, so the results
 // are the bits of the whole-tensor path, which Global.cpu_exact_numerics keeps as the reference
-// (cpu_tiled_in / cpu_tiled_out).
+// (ocr_cpu_tiled_in / ocr_cpu_tiled_out).
 #include <math.h>
 #include <string.h>
 
 #include "kernels/cpu/cpu_common.h"
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/rowwise.h"
 #include "kernels/ops.h"
@@ -63,7 +63,8 @@ CPU_INLINE void affine_tile_body(float *y, const float *x, float s, float b, int
 }
 CPU_VEC_CLONES(affine_tile, (float *y, const float *x, float s, float b, int64_t m), (y, x, s, b, m))
 
-void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale, const OcrTensor *bias) {
+void ocr_cpu_scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale,
+                                   const OcrTensor *bias) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     const int64_t n = ocr_tensor_numel(inp);
@@ -72,8 +73,8 @@ void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
     CpuScratch sc = {0};
     OcrTensor vx, vy;
     float *whole;
-    const OcrTensor *X = cpu_tiled_in(&sc, inp, &vx);
-    OcrTensor *Y = cpu_tiled_out(&sc, out, &vy, 0, &whole);
+    const OcrTensor *X = ocr_cpu_tiled_in(&sc, inp, &vx);
+    OcrTensor *Y = ocr_cpu_tiled_out(&sc, out, &vy, 0, &whole);
     const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
     const int in_registers = X->dtype == OCR_BF16 && Y->dtype == OCR_BF16;
     // out may be inp (in place): each chunk is read before it is written.
@@ -85,13 +86,13 @@ void scalar_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
             affine_bf16((uint16_t *)Y->data + i0, (const uint16_t *)X->data + i0, s, b, m);
             continue;
         }
-        const float *x = cpu_rows_in(X, 1, i0, m, bx);
-        float *y = cpu_rows_dst(Y, 1, i0, by);
+        const float *x = ocr_cpu_rows_in(X, 1, i0, m, bx);
+        float *y = ocr_cpu_rows_dst(Y, 1, i0, by);
         affine_tile(y, x, s, b, m);
-        cpu_rows_out(Y, 1, i0, m, y);
+        ocr_cpu_rows_out(Y, 1, i0, m, y);
     }
-    if (whole) cpu_f32_store(out, whole);
-    cpu_scratch_free(&sc);
+    if (whole) ocr_cpu_f32_store(out, whole);
+    ocr_cpu_scratch_free(&sc);
 }
 
 // lane[t] = Σ_j a_i·b_i (b == NULL: Σ_j a_i), i = t + 256·j < m, j in order. The loops run over
@@ -154,8 +155,8 @@ static void accumulate_scalar(OcrTensor *t, double sum, const char *what) {
     ocr_tensor_set_f32(t, 0, ocr_tensor_get_f32(t, 0) + (float)sum);
 }
 
-void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
-                                const OcrTensor *inp, const OcrTensor *scale) {
+void ocr_cpu_scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias, const OcrTensor *dout,
+                                    const OcrTensor *inp, const OcrTensor *scale) {
     CPU_ASSERT_FLOAT(dout);
     const int64_t n = ocr_tensor_numel(dout);
     if (dscale) {
@@ -170,13 +171,13 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
     CpuScratch sc = {0};
     OcrTensor vdy, vx, vdx;
     float *whole = NULL;
-    const OcrTensor *DY = cpu_tiled_in(&sc, dout, &vdy);
-    const OcrTensor *X = dscale ? cpu_tiled_in(&sc, inp, &vx) : NULL;
-    OcrTensor *DX = dinp ? cpu_tiled_out(&sc, dinp, &vdx, 0, &whole) : NULL;
+    const OcrTensor *DY = ocr_cpu_tiled_in(&sc, dout, &vdy);
+    const OcrTensor *X = dscale ? ocr_cpu_tiled_in(&sc, inp, &vx) : NULL;
+    OcrTensor *DX = dinp ? ocr_cpu_tiled_out(&sc, dinp, &vdx, 0, &whole) : NULL;
     const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
     // Per chunk: its Σ dout·inp and Σ dout (combined in chunk order below), and dinp = scale·dout.
     // dinp may be dout (in place): each chunk's sums are formed before it is overwritten.
-    double *part = cpu_scratch_bytes(&sc, (size_t)(2 * chunks + 1) * sizeof(double));
+    double *part = ocr_cpu_scratch_bytes(&sc, (size_t)(2 * chunks + 1) * sizeof(double));
     double *part_s = part, *part_b = part + chunks;
     // Every map bf16: the chunk is read and written in registers (the same sums and dinp).
     const int in_registers = DY->dtype == OCR_BF16 && (!X || X->dtype == OCR_BF16) && (!DX || DX->dtype == OCR_BF16);
@@ -191,24 +192,24 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
             if (DX) scale_bf16((uint16_t *)DX->data + i0, dyh, s, m);
             continue;
         }
-        const float *dy = cpu_rows_in(DY, 1, i0, m, bg);
-        if (X) part_s[k] = chunk_sum(dy, cpu_rows_in(X, 1, i0, m, bx), m);
+        const float *dy = ocr_cpu_rows_in(DY, 1, i0, m, bg);
+        if (X) part_s[k] = chunk_sum(dy, ocr_cpu_rows_in(X, 1, i0, m, bx), m);
         if (dbias) part_b[k] = chunk_sum(dy, NULL, m);
         if (DX) {
-            float *dx = cpu_rows_dst(DX, 1, i0, bd);
-            cpu_scale_tile(dx, dy, s, m);
-            cpu_rows_out(DX, 1, i0, m, dx);
+            float *dx = ocr_cpu_rows_dst(DX, 1, i0, bd);
+            ocr_cpu_scale_tile(dx, dy, s, m);
+            ocr_cpu_rows_out(DX, 1, i0, m, dx);
         }
     }
     if (dscale) accumulate_scalar(dscale, chunks_total(part_s, chunks), "dscale");
     if (dbias) accumulate_scalar(dbias, chunks_total(part_b, chunks), "dbias");
-    if (whole) cpu_f32_store(dinp, whole);
-    cpu_scratch_free(&sc);
+    if (whole) ocr_cpu_f32_store(dinp, whole);
+    ocr_cpu_scratch_free(&sc);
 }
 
 // ---- affine → activation → affine, fused (the LearnableRepLayer's tail) -----------------------
 // scalar_affine_forward, activation_forward and scalar_affine_forward over one chunk at a time
-// in L1 buffers, each intermediate rounded into its dtype (cpu_round_tile) as the three ops'
+// in L1 buffers, each intermediate rounded into its dtype (ocr_cpu_round_tile) as the three ops'
 // output tensors would hold it: the forward reads inp and writes out once instead of three
 // reads and three writes, the backward reads inp and dout and writes dinp once instead of
 // recomputing two maps and passing over five. Per element the operations are those of the
@@ -220,9 +221,9 @@ void scalar_affine_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *d
 static void aaa_inner(float *a, float *h, const float *x, float s1, float b1, ocr_activation_t act, int64_t m,
                       ocr_dtype_t mid, uint16_t *tmp) {
     affine_tile(a, x, s1, b1, m);
-    cpu_round_tile(a, m, mid, tmp);
-    cpu_act_forward_tile(h, a, m, act);
-    cpu_round_tile(h, m, mid, tmp);
+    ocr_cpu_round_tile(a, m, mid, tmp);
+    ocr_cpu_act_forward_tile(h, a, m, act);
+    ocr_cpu_round_tile(h, m, mid, tmp);
 }
 
 // The same arithmetic with every step in registers, for maps that are all f32 or all bf16 (the
@@ -305,8 +306,8 @@ static void aaa_check(const OcrTensor *t, int64_t n, const char *what) {
                (long long)ocr_tensor_numel(t), (long long)n);
 }
 
-void affine_act_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
-                                   ocr_activation_t act, const OcrTensor *s2, const OcrTensor *b2) {
+void ocr_cpu_affine_act_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1, const OcrTensor *b1,
+                                       ocr_activation_t act, const OcrTensor *s2, const OcrTensor *b2) {
     CPU_ASSERT_FLOAT(inp);
     const int64_t n = ocr_tensor_numel(inp);
     aaa_check(out, n, "out");
@@ -316,8 +317,8 @@ void affine_act_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const O
     CpuScratch sc = {0};
     OcrTensor vx, vy;
     float *whole;
-    const OcrTensor *X = cpu_tiled_in(&sc, inp, &vx);
-    OcrTensor *Y = cpu_tiled_out(&sc, out, &vy, 0, &whole);
+    const OcrTensor *X = ocr_cpu_tiled_in(&sc, inp, &vx);
+    OcrTensor *Y = ocr_cpu_tiled_out(&sc, out, &vy, 0, &whole);
     const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
     // All f32 or all bf16: in registers; otherwise through fp32 buffers.
     const int same = X->dtype == Y->dtype, in_f32 = same && X->dtype == OCR_F32, in_bf16 = same && X->dtype == OCR_BF16;
@@ -335,18 +336,19 @@ void affine_act_affine_forward_cpu(OcrTensor *out, const OcrTensor *inp, const O
         }
         float bx[AFFINE_CHUNK], ba[AFFINE_CHUNK], bh[AFFINE_CHUNK], by[AFFINE_CHUNK];
         uint16_t tmp[AFFINE_CHUNK];
-        aaa_inner(ba, bh, cpu_rows_in(X, 1, i0, m, bx), sv1, bv1, act, m, mid, tmp);
-        float *y = cpu_rows_dst(Y, 1, i0, by);
+        aaa_inner(ba, bh, ocr_cpu_rows_in(X, 1, i0, m, bx), sv1, bv1, act, m, mid, tmp);
+        float *y = ocr_cpu_rows_dst(Y, 1, i0, by);
         affine_tile(y, bh, sv2, bv2, m);
-        cpu_rows_out(Y, 1, i0, m, y);
+        ocr_cpu_rows_out(Y, 1, i0, m, y);
     }
-    if (whole) cpu_f32_store(out, whole);
-    cpu_scratch_free(&sc);
+    if (whole) ocr_cpu_f32_store(out, whole);
+    ocr_cpu_scratch_free(&sc);
 }
 
-void affine_act_affine_backward_cpu(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2, OcrTensor *db2,
-                                    const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *s1,
-                                    const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2, ocr_dtype_t mid) {
+void ocr_cpu_affine_act_affine_backward(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2, OcrTensor *db2,
+                                        const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *s1,
+                                        const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2,
+                                        ocr_dtype_t mid) {
     CPU_ASSERT_FLOAT(dout);
     const int64_t n = ocr_tensor_numel(dout);
     aaa_check(inp, n, "inp");
@@ -356,13 +358,13 @@ void affine_act_affine_backward_cpu(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *
     CpuScratch sc = {0};
     OcrTensor vdy, vx, vdx;
     float *whole = NULL;
-    const OcrTensor *DY = cpu_tiled_in(&sc, dout, &vdy);
-    const OcrTensor *X = cpu_tiled_in(&sc, inp, &vx);
-    OcrTensor *DX = dinp ? cpu_tiled_out(&sc, dinp, &vdx, 0, &whole) : NULL;
+    const OcrTensor *DY = ocr_cpu_tiled_in(&sc, dout, &vdy);
+    const OcrTensor *X = ocr_cpu_tiled_in(&sc, inp, &vx);
+    OcrTensor *DX = dinp ? ocr_cpu_tiled_out(&sc, dinp, &vdx, 0, &whole) : NULL;
     const int64_t chunks = (n + AFFINE_CHUNK - 1) / AFFINE_CHUNK;
     // Per chunk the four partial sums (combined in chunk order below): Σ dout·h, Σ dout for the
     // second affine, Σ da·inp, Σ da for the first, da = mid(mid(s2·dout)·act'(a)).
-    double *part = cpu_scratch_bytes(&sc, (size_t)(4 * chunks + 1) * sizeof(double));
+    double *part = ocr_cpu_scratch_bytes(&sc, (size_t)(4 * chunks + 1) * sizeof(double));
     double *p_s2 = part, *p_b2 = part + chunks, *p_s1 = part + 2 * chunks, *p_b1 = part + 3 * chunks;
     // Every map f32, or every map bf16 (mid included): in registers, dinp into a scratch chunk
     // when it is not wanted; otherwise through fp32 buffers.
@@ -394,29 +396,29 @@ void affine_act_affine_backward_cpu(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *
         }
         float bg[AFFINE_CHUNK], bx[AFFINE_CHUNK], ba[AFFINE_CHUNK], bh[AFFINE_CHUNK], bd[AFFINE_CHUNK];
         uint16_t tmp[AFFINE_CHUNK];
-        const float *dy = cpu_rows_in(DY, 1, i0, m, bg);
-        const float *x = cpu_rows_in(X, 1, i0, m, bx);
+        const float *dy = ocr_cpu_rows_in(DY, 1, i0, m, bg);
+        const float *x = ocr_cpu_rows_in(X, 1, i0, m, bx);
         aaa_inner(ba, bh, x, sv1, bv1, act, m, mid, tmp);
         if (ds2) p_s2[k] = chunk_sum(dy, bh, m);
         if (db2) p_b2[k] = chunk_sum(dy, NULL, m);
-        cpu_scale_tile(bd, dy, sv2, m);  // the second affine's dinp, a mid tensor
-        cpu_round_tile(bd, m, mid, tmp);
-        cpu_act_backward_tile(bd, bd, ba, m, act);  // the activation's dinp, a mid tensor
-        cpu_round_tile(bd, m, mid, tmp);
+        ocr_cpu_scale_tile(bd, dy, sv2, m);  // the second affine's dinp, a mid tensor
+        ocr_cpu_round_tile(bd, m, mid, tmp);
+        ocr_cpu_act_backward_tile(bd, bd, ba, m, act);  // the activation's dinp, a mid tensor
+        ocr_cpu_round_tile(bd, m, mid, tmp);
         if (ds1) p_s1[k] = chunk_sum(bd, x, m);
         if (db1) p_b1[k] = chunk_sum(bd, NULL, m);
         if (DX) {
-            float *dx = cpu_rows_dst(DX, 1, i0, bh);  // bh is free again
-            cpu_scale_tile(dx, bd, sv1, m);
-            cpu_rows_out(DX, 1, i0, m, dx);
+            float *dx = ocr_cpu_rows_dst(DX, 1, i0, bh);  // bh is free again
+            ocr_cpu_scale_tile(dx, bd, sv1, m);
+            ocr_cpu_rows_out(DX, 1, i0, m, dx);
         }
     }
     if (ds2) accumulate_scalar(ds2, chunks_total(p_s2, chunks), "dscale 2");
     if (db2) accumulate_scalar(db2, chunks_total(p_b2, chunks), "dbias 2");
     if (ds1) accumulate_scalar(ds1, chunks_total(p_s1, chunks), "dscale 1");
     if (db1) accumulate_scalar(db1, chunks_total(p_b1, chunks), "dbias 1");
-    if (whole) cpu_f32_store(dinp, whole);
-    cpu_scratch_free(&sc);
+    if (whole) ocr_cpu_f32_store(dinp, whole);
+    ocr_cpu_scratch_free(&sc);
 }
 
 // ---- batch broadcast add ---------------------------------------------------------------------
@@ -430,59 +432,40 @@ static int64_t broadcast_per(const OcrTensor *inp, const OcrTensor *pos, const c
     return ocr_tensor_numel(pos);
 }
 
-void batch_broadcast_add_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
+void ocr_cpu_batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     CPU_ASSERT_FLOAT(pos);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batch_broadcast_add: out and inp shapes differ");
     const int64_t per = broadcast_per(inp, pos, "batch_broadcast_add"), B = inp->shape[0];
     CpuScratch sc = {0};
-    const float *x = cpu_f32_in(&sc, inp), *p = cpu_f32_in(&sc, pos);
-    float *y = cpu_f32_out(&sc, out, 0);
+    const float *x = ocr_cpu_f32_in(&sc, inp), *p = ocr_cpu_f32_in(&sc, pos);
+    float *y = ocr_cpu_f32_out(&sc, out, 0);
 #pragma omp parallel for schedule(static) if (B * per >= AFFINE_PAR_MIN)
     for (int64_t b = 0; b < B; b++)
         for (int64_t j = 0; j < per; j++) y[b * per + j] = x[b * per + j] + p[j];
-    cpu_f32_store(out, y);
-    cpu_scratch_free(&sc);
+    ocr_cpu_f32_store(out, y);
+    ocr_cpu_scratch_free(&sc);
 }
 
-void batch_broadcast_add_backward_cpu(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
+void ocr_cpu_batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
     CPU_ASSERT_FLOAT(dout);
     if (dinp) {
         OCR_ASSERT(ocr_tensor_same_shape(dinp, dout), "batch_broadcast_add_backward: dinp and dout shapes differ");
-        cast_forward_cpu(dinp, dout);  // a copy; raw bits when the dtypes agree
+        ocr_cpu_cast_forward(dinp, dout);  // a copy; raw bits when the dtypes agree
     }
     if (!dpos) return;
     CPU_ASSERT_FLOAT(dpos);
     const int64_t per = broadcast_per(dout, dpos, "batch_broadcast_add_backward"), B = dout->shape[0];
     CpuScratch sc = {0};
-    const float *dy = cpu_f32_in(&sc, dout);
-    float *dp = cpu_f32_out(&sc, dpos, 1);
+    const float *dy = ocr_cpu_f32_in(&sc, dout);
+    float *dp = ocr_cpu_f32_out(&sc, dpos, 1);
 #pragma omp parallel for schedule(static) if (B * per >= AFFINE_PAR_MIN)
     for (int64_t j = 0; j < per; j++) {
         double acc = 0.0;
         for (int64_t b = 0; b < B; b++) acc += dy[b * per + j];
         dp[j] = dp[j] + (float)acc;
     }
-    cpu_f32_store(dpos, dp);
-    cpu_scratch_free(&sc);
-}
-
-// ---- local attention mask ----------------------------------------------------------------------
-
-void attention_local_mask_cpu(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w) {
-    const int64_t T = (int64_t)grid_h * grid_w;
-    OCR_ASSERT(mask->device.type == OCR_DEVICE_CPU && mask->dtype == OCR_F32 && mask->ndim == 2 &&
-                   mask->shape[0] == T && mask->shape[1] == T,
-               "attention_local_mask: mask must be a CPU f32 (%lld, %lld) tensor", (long long)T, (long long)T);
-    OCR_ASSERT(window_h > 0 && window_w > 0, "attention_local_mask: window %dx%d", window_h, window_w);
-    float *m = mask->data;
-#pragma omp parallel for schedule(static) if (T * T >= AFFINE_PAR_MIN)
-    for (int64_t q = 0; q < T; q++) {
-        const int64_t qh = q / grid_w, qw = q % grid_w;
-        for (int64_t k = 0; k < T; k++) {
-            const int64_t dh = k / grid_w - qh + window_h / 2, dw = k % grid_w - qw + window_w / 2;
-            m[q * T + k] = (dh >= 0 && dh < window_h && dw >= 0 && dw < window_w) ? 0.0f : -INFINITY;
-        }
-    }
+    ocr_cpu_f32_store(dpos, dp);
+    ocr_cpu_scratch_free(&sc);
 }

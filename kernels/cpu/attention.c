@@ -1,4 +1,5 @@
-// Multi-head self-attention core (CPU): per (batch, head) two SGEMMs around an fp32 softmax.
+// Multi-head self-attention core (CPU): per (batch, head) two SGEMMs around an fp32 softmax; and
+// the local mixer's additive mask (attention_local_mask).
 //
 // q, k and v are read in place from qkv (B, T, 3C) with leading dimension 3C, so nothing is
 // copied out per head. OpenMP runs over (batch, head) (see ATTN_BLAS_THREADED_MACS); each
@@ -93,7 +94,7 @@ static void slice_load(float *dst, const OcrTensor *t, int64_t first, int64_t n)
 
 // out (B, T, C), probs (B, H, T, T) (may be NULL when no backward follows), qkv (B, T, 3C),
 // mask (T, T) f32 or NULL.
-void attention_forward_cpu(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
+void ocr_cpu_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
                        int num_heads, float scale, DropoutParams dropout) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(qkv);
@@ -114,14 +115,14 @@ void attention_forward_cpu(OcrTensor *out, OcrTensor *probs, const OcrTensor *qk
     CpuScratch sc = {0};
     OcrTensor vx, vy;
     float *whole;
-    const OcrTensor *X = cpu_tiled_in(&sc, qkv, &vx);
-    OcrTensor *Y = cpu_tiled_out(&sc, out, &vy, 0, &whole);
+    const OcrTensor *X = ocr_cpu_tiled_in(&sc, qkv, &vx);
+    OcrTensor *Y = ocr_cpu_tiled_out(&sc, out, &vy, 0, &whole);
     // Per thread: P and P' (T×T each), then the batch element's qkv and out slices when they are
     // not f32 (f32 ones are used in place).
     const size_t xper = X->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C), yper = Y->dtype == OCR_F32 ? 0 : (size_t)(T * C);
     const size_t per = 2 * (size_t)TT + xper + yper;
     int nthreads = omp_get_max_threads();
-    float *bufs = cpu_scratch_floats(&sc, (size_t)nthreads * per);
+    float *bufs = ocr_cpu_scratch_floats(&sc, (size_t)nthreads * per);
 
 #pragma omp parallel if (attn_parallel_over_heads(&s))
     {
@@ -132,7 +133,7 @@ void attention_forward_cpu(OcrTensor *out, OcrTensor *probs, const OcrTensor *qk
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;
             if (xper && held != b) {
-                cpu_rows_in(X, T * 3 * C, b, 1, xb);
+                ocr_cpu_rows_in(X, T * 3 * C, b, 1, xb);
                 held = b;
             }
             const float *x = xper ? xb : (const float *)X->data + b * T * 3 * C;
@@ -174,12 +175,12 @@ void attention_forward_cpu(OcrTensor *out, OcrTensor *probs, const OcrTensor *qk
                 for (int64_t i = 0; i < T; i++) slice_store(Y, (b * T + i) * C + h * D, y + i * C + h * D, D);
         }
     }
-    if (whole) cpu_f32_store(out, whole);
-    cpu_scratch_free(&sc);
+    if (whole) ocr_cpu_f32_store(out, whole);
+    ocr_cpu_scratch_free(&sc);
 }
 
 // dqkv (B, T, 3C) assigned from dout (B, T, C), qkv and the saved probs (pre-dropout P).
-void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
+void ocr_cpu_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
                         int num_heads, float scale, DropoutParams dropout) {
     if (!dqkv) return;
     CPU_ASSERT_FLOAT(dqkv);
@@ -195,9 +196,9 @@ void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTen
     CpuScratch sc = {0};
     OcrTensor vx, vdy, vdx;
     float *whole;
-    const OcrTensor *X = cpu_tiled_in(&sc, qkv, &vx);
-    const OcrTensor *DY = cpu_tiled_in(&sc, dout, &vdy);
-    OcrTensor *DX = cpu_tiled_out(&sc, dqkv, &vdx, 0, &whole);
+    const OcrTensor *X = ocr_cpu_tiled_in(&sc, qkv, &vx);
+    const OcrTensor *DY = ocr_cpu_tiled_in(&sc, dout, &vdy);
+    OcrTensor *DX = ocr_cpu_tiled_out(&sc, dqkv, &vdx, 0, &whole);
     // Per thread: three T×T buffers, then the batch element's qkv, dout and dqkv slices when
     // they are not f32 (as in the forward).
     const size_t xper = X->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C);
@@ -205,7 +206,7 @@ void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTen
     const size_t dper = DX->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C);
     const size_t per = 3 * (size_t)TT + xper + gper + dper;
     int nthreads = omp_get_max_threads();
-    float *bufs = cpu_scratch_floats(&sc, (size_t)nthreads * per);
+    float *bufs = ocr_cpu_scratch_floats(&sc, (size_t)nthreads * per);
 
 #pragma omp parallel if (attn_parallel_over_heads(&s))
     {
@@ -218,8 +219,8 @@ void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTen
         for (int64_t bh = 0; bh < B * H; bh++) {
             int64_t b = bh / H, h = bh % H;
             if (held != b) {
-                if (xper) cpu_rows_in(X, T * 3 * C, b, 1, xb);
-                if (gper) cpu_rows_in(DY, T * C, b, 1, gb);
+                if (xper) ocr_cpu_rows_in(X, T * 3 * C, b, 1, xb);
+                if (gper) ocr_cpu_rows_in(DY, T * C, b, 1, gb);
                 held = b;
             }
             const float *x = xper ? xb : (const float *)X->data + b * T * 3 * C;
@@ -269,6 +270,28 @@ void attention_backward_cpu(OcrTensor *dqkv, const OcrTensor *dout, const OcrTen
                     }
         }
     }
-    if (whole) cpu_f32_store(dqkv, whole);
-    cpu_scratch_free(&sc);
+    if (whole) ocr_cpu_f32_store(dqkv, whole);
+    ocr_cpu_scratch_free(&sc);
+}
+
+// ---- local attention mask ----------------------------------------------------------------------
+
+// Below this many mask elements a parallel region costs more than it saves.
+#define LOCAL_MASK_PAR_MIN 32768
+
+void ocr_cpu_attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w) {
+    const int64_t T = (int64_t)grid_h * grid_w;
+    OCR_ASSERT(mask->device.type == OCR_DEVICE_CPU && mask->dtype == OCR_F32 && mask->ndim == 2 &&
+                   mask->shape[0] == T && mask->shape[1] == T,
+               "attention_local_mask: mask must be a CPU f32 (%lld, %lld) tensor", (long long)T, (long long)T);
+    OCR_ASSERT(window_h > 0 && window_w > 0, "attention_local_mask: window %dx%d", window_h, window_w);
+    float *m = mask->data;
+#pragma omp parallel for schedule(static) if (T * T >= LOCAL_MASK_PAR_MIN)
+    for (int64_t q = 0; q < T; q++) {
+        const int64_t qh = q / grid_w, qw = q % grid_w;
+        for (int64_t k = 0; k < T; k++) {
+            const int64_t dh = k / grid_w - qh + window_h / 2, dw = k % grid_w - qw + window_w / 2;
+            m[q * T + k] = (dh >= 0 && dh < window_h && dw >= 0 && dw < window_w) ? 0.0f : -INFINITY;
+        }
+    }
 }

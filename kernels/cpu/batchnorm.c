@@ -23,7 +23,7 @@
 // Below this many elements an OpenMP team costs more than it saves.
 #define BN_PAR_MIN 16384
 
-int64_t cpu_bn_chunks(int64_t rows) { return rows < BN_MAX_CHUNKS ? rows : BN_MAX_CHUNKS; }
+int64_t ocr_cpu_bn_chunks(int64_t rows) { return rows < BN_MAX_CHUNKS ? rows : BN_MAX_CHUNKS; }
 
 // A (C,) parameter/statistics tensor: any float dtype, exactly C elements.
 static void bn_check_vec(const OcrTensor *t, int64_t C, const char *what) {
@@ -60,8 +60,8 @@ CPU_INLINE void value_tile_body(float *restrict v, const float *restrict x, cons
 CPU_VEC_CLONES(value_tile, (float *v, const float *x, const float *mf, const float *af, const float *bf, int64_t rows,
                             int64_t C),
                (v, x, mf, af, bf, rows, C))
-void cpu_bn_value_tile(float *v, const float *x, const float *mf, const float *af, const float *bf, int64_t rows,
-                       int64_t C) {
+void ocr_cpu_bn_value_tile(float *v, const float *x, const float *mf, const float *af, const float *bf, int64_t rows,
+                           int64_t C) {
     value_tile(v, x, mf, af, bf, rows, C);
 }
 
@@ -78,8 +78,8 @@ CPU_INLINE void sums_tile_body(double *restrict p1, double *restrict p2, const f
 CPU_VEC_CLONES(sums_tile, (double *p1, double *p2, const float *x, const float *g, const float *mean, int64_t rows,
                            int64_t C),
                (p1, p2, x, g, mean, rows, C))
-void cpu_bn_sums_tile(double *p1, double *p2, const float *x, const float *g, const float *mean, int64_t rows,
-                      int64_t C) {
+void ocr_cpu_bn_sums_tile(double *p1, double *p2, const float *x, const float *g, const float *mean, int64_t rows,
+                          int64_t C) {
     sums_tile(p1, p2, x, g, mean, rows, C);
 }
 
@@ -96,8 +96,8 @@ CPU_INLINE void dx_tile_body(float *dx, const float *g, const float *restrict x,
 CPU_VEC_CLONES(dx_tile, (float *dx, const float *g, const float *x, const float *mean, const float *a, const float *b,
                          const float *k, int64_t rows, int64_t C),
                (dx, g, x, mean, a, b, k, rows, C))
-void cpu_bn_dx_tile(float *dx, const float *g, const float *x, const float *mean, const float *a, const float *b,
-                    const float *k, int64_t rows, int64_t C) {
+void ocr_cpu_bn_dx_tile(float *dx, const float *g, const float *x, const float *mean, const float *a, const float *b,
+                        const float *k, int64_t rows, int64_t C) {
     dx_tile(dx, g, x, mean, a, b, k, rows, C);
 }
 
@@ -121,8 +121,8 @@ CPU_INLINE void dx_tile_bf16_body(uint16_t *dx, const uint16_t *g, const uint16_
 CPU_VEC_CLONES(dx_tile_bf16, (uint16_t *dx, const uint16_t *g, const uint16_t *x, const float *mean, const float *a,
                               const float *b, const float *k, int64_t rows, int64_t C),
                (dx, g, x, mean, a, b, k, rows, C))
-void cpu_bn_dx_tile_bf16(uint16_t *dx, const uint16_t *g, const uint16_t *x, const float *mean, const float *a,
-                         const float *b, const float *k, int64_t rows, int64_t C) {
+void ocr_cpu_bn_dx_tile_bf16(uint16_t *dx, const uint16_t *g, const uint16_t *x, const float *mean, const float *a,
+                             const float *b, const float *k, int64_t rows, int64_t C) {
     dx_tile_bf16(dx, g, x, mean, a, b, k, rows, C);
 }
 
@@ -160,21 +160,21 @@ CPU_INLINE void sums_tile_bf16_body(double *restrict p1, double *restrict p2, co
 CPU_VEC_CLONES(sums_tile_bf16, (double *p1, double *p2, const uint16_t *x, const uint16_t *g, const float *mean,
                                 int64_t rows, int64_t C),
                (p1, p2, x, g, mean, rows, C))
-void cpu_bn_sums_tile_bf16(double *p1, double *p2, const uint16_t *x, const uint16_t *g, const float *mean,
-                           int64_t rows, int64_t C) {
+void ocr_cpu_bn_sums_tile_bf16(double *p1, double *p2, const uint16_t *x, const uint16_t *g, const float *mean,
+                               int64_t rows, int64_t C) {
     sums_tile_bf16(p1, p2, x, g, mean, rows, C);
 }
 
-void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int64_t M, int64_t C, CpuScratch *s) {
-    const int64_t nch = cpu_bn_chunks(M);
+void ocr_cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int64_t M, int64_t C, CpuScratch *s) {
+    const int64_t nch = ocr_cpu_bn_chunks(M);
     const int par = M * C >= BN_PAR_MIN;
     const int nthr = par ? omp_get_max_threads() : 1;
     const int64_t tr = cpu_tile_rows(C);
-    double *part = cpu_scratch_bytes(s, (size_t)(2 * nch * C) * sizeof(double));
-    float *shift_buf = cpu_scratch_floats(s, (size_t)C);
-    float *tiles = x->dtype == OCR_F32 || x->dtype == OCR_BF16 ? NULL
-                                                                : cpu_scratch_floats(s, (size_t)nthr * (size_t)(tr * C));
-    const float *shift = cpu_rows_in(x, C, 0, 1, shift_buf);
+    double *part = ocr_cpu_scratch_bytes(s, (size_t)(2 * nch * C) * sizeof(double));
+    float *shift_buf = ocr_cpu_scratch_floats(s, (size_t)C);
+    float *tiles =
+        x->dtype == OCR_F32 || x->dtype == OCR_BF16 ? NULL : ocr_cpu_scratch_floats(s, (size_t)nthr * (size_t)(tr * C));
+    const float *shift = ocr_cpu_rows_in(x, C, 0, 1, shift_buf);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t k = 0; k < nch; k++) {
         float *buf = tiles ? tiles + (size_t)omp_get_thread_num() * (size_t)(tr * C) : NULL;
@@ -186,7 +186,7 @@ void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int6
             if (x->dtype == OCR_BF16)
                 stats_tile_bf16(s1, s2, (const uint16_t *)x->data + (size_t)(t0 * C), shift, rows, C);
             else
-                stats_tile(s1, s2, cpu_rows_in(x, C, t0, rows, buf), shift, rows, C);
+                stats_tile(s1, s2, ocr_cpu_rows_in(x, C, t0, rows, buf), shift, rows, C);
         }
     }
     for (int64_t c = 0; c < C; c++) {
@@ -202,7 +202,7 @@ void cpu_bn_batch_stats_rows(double *mean, double *var, const OcrTensor *x, int6
     }
 }
 
-void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
+void ocr_cpu_batchnorm2d_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *running_mean,
                          OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                          float momentum, float eps, int training) {
     CPU_ASSERT_FLOAT(out);
@@ -221,34 +221,34 @@ void batchnorm2d_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *sa
     OCR_ASSERT(!training || M > 0, "batchnorm: training on an empty batch");
     OCR_ASSERT(training || (running_mean && running_var), "batchnorm: inference needs the running statistics");
     // The fused kernel with no activation is this op exactly: the value rounded into out.
-    batchnorm2d_act_forward_cpu(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta,
-                                OCR_ACT_NONE, momentum, eps, training, NULL);
+    ocr_cpu_batchnorm2d_act_forward(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta,
+                                    OCR_ACT_NONE, momentum, eps, training, NULL);
 }
 
 // BN's parameter gradients from the per-channel sums sdy = Σ dy and sdx = Σ dy·(x − mean):
 // dbeta += sdy, dgamma += sdx·rstd (either may be NULL). Shared with bn_act.c.
-void cpu_bn_param_grads(CpuScratch *s, OcrTensor *dgamma, OcrTensor *dbeta, const double *sdy, const double *sdx,
-                        const float *rstd, int64_t C) {
+void ocr_cpu_bn_param_grads(CpuScratch *s, OcrTensor *dgamma, OcrTensor *dbeta, const double *sdy, const double *sdx,
+                            const float *rstd, int64_t C) {
     if (dbeta) {
-        float *db = cpu_f32_out(s, dbeta, 1);
+        float *db = ocr_cpu_f32_out(s, dbeta, 1);
         for (int64_t c = 0; c < C; c++) db[c] = (float)((double)db[c] + sdy[c]);
-        cpu_f32_store(dbeta, db);
+        ocr_cpu_f32_store(dbeta, db);
     }
     if (dgamma) {
-        float *dg = cpu_f32_out(s, dgamma, 1);
+        float *dg = ocr_cpu_f32_out(s, dgamma, 1);
         for (int64_t c = 0; c < C; c++) dg[c] = (float)((double)dg[c] + sdx[c] * (double)rstd[c]);
-        cpu_f32_store(dgamma, dg);
+        ocr_cpu_f32_store(dgamma, dg);
     }
 }
 
 // The input gradient's per-channel coefficients, dx = a·dy + b·(x − mean) + k (C floats each,
 // from s). Through fixed statistics only a = gamma·rstd survives; through batch statistics the
 // mean and variance terms add b = −gamma·rstd³·sdx/M and k = −gamma·rstd·sdy/M.
-void cpu_bn_dx_coefs(CpuScratch *s, float **a_out, float **b_out, float **k_out, const float *g, const float *rstd,
-                     const double *sdy, const double *sdx, int64_t C, int64_t M, int training) {
-    float *af = cpu_scratch_floats(s, (size_t)C);
-    float *bf = cpu_scratch_floats(s, (size_t)C);
-    float *kf = cpu_scratch_floats(s, (size_t)C);
+void ocr_cpu_bn_dx_coefs(CpuScratch *s, float **a_out, float **b_out, float **k_out, const float *g, const float *rstd,
+                         const double *sdy, const double *sdx, int64_t C, int64_t M, int training) {
+    float *af = ocr_cpu_scratch_floats(s, (size_t)C);
+    float *bf = ocr_cpu_scratch_floats(s, (size_t)C);
+    float *kf = ocr_cpu_scratch_floats(s, (size_t)C);
     for (int64_t c = 0; c < C; c++) {
         double a = (g ? (double)g[c] : 1.0) * (double)rstd[c];
         af[c] = (float)a;
@@ -266,7 +266,7 @@ void cpu_bn_dx_coefs(CpuScratch *s, float **a_out, float **b_out, float **k_out,
     *k_out = kf;
 }
 
-void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+void ocr_cpu_batchnorm2d_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                           const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *save_mean,
                           const OcrTensor *save_rstd, int training) {
     CPU_ASSERT_FLOAT(dout);
@@ -285,6 +285,6 @@ void batchnorm2d_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbe
     bn_check_vec(save_rstd, C, "save_rstd");
 
     // The fused backward with no activation: the sums over dout, then dx a tile at a time.
-    batchnorm2d_act_backward_cpu(dinp, dgamma, dbeta, dout, inp, gamma, NULL, save_mean, save_rstd, NULL,
-                                 OCR_ACT_NONE, dinp ? dinp->dtype : OCR_F32, training, NULL);
+    ocr_cpu_batchnorm2d_act_backward(dinp, dgamma, dbeta, dout, inp, gamma, NULL, save_mean, save_rstd, NULL,
+                                     OCR_ACT_NONE, dinp ? dinp->dtype : OCR_F32, training, NULL);
 }

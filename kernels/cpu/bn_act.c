@@ -1,10 +1,10 @@
 // Batch norm followed by an activation, fused (NHWC, viewed as M = N·H·W rows of C channels).
 //
 // Bit-identical to the unfused pair by construction: the statistics come from batchnorm.c's
-// own routine (cpu_bn_batch_stats_rows, same fixed row chunks), the per-channel coefficients and the
+// own routine (ocr_cpu_bn_batch_stats_rows, same fixed row chunks), the per-channel coefficients and the
 // per-element expression are batchnorm.c's, the pre-activation value is rounded to the dtype
 // the unfused pair stores it in, and the activation runs through activation.c's own loops
-// (cpu_act_forward_tile / cpu_act_backward_tile) on row tiles small enough to stay in cache.
+// (ocr_cpu_act_forward_tile / ocr_cpu_act_backward_tile) on row tiles small enough to stay in cache.
 // The backward's sums visit the rows of each chunk in order, as batchnorm.c's do.
 //
 // Passes over the map: forward = statistics + one fused normalise/activate pass; backward = the
@@ -13,7 +13,7 @@
 // turns g into dx in place. No BN output and no separate activation gradient map.
 //
 // f16/bf16 maps are never widened as a whole: every pass widens the tile of rows it works on
-// into a per-thread buffer (cpu_rows_in) and rounds its results back per tile (cpu_rows_out),
+// into a per-thread buffer (ocr_cpu_rows_in) and rounds its results back per tile (ocr_cpu_rows_out),
 // so a bf16 map moves 2 bytes per element per read or write instead of an fp32 copy's
 // 4 + the conversion passes. g is parked in dinp's own dtype when that holds it exactly (g is
 // rounded to mid: dinp f32 or of dtype mid), else pass two forms it again. The loops run at the
@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "core/half.h"
-#include "kernels/cpu/activation_math.h"
+#include "kernels/activation_math.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/cpu/isa.h"
@@ -52,7 +52,7 @@ CPU_INLINE void round_bf16_inplace_body(float *v, int64_t n) {
 }
 CPU_VEC_CLONES(round_bf16_inplace, (float *v, int64_t n), (v, n))
 
-void cpu_round_tile(float *v, int64_t n, ocr_dtype_t dt, uint16_t *tmp) {
+void ocr_cpu_round_tile(float *v, int64_t n, ocr_dtype_t dt, uint16_t *tmp) {
     if (dt == OCR_F16) {
         ocr_f32_to_f16_array(tmp, v, (size_t)n);
         ocr_f16_to_f32_array(v, tmp, (size_t)n);
@@ -70,7 +70,7 @@ static void bna_world_sum(const OcrBnSync *sync, double *v, int64_t n, const cha
 // rank's count and count·mean give the world mean mu, then Σ M_r·var_r + M_r·(mean_r − mu)² over
 // the ranks is the world's sum of squared deviations (the pairwise combination of Chan et al.).
 static void bna_world_stats(double *mean, double *var, int64_t M, int64_t C, const OcrBnSync *sync, CpuScratch *s) {
-    double *v = cpu_scratch_bytes(s, (size_t)(C + 1) * sizeof(double));
+    double *v = ocr_cpu_scratch_bytes(s, (size_t)(C + 1) * sizeof(double));
     v[0] = (double)M;
     for (int64_t c = 0; c < C; c++) v[1 + c] = (double)M * mean[c];
     bna_world_sum(sync, v, C + 1, "the batch statistics' counts and means");
@@ -85,7 +85,7 @@ static void bna_world_stats(double *mean, double *var, int64_t M, int64_t C, con
     for (int64_t c = 0; c < C; c++) var[c] = v[1 + c] > 0.0 ? v[1 + c] / count : 0.0;
 }
 
-// Normalisation coefficients, as batchnorm2d_forward_cpu computes them: the value is
+// Normalisation coefficients, as ocr_cpu_batchnorm2d_forward computes them: the value is
 // (x − mf)·af + bf with mf = (float)mean, af = (float)(gamma·rstd) in double, bf = beta.
 // mean, var (C, double) are the statistics used; rstd (C) their f32 1/sqrt(var + eps).
 typedef struct {
@@ -98,26 +98,26 @@ static BnaCoef bna_coef(CpuScratch *s, const OcrTensor *x, int64_t M, int64_t C,
                         const OcrTensor *running_var, const OcrTensor *gamma, const OcrTensor *beta, float eps,
                         int training, const OcrBnSync *sync) {
     BnaCoef k;
-    k.mean = cpu_scratch_bytes(s, (size_t)C * sizeof(double));
-    k.var = cpu_scratch_bytes(s, (size_t)C * sizeof(double));
+    k.mean = ocr_cpu_scratch_bytes(s, (size_t)C * sizeof(double));
+    k.var = ocr_cpu_scratch_bytes(s, (size_t)C * sizeof(double));
     if (training) {
         OCR_ASSERT(M > 0, "batchnorm_act: training on an empty batch");
-        cpu_bn_batch_stats_rows(k.mean, k.var, x, M, C, s);
+        ocr_cpu_bn_batch_stats_rows(k.mean, k.var, x, M, C, s);
         if (sync) bna_world_stats(k.mean, k.var, M, C, sync, s);
     } else {
         OCR_ASSERT(running_mean && running_var, "batchnorm_act: inference needs the running statistics");
-        const float *rm = cpu_f32_in(s, running_mean), *rv = cpu_f32_in(s, running_var);
+        const float *rm = ocr_cpu_f32_in(s, running_mean), *rv = ocr_cpu_f32_in(s, running_var);
         for (int64_t c = 0; c < C; c++) {
             k.mean[c] = rm[c];
             k.var[c] = rv[c];
         }
     }
-    const float *g = gamma ? cpu_f32_in(s, gamma) : NULL;
-    const float *b = beta ? cpu_f32_in(s, beta) : NULL;
-    float *mf = cpu_scratch_floats(s, (size_t)C);
-    float *af = cpu_scratch_floats(s, (size_t)C);
-    float *bf = cpu_scratch_floats(s, (size_t)C);
-    k.rstd = cpu_scratch_floats(s, (size_t)C);
+    const float *g = gamma ? ocr_cpu_f32_in(s, gamma) : NULL;
+    const float *b = beta ? ocr_cpu_f32_in(s, beta) : NULL;
+    float *mf = ocr_cpu_scratch_floats(s, (size_t)C);
+    float *af = ocr_cpu_scratch_floats(s, (size_t)C);
+    float *bf = ocr_cpu_scratch_floats(s, (size_t)C);
+    k.rstd = ocr_cpu_scratch_floats(s, (size_t)C);
     for (int64_t c = 0; c < C; c++) {
         double r = 1.0 / sqrt(k.var[c] + (double)eps);
         k.rstd[c] = (float)r;
@@ -132,8 +132,8 @@ static BnaCoef bna_coef(CpuScratch *s, const OcrTensor *x, int64_t M, int64_t C,
 // v (rows, C) = the pre-activation values of x rows, rounded to mid.
 static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_t C, const BnaCoef *k,
                                   ocr_dtype_t mid, uint16_t *tmp) {
-    cpu_bn_value_tile(v, x, k->mf, k->af, k->bf, rows, C);
-    cpu_round_tile(v, rows * C, mid, tmp);
+    ocr_cpu_bn_value_tile(v, x, k->mf, k->af, k->bf, rows, C);
+    ocr_cpu_round_tile(v, rows * C, mid, tmp);
 }
 
 // ---- bf16 maps with the conversions in registers (BF16-O2) -------------------------------------
@@ -214,12 +214,12 @@ static BnaTiles bna_tiles(CpuScratch *s, int nthr, int64_t tr, int64_t C, int ne
     BnaTiles t = {0};
     t.per = (size_t)(tr * C);
     const size_t all = (size_t)nthr * t.per;
-    if (need_x) t.x = cpu_scratch_floats(s, all);
-    if (need_dy) t.dy = cpu_scratch_floats(s, all);
-    if (need_v) t.v = cpu_scratch_floats(s, all);
-    if (need_g) t.g = cpu_scratch_floats(s, all);
-    if (need_y) t.y = cpu_scratch_floats(s, all);
-    if (need_tmp) t.tmp = cpu_scratch_bytes(s, all * sizeof(uint16_t));
+    if (need_x) t.x = ocr_cpu_scratch_floats(s, all);
+    if (need_dy) t.dy = ocr_cpu_scratch_floats(s, all);
+    if (need_v) t.v = ocr_cpu_scratch_floats(s, all);
+    if (need_g) t.g = ocr_cpu_scratch_floats(s, all);
+    if (need_y) t.y = ocr_cpu_scratch_floats(s, all);
+    if (need_tmp) t.tmp = ocr_cpu_scratch_bytes(s, all * sizeof(uint16_t));
     return t;
 }
 
@@ -259,9 +259,9 @@ static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rs
     OcrTensor *out_t = out;
     float *y_whole = NULL;
     if (ocr_cpu_exact_numerics()) {
-        if (inp->dtype != OCR_F32) xv = cpu_f32_view(inp, cpu_f32_in(&s, inp)), inp = &xv;
+        if (inp->dtype != OCR_F32) xv = ocr_cpu_f32_view(inp, ocr_cpu_f32_in(&s, inp)), inp = &xv;
         if (out->dtype != OCR_F32)
-            y_whole = cpu_f32_out(&s, out, accumulate), yv = cpu_f32_view(out, y_whole), out = &yv;
+            y_whole = ocr_cpu_f32_out(&s, out, accumulate), yv = ocr_cpu_f32_view(out, y_whole), out = &yv;
     }
     const BnaCoef k = bna_coef(&s, inp, M, C, running_mean, running_var, gamma, beta, eps, training, sync);
 
@@ -285,64 +285,64 @@ static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rs
             continue;
         }
         const BnaTile b = bna_tile(&tb);
-        const float *x = cpu_rows_in(inp, C, r0, rows, b.x);
+        const float *x = ocr_cpu_rows_in(inp, C, r0, rows, b.x);
         bna_value_tile(b.v, x, rows, C, &k, mid, b.tmp);
         if (accumulate) {
-            float *y = (float *)cpu_rows_in(out, C, r0, rows, b.y);  // out's own memory when it is f32
-            cpu_act_forward_tile(b.v, b.v, rows * C, act);
-            cpu_round_tile(b.v, rows * C, mid, b.tmp);
-            cpu_add_tile(y, y, b.v, rows * C);
-            cpu_rows_out(out, C, r0, rows, y);
+            float *y = (float *)ocr_cpu_rows_in(out, C, r0, rows, b.y);  // out's own memory when it is f32
+            ocr_cpu_act_forward_tile(b.v, b.v, rows * C, act);
+            ocr_cpu_round_tile(b.v, rows * C, mid, b.tmp);
+            ocr_cpu_add_tile(y, y, b.v, rows * C);
+            ocr_cpu_rows_out(out, C, r0, rows, y);
             continue;
         }
-        float *y = cpu_rows_dst(out, C, r0, b.y);
-        cpu_act_forward_tile(y, b.v, rows * C, act);
-        cpu_rows_out(out, C, r0, rows, y);
+        float *y = ocr_cpu_rows_dst(out, C, r0, b.y);
+        ocr_cpu_act_forward_tile(y, b.v, rows * C, act);
+        ocr_cpu_rows_out(out, C, r0, rows, y);
     }
-    if (y_whole) cpu_f32_store(out_t, y_whole);
+    if (y_whole) ocr_cpu_f32_store(out_t, y_whole);
 
     if (save_mean) {
-        float *sm = cpu_f32_out(&s, save_mean, 0);
+        float *sm = ocr_cpu_f32_out(&s, save_mean, 0);
         memcpy(sm, k.mf, (size_t)C * sizeof(float));
-        cpu_f32_store(save_mean, sm);
+        ocr_cpu_f32_store(save_mean, sm);
     }
     if (save_rstd) {
-        float *sr = cpu_f32_out(&s, save_rstd, 0);
+        float *sr = ocr_cpu_f32_out(&s, save_rstd, 0);
         memcpy(sr, k.rstd, (size_t)C * sizeof(float));
-        cpu_f32_store(save_rstd, sr);
+        ocr_cpu_f32_store(save_rstd, sr);
     }
     if (save_scale) {
-        float *sa = cpu_f32_out(&s, save_scale, 0);
+        float *sa = ocr_cpu_f32_out(&s, save_scale, 0);
         memcpy(sa, k.af, (size_t)C * sizeof(float));
-        cpu_f32_store(save_scale, sa);
+        ocr_cpu_f32_store(save_scale, sa);
     }
     if (training && running_mean) {
-        float *rm = cpu_f32_out(&s, running_mean, 1);
+        float *rm = ocr_cpu_f32_out(&s, running_mean, 1);
         for (int64_t c = 0; c < C; c++) rm[c] = (float)(momentum * (double)rm[c] + (1.0 - momentum) * k.mean[c]);
-        cpu_f32_store(running_mean, rm);
+        ocr_cpu_f32_store(running_mean, rm);
     }
     if (training && running_var) {
         // Paddle keeps the biased batch variance in the running estimate (PyTorch: unbiased).
-        float *rv = cpu_f32_out(&s, running_var, 1);
+        float *rv = ocr_cpu_f32_out(&s, running_var, 1);
         for (int64_t c = 0; c < C; c++) rv[c] = (float)(momentum * (double)rv[c] + (1.0 - momentum) * k.var[c]);
-        cpu_f32_store(running_var, rv);
+        ocr_cpu_f32_store(running_var, rv);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
-void batchnorm2d_act_forward_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
-                                 OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
-                                 const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                 ocr_activation_t act, float momentum, float eps, int training,
-                                 const OcrBnSync *sync) {
+void ocr_cpu_batchnorm2d_act_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                     OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
+                                     const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                     ocr_activation_t act, float momentum, float eps, int training,
+                                     const OcrBnSync *sync) {
     bna_forward(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta, act, momentum,
                 eps, training, sync, 0);
 }
 
-void batchnorm2d_forward_accumulate_cpu(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
-                                        OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
-                                        const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
-                                        int training) {
+void ocr_cpu_batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                            OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
+                                            const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
+                                            int training) {
     bna_forward(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta, OCR_ACT_NONE, momentum,
                 eps, training, NULL, 1);
 }
@@ -353,16 +353,16 @@ static inline const float *bna_grad_tile(const BnaTile *b, float *g, const float
                                          int64_t C, const BnaCoef *k, ocr_activation_t act, ocr_dtype_t mid) {
     if (act == OCR_ACT_NONE) return dy;
     bna_value_tile(b->v, x, rows, C, k, mid, b->tmp);
-    cpu_act_backward_tile(g, dy, b->v, rows * C, act);
-    cpu_round_tile(g, rows * C, mid, b->tmp);
+    ocr_cpu_act_backward_tile(g, dy, b->v, rows * C, act);
+    ocr_cpu_round_tile(g, rows * C, mid, b->tmp);
     return g;
 }
 
-void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
-                                  const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                  const OcrTensor *save_mean, const OcrTensor *save_rstd,
-                                  const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
-                                  const OcrBnSync *sync) {
+void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                                      const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                      const OcrTensor *save_mean, const OcrTensor *save_rstd,
+                                      const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
+                                      const OcrBnSync *sync) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(dout, inp), "batchnorm_act: dout and inp shapes differ");
@@ -397,22 +397,22 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
     OcrTensor *dinp_t = dinp;
     float *dx_whole = NULL;
     if (ocr_cpu_exact_numerics()) {
-        if (inp->dtype != OCR_F32) xv = cpu_f32_view(inp, cpu_f32_in(&s, inp)), inp = &xv;
-        if (dout->dtype != OCR_F32) dyv = cpu_f32_view(dout, cpu_f32_in(&s, dout)), dout = &dyv;
+        if (inp->dtype != OCR_F32) xv = ocr_cpu_f32_view(inp, ocr_cpu_f32_in(&s, inp)), inp = &xv;
+        if (dout->dtype != OCR_F32) dyv = ocr_cpu_f32_view(dout, ocr_cpu_f32_in(&s, dout)), dout = &dyv;
         if (dinp && dinp->dtype != OCR_F32)
-            dx_whole = cpu_f32_out(&s, dinp, 0), dxv = cpu_f32_view(dinp, dx_whole), dinp = &dxv;
+            dx_whole = ocr_cpu_f32_out(&s, dinp, 0), dxv = ocr_cpu_f32_view(dinp, dx_whole), dinp = &dxv;
     }
-    const float *mean = cpu_f32_in(&s, save_mean);
-    const float *rstd = cpu_f32_in(&s, save_rstd);
-    const float *g = gamma ? cpu_f32_in(&s, gamma) : NULL;
+    const float *mean = ocr_cpu_f32_in(&s, save_mean);
+    const float *rstd = ocr_cpu_f32_in(&s, save_rstd);
+    const float *g = gamma ? ocr_cpu_f32_in(&s, gamma) : NULL;
     // The value's coefficients, exactly the forward's: mf = save_mean, af = save_scale, bf = beta.
     BnaCoef k = {0};
     if (act != OCR_ACT_NONE) {
-        float *bf = cpu_scratch_floats(&s, (size_t)C);
-        const float *be = beta ? cpu_f32_in(&s, beta) : NULL;
+        float *bf = ocr_cpu_scratch_floats(&s, (size_t)C);
+        const float *be = beta ? ocr_cpu_f32_in(&s, beta) : NULL;
         for (int64_t c = 0; c < C; c++) bf[c] = be ? be[c] : 0.0f;
         k.mf = mean;
-        k.af = cpu_f32_in(&s, save_scale);
+        k.af = ocr_cpu_f32_in(&s, save_scale);
         k.bf = bf;
     }
 
@@ -429,11 +429,11 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
     int g_parked = 0;
 
     // Per channel: sdy = Σ g, sdx = Σ g · (x − mean), in double over batchnorm.c's chunks.
-    double *sdy = cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
-    double *sdx = cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
+    double *sdy = ocr_cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
+    double *sdx = ocr_cpu_scratch_bytes(&s, (size_t)C * sizeof(double));
     if (need_sums) {
-        const int64_t nch = M > 0 ? cpu_bn_chunks(M) : 0;
-        double *part = cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double));
+        const int64_t nch = M > 0 ? ocr_cpu_bn_chunks(M) : 0;
+        double *part = ocr_cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double));
         // g parked in a bf16 dinp from bf16 maps: the pass runs in registers (sums_bf16).
         const int sums_in_registers = park && has_act && mid == OCR_BF16 && dinp->dtype == OCR_BF16 &&
                                       inp->dtype == OCR_BF16 && dout->dtype == OCR_BF16;
@@ -455,25 +455,25 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
                 }
                 if (plain_sums_in_registers) {
                     const size_t off = (size_t)(t0 * C);
-                    cpu_bn_sums_tile_bf16(p1, p2, (const uint16_t *)inp->data + off,
-                                          (const uint16_t *)dout->data + off, mean, rows, C);
+                    ocr_cpu_bn_sums_tile_bf16(p1, p2, (const uint16_t *)inp->data + off,
+                                              (const uint16_t *)dout->data + off, mean, rows, C);
                     continue;
                 }
-                const float *x = cpu_rows_in(inp, C, t0, rows, b.x);
+                const float *x = ocr_cpu_rows_in(inp, C, t0, rows, b.x);
                 // dinp may be dout's memory (in-place gradients): g overwrites a tile's rows only
                 // after they were read (the activation's backward allows g == dy).
-                const float *dy = cpu_rows_in(dout, C, t0, rows, b.dy);
-                float *gdst = park ? cpu_rows_dst(dinp, C, t0, b.g) : b.g;
+                const float *dy = ocr_cpu_rows_in(dout, C, t0, rows, b.dy);
+                float *gdst = park ? ocr_cpu_rows_dst(dinp, C, t0, b.g) : b.g;
                 const float *gt = bna_grad_tile(&b, gdst, x, dy, rows, C, &k, act, mid);
-                cpu_bn_sums_tile(p1, p2, x, gt, mean, rows, C);
-                if (park) cpu_rows_out(dinp, C, t0, rows, gt);
+                ocr_cpu_bn_sums_tile(p1, p2, x, gt, mean, rows, C);
+                if (park) ocr_cpu_rows_out(dinp, C, t0, rows, gt);
             }
         }
         cpu_bn_reduce_chunks(sdy, sdx, part, nch, C);
         g_parked = park;
     }
 
-    cpu_bn_param_grads(&s, dgamma, dbeta, sdy, sdx, rstd, C);
+    ocr_cpu_bn_param_grads(&s, dgamma, dbeta, sdy, sdx, rstd, C);
 
     if (dinp) {
         // dx = a·g + b·(x − mean) + k, batchnorm.c's coefficients.
@@ -482,7 +482,7 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
         int64_t wM = M;
         if (sync && training) {
             // The coefficients take the world's sums and count (dgamma/dbeta above kept ours).
-            double *v = cpu_scratch_bytes(&s, (size_t)(2 * C + 1) * sizeof(double));
+            double *v = ocr_cpu_scratch_bytes(&s, (size_t)(2 * C + 1) * sizeof(double));
             v[0] = (double)M;
             memcpy(v + 1, sdy, (size_t)C * sizeof(double));
             memcpy(v + 1 + C, sdx, (size_t)C * sizeof(double));
@@ -490,7 +490,7 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
             wM = (int64_t)v[0];
             wdy = v + 1, wdx = v + 1 + C;
         }
-        cpu_bn_dx_coefs(&s, &af, &bf, &kf, g, rstd, wdy, wdx, C, wM, training);
+        ocr_cpu_bn_dx_coefs(&s, &af, &bf, &kf, g, rstd, wdy, wdx, C, wM, training);
         const int64_t ntiles = (M + tr - 1) / tr;
         // g ready in memory (parked in dinp, or dout itself without an activation) and every map
         // bf16: the conversions happen in registers (the same bits, fewer passes over the tile).
@@ -503,24 +503,24 @@ void batchnorm2d_act_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor 
             const int64_t r0 = t * tr, rows = r0 + tr <= M ? tr : M - r0;
             if (in_registers) {
                 const size_t off = (size_t)(r0 * C);
-                cpu_bn_dx_tile_bf16((uint16_t *)dinp->data + off, (const uint16_t *)g_map->data + off,
-                                    (const uint16_t *)inp->data + off, mean, af, bf, kf, rows, C);
+                ocr_cpu_bn_dx_tile_bf16((uint16_t *)dinp->data + off, (const uint16_t *)g_map->data + off,
+                                        (const uint16_t *)inp->data + off, mean, af, bf, kf, rows, C);
                 continue;
             }
-            const float *x = cpu_rows_in(inp, C, r0, rows, b.x);
+            const float *x = ocr_cpu_rows_in(inp, C, r0, rows, b.x);
             // g parked by the sum pass (in dinp's rows), or formed here.
             const float *gt;
             if (g_parked) {
-                gt = cpu_rows_in(dinp, C, r0, rows, b.g);
+                gt = ocr_cpu_rows_in(dinp, C, r0, rows, b.g);
             } else {
-                const float *dy = cpu_rows_in(dout, C, r0, rows, b.dy);
+                const float *dy = ocr_cpu_rows_in(dout, C, r0, rows, b.dy);
                 gt = bna_grad_tile(&b, b.g, x, dy, rows, C, &k, act, mid);
             }
-            float *dx = cpu_rows_dst(dinp, C, r0, b.y);
-            cpu_bn_dx_tile(dx, gt, x, mean, af, bf, kf, rows, C);
-            cpu_rows_out(dinp, C, r0, rows, dx);
+            float *dx = ocr_cpu_rows_dst(dinp, C, r0, b.y);
+            ocr_cpu_bn_dx_tile(dx, gt, x, mean, af, bf, kf, rows, C);
+            ocr_cpu_rows_out(dinp, C, r0, rows, dx);
         }
-        if (dx_whole) cpu_f32_store(dinp_t, dx_whole);
+        if (dx_whole) ocr_cpu_f32_store(dinp_t, dx_whole);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }

@@ -43,7 +43,7 @@ static void convert_range(OcrTensor *dst, const OcrTensor *src, int64_t first, i
 }
 
 // out = inp converted to out's dtype (nearest even), same element count.
-void cast_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
+void ocr_cpu_cast_forward(OcrTensor *out, const OcrTensor *inp) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "cast: element counts differ");
@@ -59,9 +59,9 @@ void cast_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
 }
 
 // The gradient of a cast is the cast back into the input's dtype.
-void cast_backward_cpu(OcrTensor *dinp, const OcrTensor *dout) {
+void ocr_cpu_cast_backward(OcrTensor *dinp, const OcrTensor *dout) {
     if (!dinp) return;
-    cast_forward_cpu(dinp, dout);
+    ocr_cpu_cast_forward(dinp, dout);
 }
 
 // In-place unscale of one tensor in its own dtype. The finite test looks at the stored result,
@@ -116,7 +116,7 @@ static void unscale_one(OcrTensor *g, float inv_scale, float *amax_out, int *non
     *nonfinite_out = bad;
 }
 
-int unscale_and_check_cpu(OcrTensor *const *grads, int count, float inv_scale, float *amax, int *nonfinite) {
+int ocr_cpu_unscale_and_check(OcrTensor *const *grads, int count, float inv_scale, float *amax, int *nonfinite) {
     int any = 0;
     for (int i = 0; i < count; i++) {
         float a = 0.0f;

@@ -40,7 +40,7 @@ static size_t im2col_budget = IM2COL_BUDGET_BYTES;
 void ocr_conv2d_force_general(int force) { force_general = force; }
 void ocr_conv2d_set_im2col_budget(size_t bytes) { im2col_budget = bytes ? bytes : IM2COL_BUDGET_BYTES; }
 
-int conv2d_out_size(int in_size, int kernel, int stride, int pad) {
+int ocr_conv2d_out_size(int in_size, int kernel, int stride, int pad) {
     OCR_ASSERT(stride > 0 && kernel > 0 && pad >= 0, "conv2d: bad kernel %d / stride %d / pad %d", kernel, stride, pad);
     int span = in_size + 2 * pad - kernel;
     return span < 0 ? 0 : span / stride + 1;
@@ -67,8 +67,8 @@ static ConvGeom conv_geom(const OcrTensor *inp, const OcrTensor *weight, Conv2dP
                (long long)weight->shape[3], (long long)g.Cg);
     g.KKC = g.KH * g.KW * g.Cg;
     g.sh = p.stride_h, g.sw = p.stride_w, g.ph = p.pad_h, g.pw = p.pad_w;
-    g.Ho = conv2d_out_size((int)g.H, (int)g.KH, g.sh, g.ph);
-    g.Wo = conv2d_out_size((int)g.W, (int)g.KW, g.sw, g.pw);
+    g.Ho = ocr_conv2d_out_size((int)g.H, (int)g.KH, g.sh, g.ph);
+    g.Wo = ocr_conv2d_out_size((int)g.W, (int)g.KW, g.sw, g.pw);
     return g;
 }
 
@@ -216,7 +216,7 @@ static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTenso
     }
     const size_t es = ocr_dtype_size(dt);
     const int64_t chunk = images_per_chunk(g), img_rows = g->Ho * g->Wo;
-    void *col = cpu_scratch_bytes(s, (size_t)(chunk * img_rows * g->KKC) * es);
+    void *col = ocr_cpu_scratch_bytes(s, (size_t)(chunk * img_rows * g->KKC) * es);
     for (int64_t n0 = 0; n0 < g->N; n0 += chunk) {
         int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
         for (int64_t grp = 0; grp < g->G; grp++) {
@@ -234,9 +234,9 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
     const ocr_dtype_t dt = dout->dtype;
     const int64_t rows = g->N * g->Ho * g->Wo;
     if (dbias) {
-        float *db = cpu_f32_out(s, dbias, 1);
-        onednn_column_sums_add(db, dout->data, dt, rows, g->OC, g->OC);
-        cpu_f32_store(dbias, db);
+        float *db = ocr_cpu_f32_out(s, dbias, 1);
+        ocr_onednn_column_sums_add(db, dout->data, dt, rows, g->OC, g->OC);
+        ocr_cpu_f32_store(dbias, db);
     }
     if (is_pointwise(g)) {
         for (int64_t grp = 0; grp < g->G; grp++) {
@@ -257,8 +257,8 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
     // One buffer serves the low-precision columns (dweight) and then the fp32 dcol (dinp).
     const size_t es = ocr_dtype_size(dt);
     const int64_t chunk = images_per_chunk(g), img_rows = g->Ho * g->Wo;
-    void *col = cpu_scratch_floats(s, (size_t)(chunk * img_rows * g->KKC));
-    float *tmp = dinp ? cpu_scratch_floats(s, (size_t)omp_get_max_threads() * (size_t)g->Cg) : NULL;
+    void *col = ocr_cpu_scratch_floats(s, (size_t)(chunk * img_rows * g->KKC));
+    float *tmp = dinp ? ocr_cpu_scratch_floats(s, (size_t)omp_get_max_threads() * (size_t)g->Cg) : NULL;
     for (int64_t n0 = 0; n0 < g->N; n0 += chunk) {
         int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
         for (int64_t grp = 0; grp < g->G; grp++) {
@@ -285,38 +285,38 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
 static void depthwise_forward(OcrTensor *out, const OcrTensor *inp, const float *w, const float *b,
                               const ConvGeom *g, Conv2dParams p, CpuScratch *s) {
     if (ocr_cpu_exact_numerics()) {
-        float *y = cpu_f32_out(s, out, 0);
-        OcrTensor xv = cpu_f32_view(inp, cpu_f32_in(s, inp)), yv = cpu_f32_view(out, y);
-        cpu_conv2d_depthwise_forward(&yv, &xv, w, b, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho, g->Wo, p);
-        cpu_f32_store(out, y);
+        float *y = ocr_cpu_f32_out(s, out, 0);
+        OcrTensor xv = ocr_cpu_f32_view(inp, ocr_cpu_f32_in(s, inp)), yv = ocr_cpu_f32_view(out, y);
+        ocr_cpu_conv2d_depthwise_forward(&yv, &xv, w, b, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho, g->Wo, p);
+        ocr_cpu_f32_store(out, y);
     } else {
-        cpu_conv2d_depthwise_forward(out, inp, w, b, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho, g->Wo, p);
+        ocr_cpu_conv2d_depthwise_forward(out, inp, w, b, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho, g->Wo, p);
     }
 }
 
 static void depthwise_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
                                const OcrTensor *inp, const OcrTensor *weight, const ConvGeom *g, Conv2dParams p,
                                CpuScratch *s) {
-    const float *w = dinp ? cpu_f32_in(s, weight) : NULL;
-    float *dw = dweight ? cpu_f32_out(s, dweight, 1) : NULL;
-    float *db = dbias ? cpu_f32_out(s, dbias, 1) : NULL;
+    const float *w = dinp ? ocr_cpu_f32_in(s, weight) : NULL;
+    float *dw = dweight ? ocr_cpu_f32_out(s, dweight, 1) : NULL;
+    float *db = dbias ? ocr_cpu_f32_out(s, dbias, 1) : NULL;
     if (ocr_cpu_exact_numerics()) {
-        float *dx = dinp ? cpu_f32_out(s, dinp, 0) : NULL;
-        OcrTensor dyv = cpu_f32_view(dout, cpu_f32_in(s, dout));
-        OcrTensor xv = cpu_f32_view(inp, dweight ? cpu_f32_in(s, inp) : NULL);
-        OcrTensor dxv = dinp ? cpu_f32_view(dinp, dx) : xv;
-        cpu_conv2d_depthwise_backward(dinp ? &dxv : NULL, dw, db, &dyv, &xv, w, g->N, g->H, g->W, g->C, g->KH,
-                                      g->KW, g->Ho, g->Wo, p);
-        if (dx) cpu_f32_store(dinp, dx);
+        float *dx = dinp ? ocr_cpu_f32_out(s, dinp, 0) : NULL;
+        OcrTensor dyv = ocr_cpu_f32_view(dout, ocr_cpu_f32_in(s, dout));
+        OcrTensor xv = ocr_cpu_f32_view(inp, dweight ? ocr_cpu_f32_in(s, inp) : NULL);
+        OcrTensor dxv = dinp ? ocr_cpu_f32_view(dinp, dx) : xv;
+        ocr_cpu_conv2d_depthwise_backward(dinp ? &dxv : NULL, dw, db, &dyv, &xv, w, g->N, g->H, g->W, g->C, g->KH,
+                                          g->KW, g->Ho, g->Wo, p);
+        if (dx) ocr_cpu_f32_store(dinp, dx);
     } else {
-        cpu_conv2d_depthwise_backward(dinp, dw, db, dout, inp, w, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho,
-                                      g->Wo, p);
+        ocr_cpu_conv2d_depthwise_backward(dinp, dw, db, dout, inp, w, g->N, g->H, g->W, g->C, g->KH, g->KW, g->Ho,
+                                          g->Wo, p);
     }
-    if (dw) cpu_f32_store(dweight, dw);
-    if (db) cpu_f32_store(dbias, db);
+    if (dw) ocr_cpu_f32_store(dweight, dw);
+    if (db) ocr_cpu_f32_store(dbias, db);
 }
 
-void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
+void ocr_cpu_conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
                     Conv2dParams p) {
     ConvGeom g = conv_geom(inp, weight, p);
     CPU_ASSERT_FLOAT(out);
@@ -330,24 +330,24 @@ void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
     }
     CpuScratch s = {0};
     if (conv_lp_native(&g, inp->dtype, (const OcrTensor *const[]){inp, weight}, 2, (const OcrTensor *const[]){out}, 1)) {
-        conv_forward_lp(out, inp, weight, bias ? cpu_f32_in(&s, bias) : NULL, &g, &s);
-        cpu_scratch_free(&s);
+        conv_forward_lp(out, inp, weight, bias ? ocr_cpu_f32_in(&s, bias) : NULL, &g, &s);
+        ocr_cpu_scratch_free(&s);
         return;
     }
-    const float *w = cpu_f32_in(&s, weight);
-    const float *b = bias ? cpu_f32_in(&s, bias) : NULL;
+    const float *w = ocr_cpu_f32_in(&s, weight);
+    const float *b = bias ? ocr_cpu_f32_in(&s, bias) : NULL;
     if (is_depthwise(&g)) {
         depthwise_forward(out, inp, w, b, &g, p, &s);
-        cpu_scratch_free(&s);
+        ocr_cpu_scratch_free(&s);
         return;
     }
-    const float *x = cpu_f32_in(&s, inp);
-    float *y = cpu_f32_out(&s, out, 0);
+    const float *x = ocr_cpu_f32_in(&s, inp);
+    float *y = ocr_cpu_f32_out(&s, out, 0);
     const int64_t rows = g.N * g.Ho * g.Wo;
     // f16/bf16 without the hardware: the widened operands take the fp32 run's oneDNN GEMMs
     // (the same products of the same rounded values, fp32 sums in oneDNN's order). Exact
     // numerics keeps sgemm, the reference.
-    OcrTensor xv = cpu_f32_view(inp, x), wv = cpu_f32_view(weight, w), yv = cpu_f32_view(out, y);
+    OcrTensor xv = ocr_cpu_f32_view(inp, x), wv = ocr_cpu_f32_view(weight, w), yv = ocr_cpu_f32_view(out, y);
     if (conv_lp_native(&g, OCR_F32, (const OcrTensor *const[]){&xv, &wv}, 2, (const OcrTensor *const[]){&yv}, 1)) {
         conv_forward_lp(&yv, &xv, &wv, b, &g, &s);
     } else {
@@ -365,7 +365,7 @@ void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
                          y + grp * g.OCg, g.OC);
         } else if (rows > 0 && g.KKC > 0) {
             const int64_t chunk = images_per_chunk(&g), img_rows = g.Ho * g.Wo;
-            float *col = cpu_scratch_floats(&s, (size_t)(chunk * img_rows * g.KKC));
+            float *col = ocr_cpu_scratch_floats(&s, (size_t)(chunk * img_rows * g.KKC));
             for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
                 int64_t nb = g.N - n0 < chunk ? g.N - n0 : chunk;
                 for (int64_t grp = 0; grp < g.G; grp++) {
@@ -376,11 +376,11 @@ void conv2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
             }
         }
     }
-    cpu_f32_store(out, y);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(out, y);
+    ocr_cpu_scratch_free(&s);
 }
 
-void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+void ocr_cpu_conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
                      const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p) {
     ConvGeom g = conv_geom(inp, weight, p);
     CPU_ASSERT_FLOAT(dout);
@@ -404,26 +404,26 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
     if (conv_lp_native(&g, dout->dtype, (const OcrTensor *const[]){dout, inp, weight}, 3,
                        (const OcrTensor *const[]){dinp, dweight}, 2)) {
         conv_backward_lp(dinp, dweight, dbias, dout, inp, weight, &g, &s);
-        cpu_scratch_free(&s);
+        ocr_cpu_scratch_free(&s);
         return;
     }
     if (is_depthwise(&g)) {
         depthwise_backward(dinp, dweight, dbias, dout, inp, weight, &g, p, &s);
-        cpu_scratch_free(&s);
+        ocr_cpu_scratch_free(&s);
         return;
     }
-    const float *dy = cpu_f32_in(&s, dout);
-    const float *x = dweight ? cpu_f32_in(&s, inp) : NULL;
-    const float *w = dinp ? cpu_f32_in(&s, weight) : NULL;
-    float *dx = dinp ? cpu_f32_out(&s, dinp, 0) : NULL;
-    float *dw = dweight ? cpu_f32_out(&s, dweight, 1) : NULL;
-    float *db = dbias ? cpu_f32_out(&s, dbias, 1) : NULL;
+    const float *dy = ocr_cpu_f32_in(&s, dout);
+    const float *x = dweight ? ocr_cpu_f32_in(&s, inp) : NULL;
+    const float *w = dinp ? ocr_cpu_f32_in(&s, weight) : NULL;
+    float *dx = dinp ? ocr_cpu_f32_out(&s, dinp, 0) : NULL;
+    float *dw = dweight ? ocr_cpu_f32_out(&s, dweight, 1) : NULL;
+    float *db = dbias ? ocr_cpu_f32_out(&s, dbias, 1) : NULL;
     const int64_t rows = g.N * g.Ho * g.Wo;
     // As in the forward: without the f16/bf16 hardware the widened operands take oneDNN's fp32
     // GEMMs, exact numerics keeps sgemm. Views of absent tensors are never read.
-    OcrTensor dyv = cpu_f32_view(dout, dy), xv = cpu_f32_view(inp, x), wv = cpu_f32_view(weight, w);
-    OcrTensor dxv = dinp ? cpu_f32_view(dinp, dx) : xv, dwv = dweight ? cpu_f32_view(dweight, dw) : wv;
-    OcrTensor dbv = dbias ? cpu_f32_view(dbias, db) : wv;
+    OcrTensor dyv = ocr_cpu_f32_view(dout, dy), xv = ocr_cpu_f32_view(inp, x), wv = ocr_cpu_f32_view(weight, w);
+    OcrTensor dxv = dinp ? ocr_cpu_f32_view(dinp, dx) : xv, dwv = dweight ? ocr_cpu_f32_view(dweight, dw) : wv;
+    OcrTensor dbv = dbias ? ocr_cpu_f32_view(dbias, db) : wv;
     if (conv_lp_native(&g, OCR_F32, (const OcrTensor *const[]){&dyv, &xv, &wv}, 3,
                        (const OcrTensor *const[]){dinp ? &dxv : NULL, dweight ? &dwv : NULL}, 2)) {
         conv_backward_lp(dinp ? &dxv : NULL, dweight ? &dwv : NULL, dbias ? &dbv : NULL, &dyv, &xv, &wv, &g, &s);
@@ -444,7 +444,7 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
             }
         } else if (dw || dx) {
             const int64_t chunk = g.N ? images_per_chunk(&g) : 1, img_rows = g.Ho * g.Wo;
-            float *col = cpu_scratch_floats(&s, (size_t)(chunk * img_rows * g.KKC));
+            float *col = ocr_cpu_scratch_floats(&s, (size_t)(chunk * img_rows * g.KKC));
             for (int64_t n0 = 0; n0 < g.N; n0 += chunk) {
                 int64_t nb = g.N - n0 < chunk ? g.N - n0 : chunk;
                 const float *dyc = dy + n0 * img_rows * g.OC;
@@ -468,8 +468,8 @@ void conv2d_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
             }
         }
     }
-    if (dx) cpu_f32_store(dinp, dx);
-    if (dw) cpu_f32_store(dweight, dw);
-    if (db) cpu_f32_store(dbias, db);
-    cpu_scratch_free(&s);
+    if (dx) ocr_cpu_f32_store(dinp, dx);
+    if (dw) ocr_cpu_f32_store(dweight, dw);
+    if (db) ocr_cpu_f32_store(dbias, db);
+    ocr_cpu_scratch_free(&s);
 }

@@ -6,7 +6,7 @@
 // with the accumulators in registers across all terms t (the taps of one output pixel,
 // the taps that read one input pixel, or the output columns of one tap). The primitive is
 // written with SSE intrinsics (the x86-64 baseline), AVX2+FMA and AVX-512, chosen at run time
-// (cpu_vec_level(); AVX2 and AVX-512 give the same bits: one FMA per lane and term in the same
+// (ocr_cpu_vec_level(); AVX2 and AVX-512 give the same bits: one FMA per lane and term in the same
 // order); other channels fall back to plain C. The weight (C, KH, KW, 1) is transposed once to
 // (KH·KW, C) so a tap's weights are contiguous. Threads take static ranges of rows, and the
 // weight gradient is reduced from per-thread partial sums in thread order, so results are
@@ -16,7 +16,7 @@
 // gradient) are computed a block of rows at a time in fp32 and rounded once into the output.
 // Inputs: bf16 maps are read where they lie by kernels that widen each operand as they load it
 // (a shift, exact) when the CPU has AVX2+FMA — conv2d_depthwise_rows.h's bf16 instance; f16
-// maps, and bf16 ones at the SSE level, are widened a block of rows at a time (cpu_rows_in)
+// maps, and bf16 ones at the SSE level, are widened a block of rows at a time (ocr_cpu_rows_in)
 // into a cache-sized buffer. Either way this is bit for bit the whole-tensor fp32 path (kept
 // for Global.cpu_exact_numerics), without its fp32 copies of the maps; the in-register bf16
 // kernels also skip the widening pass, which was most of what the bf16 maps saved in memory
@@ -247,7 +247,7 @@ static void tap_columns(const DwGeom *g, int64_t kw, int64_t *ow_lo, int64_t *ow
 // ---- the row loops, for fp32 (or buffered) maps and for bf16 maps in place -------------------
 #define DW_T float
 #define DW_NAME(x) x##_f32
-#define DW_ROWS_IN(t, row, r0, rows, buf) cpu_rows_in(t, row, r0, rows, buf)
+#define DW_ROWS_IN(t, row, r0, rows, buf) ocr_cpu_rows_in(t, row, r0, rows, buf)
 #define DW_WIDEN(v) (v)
 #include "kernels/cpu/conv2d_depthwise_rows.h"
 #undef DW_T
@@ -268,7 +268,7 @@ static void tap_columns(const DwGeom *g, int64_t kw, int64_t *ow_lo, int64_t *ow
 static Kernels_f32 kernels_f32(void) {
     Kernels_f32 k = {dot32_c_ff, dot8_c_ff, NULL, NULL, dot32_c_ff, dot8_c_ff, NULL, NULL, dot_scalar_ff, dot_scalar_ff};
 #ifdef DW_X86
-    const CpuVecLevel level = cpu_vec_level();
+    const CpuVecLevel level = ocr_cpu_vec_level();
     if (level >= CPU_VEC_AVX2 && ocr_cpu_features()->fma) {
         k.mw32 = k.mm32 = dot32_avx2_ff, k.mw8 = k.mm8 = dot8_avx2_ff;
         k.mw32x2 = k.mm32x2 = dot32x2_avx2_ff, k.mw8x2 = k.mm8x2 = dot8x2_avx2_ff;
@@ -285,7 +285,7 @@ static Kernels_f32 kernels_f32(void) {
 // when they are not available.
 static int kernels_bf16(Kernels_bf16 *k) {
 #ifdef DW_X86
-    const CpuVecLevel level = cpu_vec_level();
+    const CpuVecLevel level = ocr_cpu_vec_level();
     if (level < CPU_VEC_AVX2 || !ocr_cpu_features()->fma) return 0;
     *k = (Kernels_bf16){dot32_avx2_hf, dot8_avx2_hf, dot32x2_avx2_hf, dot8x2_avx2_hf,
                         dot32_avx2_hh, dot8_avx2_hh, dot32x2_avx2_hh, dot8x2_avx2_hh,
@@ -347,9 +347,9 @@ static void thread_buffers(float *bufs, int t, size_t first, size_t second, floa
     *b = second ? base + first : NULL;
 }
 
-void cpu_conv2d_depthwise_forward(OcrTensor *out, const OcrTensor *inp, const float *weight, const float *bias,
-                                  int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, int64_t Ho,
-                                  int64_t Wo, Conv2dParams p) {
+void ocr_cpu_conv2d_depthwise_forward(OcrTensor *out, const OcrTensor *inp, const float *weight, const float *bias,
+                                      int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, int64_t Ho,
+                                      int64_t Wo, Conv2dParams p) {
     const DwGeom g = dw_geom(N, H, W, C, KH, KW, Ho, Wo, p);
     const Kernels_f32 k = kernels_f32();
     Kernels_bf16 kh;
@@ -360,9 +360,9 @@ void cpu_conv2d_depthwise_forward(OcrTensor *out, const OcrTensor *inp, const fl
     const size_t xper = inp->dtype == OCR_F32 || in_place ? 0 : (size_t)((R * g.sh + KH) * W * C);
     const size_t yper = out->dtype == OCR_F32 ? 0 : (size_t)(R * Wo * C);
     CpuScratch s = {0};
-    float *wt = cpu_scratch_floats(&s, (size_t)(taps * C));
-    int64_t *lists = cpu_scratch_bytes(&s, (size_t)maxt * 2 * (size_t)taps * sizeof(int64_t));
-    float *bufs = cpu_scratch_floats(&s, (size_t)maxt * (xper + yper) + 1);
+    float *wt = ocr_cpu_scratch_floats(&s, (size_t)(taps * C));
+    int64_t *lists = ocr_cpu_scratch_bytes(&s, (size_t)maxt * 2 * (size_t)taps * sizeof(int64_t));
+    float *bufs = ocr_cpu_scratch_floats(&s, (size_t)maxt * (xper + yper) + 1);
     transpose_weight(wt, weight, C, taps);
 #pragma omp parallel
     {
@@ -377,12 +377,12 @@ void cpu_conv2d_depthwise_forward(OcrTensor *out, const OcrTensor *inp, const fl
         else
             forward_rows_f32(&k, out, inp, wt, bias, &g, r0, r1, R, xb, yb, aoff, boff);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
-void cpu_conv2d_depthwise_backward(OcrTensor *dinp, float *dweight, float *dbias, const OcrTensor *dout,
-                                   const OcrTensor *inp, const float *weight, int64_t N, int64_t H, int64_t W,
-                                   int64_t C, int64_t KH, int64_t KW, int64_t Ho, int64_t Wo, Conv2dParams p) {
+void ocr_cpu_conv2d_depthwise_backward(OcrTensor *dinp, float *dweight, float *dbias, const OcrTensor *dout,
+                                       const OcrTensor *inp, const float *weight, int64_t N, int64_t H, int64_t W,
+                                       int64_t C, int64_t KH, int64_t KW, int64_t Ho, int64_t Wo, Conv2dParams p) {
     const DwGeom g = dw_geom(N, H, W, C, KH, KW, Ho, Wo, p);
     const Kernels_f32 k = kernels_f32();
     Kernels_bf16 kh;
@@ -401,9 +401,9 @@ void cpu_conv2d_depthwise_backward(OcrTensor *dinp, float *dweight, float *dbias
         const int in_place = have_bf16 && dout->dtype == OCR_BF16 && min64(R + KH - 1, Ho) > 2 * R;
         const size_t yper = dout->dtype == OCR_F32 || in_place ? 0 : (size_t)((R + KH) * Wo * C);
         const size_t xper = dinp->dtype == OCR_F32 ? 0 : (size_t)(R * W * C);
-        float *wt = cpu_scratch_floats(&s, (size_t)(taps * C));
-        int64_t *lists = cpu_scratch_bytes(&s, (size_t)maxt * (size_t)per * sizeof(int64_t));
-        float *bufs = cpu_scratch_floats(&s, (size_t)maxt * (xper + yper) + 1);
+        float *wt = ocr_cpu_scratch_floats(&s, (size_t)(taps * C));
+        int64_t *lists = ocr_cpu_scratch_bytes(&s, (size_t)maxt * (size_t)per * sizeof(int64_t));
+        float *bufs = ocr_cpu_scratch_floats(&s, (size_t)maxt * (xper + yper) + 1);
         transpose_weight(wt, weight, C, taps);
 #pragma omp parallel
         {
@@ -430,9 +430,9 @@ void cpu_conv2d_depthwise_backward(OcrTensor *dinp, float *dweight, float *dbias
         const size_t yper = dout->dtype == OCR_F32 || in_place ? 0 : (size_t)(R * Wo * C);
         const size_t xper =
             !dweight || inp->dtype == OCR_F32 || in_place ? 0 : (size_t)((R * g.sh + KH) * W * C);
-        float *parts = cpu_scratch_floats(&s, (size_t)maxt * (size_t)stride);
-        float *bufs = cpu_scratch_floats(&s, (size_t)maxt * (xper + yper) + 1);
-        int64_t *steps = cpu_scratch_bytes(&s, 2 * (size_t)(Wo > 0 ? Wo : 1) * sizeof(int64_t));
+        float *parts = ocr_cpu_scratch_floats(&s, (size_t)maxt * (size_t)stride);
+        float *bufs = ocr_cpu_scratch_floats(&s, (size_t)maxt * (xper + yper) + 1);
+        int64_t *steps = ocr_cpu_scratch_bytes(&s, 2 * (size_t)(Wo > 0 ? Wo : 1) * sizeof(int64_t));
         for (int64_t t = 0; t < Wo; t++) steps[t] = t * C, steps[Wo + t] = t * g.sw * C;
         int used = 1;
 #pragma omp parallel
@@ -461,5 +461,5 @@ void cpu_conv2d_depthwise_backward(OcrTensor *dinp, float *dweight, float *dbias
         if (dbias)
             for (int64_t c = 0; c < C; c++) dbias[c] += parts[taps * C + c];
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }

@@ -10,11 +10,11 @@
 #include "core/tensor.h"
 #include "kernels/ops.h"
 
-void cpu_conv2d_depthwise_forward(OcrTensor *out, const OcrTensor *inp, const float *weight, const float *bias,
-                                  int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, int64_t Ho,
-                                  int64_t Wo, Conv2dParams p);
-void cpu_conv2d_depthwise_backward(OcrTensor *dinp, float *dweight, float *dbias, const OcrTensor *dout,
-                                   const OcrTensor *inp, const float *weight, int64_t N, int64_t H, int64_t W,
-                                   int64_t C, int64_t KH, int64_t KW, int64_t Ho, int64_t Wo, Conv2dParams p);
+void ocr_cpu_conv2d_depthwise_forward(OcrTensor *out, const OcrTensor *inp, const float *weight, const float *bias,
+                                      int64_t N, int64_t H, int64_t W, int64_t C, int64_t KH, int64_t KW, int64_t Ho,
+                                      int64_t Wo, Conv2dParams p);
+void ocr_cpu_conv2d_depthwise_backward(OcrTensor *dinp, float *dweight, float *dbias, const OcrTensor *dout,
+                                       const OcrTensor *inp, const float *weight, int64_t N, int64_t H, int64_t W,
+                                       int64_t C, int64_t KH, int64_t KW, int64_t Ho, int64_t Wo, Conv2dParams p);
 
 #endif

@@ -1,7 +1,7 @@
 // The row loops of the depthwise convolution (conv2d_depthwise.c), written once for the two kinds
 // of map storage and included twice by that file:
 //   DW_T float:      fp32 maps used in place, f16/bf16 maps widened a block of rows at a time
-//                    into a buffer (cpu_rows_in) and read from it as fp32;
+//                    into a buffer (ocr_cpu_rows_in) and read from it as fp32;
 //   DW_T ocr_bf16_t: bf16 maps read where they lie, each operand widened in registers as the
 //                    dot kernels load it (no block buffer, no widening pass).
 // Widening is exact and every output lane sees the same FMAs in the same order, so both give the
@@ -114,10 +114,10 @@ static void DW_NAME(forward_rows)(const DW_NAME(Kernels) * k, OcrTensor *out, co
         const int64_t lo = max64(0, oh0 * g->sh - g->ph);
         const int64_t hi = min64(g->H, (oh0 + nb - 1) * g->sh - g->ph + g->KH);
         const DW_T *xs = lo < hi ? DW_ROWS_IN(inp, xrow, n * g->H + lo, hi - lo, xbuf) : NULL;
-        float *y = cpu_rows_dst(out, yrow, r, ybuf);
+        float *y = ocr_cpu_rows_dst(out, yrow, r, ybuf);
         for (int64_t j = 0; j < nb; j++)
             DW_NAME(forward_row)(k, y + j * yrow, xs, lo, wt, bias, g, oh0 + j, aoff, boff);
-        cpu_rows_out(out, yrow, r, nb, y);
+        ocr_cpu_rows_out(out, yrow, r, nb, y);
         r += nb;
     }
 }
@@ -192,10 +192,10 @@ static void DW_NAME(backward_data_rows)(const DW_NAME(Kernels) * k, OcrTensor *d
         const int64_t lo = t_lo <= 0 ? 0 : (t_lo + g->sh - 1) / g->sh;
         const int64_t hi = min64(g->Ho, (ih0 + nb - 1 + g->ph) / g->sh + 1);
         const DW_T *dys = lo < hi ? DW_ROWS_IN(dout, yrow, n * g->Ho + lo, hi - lo, dybuf) : NULL;
-        float *dx = cpu_rows_dst(dinp, xrow, r, dxbuf);
+        float *dx = ocr_cpu_rows_dst(dinp, xrow, r, dxbuf);
         for (int64_t j = 0; j < nb; j++)
             DW_NAME(backward_data_row)(k, dx + j * xrow, dys, lo, wt, g, ih0 + j, aoff, boff, khs, ohs);
-        cpu_rows_out(dinp, xrow, r, nb, dx);
+        ocr_cpu_rows_out(dinp, xrow, r, nb, dx);
         r += nb;
     }
 }

@@ -1,3 +1,6 @@
+// Helpers shared by the CPU kernels (kernels/cpu/cpu_common.h): fp32 views and scratch of tensors
+// of any float dtype, row tiles, and the run-time choice of vector level. CPU only, not an op
+// family: the CUDA files share kernels/cuda/cuda_internal.h and device.cu instead.
 #include "kernels/cpu/cpu_common.h"
 
 #include <omp.h>
@@ -45,37 +48,37 @@ static void from_f32_parallel(OcrTensor *t, const float *src) {
     }
 }
 
-void *cpu_scratch_bytes(CpuScratch *s, size_t bytes) {
+void *ocr_cpu_scratch_bytes(CpuScratch *s, size_t bytes) {
     OCR_ASSERT(s->count < CPU_SCRATCH_MAX, "too many scratch buffers in one op");
     void *p = ocr_workspace_push(bytes);
     s->ptrs[s->count++] = p;
     return p;
 }
 
-float *cpu_scratch_floats(CpuScratch *s, size_t n) { return cpu_scratch_bytes(s, n * sizeof(float)); }
+float *ocr_cpu_scratch_floats(CpuScratch *s, size_t n) { return ocr_cpu_scratch_bytes(s, n * sizeof(float)); }
 
-const float *cpu_f32_in(CpuScratch *s, const OcrTensor *t) {
+const float *ocr_cpu_f32_in(CpuScratch *s, const OcrTensor *t) {
     CPU_ASSERT_FLOAT(t);
     if (t->dtype == OCR_F32) return (const float *)t->data;
-    float *buf = cpu_scratch_floats(s, (size_t)ocr_tensor_numel(t));
+    float *buf = ocr_cpu_scratch_floats(s, (size_t)ocr_tensor_numel(t));
     to_f32_parallel(t, buf);
     return buf;
 }
 
-float *cpu_f32_out(CpuScratch *s, OcrTensor *t, int load_existing) {
+float *ocr_cpu_f32_out(CpuScratch *s, OcrTensor *t, int load_existing) {
     CPU_ASSERT_FLOAT(t);
     if (t->dtype == OCR_F32) return (float *)t->data;
-    float *buf = cpu_scratch_floats(s, (size_t)ocr_tensor_numel(t));
+    float *buf = ocr_cpu_scratch_floats(s, (size_t)ocr_tensor_numel(t));
     if (load_existing) to_f32_parallel(t, buf);
     return buf;
 }
 
-void cpu_f32_store(OcrTensor *t, const float *buf) {
+void ocr_cpu_f32_store(OcrTensor *t, const float *buf) {
     if (buf == t->data) return;
     from_f32_parallel(t, buf);
 }
 
-void cpu_scratch_free(CpuScratch *s) {
+void ocr_cpu_scratch_free(CpuScratch *s) {
     while (s->count > 0) ocr_workspace_pop(s->ptrs[--s->count]);
 }
 
@@ -109,12 +112,12 @@ static void vec_detect(void) {
     atomic_store(&vec_active, level);
 }
 
-CpuVecLevel cpu_vec_level(void) {
+CpuVecLevel ocr_cpu_vec_level(void) {
     pthread_once(&vec_once, vec_detect);
     return (CpuVecLevel)atomic_load_explicit(&vec_active, memory_order_relaxed);
 }
 
-const char *cpu_vec_level_name(CpuVecLevel level) {
+const char *ocr_cpu_vec_level_name(CpuVecLevel level) {
     return (unsigned)level < 3 ? vec_names[level] : "?";
 }
 
@@ -129,18 +132,18 @@ int ocr_cpu_vec_select(const char *name) {
 
 // ---- rows in fp32 ----------------------------------------------------------------------------
 
-const float *cpu_rows_in(const OcrTensor *t, int64_t C, int64_t r0, int64_t rows, float *buf) {
+const float *ocr_cpu_rows_in(const OcrTensor *t, int64_t C, int64_t r0, int64_t rows, float *buf) {
     const size_t off = (size_t)(r0 * C), n = (size_t)(rows * C);
     switch (t->dtype) {
         case OCR_F32: return (const float *)t->data + off;
         case OCR_BF16: ocr_bf16_to_f32_array(buf, (const ocr_bf16_t *)t->data + off, n); return buf;
         case OCR_F16: ocr_f16_to_f32_array(buf, (const ocr_f16_t *)t->data + off, n); return buf;
-        default: OCR_ASSERT(0, "cpu_rows_in: %s is not a float dtype", ocr_dtype_name(t->dtype));
+        default: OCR_ASSERT(0, "ocr_cpu_rows_in: %s is not a float dtype", ocr_dtype_name(t->dtype));
     }
     return NULL;
 }
 
-void cpu_rows_out(OcrTensor *t, int64_t C, int64_t r0, int64_t rows, const float *src) {
+void ocr_cpu_rows_out(OcrTensor *t, int64_t C, int64_t r0, int64_t rows, const float *src) {
     const size_t off = (size_t)(r0 * C), n = (size_t)(rows * C);
     switch (t->dtype) {
         case OCR_F32:
@@ -148,15 +151,15 @@ void cpu_rows_out(OcrTensor *t, int64_t C, int64_t r0, int64_t rows, const float
             break;
         case OCR_BF16: ocr_f32_to_bf16_array((ocr_bf16_t *)t->data + off, src, n); break;
         case OCR_F16: ocr_f32_to_f16_array((ocr_f16_t *)t->data + off, src, n); break;
-        default: OCR_ASSERT(0, "cpu_rows_out: %s is not a float dtype", ocr_dtype_name(t->dtype));
+        default: OCR_ASSERT(0, "ocr_cpu_rows_out: %s is not a float dtype", ocr_dtype_name(t->dtype));
     }
 }
 
-float *cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf) {
+float *ocr_cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf) {
     return t->dtype == OCR_F32 ? (float *)t->data + (size_t)(r0 * C) : buf;
 }
 
-OcrTensor cpu_f32_view(const OcrTensor *t, const float *data) {
+OcrTensor ocr_cpu_f32_view(const OcrTensor *t, const float *data) {
     OcrTensor v = *t;
     v.dtype = OCR_F32;
     v.data = (void *)data;
@@ -166,16 +169,16 @@ OcrTensor cpu_f32_view(const OcrTensor *t, const float *data) {
 
 // ---- one tiled loop for both paths -----------------------------------------------------------
 
-const OcrTensor *cpu_tiled_in(CpuScratch *s, const OcrTensor *t, OcrTensor *view) {
+const OcrTensor *ocr_cpu_tiled_in(CpuScratch *s, const OcrTensor *t, OcrTensor *view) {
     if (t->dtype == OCR_F32 || !ocr_cpu_exact_numerics()) return t;
-    *view = cpu_f32_view(t, cpu_f32_in(s, t));
+    *view = ocr_cpu_f32_view(t, ocr_cpu_f32_in(s, t));
     return view;
 }
 
-OcrTensor *cpu_tiled_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int load, float **whole) {
+OcrTensor *ocr_cpu_tiled_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int load, float **whole) {
     *whole = NULL;
     if (t->dtype == OCR_F32 || !ocr_cpu_exact_numerics()) return t;
-    *whole = cpu_f32_out(s, t, load);
-    *view = cpu_f32_view(t, *whole);
+    *whole = ocr_cpu_f32_out(s, t, load);
+    *view = ocr_cpu_f32_view(t, *whole);
     return view;
 }

@@ -5,11 +5,11 @@
 // what a GPU kernel storing low precision does.
 //
 //   CpuScratch s = {0};
-//   const float *x = cpu_f32_in(&s, inp);
-//   float *y = cpu_f32_out(&s, out, 0);
+//   const float *x = ocr_cpu_f32_in(&s, inp);
+//   float *y = ocr_cpu_f32_out(&s, out, 0);
 //   ... compute y from x ...
-//   cpu_f32_store(out, y);
-//   cpu_scratch_free(&s);
+//   ocr_cpu_f32_store(out, y);
+//   ocr_cpu_scratch_free(&s);
 #ifndef OCR_KERNELS_CPU_COMMON_H
 #define OCR_KERNELS_CPU_COMMON_H
 
@@ -24,17 +24,17 @@ typedef struct {
 } CpuScratch;
 
 // fp32 data of a float tensor (the tensor's own memory when it is f32).
-const float *cpu_f32_in(CpuScratch *s, const OcrTensor *t);
+const float *ocr_cpu_f32_in(CpuScratch *s, const OcrTensor *t);
 // A buffer to compute t's values into; with load_existing the current values are loaded
 // (for outputs that accumulate, like weight gradients).
-float *cpu_f32_out(CpuScratch *s, OcrTensor *t, int load_existing);
+float *ocr_cpu_f32_out(CpuScratch *s, OcrTensor *t, int load_existing);
 // Writes buf back into t (rounding to t's dtype); nothing to do when buf is t's memory.
-void cpu_f32_store(OcrTensor *t, const float *buf);
+void ocr_cpu_f32_store(OcrTensor *t, const float *buf);
 // Uninitialised scratch of n floats (or bytes, for the _bytes form).
-float *cpu_scratch_floats(CpuScratch *s, size_t n);
-void *cpu_scratch_bytes(CpuScratch *s, size_t bytes);
+float *ocr_cpu_scratch_floats(CpuScratch *s, size_t n);
+void *ocr_cpu_scratch_bytes(CpuScratch *s, size_t bytes);
 // Returns every buffer to the workspace (in reverse order).
-void cpu_scratch_free(CpuScratch *s);
+void ocr_cpu_scratch_free(CpuScratch *s);
 
 // Asserts that t lives on the CPU and has a float dtype.
 #define CPU_ASSERT_FLOAT(t) \
@@ -44,13 +44,13 @@ void cpu_scratch_free(CpuScratch *s);
 // The hot loops of the memory-bound ops (BN, BN + activation, activations, depthwise
 // convolution) are compiled three times from one always-inline body: baseline x86-64 (SSE2),
 // AVX2 and AVX-512 (target attributes; the build itself stays baseline), and called through
-// cpu_vec_level(), chosen once from CPUID. ISO C mode compiles without FMA contraction and GCC
+// ocr_cpu_vec_level(), chosen once from CPUID. ISO C mode compiles without FMA contraction and GCC
 // does not reassociate without -ffast-math, so every level computes the same bits per element;
 // only the vector width differs. OCR_CPU_VEC=sse2|avx2|avx512 in the environment (read once)
 // or the test hook below caps the level, so the narrower paths run on any machine too.
 typedef enum { CPU_VEC_SSE2 = 0, CPU_VEC_AVX2 = 1, CPU_VEC_AVX512 = 2 } CpuVecLevel;
-CpuVecLevel cpu_vec_level(void);
-const char *cpu_vec_level_name(CpuVecLevel level);
+CpuVecLevel ocr_cpu_vec_level(void);
+const char *ocr_cpu_vec_level_name(CpuVecLevel level);
 // Test hook (not in ops.h): select a level by name ("sse2", "avx2", "avx512"), NULL for the
 // best this CPU has. Returns 0 and changes nothing when the CPU lacks it or the name is unknown.
 int ocr_cpu_vec_select(const char *name);
@@ -71,7 +71,7 @@ int ocr_cpu_vec_select(const char *name);
     CPU_TARGET_AVX2 static void name##_avx2 params { name##_body args; } \
     CPU_TARGET_AVX512 static void name##_avx512 params { name##_body args; } \
     static void name params {                                    \
-        switch (cpu_vec_level()) {                               \
+        switch (ocr_cpu_vec_level()) {                               \
             case CPU_VEC_AVX512: name##_avx512 args; break;      \
             case CPU_VEC_AVX2: name##_avx2 args; break;          \
             default: name##_sse2 args; break;                    \
@@ -86,23 +86,23 @@ int ocr_cpu_vec_select(const char *name);
 // converters' (nearest even), so the results are bit-identical to the whole-tensor path.
 // rows (rows·C) starting at row r0 of t viewed as (numel/C, C), in fp32: t's own memory when it
 // is f32, else widened into buf.
-const float *cpu_rows_in(const OcrTensor *t, int64_t C, int64_t r0, int64_t rows, float *buf);
+const float *ocr_cpu_rows_in(const OcrTensor *t, int64_t C, int64_t r0, int64_t rows, float *buf);
 // Stores rows·C fp32 values as rows r0.. of t (rounding to t's dtype; a copy for f32 unless src
 // already is t's memory).
-void cpu_rows_out(OcrTensor *t, int64_t C, int64_t r0, int64_t rows, const float *src);
+void ocr_cpu_rows_out(OcrTensor *t, int64_t C, int64_t r0, int64_t rows, const float *src);
 // The fp32 buffer to compute rows r0.. of t into: t's own memory when it is f32, else buf.
-float *cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf);
+float *ocr_cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf);
 // An f32 tensor header with t's shape over data (not owned): the whole-tensor reference path
-// (Global.cpu_exact_numerics) hands the tiled kernels fp32 copies made by cpu_f32_in/_out.
-OcrTensor cpu_f32_view(const OcrTensor *t, const float *data);
+// (Global.cpu_exact_numerics) hands the tiled kernels fp32 copies made by ocr_cpu_f32_in/_out.
+OcrTensor ocr_cpu_f32_view(const OcrTensor *t, const float *data);
 
 // ---- one tiled loop for both paths (pool, dropout, attention, layernorm, affine) --------------
-// The operand a tiled kernel reads: t itself (widened tile by tile through cpu_rows_in), or,
+// The operand a tiled kernel reads: t itself (widened tile by tile through ocr_cpu_rows_in), or,
 // under Global.cpu_exact_numerics and for an f16/bf16 t, an f32 view (in *view) of a
 // whole-tensor fp32 copy in s, the reference path.
-const OcrTensor *cpu_tiled_in(CpuScratch *s, const OcrTensor *t, OcrTensor *view);
-// The output a tiled kernel writes, as cpu_tiled_in; *whole is the fp32 copy to cpu_f32_store
+const OcrTensor *ocr_cpu_tiled_in(CpuScratch *s, const OcrTensor *t, OcrTensor *view);
+// The output a tiled kernel writes, as ocr_cpu_tiled_in; *whole is the fp32 copy to ocr_cpu_f32_store
 // into t afterwards (NULL: nothing to store). load: the copy starts from t's values.
-OcrTensor *cpu_tiled_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int load, float **whole);
+OcrTensor *ocr_cpu_tiled_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int load, float **whole);
 
 #endif

@@ -39,8 +39,8 @@ static double row_lse(const float *x, int64_t C) {
     return mx + log(s);
 }
 
-void cross_entropy_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted, const OcrTensor *logits,
-                               const OcrTensor *targets, CrossEntropyParams p) {
+void ocr_cpu_cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted, const OcrTensor *logits,
+                                   const OcrTensor *targets, CrossEntropyParams p) {
     int64_t N, C;
     check_targets(logits, targets, &N, &C, "cross_entropy");
     const int32_t *t = targets->data;
@@ -54,8 +54,8 @@ void cross_entropy_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *co
                             ocr_tensor_numel(counted) == 1),
                "cross_entropy: counted must be one CPU int32 value");
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, logits);
-    double *row = cpu_scratch_bytes(&s, (size_t)(N ? N : 1) * sizeof(double));
+    const float *x = ocr_cpu_f32_in(&s, logits);
+    double *row = ocr_cpu_scratch_bytes(&s, (size_t)(N ? N : 1) * sizeof(double));
     const double eps = p.smoothing, off = eps / (double)(C - 1), on = 1.0 - eps;
 #pragma omp parallel for schedule(static) if (N * C > 16384)
     for (int64_t n = 0; n < N; n++) {
@@ -82,11 +82,11 @@ void cross_entropy_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *co
     }
     if (loss) ((float *)loss->data)[0] = cnt ? (float)(total / (double)cnt) : 0.0f;
     if (counted) ((int32_t *)counted->data)[0] = (int32_t)cnt;
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
-void cross_entropy_backward_cpu(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
-                                CrossEntropyParams p) {
+void ocr_cpu_cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
+                                    CrossEntropyParams p) {
     if (!dlogits) return;
     int64_t N, C;
     check_targets(logits, targets, &N, &C, "cross_entropy_backward");
@@ -99,8 +99,8 @@ void cross_entropy_backward_cpu(OcrTensor *dlogits, const OcrTensor *logits, con
         cnt += !row_ignored(t[n], p);
     }
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, logits);
-    float *dx = cpu_f32_out(&s, dlogits, 0);
+    const float *x = ocr_cpu_f32_in(&s, logits);
+    float *dx = ocr_cpu_f32_out(&s, dlogits, 0);
     const double eps = p.smoothing, off = eps / (double)(C - 1), on = 1.0 - eps;
     const double g = cnt ? (double)p.grad_scale / (double)cnt : 0.0;
 #pragma omp parallel for schedule(static) if (N * C > 16384)
@@ -117,6 +117,6 @@ void cross_entropy_backward_cpu(OcrTensor *dlogits, const OcrTensor *logits, con
             dr[j] = (float)(g * (exp((double)xr[j] - lse) - q));
         }
     }
-    cpu_f32_store(dlogits, dx);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(dlogits, dx);
+    ocr_cpu_scratch_free(&s);
 }

@@ -100,7 +100,7 @@ static inline double log_add3(double a, double b, double c) {
     return m + log(exp(a - m) + exp(b - m) + exp(c - m));
 }
 
-int ctc_min_frames(const int32_t *target, int length) {
+int ocr_ctc_min_frames(const int32_t *target, int length) {
     int need = length;
     for (int j = 1; j < length; j++) need += target[j] == target[j - 1];
     return need;
@@ -282,8 +282,8 @@ static int max_target_length(const int32_t *tl, int B) {
     return m;
 }
 
-size_t ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dlogits, int max_target_length,
-                                int threads) {
+size_t ocr_ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dlogits, int max_target_length,
+                                    int threads) {
     int64_t B = logits->shape[0], T = logits->shape[1];
     size_t bytes = (size_t)threads * ctc_scratch_doubles((int)T, (int)logits->shape[2], max_target_length) * sizeof(double) +
                    (size_t)B * sizeof(double);
@@ -293,7 +293,7 @@ size_t ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dlogit
     return bytes;
 }
 
-double ctc_loss_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
+double ocr_cpu_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
                         const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
                         const OcrTensor *input_lengths, CtcParams p) {
     CPU_ASSERT_FLOAT(logits);
@@ -344,9 +344,9 @@ double ctc_loss_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogi
     const size_t per_thread = ctc_scratch_doubles(T, C, Lmax);
 
     CpuScratch cs = {0};
-    const float *z = cpu_f32_in(&cs, logits);
-    float *g = dlogits ? cpu_f32_out(&cs, dlogits, 0) : NULL;
-    double *work = cpu_scratch_bytes(&cs, ((size_t)nthreads * per_thread + (size_t)B) * sizeof(double));
+    const float *z = ocr_cpu_f32_in(&cs, logits);
+    float *g = dlogits ? ocr_cpu_f32_out(&cs, dlogits, 0) : NULL;
+    double *work = ocr_cpu_scratch_bytes(&cs, ((size_t)nthreads * per_thread + (size_t)B) * sizeof(double));
     double *nll_out = work + (size_t)nthreads * per_thread;
 
 #pragma omp parallel num_threads(nthreads)
@@ -382,7 +382,7 @@ double ctc_loss_forward_cpu(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogi
         reduced = total / B;
     if (loss) ((float *)loss->data)[0] = (float)reduced;
 
-    if (g) cpu_f32_store(dlogits, g);
-    cpu_scratch_free(&cs);
+    if (g) ocr_cpu_f32_store(dlogits, g);
+    ocr_cpu_scratch_free(&cs);
     return reduced;
 }

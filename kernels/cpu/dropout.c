@@ -14,7 +14,7 @@
 // on the stack, scaled and rounded back while it is in cache, instead of widening the whole
 // tensor into an fp32 copy and rounding a second one back. Per element it is the same product,
 // so the results are the bits of that whole-tensor path, which Global.cpu_exact_numerics keeps
-// as the reference (cpu_tiled_in / cpu_tiled_out).
+// as the reference (ocr_cpu_tiled_in / ocr_cpu_tiled_out).
 
 // y[i] = x[i] · (keep_i ? keep_scale : 0) for i < m, keep_i drawn at index offset + first + i.
 // One Philox call yields four consecutive draws, so the block is cached.
@@ -49,8 +49,8 @@ static void dropout_apply(OcrTensor *y_t, const OcrTensor *x_t, const DropoutPar
     CpuScratch s = {0};
     OcrTensor vx, vy;
     float *whole;
-    const OcrTensor *X = cpu_tiled_in(&s, x_t, &vx);
-    OcrTensor *Y = cpu_tiled_out(&s, y_t, &vy, 0, &whole);
+    const OcrTensor *X = ocr_cpu_tiled_in(&s, x_t, &vx);
+    OcrTensor *Y = ocr_cpu_tiled_out(&s, y_t, &vy, 0, &whole);
     const int upscale = d->mode == OCR_DROPOUT_UPSCALE_IN_TRAIN;
     DropMode mode = DROP_SCALE;
     float keep_scale = 1.0f;
@@ -67,25 +67,25 @@ static void dropout_apply(OcrTensor *y_t, const OcrTensor *x_t, const DropoutPar
     for (int64_t c = 0; c < chunks; c++) {
         float bx[DROPOUT_CHUNK], by[DROPOUT_CHUNK];
         const int64_t lo = c * DROPOUT_CHUNK, m = n - lo < DROPOUT_CHUNK ? n - lo : DROPOUT_CHUNK;
-        float *y = cpu_rows_dst(Y, 1, lo, by);
+        float *y = ocr_cpu_rows_dst(Y, 1, lo, by);
         if (mode == DROP_ALL) {
             memset(y, 0, (size_t)m * sizeof(float));
         } else {
-            const float *x = cpu_rows_in(X, 1, lo, m, bx);
+            const float *x = ocr_cpu_rows_in(X, 1, lo, m, bx);
             if (mode == DROP_MASKED)
                 masked_scale(y, x, lo, m, d->p, keep_scale, d);
             else
                 for (int64_t i = 0; i < m; i++) y[i] = x[i] * keep_scale;
         }
-        cpu_rows_out(Y, 1, lo, m, y);
+        ocr_cpu_rows_out(Y, 1, lo, m, y);
     }
-    if (whole) cpu_f32_store(y_t, whole);
-    cpu_scratch_free(&s);
+    if (whole) ocr_cpu_f32_store(y_t, whole);
+    ocr_cpu_scratch_free(&s);
 }
 
-void dropout_forward_cpu(OcrTensor *out, const OcrTensor *inp, DropoutParams d) { dropout_apply(out, inp, &d); }
+void ocr_cpu_dropout_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d) { dropout_apply(out, inp, &d); }
 
-void dropout_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d) {
+void ocr_cpu_dropout_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d) {
     if (!dinp) return;
     dropout_apply(dinp, dout, &d);
 }
@@ -103,8 +103,8 @@ static void droppath_apply(OcrTensor *y_t, const OcrTensor *x_t, const DropoutPa
     CpuScratch s = {0};
     OcrTensor vx, vy;
     float *whole;
-    const OcrTensor *X = cpu_tiled_in(&s, x_t, &vx);
-    OcrTensor *Y = cpu_tiled_out(&s, y_t, &vy, 0, &whole);
+    const OcrTensor *X = ocr_cpu_tiled_in(&s, x_t, &vx);
+    OcrTensor *Y = ocr_cpu_tiled_out(&s, y_t, &vy, 0, &whole);
     int active = d->training && d->p > 0.0f;
     float keep_scale = d->p < 1.0f ? 1.0f / (1.0f - d->p) : 0.0f;
     // Each sample in chunks (widened and rounded as in dropout_apply).
@@ -115,23 +115,23 @@ static void droppath_apply(OcrTensor *y_t, const OcrTensor *x_t, const DropoutPa
         for (int64_t i0 = 0; i0 < per; i0 += DROPOUT_CHUNK) {
             float bx[DROPOUT_CHUNK], by[DROPOUT_CHUNK];
             const int64_t lo = b * per + i0, m = per - i0 < DROPOUT_CHUNK ? per - i0 : DROPOUT_CHUNK;
-            float *yb = cpu_rows_dst(Y, 1, lo, by);
+            float *yb = ocr_cpu_rows_dst(Y, 1, lo, by);
             if (f == 0.0f) {
                 for (int64_t i = 0; i < m; i++) yb[i] = 0.0f;  // a dropped sample gives zeros even for inf/NaN
             } else {
-                const float *xb = cpu_rows_in(X, 1, lo, m, bx);
+                const float *xb = ocr_cpu_rows_in(X, 1, lo, m, bx);
                 for (int64_t i = 0; i < m; i++) yb[i] = xb[i] * f;
             }
-            cpu_rows_out(Y, 1, lo, m, yb);
+            ocr_cpu_rows_out(Y, 1, lo, m, yb);
         }
     }
-    if (whole) cpu_f32_store(y_t, whole);
-    cpu_scratch_free(&s);
+    if (whole) ocr_cpu_f32_store(y_t, whole);
+    ocr_cpu_scratch_free(&s);
 }
 
-void droppath_forward_cpu(OcrTensor *out, const OcrTensor *inp, DropoutParams d) { droppath_apply(out, inp, &d); }
+void ocr_cpu_droppath_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d) { droppath_apply(out, inp, &d); }
 
-void droppath_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d) {
+void ocr_cpu_droppath_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d) {
     if (!dinp) return;
     droppath_apply(dinp, dout, &d);
 }

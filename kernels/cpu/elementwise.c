@@ -2,7 +2,7 @@
 // along channels, permute.
 //
 // Arithmetic ops compute in fp32 on tiles: f16/bf16 operands are widened and results rounded a
-// tile at a time (cpu_rows_in / cpu_rows_out), the loops run at the CPU's vector width
+// tile at a time (ocr_cpu_rows_in / ocr_cpu_rows_out), the loops run at the CPU's vector width
 // (cpu_common.h), and the results are the bits of the whole-tensor fp32 path, which
 // Global.cpu_exact_numerics keeps as the reference. Pure data movement (concat,
 // permute, copies) moves raw elements when the dtypes agree, so it is exact and does not
@@ -75,15 +75,15 @@ static void copy_tensor(OcrTensor *dst, const OcrTensor *src) {
 // reference path), else t itself.
 static const OcrTensor *ew_in(CpuScratch *s, const OcrTensor *t, OcrTensor *view) {
     if (t->dtype == OCR_F32 || !ocr_cpu_exact_numerics()) return t;
-    *view = cpu_f32_view(t, cpu_f32_in(s, t));
+    *view = ocr_cpu_f32_view(t, ocr_cpu_f32_in(s, t));
     return view;
 }
 // The output the tile loops write (as ew_in; *whole is the fp32 copy to store back, or NULL).
 static OcrTensor *ew_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int load, float **whole) {
     *whole = NULL;
     if (t->dtype == OCR_F32 || !ocr_cpu_exact_numerics()) return t;
-    *whole = cpu_f32_out(s, t, load);
-    *view = cpu_f32_view(t, *whole);
+    *whole = ocr_cpu_f32_out(s, t, load);
+    *view = ocr_cpu_f32_view(t, *whole);
     return view;
 }
 
@@ -102,8 +102,8 @@ CPU_INLINE void scale_tile_body(float *y, const float *x, float alpha, int64_t n
     for (int64_t i = 0; i < n; i++) y[i] = alpha * x[i];
 }
 CPU_VEC_CLONES(scale_tile, (float *y, const float *x, float alpha, int64_t n), (y, x, alpha, n))
-void cpu_add_tile(float *y, const float *a, const float *b, int64_t n) { add_tile(y, a, b, n); }
-void cpu_scale_tile(float *y, const float *x, float alpha, int64_t n) { scale_tile(y, x, alpha, n); }
+void ocr_cpu_add_tile(float *y, const float *a, const float *b, int64_t n) { add_tile(y, a, b, n); }
+void ocr_cpu_scale_tile(float *y, const float *x, float alpha, int64_t n) { scale_tile(y, x, alpha, n); }
 // y (rows, C) = x · the per-sample channel scale of each row (row r0 + r is sample (r0 + r) / HW).
 CPU_INLINE void chscale_tile_body(float *y, const float *x, const float *sc, int64_t r0, int64_t rows, int64_t HW,
                                   int64_t C) {
@@ -130,15 +130,15 @@ static void chscale_rows(OcrTensor *out, const OcrTensor *inp, const float *sc, 
     const int64_t tr = cpu_tile_rows(C), ntiles = (rows + tr - 1) / tr;
     const int par = rows * C >= EW_PAR_MIN;
     const size_t per = (size_t)(tr * C);
-    float *bufs = cpu_scratch_floats(s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
+    float *bufs = ocr_cpu_scratch_floats(s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t t = 0; t < ntiles; t++) {
         const int64_t r0 = t * tr, m = r0 + tr <= rows ? tr : rows - r0;
         float *bx = bufs + (size_t)omp_get_thread_num() * 2 * per, *by = bx + per;
-        const float *x = cpu_rows_in(inp, C, r0, m, bx);
-        float *y = cpu_rows_dst(out, C, r0, by);
+        const float *x = ocr_cpu_rows_in(inp, C, r0, m, bx);
+        float *y = ocr_cpu_rows_dst(out, C, r0, by);
         chscale_tile(y, x, sc, r0, m, HW, C);
-        cpu_rows_out(out, C, r0, m, y);
+        ocr_cpu_rows_out(out, C, r0, m, y);
     }
 }
 
@@ -155,7 +155,7 @@ static void channel_scale_shapes(const OcrTensor *inp, const OcrTensor *scale, i
                "channel_scale: scale must be (N, 1, 1, C)");
 }
 
-void channel_scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale) {
+void ocr_cpu_channel_scale_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale) {
     CPU_ASSERT_FLOAT(out);
     int64_t N, HW, C;
     channel_scale_shapes(inp, scale, &N, &HW, &C);
@@ -165,12 +165,12 @@ void channel_scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTe
     float *whole;
     const OcrTensor *x = ew_in(&s, inp, &vx);
     OcrTensor *y = ew_out(&s, out, &vy, 0, &whole);
-    chscale_rows(y, x, cpu_f32_in(&s, scale), N * HW, HW, C, &s);
-    if (whole) cpu_f32_store(out, whole);
-    cpu_scratch_free(&s);
+    chscale_rows(y, x, ocr_cpu_f32_in(&s, scale), N * HW, HW, C, &s);
+    if (whole) ocr_cpu_f32_store(out, whole);
+    ocr_cpu_scratch_free(&s);
 }
 
-void channel_scale_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
+void ocr_cpu_channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout, const OcrTensor *inp,
                             const OcrTensor *scale) {
     CPU_ASSERT_FLOAT(dout);
     int64_t N, HW, C;
@@ -190,8 +190,8 @@ void channel_scale_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, const OcrTen
     if (dinp) {
         float *whole;
         OcrTensor *dx = ew_out(&s, dinp, &vdx, 0, &whole);
-        chscale_rows(dx, dy, cpu_f32_in(&s, scale), N * HW, HW, C, &s);
-        if (whole) cpu_f32_store(dinp, whole);
+        chscale_rows(dx, dy, ocr_cpu_f32_in(&s, scale), N * HW, HW, C, &s);
+        if (whole) ocr_cpu_f32_store(dinp, whole);
     }
     if (dscale) {
         // dscale[n, c] = Σ over the sample's pixels of dout · inp, accumulated in double, the
@@ -200,9 +200,9 @@ void channel_scale_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, const OcrTen
         const int64_t tr = cpu_tile_rows(C);
         const int par = N * HW * C >= EW_PAR_MIN;
         const size_t per = (size_t)(tr * C);
-        float *bufs = cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
-        double *acc = cpu_scratch_bytes(&s, (size_t)(N * C + 1) * sizeof(double));
-        float *ds = cpu_f32_out(&s, dscale, 0);
+        float *bufs = ocr_cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
+        double *acc = ocr_cpu_scratch_bytes(&s, (size_t)(N * C + 1) * sizeof(double));
+        float *ds = ocr_cpu_f32_out(&s, dscale, 0);
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t n = 0; n < N; n++) {
             float *bg = bufs + (size_t)omp_get_thread_num() * 2 * per, *bx = bg + per;
@@ -210,18 +210,18 @@ void channel_scale_backward_cpu(OcrTensor *dinp, OcrTensor *dscale, const OcrTen
             for (int64_t c = 0; c < C; c++) an[c] = 0.0;
             for (int64_t p = 0; p < HW; p += tr) {
                 const int64_t m = p + tr <= HW ? tr : HW - p;
-                dot_rows(an, cpu_rows_in(dy, C, n * HW + p, m, bg), cpu_rows_in(x, C, n * HW + p, m, bx), m, C);
+                dot_rows(an, ocr_cpu_rows_in(dy, C, n * HW + p, m, bg), ocr_cpu_rows_in(x, C, n * HW + p, m, bx), m, C);
             }
             for (int64_t c = 0; c < C; c++) ds[n * C + c] = (float)an[c];
         }
-        cpu_f32_store(dscale, ds);
+        ocr_cpu_f32_store(dscale, ds);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
 // ---- add, accumulate, scale, zero ------------------------------------------------------
 
-void add_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
+void ocr_cpu_add_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(a);
     CPU_ASSERT_FLOAT(b);
@@ -243,22 +243,22 @@ void add_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
                           m);
             continue;
         }
-        const float *xa = cpu_rows_in(A, 1, i0, m, ba), *xb = cpu_rows_in(B, 1, i0, m, bb);
-        float *y = cpu_rows_dst(Y, 1, i0, by);
+        const float *xa = ocr_cpu_rows_in(A, 1, i0, m, ba), *xb = ocr_cpu_rows_in(B, 1, i0, m, bb);
+        float *y = ocr_cpu_rows_dst(Y, 1, i0, by);
         add_tile(y, xa, xb, m);
-        cpu_rows_out(Y, 1, i0, m, y);
+        ocr_cpu_rows_out(Y, 1, i0, m, y);
     }
-    if (whole) cpu_f32_store(out, whole);
-    cpu_scratch_free(&s);
+    if (whole) ocr_cpu_f32_store(out, whole);
+    ocr_cpu_scratch_free(&s);
 }
 
-void add_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *dout) {
+void ocr_cpu_add_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout) {
     CPU_ASSERT_FLOAT(dout);
     if (da) copy_tensor(da, dout);
     if (db) copy_tensor(db, dout);
 }
 
-void accumulate_cpu(OcrTensor *dst, const OcrTensor *src) {
+void ocr_cpu_accumulate(OcrTensor *dst, const OcrTensor *src) {
     CPU_ASSERT_FLOAT(dst);
     CPU_ASSERT_FLOAT(src);
     const int64_t n = ocr_tensor_numel(dst);
@@ -278,16 +278,16 @@ void accumulate_cpu(OcrTensor *dst, const OcrTensor *src) {
             add_tile_bf16(y, y, (const uint16_t *)X->data + i0, m);
             continue;
         }
-        const float *x = cpu_rows_in(X, 1, i0, m, bx);
-        float *y = (float *)cpu_rows_in(Y, 1, i0, m, by);  // Y's own memory when it is f32
+        const float *x = ocr_cpu_rows_in(X, 1, i0, m, bx);
+        float *y = (float *)ocr_cpu_rows_in(Y, 1, i0, m, by);  // Y's own memory when it is f32
         add_tile(y, y, x, m);
-        cpu_rows_out(Y, 1, i0, m, y);
+        ocr_cpu_rows_out(Y, 1, i0, m, y);
     }
-    if (whole) cpu_f32_store(dst, whole);
-    cpu_scratch_free(&s);
+    if (whole) ocr_cpu_f32_store(dst, whole);
+    ocr_cpu_scratch_free(&s);
 }
 
-void scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, float alpha) {
+void ocr_cpu_scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     const int64_t n = ocr_tensor_numel(out);
@@ -301,16 +301,16 @@ void scale_forward_cpu(OcrTensor *out, const OcrTensor *inp, float alpha) {
     for (int64_t i0 = 0; i0 < n; i0 += EW_TILE) {
         float bx[EW_TILE], by[EW_TILE];
         const int64_t m = n - i0 < EW_TILE ? n - i0 : EW_TILE;
-        const float *x = cpu_rows_in(X, 1, i0, m, bx);
-        float *y = cpu_rows_dst(Y, 1, i0, by);
+        const float *x = ocr_cpu_rows_in(X, 1, i0, m, bx);
+        float *y = ocr_cpu_rows_dst(Y, 1, i0, by);
         scale_tile(y, x, alpha, m);
-        cpu_rows_out(Y, 1, i0, m, y);
+        ocr_cpu_rows_out(Y, 1, i0, m, y);
     }
-    if (whole) cpu_f32_store(out, whole);
-    cpu_scratch_free(&s);
+    if (whole) ocr_cpu_f32_store(out, whole);
+    ocr_cpu_scratch_free(&s);
 }
 
-void zero_tensor_cpu(OcrTensor *t) {
+void ocr_cpu_zero_tensor(OcrTensor *t) {
     OCR_ASSERT(t->device.type == OCR_DEVICE_CPU, "zero_tensor: the CPU kernel got a non-CPU tensor");
     // All-zero bits are 0 in every dtype we have (f32, f16, bf16, i32, u8).
     if (t->data) memset(t->data, 0, ocr_tensor_bytes(t));
@@ -332,7 +332,7 @@ static void concat_check(const OcrTensor *whole, const OcrTensor *const *parts, 
     }
 }
 
-void concat_forward_cpu(OcrTensor *out, const OcrTensor *const *inputs, int count) {
+void ocr_cpu_concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count) {
     concat_check(out, inputs, count, "concat");
     const int64_t Ct = ocr_tensor_dim(out, -1);
     int64_t sum = 0;
@@ -356,7 +356,7 @@ void concat_forward_cpu(OcrTensor *out, const OcrTensor *const *inputs, int coun
     }
 }
 
-void concat_backward_cpu(OcrTensor *const *dinputs, int count, const OcrTensor *dout) {
+void ocr_cpu_concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *dout) {
     concat_check(dout, (const OcrTensor *const *)dinputs, count, "concat_backward");
     const int64_t Ct = ocr_tensor_dim(dout, -1);
     const int64_t rows = Ct > 0 ? ocr_tensor_numel(dout) / Ct : 0;
@@ -424,8 +424,8 @@ static void permute_impl(OcrTensor *out, const OcrTensor *inp, const int *perm, 
     CpuScratch s = {0};
     const int same = out->dtype == inp->dtype;
     // Mixed dtypes: gather in fp32, then round once.
-    const void *src = same ? inp->data : (const void *)cpu_f32_in(&s, inp);
-    void *dst = same ? out->data : (void *)cpu_f32_out(&s, out, 0);
+    const void *src = same ? inp->data : (const void *)ocr_cpu_f32_in(&s, inp);
+    void *dst = same ? out->data : (void *)ocr_cpu_f32_out(&s, out, 0);
     const size_t es = same ? ocr_dtype_size(out->dtype) : sizeof(float);
     OCR_ASSERT(src != dst, "%s: out may not alias inp", what);
 #pragma omp parallel for schedule(static) if (n >= EW_PAR_MIN)
@@ -443,15 +443,15 @@ static void permute_impl(OcrTensor *out, const OcrTensor *inp, const int *perm, 
             for (int64_t j = 0; j < L; j++) y[j] = x[j * st];
         }
     }
-    if (!same) cpu_f32_store(out, dst);
-    cpu_scratch_free(&s);
+    if (!same) ocr_cpu_f32_store(out, dst);
+    ocr_cpu_scratch_free(&s);
 }
 
-void permute_forward_cpu(OcrTensor *out, const OcrTensor *inp, const int *perm) {
+void ocr_cpu_permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm) {
     permute_impl(out, inp, perm, "permute");
 }
 
-void permute_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const int *perm) {
+void ocr_cpu_permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm) {
     // dinp = dout permuted by the inverse: dinp.shape[perm[i]] = dout.shape[i].
     const int nd = dout->ndim;
     OCR_ASSERT(nd >= 1 && nd <= 4, "permute_backward: ndim %d", nd);

@@ -14,7 +14,7 @@ static void check_ids(const OcrTensor *ids, int64_t rows, const char *op) {
 }
 
 // out (..., D) = table (V, D)[ids (...)]; rows with padding_idx are zero.
-void embedding_forward_cpu(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table, int padding_idx) {
+void ocr_cpu_embedding_forward(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table, int padding_idx) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(table);
     OCR_ASSERT(table->ndim == 2, "embedding: the table must be (V, D)");
@@ -27,8 +27,8 @@ void embedding_forward_cpu(OcrTensor *out, const OcrTensor *ids, const OcrTensor
         OCR_ASSERT(id[n] >= 0 && id[n] < V, "embedding: id %d at row %lld is outside [0, %lld)", id[n], (long long)n,
                    (long long)V);
     CpuScratch s = {0};
-    const float *w = cpu_f32_in(&s, table);
-    float *y = cpu_f32_out(&s, out, 0);
+    const float *w = ocr_cpu_f32_in(&s, table);
+    float *y = ocr_cpu_f32_out(&s, out, 0);
 #pragma omp parallel for schedule(static) if (rows * D > 16384)
     for (int64_t n = 0; n < rows; n++) {
         float *yr = y + n * D;
@@ -39,12 +39,12 @@ void embedding_forward_cpu(OcrTensor *out, const OcrTensor *ids, const OcrTensor
             for (int64_t j = 0; j < D; j++) yr[j] = wr[j];
         }
     }
-    cpu_f32_store(out, y);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(out, y);
+    ocr_cpu_scratch_free(&s);
 }
 
 // dtable (V, D) += Σ_{n: ids[n] = v} dout[n] for v != padding_idx.
-void embedding_backward_cpu(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids, int padding_idx) {
+void ocr_cpu_embedding_backward(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids, int padding_idx) {
     if (!dtable) return;
     CPU_ASSERT_FLOAT(dtable);
     CPU_ASSERT_FLOAT(dout);
@@ -59,8 +59,8 @@ void embedding_backward_cpu(OcrTensor *dtable, const OcrTensor *dout, const OcrT
         OCR_ASSERT(id[n] >= 0 && id[n] < V, "embedding_backward: id %d at row %lld is outside [0, %lld)", id[n],
                    (long long)n, (long long)V);
     CpuScratch s = {0};
-    const float *dy = cpu_f32_in(&s, dout);
-    float *dw = cpu_f32_out(&s, dtable, 1);
+    const float *dy = ocr_cpu_f32_in(&s, dout);
+    float *dw = ocr_cpu_f32_out(&s, dtable, 1);
     // Column blocks of 64: each thread owns its block for every id, rows walk in order.
     const int64_t nblk = (D + 63) / 64;
 #pragma omp parallel for schedule(static) if (rows * D > 16384)
@@ -73,6 +73,6 @@ void embedding_backward_cpu(OcrTensor *dtable, const OcrTensor *dout, const OcrT
             for (int64_t j = j0; j < j1; j++) wr[j] += gr[j];
         }
     }
-    cpu_f32_store(dtable, dw);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(dtable, dw);
+    ocr_cpu_scratch_free(&s);
 }

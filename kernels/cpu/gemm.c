@@ -55,7 +55,8 @@ static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, float alph
                 blas_int(N), blas_int(K), alpha, a, blas_int(lda), b, blas_int(ldb), beta, c, blas_int(ldc));
 }
 
-void gemm_cpu(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha, float beta) {
+void ocr_cpu_gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha,
+                  float beta) {
     CPU_ASSERT_FLOAT(c);
     CPU_ASSERT_FLOAT(a);
     CPU_ASSERT_FLOAT(b);
@@ -72,17 +73,17 @@ void gemm_cpu(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a,
         return;
     }
     CpuScratch s = {0};
-    const float *fa = cpu_f32_in(&s, a);
-    const float *fb = cpu_f32_in(&s, b);
-    float *fc = cpu_f32_out(&s, c, beta != 0.0f);
+    const float *fa = ocr_cpu_f32_in(&s, a);
+    const float *fb = ocr_cpu_f32_in(&s, b);
+    float *fc = ocr_cpu_f32_out(&s, c, beta != 0.0f);
     sgemm_rm(trans_a, trans_b, M, N, K, alpha, fa, ac, fb, bc, beta, fc, N);
-    cpu_f32_store(c, fc);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(c, fc);
+    ocr_cpu_scratch_free(&s);
 }
 
 // ---- linear -----------------------------------------------------------------------------
 
-void linear_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias) {
+void ocr_cpu_linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     CPU_ASSERT_FLOAT(weight);
@@ -100,30 +101,30 @@ void linear_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *w
         if (bias) {
             CPU_ASSERT_FLOAT(bias);
             OCR_ASSERT(ocr_tensor_numel(bias) == OUT, "linear: bias must have OUT elements");
-            bb = cpu_f32_in(&s, bias);
+            bb = ocr_cpu_f32_in(&s, bias);
         }
         // The bias joins the fp32 accumulator before the one rounding, as in the reference.
         ocr_onednn_gemm(1, R, OUT, IN, 1.0f, onednn_mat(inp->data, inp->dtype, 0, IN, 0),
                         onednn_mat(weight->data, weight->dtype, 0, OUT, 0), bb, 0, out->data, out->dtype, OUT, 0);
-        cpu_scratch_free(&s);
+        ocr_cpu_scratch_free(&s);
         return;
     }
-    const float *x = cpu_f32_in(&s, inp);
-    const float *w = cpu_f32_in(&s, weight);
-    float *y = cpu_f32_out(&s, out, 0);
+    const float *x = ocr_cpu_f32_in(&s, inp);
+    const float *w = ocr_cpu_f32_in(&s, weight);
+    float *y = ocr_cpu_f32_out(&s, out, 0);
     float beta = 0.0f;
     if (bias) {
         CPU_ASSERT_FLOAT(bias);
         OCR_ASSERT(ocr_tensor_numel(bias) == OUT, "linear: bias must have OUT elements");
-        const float *bb = cpu_f32_in(&s, bias);
+        const float *bb = ocr_cpu_f32_in(&s, bias);
         // Start from the bias so sgemm adds the product into it (beta = 1): one pass, one rounding.
 #pragma omp parallel for schedule(static)
         for (int64_t r = 0; r < R; r++) memcpy(y + r * OUT, bb, (size_t)OUT * sizeof(float));
         beta = 1.0f;
     }
     sgemm_rm(0, 0, R, OUT, IN, 1.0f, x, IN, w, OUT, beta, y, OUT);
-    cpu_f32_store(out, y);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(out, y);
+    ocr_cpu_scratch_free(&s);
 }
 
 // db[j] += Σ_r d[r, j] for d (R, C): each thread owns a static range of columns and sums the
@@ -141,7 +142,7 @@ static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
     }
 }
 
-void linear_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+void ocr_cpu_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
                      const OcrTensor *inp, const OcrTensor *weight) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);
@@ -173,38 +174,38 @@ void linear_backward_cpu(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, 
         if (dbias) {
             CPU_ASSERT_FLOAT(dbias);
             OCR_ASSERT(ocr_tensor_numel(dbias) == OUT, "linear backward: dbias shape");
-            float *db = cpu_f32_out(&s, dbias, 1);
-            onednn_column_sums_add(db, dout->data, dout->dtype, R, OUT, OUT);
-            cpu_f32_store(dbias, db);
+            float *db = ocr_cpu_f32_out(&s, dbias, 1);
+            ocr_onednn_column_sums_add(db, dout->data, dout->dtype, R, OUT, OUT);
+            ocr_cpu_f32_store(dbias, db);
         }
-        cpu_scratch_free(&s);
+        ocr_cpu_scratch_free(&s);
         return;
     }
-    const float *dy = cpu_f32_in(&s, dout);
+    const float *dy = ocr_cpu_f32_in(&s, dout);
     if (dinp) {
         CPU_ASSERT_FLOAT(dinp);
         OCR_ASSERT(ocr_tensor_numel(dinp) == R * IN, "linear backward: dinp shape");
-        const float *w = cpu_f32_in(&s, weight);
-        float *dx = cpu_f32_out(&s, dinp, 0);
+        const float *w = ocr_cpu_f32_in(&s, weight);
+        float *dx = ocr_cpu_f32_out(&s, dinp, 0);
         sgemm_rm(0, 1, R, IN, OUT, 1.0f, dy, OUT, w, OUT, 0.0f, dx, IN);
-        cpu_f32_store(dinp, dx);
+        ocr_cpu_f32_store(dinp, dx);
     }
     if (dweight) {
         CPU_ASSERT_FLOAT(dweight);
         OCR_ASSERT(ocr_tensor_numel(dweight) == IN * OUT, "linear backward: dweight shape");
-        const float *x = cpu_f32_in(&s, inp);
-        float *dw = cpu_f32_out(&s, dweight, 1);
+        const float *x = ocr_cpu_f32_in(&s, inp);
+        float *dw = ocr_cpu_f32_out(&s, dweight, 1);
         sgemm_rm(1, 0, IN, OUT, R, 1.0f, x, IN, dy, OUT, 1.0f, dw, OUT);
-        cpu_f32_store(dweight, dw);
+        ocr_cpu_f32_store(dweight, dw);
     }
     if (dbias) {
         CPU_ASSERT_FLOAT(dbias);
         OCR_ASSERT(ocr_tensor_numel(dbias) == OUT, "linear backward: dbias shape");
-        float *db = cpu_f32_out(&s, dbias, 1);
+        float *db = ocr_cpu_f32_out(&s, dbias, 1);
         column_sums_add(db, dy, R, OUT);
-        cpu_f32_store(dbias, db);
+        ocr_cpu_f32_store(dbias, db);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
 // ---- batched matmul ----------------------------------------------------------------------
@@ -244,13 +245,13 @@ static void batched_sgemm(float *c, const float *a, int ta, const float *b, int 
     int64_t b_rs = tb ? 1 : N, b_cs = tb ? K : 1;
     CpuScratch s = {0};
     int nt = omp_get_max_threads();
-    float *packs = cpu_scratch_floats(&s, (size_t)nt * (size_t)(K * N > 0 ? K * N : 1));
+    float *packs = ocr_cpu_scratch_floats(&s, (size_t)nt * (size_t)(K * N > 0 ? K * N : 1));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < B; i++) {
         float *pack = packs + (size_t)omp_get_thread_num() * (size_t)(K * N);
         small_gemm(c + i * M * N, a + i * M * K, a_rs, a_cs, b + i * K * N, b_rs, b_cs, M, N, K, alpha, pack);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
 // batched_sgemm's contract on the hardware: c (dtype c_dt) from a and b of one native dtype.
@@ -284,7 +285,7 @@ static BatchDims batch_dims(const OcrTensor *a, const OcrTensor *b, int ta, int 
     return d;
 }
 
-void matmul_batched_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
+void ocr_cpu_matmul_batched_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
                             float alpha) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(a);
@@ -297,17 +298,17 @@ void matmul_batched_forward_cpu(OcrTensor *out, const OcrTensor *a, const OcrTen
         return;
     }
     CpuScratch s = {0};
-    const float *fa = cpu_f32_in(&s, a);
-    const float *fb = cpu_f32_in(&s, b);
-    float *fc = cpu_f32_out(&s, out, 0);
+    const float *fa = ocr_cpu_f32_in(&s, a);
+    const float *fb = ocr_cpu_f32_in(&s, b);
+    float *fc = ocr_cpu_f32_out(&s, out, 0);
     batched_sgemm(fc, fa, trans_a, fb, trans_b, d.B, d.M, d.N, d.K, alpha);
-    cpu_f32_store(out, fc);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(out, fc);
+    ocr_cpu_scratch_free(&s);
 }
 
 // With A' = op(a), B' = op(b) and out = alpha·A'·B':  dA' = alpha·dout·B'ᵀ, dB' = alpha·A'ᵀ·dout.
 // A transposed operand's gradient is the transpose of that, which swaps the factors.
-void matmul_batched_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
+void ocr_cpu_matmul_batched_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
                              const OcrTensor *b, int trans_a, int trans_b, float alpha) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(a);
@@ -337,12 +338,12 @@ void matmul_batched_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *
         return;
     }
     CpuScratch s = {0};
-    const float *dy = cpu_f32_in(&s, dout);
+    const float *dy = ocr_cpu_f32_in(&s, dout);
     if (da) {
         CPU_ASSERT_FLOAT(da);
         OCR_ASSERT(ocr_tensor_same_shape(da, a), "matmul_batched backward: da must match a");
-        const float *fb = cpu_f32_in(&s, b);
-        float *g = cpu_f32_out(&s, da, 0);
+        const float *fb = ocr_cpu_f32_in(&s, b);
+        float *g = ocr_cpu_f32_out(&s, da, 0);
         if (!trans_a) {
             // da (M, K) = alpha · dout (M, N) · B'ᵀ; B'ᵀ is b itself when b is stored (N, K).
             batched_sgemm(g, dy, 0, fb, !trans_b, d.B, d.M, d.K, d.N, alpha);
@@ -350,13 +351,13 @@ void matmul_batched_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *
             // da (K, M) = alpha · B' (K, N) · doutᵀ (N, M).
             batched_sgemm(g, fb, trans_b, dy, 1, d.B, d.K, d.M, d.N, alpha);
         }
-        cpu_f32_store(da, g);
+        ocr_cpu_f32_store(da, g);
     }
     if (db) {
         CPU_ASSERT_FLOAT(db);
         OCR_ASSERT(ocr_tensor_same_shape(db, b), "matmul_batched backward: db must match b");
-        const float *fa = cpu_f32_in(&s, a);
-        float *g = cpu_f32_out(&s, db, 0);
+        const float *fa = ocr_cpu_f32_in(&s, a);
+        float *g = ocr_cpu_f32_out(&s, db, 0);
         if (!trans_b) {
             // db (K, N) = alpha · A'ᵀ (K, M) · dout (M, N).
             batched_sgemm(g, fa, !trans_a, dy, 0, d.B, d.K, d.N, d.M, alpha);
@@ -364,7 +365,7 @@ void matmul_batched_backward_cpu(OcrTensor *da, OcrTensor *db, const OcrTensor *
             // db (N, K) = alpha · doutᵀ (N, M) · A' (M, K).
             batched_sgemm(g, dy, 1, fa, trans_a, d.B, d.N, d.K, d.M, alpha);
         }
-        cpu_f32_store(db, g);
+        ocr_cpu_f32_store(db, g);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }

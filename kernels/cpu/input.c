@@ -1,3 +1,5 @@
+// The uint8 input normalisation of kernels/input.h on the CPU: a 256-entry table of the float32
+// values, so every pixel is one load (the CUDA twin, kernels/cuda/input.cu, computes them).
 #include <stdlib.h>
 #include <string.h>
 
@@ -5,7 +7,7 @@
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/input.h"
 
-void input_normalize_lut(float lut[256]) {
+void ocr_input_normalize_lut(float lut[256]) {
     // volatile keeps the three steps apart, exactly as written (no contraction, no reordering).
     for (int p = 0; p < 256; p++) {
         volatile float x = (float)p;
@@ -25,7 +27,7 @@ void input_normalize_lut(float lut[256]) {
         for (int64_t i = v; i < WC; i++) y[i] = zero;                        \
     } while (0)
 
-void input_normalize_forward_cpu(OcrTensor *out, const OcrTensor *inp, const OcrTensor *widths) {
+void ocr_cpu_input_normalize_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *widths) {
     OCR_ASSERT(inp->dtype == OCR_U8 && inp->device.type == OCR_DEVICE_CPU, "input_normalize: inp must be a CPU uint8 tensor");
     CPU_ASSERT_FLOAT(out);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "input_normalize: out and inp shapes differ");
@@ -47,7 +49,7 @@ void input_normalize_forward_cpu(OcrTensor *out, const OcrTensor *inp, const Ocr
         for (int64_t b = 0; b < N; b++) valid[b] = W;
     }
     float lut[256];
-    input_normalize_lut(lut);
+    ocr_input_normalize_lut(lut);
     const uint8_t *p = inp->data;
     if (out->dtype == OCR_F32) {
 #pragma omp parallel for schedule(static)

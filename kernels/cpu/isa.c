@@ -1,4 +1,5 @@
 // CPU feature detection and the per-dtype choice of GEMM/convolution path (kernels/cpu/isa.h).
+// CPU only, not an op family: the GPU's capabilities are kernels/cuda/device.cu's.
 #include "kernels/cpu/isa.h"
 
 #include <pthread.h>
@@ -134,7 +135,7 @@ const char *ocr_cpu_isa_emulated_reason(ocr_dtype_t dt) {
 const char *ocr_cpu_isa_name(ocr_dtype_t dt) {
     // fp32: the vector level our loops run at (CPUID's best unless OCR_CPU_VEC lowers it).
     if (dt == OCR_F32) {
-        switch (cpu_vec_level()) {
+        switch (ocr_cpu_vec_level()) {
             case CPU_VEC_AVX512: return "AVX-512";
             case CPU_VEC_AVX2: return "AVX2";
             default: return "SSE2";

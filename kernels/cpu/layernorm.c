@@ -9,7 +9,7 @@
 // widens a tile of rows into a buffer, computes it in fp32 and rounds its results once, instead
 // of whole-tensor fp32 copies. Per row the same operations in the same order, so the results
 // are the bits of the whole-tensor path, which Global.cpu_exact_numerics keeps as the reference
-// (cpu_tiled_in / cpu_tiled_out). The small per-row statistics and per-channel parameters are
+// (ocr_cpu_tiled_in / ocr_cpu_tiled_out). The small per-row statistics and per-channel parameters are
 // converted whole.
 #include <math.h>
 #include <omp.h>
@@ -62,7 +62,7 @@ static void ln_check_vec(const OcrTensor *t, int64_t n, const char *what) {
                (long long)ocr_tensor_numel(t), (long long)n);
 }
 
-void layernorm_forward_cpu(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
+void ocr_cpu_layernorm_forward(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,
                        const OcrTensor *gamma, const OcrTensor *beta, float eps) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
@@ -78,14 +78,14 @@ void layernorm_forward_cpu(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, con
     CpuScratch s = {0};
     OcrTensor vx, vy;
     float *whole;
-    const OcrTensor *X = cpu_tiled_in(&s, inp, &vx);
-    OcrTensor *Y = cpu_tiled_out(&s, out, &vy, 0, &whole);
-    const float *g = gamma ? cpu_f32_in(&s, gamma) : NULL;
-    const float *b = beta ? cpu_f32_in(&s, beta) : NULL;
+    const OcrTensor *X = ocr_cpu_tiled_in(&s, inp, &vx);
+    OcrTensor *Y = ocr_cpu_tiled_out(&s, out, &vy, 0, &whole);
+    const float *g = gamma ? ocr_cpu_f32_in(&s, gamma) : NULL;
+    const float *b = beta ? ocr_cpu_f32_in(&s, beta) : NULL;
     float *ones = NULL, *zeros = NULL;
     if (!g || !b) {
-        ones = cpu_scratch_floats(&s, (size_t)C);
-        zeros = cpu_scratch_floats(&s, (size_t)C);
+        ones = ocr_cpu_scratch_floats(&s, (size_t)C);
+        zeros = ocr_cpu_scratch_floats(&s, (size_t)C);
         for (int64_t c = 0; c < C; c++) {
             ones[c] = 1.0f;
             zeros[c] = 0.0f;
@@ -93,20 +93,20 @@ void layernorm_forward_cpu(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, con
         if (!g) g = ones;
         if (!b) b = zeros;
     }
-    float *mu_out = mean ? cpu_f32_out(&s, mean, 0) : NULL;
-    float *rs_out = rstd ? cpu_f32_out(&s, rstd, 0) : NULL;
+    float *mu_out = mean ? ocr_cpu_f32_out(&s, mean, 0) : NULL;
+    float *rs_out = rstd ? ocr_cpu_f32_out(&s, rstd, 0) : NULL;
     // Row tiles; per thread two buffers of a tile (used only where the maps are not f32).
     const int64_t tr = cpu_tile_rows(C), ntiles = (R + tr - 1) / tr;
     const int par = R * C >= LN_PAR_MIN;
     const size_t per = (size_t)(tr * C);
-    float *bufs = cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
+    float *bufs = ocr_cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
 
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t t = 0; t < ntiles; t++) {
         const int64_t r0 = t * tr, nr = r0 + tr <= R ? tr : R - r0;
         float *bx = bufs + (size_t)omp_get_thread_num() * 2 * per, *by = bx + per;
-        const float *x = cpu_rows_in(X, C, r0, nr, bx);
-        float *y = cpu_rows_dst(Y, C, r0, by);
+        const float *x = ocr_cpu_rows_in(X, C, r0, nr, bx);
+        float *y = ocr_cpu_rows_dst(Y, C, r0, by);
         for (int64_t i = 0; i < nr; i++) {
             const int64_t r = r0 + i;
             const float *xr = x + i * C;
@@ -118,15 +118,15 @@ void layernorm_forward_cpu(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, con
             if (mu_out) mu_out[r] = mf;
             if (rs_out) rs_out[r] = rf;
         }
-        cpu_rows_out(Y, C, r0, nr, y);
+        ocr_cpu_rows_out(Y, C, r0, nr, y);
     }
-    if (whole) cpu_f32_store(out, whole);
-    if (mean) cpu_f32_store(mean, mu_out);
-    if (rstd) cpu_f32_store(rstd, rs_out);
-    cpu_scratch_free(&s);
+    if (whole) ocr_cpu_f32_store(out, whole);
+    if (mean) ocr_cpu_f32_store(mean, mu_out);
+    if (rstd) ocr_cpu_f32_store(rstd, rs_out);
+    ocr_cpu_scratch_free(&s);
 }
 
-void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+void ocr_cpu_layernorm_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                         const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *mean, const OcrTensor *rstd) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);
@@ -147,28 +147,28 @@ void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta
     CpuScratch s = {0};
     OcrTensor vx, vdy, vdx;
     float *whole = NULL;
-    const OcrTensor *X = cpu_tiled_in(&s, inp, &vx);
-    const OcrTensor *DY = cpu_tiled_in(&s, dout, &vdy);
-    OcrTensor *DX = dinp ? cpu_tiled_out(&s, dinp, &vdx, 0, &whole) : NULL;
-    const float *mu = cpu_f32_in(&s, mean);
-    const float *rs = cpu_f32_in(&s, rstd);
-    const float *g = gamma ? cpu_f32_in(&s, gamma) : NULL;
+    const OcrTensor *X = ocr_cpu_tiled_in(&s, inp, &vx);
+    const OcrTensor *DY = ocr_cpu_tiled_in(&s, dout, &vdy);
+    OcrTensor *DX = dinp ? ocr_cpu_tiled_out(&s, dinp, &vdx, 0, &whole) : NULL;
+    const float *mu = ocr_cpu_f32_in(&s, mean);
+    const float *rs = ocr_cpu_f32_in(&s, rstd);
+    const float *g = gamma ? ocr_cpu_f32_in(&s, gamma) : NULL;
     if (!g) {
-        float *ones = cpu_scratch_floats(&s, (size_t)C);
+        float *ones = ocr_cpu_scratch_floats(&s, (size_t)C);
         for (int64_t c = 0; c < C; c++) ones[c] = 1.0f;
         g = ones;
     }
     const int want_params = dgamma || dbeta;
     const int64_t nch = R < LN_MAX_CHUNKS ? R : LN_MAX_CHUNKS;
     // Per chunk: partial Σ dy·xhat and Σ dy (double), plus one float row of dy·gamma.
-    double *part = want_params ? cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double)) : NULL;
-    float *dxh_all = cpu_scratch_floats(&s, (size_t)(nch * C + 1));
+    double *part = want_params ? ocr_cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double)) : NULL;
+    float *dxh_all = ocr_cpu_scratch_floats(&s, (size_t)(nch * C + 1));
     const double inv_c = 1.0 / (double)C;
     // Each chunk's rows in tiles; per thread three buffers of a tile (x, dy, dx).
     const int64_t tr = cpu_tile_rows(C);
     const int par = R * C >= LN_PAR_MIN;
     const size_t per = (size_t)(tr * C);
-    float *bufs = cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 3 * per);
+    float *bufs = ocr_cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 3 * per);
 
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t k = 0; k < nch; k++) {
@@ -181,8 +181,8 @@ void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta
         const int64_t r0 = k * R / nch, r1 = (k + 1) * R / nch;
         for (int64_t t0 = r0; t0 < r1; t0 += tr) {
             const int64_t nr = t0 + tr <= r1 ? tr : r1 - t0;
-            const float *x = cpu_rows_in(X, C, t0, nr, bx), *dy = cpu_rows_in(DY, C, t0, nr, bg);
-            float *dx = DX ? cpu_rows_dst(DX, C, t0, bd) : NULL;
+            const float *x = ocr_cpu_rows_in(X, C, t0, nr, bx), *dy = ocr_cpu_rows_in(DY, C, t0, nr, bg);
+            float *dx = DX ? ocr_cpu_rows_dst(DX, C, t0, bd) : NULL;
             for (int64_t r = t0; r < t0 + nr; r++) {
                 const float *xr = x + (r - t0) * C, *gr = dy + (r - t0) * C;
                 const float m = mu[r], rr = rs[r];
@@ -215,14 +215,14 @@ void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta
                 float *dr = dx + (r - t0) * C;
                 for (c = 0; c < C; c++) dr[c] = rr * (dxh[c] - m1 - (xr[c] - m) * rr * m2);
             }
-            if (dx) cpu_rows_out(DX, C, t0, nr, dx);
+            if (dx) ocr_cpu_rows_out(DX, C, t0, nr, dx);
         }
     }
-    if (whole) cpu_f32_store(dinp, whole);
+    if (whole) ocr_cpu_f32_store(dinp, whole);
 
     if (want_params) {
-        float *dg = dgamma ? cpu_f32_out(&s, dgamma, 1) : NULL;
-        float *db = dbeta ? cpu_f32_out(&s, dbeta, 1) : NULL;
+        float *dg = dgamma ? ocr_cpu_f32_out(&s, dgamma, 1) : NULL;
+        float *db = dbeta ? ocr_cpu_f32_out(&s, dbeta, 1) : NULL;
         for (int64_t c = 0; c < C; c++) {
             double tg = 0.0, tb = 0.0;
             for (int64_t k = 0; k < nch; k++) {
@@ -232,8 +232,8 @@ void layernorm_backward_cpu(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta
             if (dg) dg[c] = (float)((double)dg[c] + tg);
             if (db) db[c] = (float)((double)db[c] + tb);
         }
-        if (dg) cpu_f32_store(dgamma, dg);
-        if (db) cpu_f32_store(dbeta, db);
+        if (dg) ocr_cpu_f32_store(dgamma, dg);
+        if (db) ocr_cpu_f32_store(dbeta, db);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }

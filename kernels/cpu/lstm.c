@@ -25,16 +25,16 @@ static void check_state(const OcrTensor *t, int64_t B, int64_t H, const char *wh
                (long long)H);
 }
 
-void lstm_cell_forward_cpu(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev) {
+void ocr_cpu_lstm_cell_forward(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev) {
     int64_t B, H;
     shapes(gates, &B, &H, "lstm_cell");
     check_state(h, B, H, "lstm_cell: h");
     check_state(c, B, H, "lstm_cell: c");
     check_state(c_prev, B, H, "lstm_cell: c_prev");
     CpuScratch s = {0};
-    const float *a = cpu_f32_in(&s, gates);
-    const float *cp = c_prev ? cpu_f32_in(&s, c_prev) : NULL;
-    float *ho = cpu_f32_out(&s, h, 0), *co = cpu_f32_out(&s, c, 0);
+    const float *a = ocr_cpu_f32_in(&s, gates);
+    const float *cp = c_prev ? ocr_cpu_f32_in(&s, c_prev) : NULL;
+    float *ho = ocr_cpu_f32_out(&s, h, 0), *co = ocr_cpu_f32_out(&s, c, 0);
 #pragma omp parallel for schedule(static) if (B * H > 16384)
     for (int64_t b = 0; b < B; b++) {
         const float *ab = a + b * 4 * H;
@@ -45,13 +45,13 @@ void lstm_cell_forward_cpu(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, c
             ho[b * H + j] = o * tanhf(cn);
         }
     }
-    cpu_f32_store(h, ho);
-    cpu_f32_store(c, co);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(h, ho);
+    ocr_cpu_f32_store(c, co);
+    ocr_cpu_scratch_free(&s);
 }
 
-void lstm_cell_backward_cpu(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh, const OcrTensor *dc,
-                            const OcrTensor *gates, const OcrTensor *c_prev) {
+void ocr_cpu_lstm_cell_backward(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh, const OcrTensor *dc,
+                                const OcrTensor *gates, const OcrTensor *c_prev) {
     int64_t B, H;
     shapes(gates, &B, &H, "lstm_cell_backward");
     check_state(dh, B, H, "lstm_cell_backward: dh");
@@ -64,12 +64,12 @@ void lstm_cell_backward_cpu(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTens
     }
     if (!dgates && !dc_prev) return;
     CpuScratch s = {0};
-    const float *a = cpu_f32_in(&s, gates);
-    const float *cp = c_prev ? cpu_f32_in(&s, c_prev) : NULL;
-    const float *gh = cpu_f32_in(&s, dh);
-    const float *gc = dc ? cpu_f32_in(&s, dc) : NULL;
-    float *da = dgates ? cpu_f32_out(&s, dgates, 0) : NULL;
-    float *dcp = dc_prev ? cpu_f32_out(&s, dc_prev, 0) : NULL;
+    const float *a = ocr_cpu_f32_in(&s, gates);
+    const float *cp = c_prev ? ocr_cpu_f32_in(&s, c_prev) : NULL;
+    const float *gh = ocr_cpu_f32_in(&s, dh);
+    const float *gc = dc ? ocr_cpu_f32_in(&s, dc) : NULL;
+    float *da = dgates ? ocr_cpu_f32_out(&s, dgates, 0) : NULL;
+    float *dcp = dc_prev ? ocr_cpu_f32_out(&s, dc_prev, 0) : NULL;
 #pragma omp parallel for schedule(static) if (B * H > 16384)
     for (int64_t b = 0; b < B; b++) {
         const float *ab = a + b * 4 * H;
@@ -90,7 +90,7 @@ void lstm_cell_backward_cpu(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTens
             if (dcp) dcp[k] = dct * f;
         }
     }
-    if (da) cpu_f32_store(dgates, da);
-    if (dcp) cpu_f32_store(dc_prev, dcp);
-    cpu_scratch_free(&s);
+    if (da) ocr_cpu_f32_store(dgates, da);
+    if (dcp) ocr_cpu_f32_store(dc_prev, dcp);
+    ocr_cpu_scratch_free(&s);
 }

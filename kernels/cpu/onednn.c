@@ -1,4 +1,6 @@
-// oneDNN matmul with a per-shape primitive cache (kernels/cpu/onednn.h).
+// oneDNN matmul with a per-shape primitive cache (kernels/cpu/onednn.h), used by gemm.c and
+// conv2d.c. CPU only, not an op family: on the GPU the same GEMMs go to cuBLAS (gemm.cu,
+// cublas_loader.cu) and the convolutions to cuDNN (conv2d.cu).
 #include "kernels/cpu/onednn.h"
 
 #include <omp.h>
@@ -6,7 +8,7 @@
 #include "core/error.h"
 #include "core/half.h"
 
-void onednn_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld) {
+void ocr_onednn_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld) {
 #pragma omp parallel
     {
         int nt = omp_get_num_threads(), t = omp_get_thread_num();

@@ -58,6 +58,6 @@ static inline void *onednn_elem(void *p, ocr_dtype_t dt, int64_t offset) {
 // db[j] += Σ_r d[r·ld + j] for j < C, d of any float dtype widened per element (no fp32
 // copy of d); threads own column ranges and sum rows in order, so the result does not depend
 // on the thread count and equals the sum over an fp32 copy.
-void onednn_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld);
+void ocr_onednn_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld);
 
 #endif

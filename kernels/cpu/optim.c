@@ -79,7 +79,7 @@ static void store_param(OcrTensor *param, const float *w, int64_t first, int64_t
 }
 
 // ---- Adam / AdamW --------------------------------------------------------------------------
-void adam_update_cpu(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v, const OcrTensor *grad,
+void ocr_cpu_adam_update(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v, const OcrTensor *grad,
                  AdamParams p) {
     CPU_ASSERT_FLOAT(param);
     CPU_ASSERT_FLOAT(grad);
@@ -100,7 +100,7 @@ void adam_update_cpu(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTenso
         w = param->data;
     }
     CpuScratch s = {0};
-    const float *g = cpu_f32_in(&s, grad);
+    const float *g = ocr_cpu_f32_in(&s, grad);
     float *mm = m->data, *vv = v->data;
 
     // Bias corrections in double: 1 − β^t loses most of its digits in f32 for β2 = 0.999 and
@@ -131,7 +131,7 @@ void adam_update_cpu(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTenso
         }
         if (write_param) store_param(param, w + lo, lo, hi - lo, &p);
     }
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
 // ---- global gradient norm -----------------------------------------------------------------
@@ -142,7 +142,7 @@ static double sum_squares(const OcrTensor *t) {
     int64_t chunks = (n + NORM_CHUNK - 1) / NORM_CHUNK;
     if (chunks == 0) return 0.0;
     CpuScratch s = {0};
-    double *partial = cpu_scratch_bytes(&s, (size_t)chunks * sizeof(double));
+    double *partial = ocr_cpu_scratch_bytes(&s, (size_t)chunks * sizeof(double));
 #pragma omp parallel for schedule(static) if (chunks > 1)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t lo = c * NORM_CHUNK, hi = lo + NORM_CHUNK < n ? lo + NORM_CHUNK : n;
@@ -160,11 +160,11 @@ static double sum_squares(const OcrTensor *t) {
     }
     double total = 0.0;
     for (int64_t c = 0; c < chunks; c++) total += partial[c];  // fixed order
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
     return total;
 }
 
-double grad_global_norm_cpu(OcrTensor *const *grads, int count) {
+double ocr_cpu_grad_global_norm(OcrTensor *const *grads, int count) {
     double total = 0.0;
     for (int i = 0; i < count; i++)
         if (grads[i]) total += sum_squares(grads[i]);
@@ -196,8 +196,8 @@ static void scale_in_place(OcrTensor *t, float f) {
     }
 }
 
-double clip_grad_global_norm_cpu(OcrTensor *const *grads, int count, float max_norm) {
-    double norm = grad_global_norm_cpu(grads, count);
+double ocr_cpu_clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm) {
+    double norm = ocr_cpu_grad_global_norm(grads, count);
     if (norm > (double)max_norm) {
         float f = (float)((double)max_norm / (norm + 1e-6));
         for (int i = 0; i < count; i++)

@@ -25,7 +25,7 @@ typedef struct {
 static void axis_alloc(PoolAxis *a, CpuScratch *s, int out, int in) {
     a->out = out;
     a->in = in;
-    int *buf = cpu_scratch_bytes(s, (size_t)(2 * out + 2 * in + 1) * sizeof(int));
+    int *buf = ocr_cpu_scratch_bytes(s, (size_t)(2 * out + 2 * in + 1) * sizeof(int));
     a->start = buf;
     a->end = buf + out;
     a->lo = buf + 2 * out;
@@ -89,7 +89,7 @@ static void pool_check_nhwc(const OcrTensor *a, const OcrTensor *b, const char *
 // input rows (H rows of W·C) it is about to sum into a row buffer and rounds each output row
 // once, instead of widening the whole map into an fp32 copy. Widening is exact and every output
 // sums the same values in the same order, so the results are the bits of the whole-tensor fp32
-// path, which Global.cpu_exact_numerics keeps as the reference (cpu_tiled_in / cpu_tiled_out).
+// path, which Global.cpu_exact_numerics keeps as the reference (ocr_cpu_tiled_in / ocr_cpu_tiled_out).
 
 // y (N, Ho, Wo, C) = mean of x over each bin; the divisor is the clipped bin area.
 // The bin sums are kept in double (acc: Wo·C doubles per thread). A global pool sums hundreds of
@@ -106,8 +106,8 @@ static void avg_forward(OcrTensor *out, const OcrTensor *inp, const PoolAxis *ah
     const int par = N * H * W * C >= POOL_PAR_MIN;
     const size_t nthr = (size_t)(par ? omp_get_max_threads() : 1);
     const size_t xper = inp->dtype == OCR_F32 ? 0 : (size_t)xrow, yper = out->dtype == OCR_F32 ? 0 : (size_t)yrow;
-    double *acc = cpu_scratch_bytes(s, nthr * (size_t)yrow * sizeof(double) + 1);
-    float *bufs = cpu_scratch_floats(s, nthr * (xper + yper) + 1);
+    double *acc = ocr_cpu_scratch_bytes(s, nthr * (size_t)yrow * sizeof(double) + 1);
+    float *bufs = ocr_cpu_scratch_floats(s, nthr * (xper + yper) + 1);
 #pragma omp parallel for collapse(2) schedule(static) if (par)
     for (int64_t n = 0; n < N; n++)
         for (int64_t oh = 0; oh < Ho; oh++) {
@@ -116,7 +116,7 @@ static void avg_forward(OcrTensor *out, const OcrTensor *inp, const PoolAxis *ah
             float *xb = bufs + t * (xper + yper), *yb = xb + xper;
             for (int64_t i = 0; i < yrow; i++) a[i] = 0.0;
             for (int64_t h = ah->start[oh]; h < ah->end[oh]; h++) {
-                const float *xr = cpu_rows_in(inp, xrow, n * H + h, 1, xb);
+                const float *xr = ocr_cpu_rows_in(inp, xrow, n * H + h, 1, xb);
                 for (int64_t ow = 0; ow < Wo; ow++) {
                     double *ao = a + ow * C;
                     for (int64_t w = aw->start[ow]; w < aw->end[ow]; w++) {
@@ -125,14 +125,14 @@ static void avg_forward(OcrTensor *out, const OcrTensor *inp, const PoolAxis *ah
                     }
                 }
             }
-            float *yr = cpu_rows_dst(out, yrow, n * Ho + oh, yb);
+            float *yr = ocr_cpu_rows_dst(out, yrow, n * Ho + oh, yb);
             for (int64_t ow = 0; ow < Wo; ow++) {
                 const double cnt = (double)((ah->end[oh] - ah->start[oh]) * (aw->end[ow] - aw->start[ow]));
                 const double *ao = a + ow * C;
                 float *yo = yr + ow * C;
                 for (int64_t c = 0; c < C; c++) yo[c] = (float)(ao[c] / cnt);
             }
-            cpu_rows_out(out, yrow, n * Ho + oh, 1, yr);
+            ocr_cpu_rows_out(out, yrow, n * Ho + oh, 1, yr);
         }
 }
 
@@ -152,9 +152,9 @@ static void avg_backward(OcrTensor *dinp, const OcrTensor *dout, const PoolAxis 
     const size_t nthr = (size_t)(par ? omp_get_max_threads() : 1);
     const size_t yper = dout->dtype == OCR_F32 ? 0 : (size_t)(span * yrow);
     const size_t xper = dinp->dtype == OCR_F32 ? 0 : (size_t)xrow;
-    float *bufs = cpu_scratch_floats(s, nthr * (xper + yper) + 1);
+    float *bufs = ocr_cpu_scratch_floats(s, nthr * (xper + yper) + 1);
     // Per thread: the image and row range whose gradient rows its buffer holds (n = −1: none).
-    int64_t *held = cpu_scratch_bytes(s, nthr * 3 * sizeof(int64_t));
+    int64_t *held = ocr_cpu_scratch_bytes(s, nthr * 3 * sizeof(int64_t));
     for (size_t t = 0; t < nthr; t++) held[3 * t] = -1;
 #pragma omp parallel for collapse(2) schedule(static) if (par)
     for (int64_t n = 0; n < N; n++)
@@ -166,13 +166,13 @@ static void avg_backward(OcrTensor *dinp, const OcrTensor *dout, const PoolAxis 
             const float *dys = NULL;
             if (lo < hi) {
                 if (dout->dtype == OCR_F32 || hd[0] != n || hd[1] != lo || hd[2] != hi) {
-                    dys = cpu_rows_in(dout, yrow, n * Ho + lo, hi - lo, yb);
+                    dys = ocr_cpu_rows_in(dout, yrow, n * Ho + lo, hi - lo, yb);
                     hd[0] = n, hd[1] = lo, hd[2] = hi;
                 } else {
                     dys = yb;
                 }
             }
-            float *dx = cpu_rows_dst(dinp, xrow, n * H + h, xb);
+            float *dx = ocr_cpu_rows_dst(dinp, xrow, n * H + h, xb);
             for (int64_t w = 0; w < W; w++) {
                 float *di = dx + w * C;
                 for (int64_t c = 0; c < C; c++) di[c] = 0.0f;
@@ -184,7 +184,7 @@ static void avg_backward(OcrTensor *dinp, const OcrTensor *dout, const PoolAxis 
                         for (int64_t c = 0; c < C; c++) di[c] += go[c] * inv;
                     }
             }
-            cpu_rows_out(dinp, xrow, n * H + h, 1, dx);
+            ocr_cpu_rows_out(dinp, xrow, n * H + h, 1, dx);
         }
 }
 
@@ -192,60 +192,60 @@ static void avgpool_generic_forward(OcrTensor *out, const OcrTensor *inp, const 
                                     CpuScratch *s) {
     OcrTensor vx, vy;
     float *whole;
-    const OcrTensor *x = cpu_tiled_in(s, inp, &vx);
-    OcrTensor *y = cpu_tiled_out(s, out, &vy, 0, &whole);
+    const OcrTensor *x = ocr_cpu_tiled_in(s, inp, &vx);
+    OcrTensor *y = ocr_cpu_tiled_out(s, out, &vy, 0, &whole);
     avg_forward(y, x, ah, aw, s);
-    if (whole) cpu_f32_store(out, whole);
+    if (whole) ocr_cpu_f32_store(out, whole);
 }
 
 static void avgpool_generic_backward(OcrTensor *dinp, const OcrTensor *dout, const PoolAxis *ah, const PoolAxis *aw,
                                      CpuScratch *s) {
     OcrTensor vdy, vdx;
     float *whole;
-    const OcrTensor *dy = cpu_tiled_in(s, dout, &vdy);
-    OcrTensor *dx = cpu_tiled_out(s, dinp, &vdx, 0, &whole);
+    const OcrTensor *dy = ocr_cpu_tiled_in(s, dout, &vdy);
+    OcrTensor *dx = ocr_cpu_tiled_out(s, dinp, &vdx, 0, &whole);
     avg_backward(dx, dy, ah, aw, s);
-    if (whole) cpu_f32_store(dinp, whole);
+    if (whole) ocr_cpu_f32_store(dinp, whole);
 }
 
-void avgpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
+void ocr_cpu_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
     pool_check_nhwc(out, inp, "avgpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
     axis_window(&ah, &s, (int)out->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     axis_window(&aw, &s, (int)out->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
     avgpool_generic_forward(out, inp, &ah, &aw, &s);
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
-void avgpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p) {
+void ocr_cpu_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p) {
     pool_check_nhwc(dout, dinp, "avgpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
     axis_window(&ah, &s, (int)dout->shape[1], (int)dinp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     axis_window(&aw, &s, (int)dout->shape[2], (int)dinp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
     avgpool_generic_backward(dinp, dout, &ah, &aw, &s);
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
-void adaptive_avgpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
+void ocr_cpu_adaptive_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp) {
     pool_check_nhwc(out, inp, "adaptive_avgpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
     axis_adaptive(&ah, &s, (int)out->shape[1], (int)inp->shape[1]);
     axis_adaptive(&aw, &s, (int)out->shape[2], (int)inp->shape[2]);
     avgpool_generic_forward(out, inp, &ah, &aw, &s);
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
-void adaptive_avgpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout) {
+void ocr_cpu_adaptive_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout) {
     pool_check_nhwc(dout, dinp, "adaptive_avgpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
     axis_adaptive(&ah, &s, (int)dout->shape[1], (int)dinp->shape[1]);
     axis_adaptive(&aw, &s, (int)dout->shape[2], (int)dinp->shape[2]);
     avgpool_generic_backward(dinp, dout, &ah, &aw, &s);
-    cpu_scratch_free(&s);
+    ocr_cpu_scratch_free(&s);
 }
 
 // y = max over each bin; with arg non-NULL, arg receives the flat input pixel (h·W + w) of
@@ -287,20 +287,20 @@ static void max_forward(float *y, int32_t *arg, const float *x, int64_t N, int64
             }
 }
 
-void maxpool2d_forward_cpu(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
+void ocr_cpu_maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
     pool_check_nhwc(out, inp, "maxpool2d");
     CpuScratch s = {0};
     PoolAxis ah, aw;
     axis_window(&ah, &s, (int)out->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     axis_window(&aw, &s, (int)out->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
-    const float *x = cpu_f32_in(&s, inp);
-    float *y = cpu_f32_out(&s, out, 0);
+    const float *x = ocr_cpu_f32_in(&s, inp);
+    float *y = ocr_cpu_f32_out(&s, out, 0);
     max_forward(y, NULL, x, inp->shape[0], inp->shape[3], &ah, &aw);
-    cpu_f32_store(out, y);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(out, y);
+    ocr_cpu_scratch_free(&s);
 }
 
-void maxpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p) {
+void ocr_cpu_maxpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p) {
     pool_check_nhwc(dout, inp, "maxpool2d");
     CPU_ASSERT_FLOAT(dinp);
     OCR_ASSERT(ocr_tensor_same_shape(dinp, inp), "maxpool2d: dinp and inp shapes differ");
@@ -311,14 +311,14 @@ void maxpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTen
     const int64_t N = inp->shape[0], H = inp->shape[1], W = inp->shape[2], C = inp->shape[3];
     const int64_t Ho = ah.out, Wo = aw.out;
     OCR_ASSERT(H * W <= INT32_MAX, "maxpool2d: map too large");
-    const float *x = cpu_f32_in(&s, inp);
-    const float *dy = cpu_f32_in(&s, dout);
+    const float *x = ocr_cpu_f32_in(&s, inp);
+    const float *dy = ocr_cpu_f32_in(&s, dout);
     const int64_t nout = ocr_tensor_numel(dout);
-    float *ymax = cpu_scratch_floats(&s, (size_t)nout + 1);
-    int32_t *arg = cpu_scratch_bytes(&s, (size_t)(nout + 1) * sizeof(int32_t));
+    float *ymax = ocr_cpu_scratch_floats(&s, (size_t)nout + 1);
+    int32_t *arg = ocr_cpu_scratch_bytes(&s, (size_t)(nout + 1) * sizeof(int32_t));
     max_forward(ymax, arg, x, N, C, &ah, &aw);
 
-    float *dx = cpu_f32_out(&s, dinp, 0);
+    float *dx = ocr_cpu_f32_out(&s, dinp, 0);
 #pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
     for (int64_t n = 0; n < N; n++)
         for (int64_t h = 0; h < H; h++)
@@ -337,6 +337,6 @@ void maxpool2d_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTen
                         }
                     }
             }
-    cpu_f32_store(dinp, dx);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(dinp, dx);
+    ocr_cpu_scratch_free(&s);
 }

@@ -48,11 +48,12 @@ static int64_t valid_cols(const OcrTensor *valid_w, int64_t b, int64_t W) {
     return valid_w ? ((const int32_t *)valid_w->data)[b] : W;
 }
 
-void sar_attention_score_forward_cpu(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query, const OcrTensor *w,
-                                     const OcrTensor *bias, const OcrTensor *valid_w, int grid_w) {
+void ocr_cpu_sar_attention_score_forward(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query,
+                                         const OcrTensor *w, const OcrTensor *bias, const OcrTensor *valid_w,
+                                         int grid_w) {
     SarShape s = check(scores, key, query, w, valid_w, grid_w, "sar_attention_score");
     CpuScratch sc = {0};
-    const float *k = cpu_f32_in(&sc, key), *q = cpu_f32_in(&sc, query), *wv = cpu_f32_in(&sc, w);
+    const float *k = ocr_cpu_f32_in(&sc, key), *q = ocr_cpu_f32_in(&sc, query), *wv = ocr_cpu_f32_in(&sc, w);
     const float b0 = bias ? ocr_tensor_get_f32(bias, 0) : 0.0f;
     float *out = scores->data;
 #pragma omp parallel for collapse(2) schedule(static) if (s.B * s.T * s.P * s.D > 65536)
@@ -72,25 +73,25 @@ void sar_attention_score_forward_cpu(OcrTensor *scores, const OcrTensor *key, co
                 o[p] = acc + b0;
             }
         }
-    cpu_scratch_free(&sc);
+    ocr_cpu_scratch_free(&sc);
 }
 
-void sar_attention_score_backward_cpu(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw, OcrTensor *dbias,
-                                      const OcrTensor *dscores, const OcrTensor *key, const OcrTensor *query,
-                                      const OcrTensor *w, const OcrTensor *valid_w, int grid_w) {
+void ocr_cpu_sar_attention_score_backward(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw, OcrTensor *dbias,
+                                          const OcrTensor *dscores, const OcrTensor *key, const OcrTensor *query,
+                                          const OcrTensor *w, const OcrTensor *valid_w, int grid_w) {
     SarShape s = check(dscores, key, query, w, valid_w, grid_w, "sar_attention_score_backward");
     if (dkey) OCR_ASSERT(ocr_tensor_same_shape(dkey, key), "sar_attention_score_backward: dkey must be (B, P, D)");
     if (dquery) OCR_ASSERT(ocr_tensor_same_shape(dquery, query), "sar_attention_score_backward: dquery must be (B, T, D)");
     if (dw) OCR_ASSERT(ocr_tensor_numel(dw) == s.D, "sar_attention_score_backward: dw must hold D values");
     if (dbias) OCR_ASSERT(ocr_tensor_numel(dbias) == 1, "sar_attention_score_backward: dbias must hold 1 value");
     CpuScratch sc = {0};
-    const float *k = cpu_f32_in(&sc, key), *q = cpu_f32_in(&sc, query), *wv = cpu_f32_in(&sc, w);
+    const float *k = ocr_cpu_f32_in(&sc, key), *q = ocr_cpu_f32_in(&sc, query), *wv = ocr_cpu_f32_in(&sc, w);
     const float *ds = dscores->data;
-    float *dk = dkey ? cpu_f32_out(&sc, dkey, 0) : NULL;
-    float *dq = dquery ? cpu_f32_out(&sc, dquery, 0) : NULL;
+    float *dk = dkey ? ocr_cpu_f32_out(&sc, dkey, 0) : NULL;
+    float *dq = dquery ? ocr_cpu_f32_out(&sc, dquery, 0) : NULL;
     // Per sample: D weight-gradient partials and one bias partial, in double.
-    double *part = cpu_scratch_bytes(&sc, (size_t)(s.B ? s.B : 1) * (size_t)(s.D + 1) * sizeof(double));
-    float *dpre_all = cpu_scratch_floats(&sc, (size_t)(s.B ? s.B : 1) * (size_t)s.D);
+    double *part = ocr_cpu_scratch_bytes(&sc, (size_t)(s.B ? s.B : 1) * (size_t)(s.D + 1) * sizeof(double));
+    float *dpre_all = ocr_cpu_scratch_floats(&sc, (size_t)(s.B ? s.B : 1) * (size_t)s.D);
 #pragma omp parallel for schedule(static) if (s.B * s.T * s.P * s.D > 65536)
     for (int64_t b = 0; b < s.B; b++) {
         const int64_t vw = valid_cols(valid_w, b, s.W);
@@ -129,16 +130,16 @@ void sar_attention_score_backward_cpu(OcrTensor *dkey, OcrTensor *dquery, OcrTen
         for (int64_t b = 0; b < s.B; b++) bsum += part[b * (s.D + 1) + s.D];
         if (dbias) ocr_tensor_set_f32(dbias, 0, ocr_tensor_get_f32(dbias, 0) + (float)bsum);
         if (dw) {
-            float *gw = cpu_f32_out(&sc, dw, 1);
+            float *gw = ocr_cpu_f32_out(&sc, dw, 1);
             for (int64_t d = 0; d < s.D; d++) {
                 double acc = 0.0;
                 for (int64_t b = 0; b < s.B; b++) acc += part[b * (s.D + 1) + d];
                 gw[d] += (float)acc;
             }
-            cpu_f32_store(dw, gw);
+            ocr_cpu_f32_store(dw, gw);
         }
     }
-    if (dk) cpu_f32_store(dkey, dk);
-    if (dq) cpu_f32_store(dquery, dq);
-    cpu_scratch_free(&sc);
+    if (dk) ocr_cpu_f32_store(dkey, dk);
+    if (dq) ocr_cpu_f32_store(dquery, dq);
+    ocr_cpu_scratch_free(&sc);
 }

@@ -15,15 +15,15 @@ static void row_shape(const OcrTensor *t, int64_t *rows, int64_t *C) {
 }
 
 // out (..., C) = softmax(inp) over C; out may alias inp.
-void softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
+void ocr_cpu_softmax_forward(OcrTensor *out, const OcrTensor *inp) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "softmax: out and inp shapes differ");
     int64_t rows, C;
     row_shape(inp, &rows, &C);
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    float *y = cpu_f32_out(&s, out, 0);
+    const float *x = ocr_cpu_f32_in(&s, inp);
+    float *y = ocr_cpu_f32_out(&s, out, 0);
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * C;
@@ -46,12 +46,12 @@ void softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
         double inv = 1.0 / sum;
         for (int64_t j = 0; j < C; j++) yr[j] = (float)(yr[j] * inv);
     }
-    cpu_f32_store(out, y);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(out, y);
+    ocr_cpu_scratch_free(&s);
 }
 
 // dinp (..., C) = out · (dout − Σ_C dout·out).
-void softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
+void ocr_cpu_softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
     if (!dinp) return;
     CPU_ASSERT_FLOAT(dinp);
     CPU_ASSERT_FLOAT(dout);
@@ -60,9 +60,9 @@ void softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTenso
     int64_t rows, C;
     row_shape(out, &rows, &C);
     CpuScratch s = {0};
-    const float *y = cpu_f32_in(&s, out);
-    const float *dy = cpu_f32_in(&s, dout);
-    float *dx = cpu_f32_out(&s, dinp, 0);
+    const float *y = ocr_cpu_f32_in(&s, out);
+    const float *dy = ocr_cpu_f32_in(&s, dout);
+    float *dx = ocr_cpu_f32_out(&s, dinp, 0);
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * C, *dyr = dy + r * C;
@@ -71,20 +71,20 @@ void softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTenso
         for (int64_t j = 0; j < C; j++) dot += dyr[j] * yr[j];
         for (int64_t j = 0; j < C; j++) dxr[j] = yr[j] * (dyr[j] - dot);
     }
-    cpu_f32_store(dinp, dx);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(dinp, dx);
+    ocr_cpu_scratch_free(&s);
 }
 
 // out (..., C) = inp − max − log Σ exp(inp − max); out may alias inp.
-void log_softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
+void ocr_cpu_log_softmax_forward(OcrTensor *out, const OcrTensor *inp) {
     CPU_ASSERT_FLOAT(out);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "log_softmax: out and inp shapes differ");
     int64_t rows, C;
     row_shape(inp, &rows, &C);
     CpuScratch s = {0};
-    const float *x = cpu_f32_in(&s, inp);
-    float *y = cpu_f32_out(&s, out, 0);
+    const float *x = ocr_cpu_f32_in(&s, inp);
+    float *y = ocr_cpu_f32_out(&s, out, 0);
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
     for (int64_t r = 0; r < rows; r++) {
         const float *xr = x + r * C;
@@ -95,17 +95,17 @@ void log_softmax_forward_cpu(OcrTensor *out, const OcrTensor *inp) {
             for (int64_t j = 0; j < C; j++) yr[j] = -INFINITY;
             continue;
         }
-        double sum = 0.0;  // double for the same reason as in softmax_forward_cpu
+        double sum = 0.0;  // double for the same reason as in ocr_cpu_softmax_forward
         for (int64_t j = 0; j < C; j++) sum += expf(xr[j] - mx);
         float shift = mx + (float)log(sum);
         for (int64_t j = 0; j < C; j++) yr[j] = xr[j] - shift;
     }
-    cpu_f32_store(out, y);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(out, y);
+    ocr_cpu_scratch_free(&s);
 }
 
 // dinp (..., C) = dout − exp(out) · Σ_C dout.
-void log_softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
+void ocr_cpu_log_softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
     if (!dinp) return;
     CPU_ASSERT_FLOAT(dinp);
     CPU_ASSERT_FLOAT(dout);
@@ -115,9 +115,9 @@ void log_softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrT
     int64_t rows, C;
     row_shape(out, &rows, &C);
     CpuScratch s = {0};
-    const float *y = cpu_f32_in(&s, out);
-    const float *dy = cpu_f32_in(&s, dout);
-    float *dx = cpu_f32_out(&s, dinp, 0);
+    const float *y = ocr_cpu_f32_in(&s, out);
+    const float *dy = ocr_cpu_f32_in(&s, dout);
+    float *dx = ocr_cpu_f32_out(&s, dinp, 0);
 #pragma omp parallel for schedule(static) if (rows * C > 16384)
     for (int64_t r = 0; r < rows; r++) {
         const float *yr = y + r * C, *dyr = dy + r * C;
@@ -126,6 +126,6 @@ void log_softmax_backward_cpu(OcrTensor *dinp, const OcrTensor *dout, const OcrT
         for (int64_t j = 0; j < C; j++) sum += dyr[j];
         for (int64_t j = 0; j < C; j++) dxr[j] = dyr[j] - expf(yr[j]) * sum;
     }
-    cpu_f32_store(dinp, dx);
-    cpu_scratch_free(&s);
+    ocr_cpu_f32_store(dinp, dx);
+    ocr_cpu_scratch_free(&s);
 }

@@ -1,5 +1,6 @@
-// Scalar affine (LearnableAffineBlock), its fused affine → activation → affine tail, batch broadcast add (positional embedding) and the
-// local attention mask on the GPU: the same arithmetic as kernels/cpu/affine.c, bit for bit.
+// Scalar affine (LearnableAffineBlock), its fused affine → activation → affine tail and batch
+// broadcast add (positional embedding) on the GPU: the same arithmetic as kernels/cpu/affine.c,
+// bit for bit.
 //
 // - Elementwise results are one fp32 operation each with round-to-nearest intrinsics (no
 //   contraction of scale·x + bias into an FMA), rounded once into the output's dtype.
@@ -8,9 +9,9 @@
 //   a halving tree over the 256 sums in shared memory, the chunk sums added in order by one
 //   thread. The scale and bias are read on the device (no host round trip, graph-capturable).
 // - The positional-embedding gradient sums the batch in order in double per element.
-#include "kernels/cuda/affine.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/activation_math.cuh"
+#include "kernels/activation_math.h"
 
 #define AFF_THREADS 256
 #define AFF_PER_LANE 8
@@ -26,14 +27,14 @@ static void assert_scalar(const OcrTensor *t, const char *what) {
     OCR_ASSERT(ocr_tensor_numel(t) == 1, "scalar_affine: %s must have one element", what);
 }
 
-__global__ void scalar_affine_fwd_kernel(void *y, int ydt, const void *x, int xdt, const void *s, int sdt,
+static __global__ void scalar_affine_fwd_kernel(void *y, int ydt, const void *x, int xdt, const void *s, int sdt,
                                          const void *b, int bdt, int64_t n) {
     const float sv = ld(s, sdt, 0), bv = ld(b, bdt, 0);
     GRID_STRIDE(i, n) { st(y, ydt, i, __fadd_rn(__fmul_rn(sv, ld(x, xdt, i)), bv)); }
 }
 
-extern "C" void scalar_affine_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale,
-                                           const OcrTensor *bias) {
+extern "C" void ocr_cuda_scalar_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale,
+                                               const OcrTensor *bias) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     assert_scalar(scale, "scale");
@@ -41,14 +42,14 @@ extern "C" void scalar_affine_forward_cuda(OcrTensor *out, const OcrTensor *inp,
     const int64_t n = ocr_tensor_numel(inp);
     OCR_ASSERT(ocr_tensor_numel(out) == n, "scalar_affine: out and inp sizes differ");
     if (n == 0) return;
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     scalar_affine_fwd_kernel<<<cuda_blocks(n, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(
         out->data, out->dtype, inp->data, inp->dtype, scale->data, scale->dtype, bias->data, bias->dtype, n);
     OCR_CUDA_LAUNCHED();
 }
 
 // part_s[k] = Σ dy·x and part_b[k] = Σ dy over chunk k (x NULL: no part_s), in the fixed shape.
-__global__ void __launch_bounds__(AFF_THREADS) scalar_affine_chunks_kernel(double *part_s, double *part_b,
+static __global__ void __launch_bounds__(AFF_THREADS) scalar_affine_chunks_kernel(double *part_s, double *part_b,
                                                                           const void *dy, int dydt, const void *x,
                                                                           int xdt, int64_t n, int64_t chunks) {
     __shared__ double sh_s[AFF_THREADS], sh_b[AFF_THREADS];
@@ -83,7 +84,7 @@ __global__ void __launch_bounds__(AFF_THREADS) scalar_affine_chunks_kernel(doubl
 }
 
 // dscale += Σ part_s, dbias += Σ part_b (chunk order; either output may be NULL).
-__global__ void scalar_affine_finish_kernel(void *ds, int dsdt, void *db, int dbdt, const double *part_s,
+static __global__ void scalar_affine_finish_kernel(void *ds, int dsdt, void *db, int dbdt, const double *part_s,
                                             const double *part_b, int64_t chunks) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     if (ds) {
@@ -98,17 +99,17 @@ __global__ void scalar_affine_finish_kernel(void *ds, int dsdt, void *db, int db
     }
 }
 
-__global__ void scalar_affine_dinp_kernel(void *dx, int dxdt, const void *dy, int dydt, const void *s, int sdt,
+static __global__ void scalar_affine_dinp_kernel(void *dx, int dxdt, const void *dy, int dydt, const void *s, int sdt,
                                           int64_t n) {
     const float sv = ld(s, sdt, 0);
     GRID_STRIDE(i, n) { st(dx, dxdt, i, __fmul_rn(sv, ld(dy, dydt, i))); }
 }
 
-extern "C" void scalar_affine_backward_cuda(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias,
-                                            const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *scale) {
+extern "C" void ocr_cuda_scalar_affine_backward(OcrTensor *dinp, OcrTensor *dscale, OcrTensor *dbias,
+                                                const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *scale) {
     CUDA_ASSERT_FLOAT(dout);
     const int64_t n = ocr_tensor_numel(dout);
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     if (dscale || dbias) {
         if (dscale) {
             assert_scalar(dscale, "dscale");
@@ -117,7 +118,7 @@ extern "C" void scalar_affine_backward_cuda(OcrTensor *dinp, OcrTensor *dscale, 
         }
         if (dbias) assert_scalar(dbias, "dbias");
         const int64_t chunks = (n + AFF_CHUNK - 1) / AFF_CHUNK;
-        double *part = (double *)cuda_scratch(ctx, (size_t)(2 * (chunks > 0 ? chunks : 1)) * sizeof(double));
+        double *part = (double *)ocr_cuda_scratch(ctx, (size_t)(2 * (chunks > 0 ? chunks : 1)) * sizeof(double));
         if (chunks > 0) {
             const unsigned grid = (unsigned)(chunks < (1 << 20) ? chunks : (1 << 20));
             scalar_affine_chunks_kernel<<<grid, AFF_THREADS, 0, ctx.stream>>>(
@@ -158,7 +159,7 @@ struct AaaScalars {
     int s1dt, b1dt, s2dt, b2dt;
 };
 
-__global__ void aaa_fwd_kernel(void *y, int ydt, const void *x, int xdt, AaaScalars sc, int act, int64_t n) {
+static __global__ void aaa_fwd_kernel(void *y, int ydt, const void *x, int xdt, AaaScalars sc, int act, int64_t n) {
     const float s1 = ld(sc.s1, sc.s1dt, 0), b1 = ld(sc.b1, sc.b1dt, 0);
     const float s2 = ld(sc.s2, sc.s2dt, 0), b2 = ld(sc.b2, sc.b2dt, 0);
     GRID_STRIDE(i, n) {
@@ -168,9 +169,9 @@ __global__ void aaa_fwd_kernel(void *y, int ydt, const void *x, int xdt, AaaScal
     }
 }
 
-extern "C" void affine_act_affine_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1,
-                                               const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2,
-                                               const OcrTensor *b2) {
+extern "C" void ocr_cuda_affine_act_affine_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *s1,
+                                                   const OcrTensor *b1, ocr_activation_t act, const OcrTensor *s2,
+                                                   const OcrTensor *b2) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     assert_scalar(s1, "scale 1");
@@ -180,7 +181,7 @@ extern "C" void affine_act_affine_forward_cuda(OcrTensor *out, const OcrTensor *
     const int64_t n = ocr_tensor_numel(inp);
     OCR_ASSERT(ocr_tensor_numel(out) == n, "affine_act_affine: out and inp sizes differ");
     if (n == 0) return;
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     AaaScalars sc = {s1->data, b1->data, s2->data, b2->data, s1->dtype, b1->dtype, s2->dtype, b2->dtype};
     aaa_fwd_kernel<<<cuda_blocks(n, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(out->data, out->dtype, inp->data,
                                                                                inp->dtype, sc, (int)act, n);
@@ -189,7 +190,7 @@ extern "C" void affine_act_affine_forward_cuda(OcrTensor *out, const OcrTensor *
 
 // part[q·chunks + k] for q = Σ dy·h, Σ dy, Σ da·x, Σ da over chunk k, and dx = s1·da (dx NULL:
 // not written), in the fixed shape of scalar_affine_chunks_kernel.
-__global__ void __launch_bounds__(AFF_THREADS) aaa_bwd_chunks_kernel(double *part, void *dx, int dxdt,
+static __global__ void __launch_bounds__(AFF_THREADS) aaa_bwd_chunks_kernel(double *part, void *dx, int dxdt,
                                                                     const void *dy, int dydt, const void *x, int xdt,
                                                                     AaaScalars sc, int act, int mid, int64_t n,
                                                                     int64_t chunks) {
@@ -227,10 +228,10 @@ __global__ void __launch_bounds__(AFF_THREADS) aaa_bwd_chunks_kernel(double *par
     }
 }
 
-extern "C" void affine_act_affine_backward_cuda(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2,
-                                                OcrTensor *db2, const OcrTensor *dout, const OcrTensor *inp,
-                                                const OcrTensor *s1, const OcrTensor *b1, ocr_activation_t act,
-                                                const OcrTensor *s2, ocr_dtype_t mid) {
+extern "C" void ocr_cuda_affine_act_affine_backward(OcrTensor *dinp, OcrTensor *ds1, OcrTensor *db1, OcrTensor *ds2,
+                                                    OcrTensor *db2, const OcrTensor *dout, const OcrTensor *inp,
+                                                    const OcrTensor *s1, const OcrTensor *b1, ocr_activation_t act,
+                                                    const OcrTensor *s2, ocr_dtype_t mid) {
     CUDA_ASSERT_FLOAT(dout);
     CUDA_ASSERT_FLOAT(inp);
     assert_scalar(s1, "scale 1");
@@ -246,9 +247,9 @@ extern "C" void affine_act_affine_backward_cuda(OcrTensor *dinp, OcrTensor *ds1,
     OcrTensor *grads[4] = {ds1, db1, ds2, db2};
     for (int q = 0; q < 4; q++)
         if (grads[q]) assert_scalar(grads[q], "a scalar gradient");
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     const int64_t chunks = (n + AFF_CHUNK - 1) / AFF_CHUNK;
-    double *part = (double *)cuda_scratch(ctx, (size_t)(4 * (chunks > 0 ? chunks : 1)) * sizeof(double));
+    double *part = (double *)ocr_cuda_scratch(ctx, (size_t)(4 * (chunks > 0 ? chunks : 1)) * sizeof(double));
     AaaScalars sc = {s1->data, b1->data, s2->data, s2->data, s1->dtype, b1->dtype, s2->dtype, s2->dtype};
     if (chunks > 0) {
         const unsigned grid = (unsigned)(chunks < (1 << 20) ? chunks : (1 << 20));
@@ -277,25 +278,25 @@ static int64_t broadcast_per(const OcrTensor *inp, const OcrTensor *pos, const c
     return ocr_tensor_numel(pos);
 }
 
-__global__ void broadcast_add_kernel(void *y, int ydt, const void *x, int xdt, const void *p, int pdt, int64_t per,
-                                     int64_t n) {
+static __global__ void broadcast_add_kernel(void *y, int ydt, const void *x, int xdt, const void *p, int pdt,
+                                            int64_t per, int64_t n) {
     GRID_STRIDE(i, n) { st(y, ydt, i, __fadd_rn(ld(x, xdt, i), ld(p, pdt, i % per))); }
 }
 
-extern "C" void batch_broadcast_add_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
+extern "C" void ocr_cuda_batch_broadcast_add_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *pos) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     CUDA_ASSERT_FLOAT(pos);
     OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batch_broadcast_add: out and inp shapes differ");
     const int64_t per = broadcast_per(inp, pos, "batch_broadcast_add"), n = ocr_tensor_numel(inp);
     if (n == 0) return;
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     broadcast_add_kernel<<<cuda_blocks(n, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(
         out->data, out->dtype, inp->data, inp->dtype, pos->data, pos->dtype, per, n);
     OCR_CUDA_LAUNCHED();
 }
 
-__global__ void broadcast_add_dpos_kernel(void *dp, int dpdt, const void *dy, int dydt, int64_t per, int64_t B) {
+static __global__ void broadcast_add_dpos_kernel(void *dp, int dpdt, const void *dy, int dydt, int64_t per, int64_t B) {
     GRID_STRIDE(j, per) {
         double acc = 0.0;
         for (int64_t b = 0; b < B; b++) acc = __dadd_rn(acc, (double)ld(dy, dydt, b * per + j));
@@ -303,14 +304,14 @@ __global__ void broadcast_add_dpos_kernel(void *dp, int dpdt, const void *dy, in
     }
 }
 
-extern "C" void batch_broadcast_add_backward_cuda(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
+extern "C" void ocr_cuda_batch_broadcast_add_backward(OcrTensor *dinp, OcrTensor *dpos, const OcrTensor *dout) {
     CUDA_ASSERT_FLOAT(dout);
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     const int64_t n = ocr_tensor_numel(dout);
     if (dinp) {
         CUDA_ASSERT_FLOAT(dinp);
         OCR_ASSERT(ocr_tensor_same_shape(dinp, dout), "batch_broadcast_add_backward: dinp and dout shapes differ");
-        cuda_copy_2d(ctx, dinp->data, dinp->dtype, n, dout->data, dout->dtype, n, 1, n);
+        ocr_cuda_copy_2d(ctx, dinp->data, dinp->dtype, n, dout->data, dout->dtype, n, 1, n);
     }
     if (!dpos) return;
     CUDA_ASSERT_FLOAT(dpos);
@@ -318,28 +319,5 @@ extern "C" void batch_broadcast_add_backward_cuda(OcrTensor *dinp, OcrTensor *dp
     if (per == 0) return;
     broadcast_add_dpos_kernel<<<cuda_blocks(per, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>(
         dpos->data, dpos->dtype, dout->data, dout->dtype, per, dout->shape[0]);
-    OCR_CUDA_LAUNCHED();
-}
-
-// ---- local attention mask ----------------------------------------------------------------------
-
-__global__ void local_mask_kernel(float *m, int64_t T, int gw, int wh, int ww) {
-    GRID_STRIDE(i, T * T) {
-        const int64_t q = i / T, k = i - q * T;
-        const int64_t dh = k / gw - q / gw + wh / 2, dw = k % gw - q % gw + ww / 2;
-        m[i] = (dh >= 0 && dh < wh && dw >= 0 && dw < ww) ? 0.0f : __int_as_float((int)0xff800000u);
-    }
-}
-
-extern "C" void attention_local_mask_cuda(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w) {
-    const int64_t T = (int64_t)grid_h * grid_w;
-    OCR_ASSERT(mask->device.type == OCR_DEVICE_CUDA && mask->dtype == OCR_F32 && mask->ndim == 2 &&
-                   mask->shape[0] == T && mask->shape[1] == T,
-               "attention_local_mask: mask must be a CUDA f32 (%lld, %lld) tensor", (long long)T, (long long)T);
-    OCR_ASSERT(window_h > 0 && window_w > 0, "attention_local_mask: window %dx%d", window_h, window_w);
-    if (T == 0) return;
-    CudaCtx ctx = cuda_enter(mask);
-    local_mask_kernel<<<cuda_blocks(T * T, AFF_THREADS), AFF_THREADS, 0, ctx.stream>>>((float *)mask->data, T, grid_w,
-                                                                                      window_h, window_w);
     OCR_CUDA_LAUNCHED();
 }

@@ -1,9 +1,7 @@
-// Softmax, log-softmax and the multi-head self-attention core on the GPU.
+// The multi-head self-attention core on the GPU, and the local mixer's additive mask
+// (attention_local_mask).
 //
-// Softmax family: one warp per row, fp32 throughout, fully masked rows (all −inf) give zeros
-// (softmax) or −inf (log-softmax) as on the CPU.
-//
-// Attention: one fused kernel per direction, one block per (batch, head), everything in
+// One fused kernel per direction, one block per (batch, head), everything in
 // fp32 whatever the storage dtypes (the CPU computes S, P and P' in fp32 too):
 //   forward:  K and V of the head go to shared memory (or, when they do not fit, to a
 //             block-private slice of scratch); each warp takes query rows: S row = scale·q·kᵀ
@@ -18,106 +16,10 @@
 #include <math.h>
 
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/softmax_attention.h"
+#include "kernels/cuda/cuda_ops.h"
 
-#define SM_THREADS 256
 #define ATT_WARPS 4
 #define ATT_THREADS (ATT_WARPS * 32)
-
-// ---- softmax family ------------------------------------------------------------------------------
-
-static void row_shape(const OcrTensor *t, int64_t *rows, int64_t *C) {
-    *C = ocr_tensor_dim(t, -1);
-    *rows = *C > 0 ? ocr_tensor_numel(t) / *C : 0;
-}
-
-// mode 0: softmax, 1: log-softmax. out may alias inp (each lane reads its elements before
-// writing them, and the last pass starts after the warp's sum).
-__global__ void softmax_rows_kernel(void *y, int ydt, const void *x, int xdt, int64_t rows, int64_t C, int mode) {
-    const int lane = threadIdx.x & 31;
-    const int64_t wpb = blockDim.x >> 5;
-    for (int64_t r = blockIdx.x * wpb + (threadIdx.x >> 5); r < rows; r += (int64_t)gridDim.x * wpb) {
-        const int64_t base = r * C;
-        float mx = -INFINITY;
-        for (int64_t j = lane; j < C; j += 32) mx = fmaxf(mx, ld(x, xdt, base + j));
-        mx = warp_max(mx);
-        if (mx == -INFINITY) {
-            for (int64_t j = lane; j < C; j += 32) st(y, ydt, base + j, mode ? -INFINITY : 0.0f);
-            continue;
-        }
-        float sum = 0.0f;
-        for (int64_t j = lane; j < C; j += 32) sum += expf(ld(x, xdt, base + j) - mx);
-        sum = warp_sum(sum);
-        if (mode == 0) {
-            const float inv = 1.0f / sum;
-            for (int64_t j = lane; j < C; j += 32) st(y, ydt, base + j, expf(ld(x, xdt, base + j) - mx) * inv);
-        } else {
-            const float shift = mx + logf(sum);
-            for (int64_t j = lane; j < C; j += 32) st(y, ydt, base + j, ld(x, xdt, base + j) - shift);
-        }
-    }
-}
-
-// mode 0: dx = y·(dy − Σ dy·y); mode 1: dx = dy − exp(y)·Σ dy.
-__global__ void softmax_rows_backward_kernel(void *dx, int dxdt, const void *dy, int dydt, const void *y, int ydt,
-                                             int64_t rows, int64_t C, int mode) {
-    const int lane = threadIdx.x & 31;
-    const int64_t wpb = blockDim.x >> 5;
-    for (int64_t r = blockIdx.x * wpb + (threadIdx.x >> 5); r < rows; r += (int64_t)gridDim.x * wpb) {
-        const int64_t base = r * C;
-        float acc = 0.0f;
-        for (int64_t j = lane; j < C; j += 32) {
-            const float g = ld(dy, dydt, base + j);
-            acc += mode ? g : g * ld(y, ydt, base + j);
-        }
-        acc = warp_sum(acc);
-        for (int64_t j = lane; j < C; j += 32) {
-            const float g = ld(dy, dydt, base + j), v = ld(y, ydt, base + j);
-            st(dx, dxdt, base + j, mode ? g - expf(v) * acc : v * (g - acc));
-        }
-    }
-}
-
-static void softmax_fwd(OcrTensor *out, const OcrTensor *inp, int mode, const char *what) {
-    CUDA_ASSERT_FLOAT(out);
-    CUDA_ASSERT_FLOAT(inp);
-    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "%s: out and inp shapes differ", what);
-    int64_t rows, C;
-    row_shape(inp, &rows, &C);
-    CudaCtx ctx = cuda_enter(out);
-    if (rows == 0) return;
-    softmax_rows_kernel<<<cuda_blocks(rows, SM_THREADS / 32), SM_THREADS, 0, ctx.stream>>>(
-        out->data, out->dtype, inp->data, inp->dtype, rows, C, mode);
-    OCR_CUDA_LAUNCHED();
-}
-
-static void softmax_bwd(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out, int mode, const char *what) {
-    if (!dinp) return;
-    CUDA_ASSERT_FLOAT(dinp);
-    CUDA_ASSERT_FLOAT(dout);
-    CUDA_ASSERT_FLOAT(out);
-    OCR_ASSERT(ocr_tensor_same_shape(dinp, out) && ocr_tensor_same_shape(dout, out), "%s: shapes differ", what);
-    int64_t rows, C;
-    row_shape(out, &rows, &C);
-    CudaCtx ctx = cuda_enter(dinp);
-    if (rows == 0) return;
-    softmax_rows_backward_kernel<<<cuda_blocks(rows, SM_THREADS / 32), SM_THREADS, 0, ctx.stream>>>(
-        dinp->data, dinp->dtype, dout->data, dout->dtype, out->data, out->dtype, rows, C, mode);
-    OCR_CUDA_LAUNCHED();
-}
-
-extern "C" void softmax_forward_cuda(OcrTensor *out, const OcrTensor *inp) { softmax_fwd(out, inp, 0, "softmax"); }
-extern "C" void log_softmax_forward_cuda(OcrTensor *out, const OcrTensor *inp) {
-    softmax_fwd(out, inp, 1, "log_softmax");
-}
-extern "C" void softmax_backward_cuda(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
-    softmax_bwd(dinp, dout, out, 0, "softmax_backward");
-}
-extern "C" void log_softmax_backward_cuda(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out) {
-    softmax_bwd(dinp, dout, out, 1, "log_softmax_backward");
-}
-
-// ---- attention -----------------------------------------------------------------------------------------
 
 struct AttnDrop {
     float p, keep_scale, infer_factor;
@@ -137,7 +39,7 @@ static AttnDrop attn_drop(const DropoutParams &d, int device) {
     a.seed = d.seed;
     a.stream = d.stream;
     a.offset = d.offset;
-    a.step_src = cuda_dropout_step_source(device);
+    a.step_src = ocr_cuda_dropout_step_source(device);
     return a;
 }
 
@@ -164,7 +66,7 @@ struct AttnFwdArgs {
 
 extern __shared__ float att_smem[];
 
-__global__ void __launch_bounds__(ATT_THREADS) attention_forward_kernel(AttnFwdArgs a) {
+static __global__ void __launch_bounds__(ATT_THREADS) attention_forward_kernel(AttnFwdArgs a) {
     const int bh = blockIdx.x, b = bh / a.H, h = bh % a.H;
     const int T = a.T, D = a.D, C = a.C;
     const int64_t C3 = 3 * (int64_t)C;
@@ -246,7 +148,7 @@ struct AttnBwdArgs {
     AttnDrop drop;
 };
 
-__global__ void __launch_bounds__(ATT_THREADS) attention_backward_kernel(AttnBwdArgs a) {
+static __global__ void __launch_bounds__(ATT_THREADS) attention_backward_kernel(AttnBwdArgs a) {
     const int bh = blockIdx.x, b = bh / a.H, h = bh % a.H;
     const int T = a.T, D = a.D, C = a.C;
     const int64_t C3 = 3 * (int64_t)C;
@@ -329,8 +231,8 @@ static void set_smem(const void *kernel, size_t bytes) {
         OCR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
-extern "C" void attention_forward_cuda(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv, const OcrTensor *mask,
-                                       int num_heads, float scale, DropoutParams dropout) {
+extern "C" void ocr_cuda_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv,
+                                           const OcrTensor *mask, int num_heads, float scale, DropoutParams dropout) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(qkv);
     AttnShape s = attn_shape(qkv, num_heads);
@@ -343,7 +245,7 @@ extern "C" void attention_forward_cuda(OcrTensor *out, OcrTensor *probs, const O
     if (mask)
         OCR_ASSERT(mask->dtype == OCR_F32 && mask->device.type == OCR_DEVICE_CUDA && ocr_tensor_numel(mask) == TT,
                    "attention: mask must be an f32 (T, T) CUDA tensor");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     if (B * T == 0) return;
     AttnFwdArgs a;
     a.out = out->data;
@@ -358,7 +260,7 @@ extern "C" void attention_forward_cuda(OcrTensor *out, OcrTensor *probs, const O
     a.drop = attn_drop(dropout, ctx.device);
     const size_t rows_bytes = (size_t)ATT_WARPS * (size_t)(D + T) * sizeof(float);
     const size_t kv_bytes = 2 * (size_t)T * (size_t)D * sizeof(float);
-    const size_t limit = (size_t)cuda_max_smem_optin(ctx);
+    const size_t limit = (size_t)ocr_cuda_max_smem_optin(ctx);
     OCR_ASSERT(rows_bytes <= limit, "attention: T = %lld, head_dim = %lld need more shared memory than the GPU has",
                (long long)T, (long long)D);
     size_t smem = rows_bytes;
@@ -366,15 +268,15 @@ extern "C" void attention_forward_cuda(OcrTensor *out, OcrTensor *probs, const O
     if (rows_bytes + kv_bytes <= limit) {
         smem += kv_bytes;
     } else {
-        a.kv_global = (float *)cuda_scratch(ctx, (size_t)(B * H) * kv_bytes);
+        a.kv_global = (float *)ocr_cuda_scratch(ctx, (size_t)(B * H) * kv_bytes);
     }
     set_smem((const void *)attention_forward_kernel, smem);
     attention_forward_kernel<<<(unsigned)(B * H), ATT_THREADS, smem, ctx.stream>>>(a);
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void attention_backward_cuda(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv,
-                                        const OcrTensor *probs, int num_heads, float scale, DropoutParams dropout) {
+extern "C" void ocr_cuda_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv,
+                                            const OcrTensor *probs, int num_heads, float scale, DropoutParams dropout) {
     if (!dqkv) return;
     CUDA_ASSERT_FLOAT(dqkv);
     CUDA_ASSERT_FLOAT(dout);
@@ -385,7 +287,7 @@ extern "C" void attention_backward_cuda(OcrTensor *dqkv, const OcrTensor *dout, 
     OCR_ASSERT(ocr_tensor_same_shape(dqkv, qkv), "attention_backward: dqkv must match qkv");
     OCR_ASSERT(ocr_tensor_numel(dout) == B * T * C, "attention_backward: dout must be (B, T, C)");
     OCR_ASSERT(ocr_tensor_numel(probs) == B * H * TT, "attention_backward: probs must be (B, heads, T, T)");
-    CudaCtx ctx = cuda_enter(dqkv);
+    CudaCtx ctx = ocr_cuda_enter(dqkv);
     if (B * T == 0) return;
     AttnBwdArgs a;
     a.dqkv = dqkv->data;
@@ -401,14 +303,39 @@ extern "C" void attention_backward_cuda(OcrTensor *dqkv, const OcrTensor *dout, 
     a.drop = attn_drop(dropout, ctx.device);
     const size_t qkvo_bytes = 4 * (size_t)T * (size_t)D * sizeof(float);
     const size_t mats_bytes = 2 * (size_t)TT * sizeof(float);
-    const size_t limit = (size_t)cuda_max_smem_optin(ctx);
+    const size_t limit = (size_t)ocr_cuda_max_smem_optin(ctx);
     const int in_smem = qkvo_bytes <= limit;
     const size_t nbh = (size_t)(B * H);
-    char *scratch = (char *)cuda_scratch(ctx, nbh * mats_bytes + (in_smem ? 0 : nbh * qkvo_bytes));
+    char *scratch = (char *)ocr_cuda_scratch(ctx, nbh * mats_bytes + (in_smem ? 0 : nbh * qkvo_bytes));
     a.mats = (float *)scratch;
     a.qkvo_global = in_smem ? NULL : (float *)(scratch + nbh * mats_bytes);
     const size_t smem = in_smem ? qkvo_bytes : 0;
     set_smem((const void *)attention_backward_kernel, smem);
     attention_backward_kernel<<<(unsigned)nbh, ATT_THREADS, smem, ctx.stream>>>(a);
+    OCR_CUDA_LAUNCHED();
+}
+
+// ---- local attention mask ----------------------------------------------------------------------
+
+#define MASK_THREADS 256
+
+static __global__ void local_mask_kernel(float *m, int64_t T, int gw, int wh, int ww) {
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < T * T; i += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t q = i / T, k = i - q * T;
+        const int64_t dh = k / gw - q / gw + wh / 2, dw = k % gw - q % gw + ww / 2;
+        m[i] = (dh >= 0 && dh < wh && dw >= 0 && dw < ww) ? 0.0f : __int_as_float((int)0xff800000u);
+    }
+}
+
+extern "C" void ocr_cuda_attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w) {
+    const int64_t T = (int64_t)grid_h * grid_w;
+    OCR_ASSERT(mask->device.type == OCR_DEVICE_CUDA && mask->dtype == OCR_F32 && mask->ndim == 2 &&
+                   mask->shape[0] == T && mask->shape[1] == T,
+               "attention_local_mask: mask must be a CUDA f32 (%lld, %lld) tensor", (long long)T, (long long)T);
+    OCR_ASSERT(window_h > 0 && window_w > 0, "attention_local_mask: window %dx%d", window_h, window_w);
+    if (T == 0) return;
+    CudaCtx ctx = ocr_cuda_enter(mask);
+    local_mask_kernel<<<cuda_blocks(T * T, MASK_THREADS), MASK_THREADS, 0, ctx.stream>>>((float *)mask->data, T,
+                                                                                        grid_w, window_h, window_w);
     OCR_CUDA_LAUNCHED();
 }

@@ -18,13 +18,13 @@
 // deviations about the world mean, the backward's (count, Σ g, Σ g·(x − mean)) for dx's
 // coefficients, while dgamma/dbeta keep this rank's sums; the arithmetic is kernels/cpu/bn_act.c's.
 //
-// The activation formulas are kernels/cuda/activation_math.cuh's (kernels/cpu/activation.c's),
-// shared with the plain activation kernels.
+// The activation formulas are kernels/activation_math.h's, shared with the plain activation
+// kernels and with the CPU.
 #include <math.h>
 
-#include "kernels/cuda/bn_act.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/activation_math.cuh"
+#include "kernels/activation_math.h"
 
 #define BA_TX 32
 #define BA_TY 8
@@ -68,7 +68,7 @@ __device__ __forceinline__ float ba_grad(const BaIn &in, int64_t e, int64_t c, i
 //   STATS = 1: Σ (x − x[0, c]), Σ (x − x[0, c])²
 //   STATS = 0: Σ g,              Σ g·(x − save_mean[c])
 template <int STATS>
-__global__ void __launch_bounds__(BA_TX *BA_TY) ba_partial_kernel(double *part, BaIn in, int64_t M, int64_t C) {
+static __global__ void __launch_bounds__(BA_TX *BA_TY) ba_partial_kernel(double *part, BaIn in, int64_t M, int64_t C) {
     const int tx = threadIdx.x, ty = threadIdx.y;
     const int64_t c = (int64_t)blockIdx.y * BA_TX + tx;
     const int64_t chunk = blockIdx.x;
@@ -134,7 +134,7 @@ struct BaVecs {
 
 // The normalisation coefficients (mf, a, b), save_* and (forward, training) the running update.
 // world (synchronised BN, else NULL): count | Σ squared deviations (C) | world mean (C).
-__global__ void ba_coef_kernel(float *coef, const double *part, int64_t nch, const void *x, int xdt, int64_t C,
+static __global__ void ba_coef_kernel(float *coef, const double *part, int64_t nch, const void *x, int xdt, int64_t C,
                                int64_t M, BaVecs v, float momentum, float eps, int training, const double *world) {
     BA_PER_CHANNEL(c, C) {
         double mean, var;
@@ -173,7 +173,7 @@ static void ba_vec_check(const OcrTensor *t, int64_t n, const char *what) {
 
 // This rank's mean and variance from the chunk sums (ba_coef_kernel's arithmetic): world[0] =
 // M, world[1 + c] = M·mean, world[1 + C + c] = mean, world[1 + 2C + c] = var.
-__global__ void ba_local_moments_kernel(double *world, const double *part, int64_t nch, const void *x, int xdt,
+static __global__ void ba_local_moments_kernel(double *world, const double *part, int64_t nch, const void *x, int xdt,
                                         int64_t C, int64_t M) {
     if (blockIdx.x == 0 && threadIdx.x == 0) world[0] = (double)M;
     BA_PER_CHANNEL(c, C) {
@@ -188,7 +188,7 @@ __global__ void ba_local_moments_kernel(double *world, const double *part, int64
 
 // After the first sum: the world mean mu into world[1 + C + c], and this rank's share of the
 // squared deviations about it, M·var + M·(mean − mu)², into world[1 + c] (summed next).
-__global__ void ba_world_spread_kernel(double *world, int64_t C, int64_t M) {
+static __global__ void ba_world_spread_kernel(double *world, int64_t C, int64_t M) {
     BA_PER_CHANNEL(c, C) {
         const double mu = world[1 + c] / world[0], d = world[1 + C + c] - mu;
         world[1 + c] = (double)M * world[1 + 2 * C + c] + (double)M * d * d;
@@ -250,7 +250,7 @@ static BaVecs ba_vecs(OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *sav
 // ---- forward ---------------------------------------------------------------------------------------
 
 // accumulate: y += act(value) rounded to y's dtype (batchnorm2d_forward_accumulate), else y = act(value).
-__global__ void ba_forward_kernel(void *y, int ydt, BaIn in, int64_t n, int64_t C, int accumulate) {
+static __global__ void ba_forward_kernel(void *y, int ydt, BaIn in, int64_t n, int64_t C, int accumulate) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const float v = act_forward(ba_value(in, i, i % C, C), in.act);
         st(y, ydt, i, accumulate ? __fadd_rn(ld(y, ydt, i), ba_round(v, ydt)) : v);
@@ -279,11 +279,11 @@ static void ba_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rst
         OCR_ASSERT(M > 0, "batchnorm_act: training on an empty batch");
     else
         OCR_ASSERT(running_mean && running_var, "batchnorm_act: inference needs the running statistics");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
 
     const size_t part_bytes = cuda_align((training ? (size_t)(2 * ba_chunks(M) * C) : 0) * sizeof(double));
     const size_t world_bytes = cuda_align((training && sync ? (size_t)(1 + 3 * C) : 0) * sizeof(double));
-    char *scratch = (char *)cuda_scratch(ctx, part_bytes + world_bytes + 3 * (size_t)C * sizeof(float));
+    char *scratch = (char *)ocr_cuda_scratch(ctx, part_bytes + world_bytes + 3 * (size_t)C * sizeof(float));
     double *part = (double *)scratch;
     double *world = (double *)(scratch + part_bytes);
     float *coef = (float *)(scratch + part_bytes + world_bytes);
@@ -299,19 +299,20 @@ static void ba_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rst
     }
 }
 
-extern "C" void batchnorm2d_act_forward_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
-                                             OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
-                                             const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                             ocr_activation_t act, float momentum, float eps, int training,
-                                             const OcrBnSync *sync) {
+extern "C" void ocr_cuda_batchnorm2d_act_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                                 OcrTensor *save_scale, OcrTensor *running_mean, OcrTensor *running_var,
+                                                 const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                                 ocr_activation_t act, float momentum, float eps, int training,
+                                                 const OcrBnSync *sync) {
     ba_forward(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta, act, momentum, eps,
                training, sync, 0);
 }
 
-extern "C" void batchnorm2d_forward_accumulate_cuda(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
-                                                    OcrTensor *running_mean, OcrTensor *running_var,
-                                                    const OcrTensor *inp, const OcrTensor *gamma,
-                                                    const OcrTensor *beta, float momentum, float eps, int training) {
+extern "C" void ocr_cuda_batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd,
+                                                        OcrTensor *running_mean, OcrTensor *running_var,
+                                                        const OcrTensor *inp, const OcrTensor *gamma,
+                                                        const OcrTensor *beta, float momentum, float eps,
+                                                        int training) {
     ba_forward(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta, OCR_ACT_NONE, momentum,
                eps, training, NULL, 1);
 }
@@ -325,7 +326,7 @@ struct BaGrads {
 };
 
 // Synchronised BN: world = (M, Σ g (C), Σ g·(x − mean) (C)) of this rank, summed next.
-__global__ void ba_backward_totals_kernel(double *world, const double *part, int64_t nch, int64_t C, int64_t M) {
+static __global__ void ba_backward_totals_kernel(double *world, const double *part, int64_t nch, int64_t C, int64_t M) {
     if (blockIdx.x == 0 && threadIdx.x == 0) world[0] = (double)M;
     BA_PER_CHANNEL(c, C) {
         world[1 + c] = ba_total(part, nch, C, 0, c);
@@ -336,8 +337,8 @@ __global__ void ba_backward_totals_kernel(double *world, const double *part, int
 // gcoef = (a, b, k) with dx = a·g + b·(x − mean) + k (kernels/cpu/batchnorm.c's); dgamma and
 // dbeta accumulate this rank's sums. world (synchronised BN, else NULL): the world's count and
 // sums, which the coefficients take instead.
-__global__ void ba_backward_coef_kernel(float *gcoef, const double *part, int64_t nch, int64_t C, int64_t M, BaGrads g,
-                                        int have_sums, int training, const double *world) {
+static __global__ void ba_backward_coef_kernel(float *gcoef, const double *part, int64_t nch, int64_t C, int64_t M,
+                                               BaGrads g, int have_sums, int training, const double *world) {
     BA_PER_CHANNEL(c, C) {
         double sdy = have_sums ? ba_total(part, nch, C, 0, c) : 0.0;
         double sdx = have_sums ? ba_total(part, nch, C, 1, c) : 0.0;
@@ -361,7 +362,7 @@ __global__ void ba_backward_coef_kernel(float *gcoef, const double *part, int64_
     }
 }
 
-__global__ void ba_backward_dx_kernel(void *dx, int dxdt, BaIn in, const float *gcoef, int64_t n, int64_t C) {
+static __global__ void ba_backward_dx_kernel(void *dx, int dxdt, BaIn in, const float *gcoef, int64_t n, int64_t C) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t c = i % C;
         const float g = ba_grad(in, i, c, C);
@@ -370,8 +371,8 @@ __global__ void ba_backward_dx_kernel(void *dx, int dxdt, BaIn in, const float *
 }
 
 // coef = (save_mean, save_scale, beta): the forward's value coefficients.
-__global__ void ba_value_coef_kernel(float *coef, const void *sm, int smdt, const void *sa, int sadt, const void *beta,
-                                     int bdt, int64_t C) {
+static __global__ void ba_value_coef_kernel(float *coef, const void *sm, int smdt, const void *sa, int sadt,
+                                            const void *beta, int bdt, int64_t C) {
     BA_PER_CHANNEL(c, C) {
         coef[c] = ld(sm, smdt, c);
         coef[C + c] = sa ? ld(sa, sadt, c) : 0.0f;
@@ -379,12 +380,12 @@ __global__ void ba_value_coef_kernel(float *coef, const void *sm, int smdt, cons
     }
 }
 
-extern "C" void batchnorm2d_act_backward_cuda(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
-                                              const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
-                                              const OcrTensor *beta, const OcrTensor *save_mean,
-                                              const OcrTensor *save_rstd, const OcrTensor *save_scale,
-                                              ocr_activation_t act, ocr_dtype_t mid, int training,
-                                              const OcrBnSync *sync) {
+extern "C" void ocr_cuda_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
+                                                  const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
+                                                  const OcrTensor *beta, const OcrTensor *save_mean,
+                                                  const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                                  ocr_activation_t act, ocr_dtype_t mid, int training,
+                                                  const OcrBnSync *sync) {
     CUDA_ASSERT_FLOAT(dout);
     CUDA_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(dout, inp), "batchnorm_act: dout and inp shapes differ");
@@ -407,7 +408,7 @@ extern "C" void batchnorm2d_act_backward_cuda(OcrTensor *dinp, OcrTensor *dgamma
         OCR_ASSERT(save_scale, "batchnorm_act: the backward of an activation needs save_scale");
         ba_vec_check(save_scale, C, "save_scale");
     }
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
 
     const int need_sums = (dgamma || dbeta || (training && dinp)) && M > 0;
     const size_t part_doubles = need_sums ? (size_t)(2 * ba_chunks(M) * C) : 0;
@@ -416,7 +417,7 @@ extern "C" void batchnorm2d_act_backward_cuda(OcrTensor *dinp, OcrTensor *dgamma
     // condition on every rank: the network decides it).
     const int synced = sync && training && dinp;
     const size_t world_bytes = cuda_align((synced ? (size_t)(1 + 2 * C) : 0) * sizeof(double));
-    char *scratch = (char *)cuda_scratch(ctx, part_bytes + world_bytes + 6 * (size_t)C * sizeof(float));
+    char *scratch = (char *)ocr_cuda_scratch(ctx, part_bytes + world_bytes + 6 * (size_t)C * sizeof(float));
     double *part = (double *)scratch;
     double *world = (double *)(scratch + part_bytes);
     float *coef = (float *)(scratch + part_bytes + world_bytes), *gcoef = coef + 3 * C;

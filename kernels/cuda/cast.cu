@@ -5,33 +5,33 @@
 // is one rounding as on the CPU.
 #include <stdlib.h>
 
-#include "kernels/cuda/cast.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/cuda_internal.h"
 
 #define CAST_THREADS 256
 
-extern "C" void cast_forward_cuda(OcrTensor *out, const OcrTensor *inp) {
+extern "C" void ocr_cuda_cast_forward(OcrTensor *out, const OcrTensor *inp) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "cast: element counts differ");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     const int64_t n = ocr_tensor_numel(inp);
     if (out->data == inp->data && out->dtype == inp->dtype) return;
     OCR_ASSERT(out->data != inp->data, "cast: out may not alias inp of another dtype");
-    cuda_copy_2d(ctx, out->data, out->dtype, n, inp->data, inp->dtype, n, 1, n);
+    ocr_cuda_copy_2d(ctx, out->data, out->dtype, n, inp->data, inp->dtype, n, 1, n);
 }
 
-extern "C" void cast_backward_cuda(OcrTensor *dinp, const OcrTensor *dout) {
+extern "C" void ocr_cuda_cast_backward(OcrTensor *dinp, const OcrTensor *dout) {
     if (!dinp) return;
-    cast_forward_cuda(dinp, dout);
+    ocr_cuda_cast_forward(dinp, dout);
 }
 
 // In-place unscale of one tensor in its own dtype. The finite test looks at the STORED value,
 // so a value that only overflows when written back (inv_scale > 1 into f16) is caught too.
 // amax_bits: max |g| over the finite values as float bits (non-negative floats order like
 // their bits, so atomicMax on the bits is an exact, order-independent max).
-__global__ void unscale_kernel(void *g, int dt, int64_t n, float inv_host, const float *inv_dev, unsigned *amax_bits,
-                               int *nonfinite, int *found) {
+static __global__ void unscale_kernel(void *g, int dt, int64_t n, float inv_host, const float *inv_dev,
+                                      unsigned *amax_bits, int *nonfinite, int *found) {
     const float inv = inv_dev ? *inv_dev : inv_host;
     float amax = 0.0f;
     int bad = 0;
@@ -94,8 +94,8 @@ static const OcrTensor *first_tensor(OcrTensor *const *grads, int count) {
     return NULL;
 }
 
-extern "C" int unscale_and_check_cuda(OcrTensor *const *grads, int count, float inv_scale, float *amax,
-                                      int *nonfinite) {
+extern "C" int ocr_cuda_unscale_and_check(OcrTensor *const *grads, int count, float inv_scale, float *amax,
+                                          int *nonfinite) {
     const OcrTensor *t0 = first_tensor(grads, count);
     if (!t0) {
         for (int i = 0; i < count; i++) {
@@ -104,10 +104,10 @@ extern "C" int unscale_and_check_cuda(OcrTensor *const *grads, int count, float 
         }
         return 0;
     }
-    CudaCtx ctx = cuda_enter(t0);
+    CudaCtx ctx = ocr_cuda_enter(t0);
     // Device results: count amax bits, count flags.
     const size_t bytes = 2 * (size_t)count * sizeof(int);
-    unsigned *dev = (unsigned *)cuda_scratch(ctx, bytes);
+    unsigned *dev = (unsigned *)ocr_cuda_scratch(ctx, bytes);
     OCR_CUDA_CHECK(cudaMemsetAsync(dev, 0, bytes, ctx.stream));
     for (int i = 0; i < count; i++) {
         if (!grads[i]) continue;
@@ -132,12 +132,12 @@ extern "C" int unscale_and_check_cuda(OcrTensor *const *grads, int count, float 
     return any;
 }
 
-extern "C" void unscale_and_check_async_cuda(OcrTensor *const *grads, int count, const float *inv_scale, float *amax,
-                                             int *nonfinite, int *found_inf) {
+extern "C" void ocr_cuda_unscale_and_check_async(OcrTensor *const *grads, int count, const float *inv_scale,
+                                                 float *amax, int *nonfinite, int *found_inf) {
     OCR_ASSERT(inv_scale, "unscale_and_check_async: inv_scale (device) is required");
     const OcrTensor *t0 = first_tensor(grads, count);
     if (!t0) return;
-    CudaCtx ctx = cuda_enter(t0);
+    CudaCtx ctx = ocr_cuda_enter(t0);
     for (int i = 0; i < count; i++) {
         if (!grads[i]) continue;
         CUDA_ASSERT_FLOAT(grads[i]);

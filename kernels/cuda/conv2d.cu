@@ -6,25 +6,19 @@
 //   CUDNN_DEFAULT_MATH. The algorithm of each shape, dtype and direction is chosen once with
 //   cudnnFind*Ex on scratch buffers of the same shapes (preferring deterministic algorithms),
 //   and cached; the workspace comes from the tracked scratch (WORKSPACE category).
-// - Depthwise (groups == C == OC): own kernels, channels contiguous. Forward and data gradient:
-//   one thread per output/input element, taps in the CPU's order. Weight/bias gradient: fixed
-//   chunks of output pixels per (tap, channel), summed in chunk order in double, so the result
-//   is deterministic.
+// - Depthwise (groups == C == OC): own kernels (conv2d_depthwise.cu), as on the CPU.
 // - Mixed dtypes: cuDNN wants x, w, y of one type, so when the tensors of a direction differ the
 //   direction runs in f32 on widened copies and rounds once into the output, as the CPU does.
 // - A bias is the initial output (beta = 1), so conv + bias is rounded once; dweight
 //   accumulates with beta = 1 (fp32 blend, one rounding); dbias accumulates through the
-//   deterministic column reduction of norm.cu.
+//   deterministic column reduction of batchnorm.cu (ocr_cuda_bias_grad).
 #include <limits.h>
 #include <stdlib.h>
 
-#include "kernels/cuda/conv.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/cuda_internal.h"
 
 #define CONV_THREADS 256
-#define DW_TX 32
-#define DW_TY 8
-#define DW_CHUNK 256  // output pixels per partial sum of the depthwise weight gradient
 
 static int depthwise_cudnn;
 extern "C" int ocr_cuda_conv2d_depthwise_cudnn(int on) {
@@ -33,13 +27,7 @@ extern "C" int ocr_cuda_conv2d_depthwise_cudnn(int on) {
     return old;
 }
 
-struct ConvGeom {
-    int64_t N, H, W, C, OC, KH, KW, Ho, Wo;
-    int64_t G, Cg, OCg;
-    int sh, sw, ph, pw;
-};
-
-// conv2d_out_size of ops.h (kernels/cpu/conv2d.c), repeated so this library needs nothing
+// ocr_conv2d_out_size of ops.h (kernels/cpu/conv2d.c), repeated so this library needs nothing
 // from ocr_kernels.
 static int out_size(int in_size, int kernel, int stride, int pad) {
     OCR_ASSERT(stride > 0 && kernel > 0 && pad >= 0, "conv2d: bad kernel %d / stride %d / pad %d", kernel, stride, pad);
@@ -69,173 +57,6 @@ static ConvGeom conv_geom(const OcrTensor *inp, const OcrTensor *weight, Conv2dP
 }
 
 static int is_depthwise(const ConvGeom &g) { return g.G == g.C && g.OC == g.C && g.Cg == 1; }
-
-// ---- depthwise kernels -------------------------------------------------------------------------------
-
-struct DwGeom {
-    int N, H, W, C, KH, KW, Ho, Wo, sh, sw, ph, pw;
-};
-
-static DwGeom dw_geom(const ConvGeom &g) {
-    DwGeom d = {(int)g.N, (int)g.H, (int)g.W, (int)g.C, (int)g.KH, (int)g.KW, (int)g.Ho, (int)g.Wo,
-                g.sh,     g.sw,     g.ph,     g.pw};
-    return d;
-}
-
-__global__ void dw_forward_kernel(void *y, int ydt, const void *x, int xdt, const void *w, int wdt, const void *bias,
-                                  int bdt, DwGeom g) {
-    const int64_t total = (int64_t)g.N * g.Ho * g.Wo * g.C;
-    const int taps = g.KH * g.KW;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i / g.C;
-        const int c = (int)(i - r * g.C);
-        const int ow = (int)(r % g.Wo);
-        r /= g.Wo;
-        const int oh = (int)(r % g.Ho);
-        const int n = (int)(r / g.Ho);
-        float acc = bias ? ld(bias, bdt, c) : 0.0f;
-        for (int kh = 0; kh < g.KH; kh++) {
-            const int ih = oh * g.sh - g.ph + kh;
-            if (ih < 0 || ih >= g.H) continue;
-            for (int kw = 0; kw < g.KW; kw++) {
-                const int iw = ow * g.sw - g.pw + kw;
-                if (iw < 0 || iw >= g.W) continue;
-                acc += ld(x, xdt, (((int64_t)n * g.H + ih) * g.W + iw) * g.C + c) *
-                       ld(w, wdt, (int64_t)c * taps + kh * g.KW + kw);
-            }
-        }
-        st(y, ydt, i, acc);
-    }
-}
-
-// dx (assigned): input pixel (ih, iw) is read by tap (kh, kw) of output (oh, ow) when
-// ih + ph − kh = oh·sh exactly, and likewise for columns.
-__global__ void dw_backward_data_kernel(void *dx, int dxdt, const void *dy, int dydt, const void *w, int wdt,
-                                        DwGeom g) {
-    const int64_t total = (int64_t)g.N * g.H * g.W * g.C;
-    const int taps = g.KH * g.KW;
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        int64_t r = i / g.C;
-        const int c = (int)(i - r * g.C);
-        const int iw = (int)(r % g.W);
-        r /= g.W;
-        const int ih = (int)(r % g.H);
-        const int n = (int)(r / g.H);
-        float acc = 0.0f;
-        for (int kh = 0; kh < g.KH; kh++) {
-            const int t = ih + g.ph - kh;
-            if (t < 0) break;  // kh only grows
-            if (t % g.sh) continue;
-            const int oh = t / g.sh;
-            if (oh >= g.Ho) continue;
-            for (int kw = 0; kw < g.KW; kw++) {
-                const int u = iw + g.pw - kw;
-                if (u < 0) break;
-                if (u % g.sw) continue;
-                const int ow = u / g.sw;
-                if (ow >= g.Wo) continue;
-                acc += ld(dy, dydt, (((int64_t)n * g.Ho + oh) * g.Wo + ow) * g.C + c) *
-                       ld(w, wdt, (int64_t)c * taps + kh * g.KW + kw);
-            }
-        }
-        st(dx, dxdt, i, acc);
-    }
-}
-
-// part[z][chunk][c]: z < taps: Σ over the chunk's output pixels of dy · x at tap z;
-// z == taps: Σ dy (the bias). blockIdx.z + z0 is z.
-__global__ void __launch_bounds__(DW_TX *DW_TY)
-    dw_backward_weight_kernel(float *part, const void *dy, int dydt, const void *x, int xdt, DwGeom g, int z0,
-                              int64_t nch) {
-    const int tx = threadIdx.x, ty = threadIdx.y;
-    const int c = blockIdx.y * DW_TX + tx;
-    const int z = blockIdx.z + z0;
-    const int taps = g.KH * g.KW;
-    const int64_t P = (int64_t)g.N * g.Ho * g.Wo;
-    const int64_t chunk = blockIdx.x;
-    const int64_t p0 = chunk * DW_CHUNK, p1 = p0 + DW_CHUNK < P ? p0 + DW_CHUNK : P;
-    const int kh = z < taps ? z / g.KW : 0, kw = z < taps ? z % g.KW : 0;
-    float s = 0.0f;
-    if (c < g.C) {
-        for (int64_t p = p0 + ty; p < p1; p += DW_TY) {
-            const float d = ld(dy, dydt, p * g.C + c);
-            if (z == taps) {
-                s += d;
-                continue;
-            }
-            const int ow = (int)(p % g.Wo);
-            const int64_t q = p / g.Wo;
-            const int oh = (int)(q % g.Ho);
-            const int n = (int)(q / g.Ho);
-            const int ih = oh * g.sh - g.ph + kh, iw = ow * g.sw - g.pw + kw;
-            if (ih < 0 || ih >= g.H || iw < 0 || iw >= g.W) continue;
-            s += d * ld(x, xdt, (((int64_t)n * g.H + ih) * g.W + iw) * g.C + c);
-        }
-    }
-    __shared__ float sh[DW_TY][DW_TX + 1];
-    sh[ty][tx] = s;
-    __syncthreads();
-    if (ty == 0 && c < g.C) {
-        float t = 0.0f;
-        for (int y = 0; y < DW_TY; y++) t += sh[y][tx];
-        part[((int64_t)z * nch + chunk) * g.C + c] = t;
-    }
-}
-
-// dw[c, tap] += Σ_chunks part[tap][chunk][c]; dbias[c] += Σ_chunks part[taps][chunk][c].
-__global__ void dw_weight_finalize_kernel(void *dw, int dwdt, void *db, int dbdt, const float *part, int64_t nch,
-                                          int C, int taps) {
-    const int64_t total = (int64_t)C * (taps + 1);
-    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
-        const int c = (int)(i % C), z = (int)(i / C);
-        if (z < taps ? !dw : !db) continue;
-        double t = 0.0;
-        for (int64_t k = 0; k < nch; k++) t += (double)part[((int64_t)z * nch + k) * C + c];
-        if (z < taps)
-            st(dw, dwdt, (int64_t)c * taps + z, (float)((double)ld(dw, dwdt, (int64_t)c * taps + z) + t));
-        else
-            st(db, dbdt, c, (float)((double)ld(db, dbdt, c) + t));
-    }
-}
-
-static void dw_forward(const CudaCtx &ctx, OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight,
-                       const OcrTensor *bias, const ConvGeom &g) {
-    const int64_t total = ocr_tensor_numel(out);
-    if (total == 0) return;
-    dw_forward_kernel<<<cuda_blocks(total, CONV_THREADS), CONV_THREADS, 0, ctx.stream>>>(
-        out->data, out->dtype, inp->data, inp->dtype, weight->data, weight->dtype, bias ? bias->data : NULL,
-        bias ? bias->dtype : OCR_F32, dw_geom(g));
-    OCR_CUDA_LAUNCHED();
-}
-
-static void dw_backward(const CudaCtx &ctx, OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias,
-                        const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *weight, const ConvGeom &g) {
-    const DwGeom d = dw_geom(g);
-    if (dinp) {
-        const int64_t total = ocr_tensor_numel(dinp);
-        if (total > 0) {
-            dw_backward_data_kernel<<<cuda_blocks(total, CONV_THREADS), CONV_THREADS, 0, ctx.stream>>>(
-                dinp->data, dinp->dtype, dout->data, dout->dtype, weight->data, weight->dtype, d);
-            OCR_CUDA_LAUNCHED();
-        }
-    }
-    const int64_t P = g.N * g.Ho * g.Wo;
-    if ((!dweight && !dbias) || P == 0 || g.C == 0) return;
-    const int taps = (int)(g.KH * g.KW);
-    const int64_t nch = (P + DW_CHUNK - 1) / DW_CHUNK;
-    OCR_ASSERT(nch <= INT_MAX && taps + 1 <= 65535, "depthwise conv: too large");
-    float *part = (float *)cuda_scratch(ctx, (size_t)(taps + 1) * (size_t)nch * (size_t)g.C * sizeof(float));
-    const int z0 = dweight ? 0 : taps, z1 = dbias ? taps + 1 : taps;
-    dim3 grid((unsigned)nch, (unsigned)((g.C + DW_TX - 1) / DW_TX), (unsigned)(z1 - z0));
-    dw_backward_weight_kernel<<<grid, dim3(DW_TX, DW_TY), 0, ctx.stream>>>(part, dout->data, dout->dtype, inp->data,
-                                                                           inp->dtype, d, z0, nch);
-    OCR_CUDA_LAUNCHED();
-    const int64_t fin = g.C * (int64_t)(taps + 1);
-    dw_weight_finalize_kernel<<<cuda_blocks(fin, CONV_THREADS), CONV_THREADS, 0, ctx.stream>>>(
-        dweight ? dweight->data : NULL, dweight ? dweight->dtype : OCR_F32, dbias ? dbias->data : NULL,
-        dbias ? dbias->dtype : OCR_F32, part, nch, (int)g.C, taps);
-    OCR_CUDA_LAUNCHED();
-}
 
 // ---- cuDNN ---------------------------------------------------------------------------------------------
 #ifdef OCR_HAVE_CUDNN
@@ -306,7 +127,7 @@ static ConvPlan *get_plan(const CudaCtx &ctx, const ConvGeom &g, int dt) {
     return p;
 }
 
-void cuda_conv_release(void) {
+void ocr_cuda_conv_release(void) {
     for (int i = 0; i < nplans; i++) {
         cudnnDestroyTensorDescriptor(plans[i]->x);
         cudnnDestroyTensorDescriptor(plans[i]->y);
@@ -321,7 +142,7 @@ void cuda_conv_release(void) {
 
 // Small pseudo-random values for the trial buffers of cudnnFind (zeros can favour some
 // algorithms).
-__global__ void fill_trial_kernel(void *p, int dt, int64_t n) {
+static __global__ void fill_trial_kernel(void *p, int dt, int64_t n) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         st(p, dt, i, u32_to_uniform(philox_u32(0x5eed, 0xc0de, (uint64_t)i)) - 0.5f);
 }
@@ -359,7 +180,7 @@ static int pick(const Perf *perf, int got, const ConvPlan *p, size_t *ws) {
 // happens once per shape, dtype and direction).
 static void find_algo(const CudaCtx &ctx, ConvPlan *p, const ConvGeom &g, int dir) {
     if (p->found[dir]) return;
-    cudnnHandle_t h = cuda_cudnn(ctx);
+    cudnnHandle_t h = ocr_cuda_cudnn(ctx);
     const int dt = p->key.dt;
     void *x = trial_buffer(ctx, dt, g.N * g.H * g.W * g.C);
     void *w = trial_buffer(ctx, dt, g.OC * g.KH * g.KW * g.Cg);
@@ -414,7 +235,7 @@ static const void *as_compute(const CudaCtx &ctx, Carve &c, const OcrTensor *t, 
     if (t->dtype == dt) return t->data;
     const int64_t n = ocr_tensor_numel(t);
     void *p = c.take((size_t)n * sizeof(float));
-    cuda_copy_2d(ctx, p, OCR_F32, n, t->data, t->dtype, n, 1, n);
+    ocr_cuda_copy_2d(ctx, p, OCR_F32, n, t->data, t->dtype, n, 1, n);
     return p;
 }
 
@@ -431,7 +252,7 @@ static void cudnn_forward(const CudaCtx &ctx, OcrTensor *out, const OcrTensor *i
     find_algo(ctx, p, g, DIR_FWD);
     const size_t ybytes = out->dtype == dt ? 0 : cuda_align((size_t)ocr_tensor_numel(out) * sizeof(float));
     const size_t need = widen_bytes(inp, dt) + widen_bytes(weight, dt) + ybytes + cuda_align(p->ws[DIR_FWD]);
-    Carve c = {(char *)cuda_scratch(ctx, need), 0};
+    Carve c = {(char *)ocr_cuda_scratch(ctx, need), 0};
     const void *x = as_compute(ctx, c, inp, dt);
     const void *w = as_compute(ctx, c, weight, dt);
     void *y = ybytes ? c.take((size_t)ocr_tensor_numel(out) * sizeof(float)) : out->data;
@@ -439,16 +260,16 @@ static void cudnn_forward(const CudaCtx &ctx, OcrTensor *out, const OcrTensor *i
     const float alpha = 1.0f;
     float beta = 0.0f;
     if (bias) {
-        cuda_broadcast_rows(ctx, y, dt, bias->data, bias->dtype, g.N * g.Ho * g.Wo, g.OC);
+        ocr_cuda_broadcast_rows(ctx, y, dt, bias->data, bias->dtype, g.N * g.Ho * g.Wo, g.OC);
         beta = 1.0f;
     }
-    OCR_CUDA_CHECK(cudnnConvolutionForward(cuda_cudnn(ctx), &alpha, p->x, x, p->w, w, p->conv,
+    OCR_CUDA_CHECK(cudnnConvolutionForward(ocr_cuda_cudnn(ctx), &alpha, p->x, x, p->w, w, p->conv,
                                            (cudnnConvolutionFwdAlgo_t)p->algo[DIR_FWD], ws, p->ws[DIR_FWD], &beta, p->y,
                                            y));
     OCR_CUDA_LAUNCHED();
     if (ybytes) {
         const int64_t n = ocr_tensor_numel(out);
-        cuda_copy_2d(ctx, out->data, out->dtype, n, y, OCR_F32, n, 1, n);
+        ocr_cuda_copy_2d(ctx, out->data, out->dtype, n, y, OCR_F32, n, 1, n);
     }
 }
 
@@ -460,19 +281,19 @@ static void cudnn_backward_data(const CudaCtx &ctx, OcrTensor *dinp, const OcrTe
     find_algo(ctx, p, g, DIR_BWD_DATA);
     const size_t xbytes = dinp->dtype == dt ? 0 : cuda_align((size_t)ocr_tensor_numel(dinp) * sizeof(float));
     const size_t need = widen_bytes(dout, dt) + widen_bytes(weight, dt) + xbytes + cuda_align(p->ws[DIR_BWD_DATA]);
-    Carve c = {(char *)cuda_scratch(ctx, need), 0};
+    Carve c = {(char *)ocr_cuda_scratch(ctx, need), 0};
     const void *dy = as_compute(ctx, c, dout, dt);
     const void *w = as_compute(ctx, c, weight, dt);
     void *dx = xbytes ? c.take((size_t)ocr_tensor_numel(dinp) * sizeof(float)) : dinp->data;
     void *ws = c.take(p->ws[DIR_BWD_DATA]);
     const float alpha = 1.0f, beta = 0.0f;
-    OCR_CUDA_CHECK(cudnnConvolutionBackwardData(cuda_cudnn(ctx), &alpha, p->w, w, p->y, dy, p->conv,
+    OCR_CUDA_CHECK(cudnnConvolutionBackwardData(ocr_cuda_cudnn(ctx), &alpha, p->w, w, p->y, dy, p->conv,
                                                 (cudnnConvolutionBwdDataAlgo_t)p->algo[DIR_BWD_DATA], ws,
                                                 p->ws[DIR_BWD_DATA], &beta, p->x, dx));
     OCR_CUDA_LAUNCHED();
     if (xbytes) {
         const int64_t n = ocr_tensor_numel(dinp);
-        cuda_copy_2d(ctx, dinp->data, dinp->dtype, n, dx, OCR_F32, n, 1, n);
+        ocr_cuda_copy_2d(ctx, dinp->data, dinp->dtype, n, dx, OCR_F32, n, 1, n);
     }
 }
 
@@ -485,26 +306,26 @@ static void cudnn_backward_filter(const CudaCtx &ctx, OcrTensor *dweight, const 
     const int64_t nw = ocr_tensor_numel(dweight);
     const size_t wbytes = dweight->dtype == dt ? 0 : cuda_align((size_t)nw * sizeof(float));
     const size_t need = widen_bytes(dout, dt) + widen_bytes(inp, dt) + wbytes + cuda_align(p->ws[DIR_BWD_FILTER]);
-    Carve c = {(char *)cuda_scratch(ctx, need), 0};
+    Carve c = {(char *)ocr_cuda_scratch(ctx, need), 0};
     const void *dy = as_compute(ctx, c, dout, dt);
     const void *x = as_compute(ctx, c, inp, dt);
     void *dw = dweight->data;
     if (wbytes) {  // accumulate into an f32 copy, round once
         dw = c.take((size_t)nw * sizeof(float));
-        cuda_copy_2d(ctx, dw, OCR_F32, nw, dweight->data, dweight->dtype, nw, 1, nw);
+        ocr_cuda_copy_2d(ctx, dw, OCR_F32, nw, dweight->data, dweight->dtype, nw, 1, nw);
     }
     void *ws = c.take(p->ws[DIR_BWD_FILTER]);
     const float alpha = 1.0f, beta = 1.0f;  // dweight accumulates
-    OCR_CUDA_CHECK(cudnnConvolutionBackwardFilter(cuda_cudnn(ctx), &alpha, p->x, x, p->y, dy, p->conv,
+    OCR_CUDA_CHECK(cudnnConvolutionBackwardFilter(ocr_cuda_cudnn(ctx), &alpha, p->x, x, p->y, dy, p->conv,
                                                   (cudnnConvolutionBwdFilterAlgo_t)p->algo[DIR_BWD_FILTER], ws,
                                                   p->ws[DIR_BWD_FILTER], &beta, p->w, dw));
     OCR_CUDA_LAUNCHED();
-    if (wbytes) cuda_copy_2d(ctx, dweight->data, dweight->dtype, nw, dw, OCR_F32, nw, 1, nw);
+    if (wbytes) ocr_cuda_copy_2d(ctx, dweight->data, dweight->dtype, nw, dw, OCR_F32, nw, 1, nw);
 }
 
 #else  // no cuDNN
 
-void cuda_conv_release(void) {}
+void ocr_cuda_conv_release(void) {}
 
 #endif
 
@@ -526,8 +347,8 @@ static void no_cudnn(const ConvGeom &g) {
 }
 #endif
 
-extern "C" void conv2d_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight,
-                                    const OcrTensor *bias, Conv2dParams p) {
+extern "C" void ocr_cuda_conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight,
+                                        const OcrTensor *bias, Conv2dParams p) {
     ConvGeom g = conv_geom(inp, weight, p);
     CUDA_ASSERT_FLOAT(out);
     OCR_ASSERT(out->ndim == 4 && out->shape[0] == g.N && out->shape[1] == g.Ho && out->shape[2] == g.Wo &&
@@ -538,16 +359,16 @@ extern "C" void conv2d_forward_cuda(OcrTensor *out, const OcrTensor *inp, const 
         CUDA_ASSERT_FLOAT(bias);
         OCR_ASSERT(ocr_tensor_numel(bias) == g.OC, "conv2d: bias must have OC elements");
     }
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     const int64_t rows = g.N * g.Ho * g.Wo;
     if (rows == 0 || g.OC == 0) return;
     if (use_own_depthwise(g)) {
-        dw_forward(ctx, out, inp, weight, bias, g);
+        ocr_cuda_conv2d_depthwise_forward(ctx, out, inp, weight, bias, g);
         return;
     }
     if (g.Cg == 0 || g.H == 0 || g.W == 0) {  // no inputs: the bias alone (or zeros)
         if (bias)
-            cuda_broadcast_rows(ctx, out->data, out->dtype, bias->data, bias->dtype, rows, g.OC);
+            ocr_cuda_broadcast_rows(ctx, out->data, out->dtype, bias->data, bias->dtype, rows, g.OC);
         else
             OCR_CUDA_CHECK(cudaMemsetAsync(out->data, 0, ocr_tensor_bytes(out), ctx.stream));
         return;
@@ -559,8 +380,8 @@ extern "C" void conv2d_forward_cuda(OcrTensor *out, const OcrTensor *inp, const 
 #endif
 }
 
-extern "C" void conv2d_backward_cuda(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
-                                     const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p) {
+extern "C" void ocr_cuda_conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                                         const OcrTensor *inp, const OcrTensor *weight, Conv2dParams p) {
     ConvGeom g = conv_geom(inp, weight, p);
     CUDA_ASSERT_FLOAT(dout);
     OCR_ASSERT(dout->ndim == 4 && dout->shape[0] == g.N && dout->shape[1] == g.Ho && dout->shape[2] == g.Wo &&
@@ -579,13 +400,13 @@ extern "C" void conv2d_backward_cuda(OcrTensor *dinp, OcrTensor *dweight, OcrTen
         CUDA_ASSERT_FLOAT(dbias);
         OCR_ASSERT(ocr_tensor_numel(dbias) == g.OC, "conv2d backward: dbias must have OC elements");
     }
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     const int64_t rows = g.N * g.Ho * g.Wo;
     if (use_own_depthwise(g)) {
-        dw_backward(ctx, dinp, dweight, dbias, dout, inp, weight, g);
+        ocr_cuda_conv2d_depthwise_backward(ctx, dinp, dweight, dbias, dout, inp, weight, g);
         return;
     }
-    if (dbias) cuda_bias_grad(ctx, dbias, dout->data, dout->dtype, rows, g.OC);
+    if (dbias) ocr_cuda_bias_grad(ctx, dbias, dout->data, dout->dtype, rows, g.OC);
     if (rows == 0 || g.OC == 0 || g.Cg == 0 || g.H == 0 || g.W == 0) {
         // No output pixels (or no filter taps): nothing reaches the input; dweight is unchanged.
         if (dinp && ocr_tensor_bytes(dinp)) OCR_CUDA_CHECK(cudaMemsetAsync(dinp->data, 0, ocr_tensor_bytes(dinp), ctx.stream));

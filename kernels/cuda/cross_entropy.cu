@@ -7,7 +7,7 @@
 // writes grad_scale / count · (softmax − q). Deterministic: no atomics.
 #include <math.h>
 
-#include "kernels/cuda/cross_entropy.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/cuda_internal.h"
 
 #define CE_THREADS 256
@@ -23,7 +23,7 @@ __device__ __forceinline__ bool ce_ignored(int32_t t, const CeArgs &a) { return 
 __device__ __forceinline__ bool ce_bad(int32_t t, const CeArgs &a) { return t < 0 || t >= a.C; }
 
 // Warp-wide log-sum-exp of row r in double.
-__device__ double ce_row_lse(const void *x, int xdt, int64_t base, int64_t C, int lane) {
+static __device__ double ce_row_lse(const void *x, int xdt, int64_t base, int64_t C, int lane) {
     float mx = -INFINITY;
     for (int64_t j = lane; j < C; j += 32) mx = fmaxf(mx, ld(x, xdt, base + j));
     mx = warp_max(mx);
@@ -33,7 +33,7 @@ __device__ double ce_row_lse(const void *x, int xdt, int64_t base, int64_t C, in
     return mx + log(s);
 }
 
-__global__ void ce_fwd_rows_kernel(double *row, const void *x, int xdt, const int32_t *tg, CeArgs a) {
+static __global__ void ce_fwd_rows_kernel(double *row, const void *x, int xdt, const int32_t *tg, CeArgs a) {
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5;
     for (int64_t r = blockIdx.x * wpb + (threadIdx.x >> 5); r < a.N; r += (int64_t)gridDim.x * wpb) {
@@ -54,7 +54,7 @@ __global__ void ce_fwd_rows_kernel(double *row, const void *x, int xdt, const in
     }
 }
 
-__global__ void ce_fwd_reduce_kernel(float *losses, float *loss, int32_t *counted, const double *row,
+static __global__ void ce_fwd_reduce_kernel(float *losses, float *loss, int32_t *counted, const double *row,
                                      const int32_t *tg, CeArgs a) {
     if (threadIdx.x != 0 || blockIdx.x != 0) return;
     double total = 0.0;
@@ -69,7 +69,7 @@ __global__ void ce_fwd_reduce_kernel(float *losses, float *loss, int32_t *counte
     if (counted) counted[0] = (int32_t)cnt;
 }
 
-__global__ void ce_count_kernel(int64_t *count, const int32_t *tg, CeArgs a) {
+static __global__ void ce_count_kernel(int64_t *count, const int32_t *tg, CeArgs a) {
     __shared__ int64_t part[CE_THREADS];
     int64_t c = 0;
     for (int64_t n = threadIdx.x; n < a.N; n += blockDim.x) c += !ce_ignored(tg[n], a);
@@ -82,8 +82,8 @@ __global__ void ce_count_kernel(int64_t *count, const int32_t *tg, CeArgs a) {
     }
 }
 
-__global__ void ce_bwd_kernel(void *dx, int dxdt, const void *x, int xdt, const int32_t *tg, const int64_t *count,
-                              CeArgs a) {
+static __global__ void ce_bwd_kernel(void *dx, int dxdt, const void *x, int xdt, const int32_t *tg,
+                                     const int64_t *count, CeArgs a) {
     const int lane = threadIdx.x & 31;
     const int64_t wpb = blockDim.x >> 5;
     const double g = count[0] ? (double)a.grad_scale / (double)count[0] : 0.0;
@@ -119,16 +119,17 @@ static CeArgs ce_args(const OcrTensor *logits, const OcrTensor *targets, CrossEn
     return a;
 }
 
-extern "C" void cross_entropy_forward_cuda(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted,
-                                           const OcrTensor *logits, const OcrTensor *targets, CrossEntropyParams p) {
+extern "C" void ocr_cuda_cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted,
+                                               const OcrTensor *logits, const OcrTensor *targets,
+                                               CrossEntropyParams p) {
     CeArgs a = ce_args(logits, targets, p, "cross_entropy");
     OCR_ASSERT(!losses || (losses->dtype == OCR_F32 && ocr_tensor_numel(losses) == a.N),
                "cross_entropy: losses must be %lld f32 values", (long long)a.N);
     OCR_ASSERT(!loss || (loss->dtype == OCR_F32 && ocr_tensor_numel(loss) == 1), "cross_entropy: loss must be one f32");
     OCR_ASSERT(!counted || (counted->dtype == OCR_I32 && ocr_tensor_numel(counted) == 1),
                "cross_entropy: counted must be one int32");
-    CudaCtx ctx = cuda_enter(logits);
-    double *row = (double *)cuda_scratch(ctx, (size_t)(a.N ? a.N : 1) * sizeof(double));
+    CudaCtx ctx = ocr_cuda_enter(logits);
+    double *row = (double *)ocr_cuda_scratch(ctx, (size_t)(a.N ? a.N : 1) * sizeof(double));
     if (a.N)
         ce_fwd_rows_kernel<<<cuda_blocks(a.N, CE_THREADS / 32), CE_THREADS, 0, ctx.stream>>>(
             row, logits->data, logits->dtype, (const int32_t *)targets->data, a);
@@ -139,15 +140,15 @@ extern "C" void cross_entropy_forward_cuda(OcrTensor *losses, OcrTensor *loss, O
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void cross_entropy_backward_cuda(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
-                                            CrossEntropyParams p) {
+extern "C" void ocr_cuda_cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
+                                                CrossEntropyParams p) {
     if (!dlogits) return;
     CeArgs a = ce_args(logits, targets, p, "cross_entropy_backward");
     CUDA_ASSERT_FLOAT(dlogits);
     OCR_ASSERT(ocr_tensor_same_shape(dlogits, logits), "cross_entropy_backward: dlogits and logits shapes differ");
-    CudaCtx ctx = cuda_enter(dlogits);
+    CudaCtx ctx = ocr_cuda_enter(dlogits);
     if (a.N == 0) return;
-    int64_t *count = (int64_t *)cuda_scratch(ctx, sizeof(int64_t));
+    int64_t *count = (int64_t *)ocr_cuda_scratch(ctx, sizeof(int64_t));
     ce_count_kernel<<<1, CE_THREADS, 0, ctx.stream>>>(count, (const int32_t *)targets->data, a);
     OCR_CUDA_LAUNCHED();
     ce_bwd_kernel<<<cuda_blocks(a.N, CE_THREADS / 32), CE_THREADS, 0, ctx.stream>>>(

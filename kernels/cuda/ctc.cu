@@ -10,10 +10,10 @@
 //      ascending order, one thread per class, as the CPU does.
 // alpha, lp and the frame statistics live in scratch (per sample T·(3S/2 + ...) doubles). A
 // last single-thread kernel does the batch reduction serially, in the CPU's order.
-// Everything stays on the device; only ctc_loss_forward_cuda's return value reads back.
+// Everything stays on the device; only ocr_cuda_ctc_loss_forward's return value reads back.
 #include <math.h>
 
-#include "kernels/cuda/ctc.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "kernels/cuda/cuda_internal.h"
 
 #define CTC_THREADS 256
@@ -58,7 +58,7 @@ __device__ __forceinline__ double ctc_weight(double nll, double base, int focal)
 }
 
 // Block reductions through a 32-entry shared buffer; every thread gets the result.
-__device__ double block_sum(double v, double *buf) {
+static __device__ double block_sum(double v, double *buf) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
     v = warp_sum(v);
     if (lane == 0) buf[warp] = v;
@@ -74,7 +74,7 @@ __device__ double block_sum(double v, double *buf) {
     return r;
 }
 
-__device__ float block_max(float v, double *buf) {
+static __device__ float block_max(float v, double *buf) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nw = (blockDim.x + 31) >> 5;
     v = warp_max(v);
     if (lane == 0) buf[warp] = v;
@@ -92,7 +92,7 @@ __device__ float block_max(float v, double *buf) {
 
 extern __shared__ double ctc_smem[];
 
-__global__ void __launch_bounds__(CTC_THREADS) ctc_sample_kernel(CtcArgs a) {
+static __global__ void __launch_bounds__(CTC_THREADS) ctc_sample_kernel(CtcArgs a) {
     const int b = blockIdx.x, tid = threadIdx.x, nt = blockDim.x;
     const int T = a.T, C = a.C, Smax = a.Smax, Sx = 2 * Smax + 1;
     // Shared: beta (2 rows of Sx), occupancy (Smax+1), reduction buffer (32), scalars (4),
@@ -263,8 +263,9 @@ __global__ void __launch_bounds__(CTC_THREADS) ctc_sample_kernel(CtcArgs a) {
 }
 
 // The batch reduction, serially in the CPU's order (one thread).
-__global__ void ctc_reduce_kernel(double *out, float *losses, float *loss, int32_t *infeasible, const double *nll,
-                                  const int32_t *tlen, int B, int reduction, int zero_infinity, int focal) {
+static __global__ void ctc_reduce_kernel(double *out, float *losses, float *loss, int32_t *infeasible,
+                                         const double *nll, const int32_t *tlen, int B, int reduction,
+                                         int zero_infinity, int focal) {
     if (blockIdx.x != 0 || threadIdx.x != 0) return;
     double total = 0.0;
     for (int b = 0; b < B; b++) {
@@ -322,12 +323,12 @@ static CudaCtx ctc_enqueue(double **scratch_out, OcrTensor *losses, OcrTensor *l
         OCR_ASSERT(ocr_tensor_same_shape(dlogits, logits), "dlogits must have logits' shape");
     }
     OCR_ASSERT(p.reduction >= OCR_CTC_REDUCTION_PADDLE && p.reduction <= OCR_CTC_REDUCTION_NONE);
-    CudaCtx ctx = cuda_enter(logits);
+    CudaCtx ctx = ocr_cuda_enter(logits);
 
     const int64_t Sx = 2 * Smax + 1;
     const int64_t per_sample = T * (Smax + 1) + T * Sx + 2 * T;
     // Scratch: the reduced loss (1 double), nll (B doubles), then the per-sample work.
-    double *scratch = (double *)cuda_scratch(ctx, (size_t)(1 + B + B * per_sample) * sizeof(double));
+    double *scratch = (double *)ocr_cuda_scratch(ctx, (size_t)(1 + B + B * per_sample) * sizeof(double));
     CtcArgs a;
     a.logits = logits->data;
     a.ldt = logits->dtype;
@@ -359,17 +360,18 @@ static CudaCtx ctc_enqueue(double **scratch_out, OcrTensor *losses, OcrTensor *l
     return ctx;
 }
 
-extern "C" void ctc_loss_forward_async_cuda(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits,
-                                            OcrTensor *infeasible, const OcrTensor *logits, const OcrTensor *targets,
-                                            const OcrTensor *target_lengths, const OcrTensor *input_lengths,
-                                            CtcParams p) {
+extern "C" void ocr_cuda_ctc_loss_forward_async(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits,
+                                                OcrTensor *infeasible, const OcrTensor *logits,
+                                                const OcrTensor *targets, const OcrTensor *target_lengths,
+                                                const OcrTensor *input_lengths, CtcParams p) {
     double *scratch;
     (void)ctc_enqueue(&scratch, losses, loss, dlogits, infeasible, logits, targets, target_lengths, input_lengths, p);
 }
 
-extern "C" double ctc_loss_forward_cuda(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
-                                        const OcrTensor *logits, const OcrTensor *targets,
-                                        const OcrTensor *target_lengths, const OcrTensor *input_lengths, CtcParams p) {
+extern "C" double ocr_cuda_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits,
+                                            OcrTensor *infeasible, const OcrTensor *logits, const OcrTensor *targets,
+                                            const OcrTensor *target_lengths, const OcrTensor *input_lengths,
+                                            CtcParams p) {
     double *scratch;
     CudaCtx ctx =
         ctc_enqueue(&scratch, losses, loss, dlogits, infeasible, logits, targets, target_lengths, input_lengths, p);

@@ -1,4 +1,6 @@
 // cuBLAS, opened when the CUDA backend first uses it rather than linked into every program.
+// CUDA only, not an op family: the CPU's GEMMs are OpenBLAS's and oneDNN's (kernels/cpu/gemm.c,
+// onednn.c).
 //
 // Linking libcublas maps libcublasLt, whose load-time relocations and constructors cost about
 // 150 MiB of resident memory in every process that links it, before any GPU is touched: a

@@ -78,7 +78,7 @@ void ocr_cuda_release_buffers(void);
 // at once. 0 on success (message otherwise).
 int ocr_cuda_copy_bytes(int dst_device, void *dst, int src_device, const void *src, size_t bytes);
 
-// ---- streams, events, pinned memory, graphs (the trainer's GPU step) ---------------------------------
+// ---- streams, events, pinned memory, graphs (kernels/backend.h's asynchronous execution) ------------
 typedef struct CUevent_st *ocr_event_t;
 typedef struct CUgraphExec_st *ocr_graph_exec_t;
 // A non-blocking stream on `device` (no implicit ordering with the legacy default stream).

@@ -1,5 +1,5 @@
 // Shared by the .cu files of the CUDA backend only (it uses CUDA types; C code includes the
-// family headers and cuda_backend.h instead).
+// op launchers of cuda_ops.h and cuda_backend.h instead).
 //
 // - OCR_CUDA_CHECK(stmt): one check for CUDA runtime, cuBLAS and cuDNN calls; on failure it
 //   aborts naming the statement, file, line and device (ops do not return a status).
@@ -8,8 +8,8 @@
 // - Element access for any float dtype (ld/st) with conversions bit-identical to core/half.h,
 //   and Philox4x32-10 identical to core/rng.h; both are __host__ __device__ so the host
 //   self-test can compare them with core.
-// - CudaCtx: the device and stream an op runs on (cuda_enter), and a grow-only per-device
-//   scratch buffer (cuda_scratch) charged to the WORKSPACE category.
+// - CudaCtx: the device and stream an op runs on (ocr_cuda_enter), and a grow-only per-device
+//   scratch buffer (ocr_cuda_scratch) charged to the WORKSPACE category.
 #ifndef OCR_KERNELS_CUDA_INTERNAL_H
 #define OCR_KERNELS_CUDA_INTERNAL_H
 
@@ -62,21 +62,21 @@ struct CudaCtx {
     cudaStream_t stream;
 };
 // Makes t's device current and returns it with its stream (asserts t is a CUDA tensor).
-CudaCtx cuda_enter(const OcrTensor *t);
+CudaCtx ocr_cuda_enter(const OcrTensor *t);
 // Grow-only scratch of the context's device, one buffer per slot, valid until the next
-// cuda_scratch call for the same slot: an op asks once, for everything it needs, and carves.
+// ocr_cuda_scratch call for the same slot: an op asks once, for everything it needs, and carves.
 // Slot 0 belongs to the op itself, slot 1 to the shared helpers an op may call while it
-// holds slot 0 (cuda_bias_grad). Growing frees the old buffer, which synchronises the
+// holds slot 0 (ocr_cuda_bias_grad). Growing frees the old buffer, which synchronises the
 // device, so an in-flight kernel never loses its scratch.
 #define CUDA_SCRATCH_SLOTS 2
-void *cuda_scratch(const CudaCtx &ctx, size_t bytes, int slot = 0);
+void *ocr_cuda_scratch(const CudaCtx &ctx, size_t bytes, int slot = 0);
 // Library handles of the context's device, bound to its stream.
-cublasHandle_t cuda_cublas(const CudaCtx &ctx);
+cublasHandle_t ocr_cuda_cublas(const CudaCtx &ctx);
 #ifdef OCR_HAVE_CUDNN
-cudnnHandle_t cuda_cudnn(const CudaCtx &ctx);
+cudnnHandle_t ocr_cuda_cudnn(const CudaCtx &ctx);
 #endif
 // Opt-in shared memory limit per block of the context's device.
-int cuda_max_smem_optin(const CudaCtx &ctx);
+int ocr_cuda_max_smem_optin(const CudaCtx &ctx);
 
 // Asserts a tensor is a CUDA float tensor.
 #define CUDA_ASSERT_FLOAT(t)                                                                       \
@@ -335,18 +335,32 @@ __device__ __forceinline__ void adam_group(void *param, int pdt, float *w, float
 
 // ---- shared internal launchers (defined in the family files) ---------------------------------
 // dst[r·dld + c] = src[r·sld + c] for r < rows, c < cols, converting dtypes (elementwise.cu).
-void cuda_copy_2d(const CudaCtx &ctx, void *dst, int ddt, int64_t dld, const void *src, int sdt, int64_t sld,
-                  int64_t rows, int64_t cols);
+void ocr_cuda_copy_2d(const CudaCtx &ctx, void *dst, int ddt, int64_t dld, const void *src, int sdt, int64_t sld,
+                      int64_t rows, int64_t cols);
 // dst (rows, cols) = broadcast of vec (cols) (elementwise.cu).
-void cuda_broadcast_rows(const CudaCtx &ctx, void *dst, int ddt, const void *vec, int vdt, int64_t rows, int64_t cols);
+void ocr_cuda_broadcast_rows(const CudaCtx &ctx, void *dst, int ddt, const void *vec, int vdt, int64_t rows,
+                             int64_t cols);
 // x[i] ·= alpha in place, in x's dtype; alpha = 0 writes zeros (elementwise.cu).
-void cuda_scale_inplace(const CudaCtx &ctx, void *x, int dt, int64_t n, float alpha);
-// dbias (C) += Σ over rows of d (rows, C), deterministic; uses scratch slot 1 (norm.cu).
-void cuda_bias_grad(const CudaCtx &ctx, const OcrTensor *dbias, const void *d, int ddt, int64_t rows, int64_t C);
-// Drops the cached cuDNN plans of every device (conv.cu).
-void cuda_conv_release(void);
+void ocr_cuda_scale_inplace(const CudaCtx &ctx, void *x, int dt, int64_t n, float alpha);
+// dbias (C) += Σ over rows of d (rows, C), deterministic; uses scratch slot 1 (batchnorm.cu).
+void ocr_cuda_bias_grad(const CudaCtx &ctx, const OcrTensor *dbias, const void *d, int ddt, int64_t rows, int64_t C);
+// Drops the cached cuDNN plans of every device (conv2d.cu).
+void ocr_cuda_conv_release(void);
+// A convolution's sizes, checked by conv2d.cu (every tensor below 2^31 elements).
+struct ConvGeom {
+    int64_t N, H, W, C, OC, KH, KW, Ho, Wo;
+    int64_t G, Cg, OCg;
+    int sh, sw, ph, pw;
+};
+// The depthwise convolution (groups == C == OC) with own kernels (conv2d_depthwise.cu), which
+// conv2d.cu runs instead of cuDNN; dinp assigned, dweight and dbias accumulated.
+void ocr_cuda_conv2d_depthwise_forward(const CudaCtx &ctx, OcrTensor *out, const OcrTensor *inp,
+                                       const OcrTensor *weight, const OcrTensor *bias, const ConvGeom &g);
+void ocr_cuda_conv2d_depthwise_backward(const CudaCtx &ctx, OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias,
+                                        const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *weight,
+                                        const ConvGeom &g);
 // The device's dropout step source for graph replays, or NULL (train_step.cu; see
 // ocr_cuda_set_dropout_step_source in train_step.h).
-const uint64_t *cuda_dropout_step_source(int device);
+const uint64_t *ocr_cuda_dropout_step_source(int device);
 
 #endif

@@ -114,7 +114,7 @@ static void enter_device(int device) {
     }
 }
 
-CudaCtx cuda_enter(const OcrTensor *t) {
+CudaCtx ocr_cuda_enter(const OcrTensor *t) {
     OCR_ASSERT(t && t->device.type == OCR_DEVICE_CUDA && t->device.index >= 0 && t->device.index < OCR_MAX_DEVICES,
                "CUDA op given a tensor that is not on a CUDA device");
     const int dev = t->device.index;
@@ -124,7 +124,7 @@ CudaCtx cuda_enter(const OcrTensor *t) {
     return ctx;
 }
 
-void *cuda_scratch(const CudaCtx &ctx, size_t bytes, int slot) {
+void *ocr_cuda_scratch(const CudaCtx &ctx, size_t bytes, int slot) {
     OCR_ASSERT(slot >= 0 && slot < CUDA_SCRATCH_SLOTS);
     DeviceState &d = g_dev[ctx.device];
     if (bytes <= d.scratch_bytes[slot] && d.scratch[slot]) return d.scratch[slot];
@@ -139,7 +139,7 @@ void *cuda_scratch(const CudaCtx &ctx, size_t bytes, int slot) {
     return d.scratch[slot];
 }
 
-cublasHandle_t cuda_cublas(const CudaCtx &ctx) {
+cublasHandle_t ocr_cuda_cublas(const CudaCtx &ctx) {
     DeviceState &d = g_dev[ctx.device];
     if (!d.cublas) {
         OCR_CUDA_CHECK(cublasCreate(&d.cublas));
@@ -160,7 +160,7 @@ cublasHandle_t cuda_cublas(const CudaCtx &ctx) {
 }
 
 #ifdef OCR_HAVE_CUDNN
-cudnnHandle_t cuda_cudnn(const CudaCtx &ctx) {
+cudnnHandle_t ocr_cuda_cudnn(const CudaCtx &ctx) {
     DeviceState &d = g_dev[ctx.device];
     if (!d.cudnn) {
         OCR_CUDA_CHECK(cudnnCreate(&d.cudnn));
@@ -174,7 +174,7 @@ cudnnHandle_t cuda_cudnn(const CudaCtx &ctx) {
 }
 #endif
 
-int cuda_max_smem_optin(const CudaCtx &ctx) {
+int ocr_cuda_max_smem_optin(const CudaCtx &ctx) {
     DeviceState &d = g_dev[ctx.device];
     if (!d.smem_optin) OCR_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, ctx.device));
     return d.smem_optin;
@@ -336,7 +336,7 @@ extern "C" void ocr_cuda_graph_destroy(ocr_graph_exec_t graph) {
 static void release_buffers(void);
 
 extern "C" void ocr_cuda_release_workspace(void) {
-    cuda_conv_release();
+    ocr_cuda_conv_release();
     release_buffers();
 }
 

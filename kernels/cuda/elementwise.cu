@@ -1,12 +1,11 @@
 // Elementwise and layout ops on the GPU: SE channel gating, add, accumulate, scale, zero,
-// concat along channels, permute, the uint8 input normalisation, plus the copy/broadcast
-// helpers other families use.
+// concat along channels, permute, plus the copy/broadcast helpers other families use.
 //
 // Every element is computed in fp32 and rounded once into its output's dtype, as on the CPU.
 // Pure data movement (concat, permute, add_backward) copies raw bits when the dtypes agree,
 // so NaN payloads survive exactly as in kernels/cpu/elementwise.c.
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/cuda_ops.h"
 
 #define EW_THREADS 256
 
@@ -15,16 +14,16 @@
 
 // ---- helpers shared with other families -------------------------------------------------------
 
-__global__ void copy_2d_kernel(void *dst, int ddt, int64_t dld, const void *src, int sdt, int64_t sld, int64_t rows,
-                               int64_t cols) {
+static __global__ void copy_2d_kernel(void *dst, int ddt, int64_t dld, const void *src, int sdt, int64_t sld,
+                                      int64_t rows, int64_t cols) {
     GRID_STRIDE(i, rows * cols) {
         int64_t r = i / cols, c = i - r * cols;
         copy_elem(dst, ddt, r * dld + c, src, sdt, r * sld + c);
     }
 }
 
-void cuda_copy_2d(const CudaCtx &ctx, void *dst, int ddt, int64_t dld, const void *src, int sdt, int64_t sld,
-                  int64_t rows, int64_t cols) {
+void ocr_cuda_copy_2d(const CudaCtx &ctx, void *dst, int ddt, int64_t dld, const void *src, int sdt, int64_t sld,
+                      int64_t rows, int64_t cols) {
     if (rows <= 0 || cols <= 0) return;
     if (ddt == sdt && dld == cols && sld == cols) {
         if (dst != src)
@@ -37,22 +36,23 @@ void cuda_copy_2d(const CudaCtx &ctx, void *dst, int ddt, int64_t dld, const voi
     OCR_CUDA_LAUNCHED();
 }
 
-__global__ void broadcast_rows_kernel(void *dst, int ddt, const void *vec, int vdt, int64_t rows, int64_t cols) {
+static __global__ void broadcast_rows_kernel(void *dst, int ddt, const void *vec, int vdt, int64_t rows, int64_t cols) {
     GRID_STRIDE(i, rows * cols) { copy_elem(dst, ddt, i, vec, vdt, i % cols); }
 }
 
-void cuda_broadcast_rows(const CudaCtx &ctx, void *dst, int ddt, const void *vec, int vdt, int64_t rows, int64_t cols) {
+void ocr_cuda_broadcast_rows(const CudaCtx &ctx, void *dst, int ddt, const void *vec, int vdt, int64_t rows,
+                             int64_t cols) {
     if (rows <= 0 || cols <= 0) return;
     broadcast_rows_kernel<<<cuda_blocks(rows * cols, EW_THREADS), EW_THREADS, 0, ctx.stream>>>(dst, ddt, vec, vdt, rows,
                                                                                               cols);
     OCR_CUDA_LAUNCHED();
 }
 
-__global__ void scale_inplace_kernel(void *x, int dt, int64_t n, float alpha) {
+static __global__ void scale_inplace_kernel(void *x, int dt, int64_t n, float alpha) {
     GRID_STRIDE(i, n) { st(x, dt, i, alpha * ld(x, dt, i)); }
 }
 
-void cuda_scale_inplace(const CudaCtx &ctx, void *x, int dt, int64_t n, float alpha) {
+void ocr_cuda_scale_inplace(const CudaCtx &ctx, void *x, int dt, int64_t n, float alpha) {
     if (n <= 0) return;
     if (alpha == 0.0f) {  // beta = 0 ignores the old contents, NaN included
         OCR_CUDA_CHECK(cudaMemsetAsync(x, 0, (size_t)n * ocr_dtype_size((ocr_dtype_t)dt), ctx.stream));
@@ -77,8 +77,8 @@ static void channel_scale_shapes(const OcrTensor *inp, const OcrTensor *scale, i
 }
 
 // y[r, c] = x[r, c] · s[r / HW, c]
-__global__ void channel_scale_kernel(void *y, int ydt, const void *x, int xdt, const void *s, int sdt, int64_t rows,
-                                     int64_t HW, int64_t C) {
+static __global__ void channel_scale_kernel(void *y, int ydt, const void *x, int xdt, const void *s, int sdt,
+                                            int64_t rows, int64_t HW, int64_t C) {
     GRID_STRIDE(i, rows * C) {
         int64_t r = i / C, c = i - r * C;
         st(y, ydt, i, ld(x, xdt, i) * ld(s, sdt, (r / HW) * C + c));
@@ -87,7 +87,7 @@ __global__ void channel_scale_kernel(void *y, int ydt, const void *x, int xdt, c
 
 // ds[n, c] = Σ_p dy[n, p, c] · x[n, p, c] in double, p in order (as the CPU does, so the sums
 // agree bit for bit: float products are exact in double).
-__global__ void channel_scale_dscale_kernel(void *ds, int dsdt, const void *dy, int dydt, const void *x, int xdt,
+static __global__ void channel_scale_dscale_kernel(void *ds, int dsdt, const void *dy, int dydt, const void *x, int xdt,
                                             int64_t N, int64_t HW, int64_t C) {
     GRID_STRIDE(i, N * C) {
         int64_t n = i / C, c = i - n * C;
@@ -100,12 +100,12 @@ __global__ void channel_scale_dscale_kernel(void *ds, int dsdt, const void *dy, 
     }
 }
 
-extern "C" void channel_scale_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale) {
+extern "C" void ocr_cuda_channel_scale_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *scale) {
     CUDA_ASSERT_FLOAT(out);
     int64_t N, HW, C;
     channel_scale_shapes(inp, scale, &N, &HW, &C);
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "channel_scale: out and inp sizes differ");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     int64_t rows = N * HW;
     if (rows * C == 0) return;
     channel_scale_kernel<<<cuda_blocks(rows * C, EW_THREADS), EW_THREADS, 0, ctx.stream>>>(
@@ -113,13 +113,13 @@ extern "C" void channel_scale_forward_cuda(OcrTensor *out, const OcrTensor *inp,
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void channel_scale_backward_cuda(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout,
-                                            const OcrTensor *inp, const OcrTensor *scale) {
+extern "C" void ocr_cuda_channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const OcrTensor *dout,
+                                                const OcrTensor *inp, const OcrTensor *scale) {
     CUDA_ASSERT_FLOAT(dout);
     int64_t N, HW, C;
     channel_scale_shapes(inp, scale, &N, &HW, &C);
     OCR_ASSERT(ocr_tensor_numel(dout) == ocr_tensor_numel(inp), "channel_scale: dout and inp sizes differ");
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     if (dinp) {
         CUDA_ASSERT_FLOAT(dinp);
         OCR_ASSERT(ocr_tensor_numel(dinp) == ocr_tensor_numel(inp), "channel_scale: dinp and inp sizes differ");
@@ -143,21 +143,21 @@ extern "C" void channel_scale_backward_cuda(OcrTensor *dinp, OcrTensor *dscale, 
 
 // ---- add, accumulate, scale, zero ----------------------------------------------------------------
 
-__global__ void add_kernel(void *y, int ydt, const void *a, int adt, const void *b, int bdt, int64_t n) {
+static __global__ void add_kernel(void *y, int ydt, const void *a, int adt, const void *b, int bdt, int64_t n) {
     GRID_STRIDE(i, n) { st(y, ydt, i, ld(a, adt, i) + ld(b, bdt, i)); }
 }
 
-__global__ void scale_kernel(void *y, int ydt, const void *x, int xdt, int64_t n, float alpha) {
+static __global__ void scale_kernel(void *y, int ydt, const void *x, int xdt, int64_t n, float alpha) {
     GRID_STRIDE(i, n) { st(y, ydt, i, alpha * ld(x, xdt, i)); }
 }
 
-extern "C" void add_forward_cuda(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
+extern "C" void ocr_cuda_add_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(a);
     CUDA_ASSERT_FLOAT(b);
     const int64_t n = ocr_tensor_numel(out);
     OCR_ASSERT(ocr_tensor_numel(a) == n && ocr_tensor_numel(b) == n, "add: sizes differ");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     if (n == 0) return;
     add_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, ctx.stream>>>(out->data, out->dtype, a->data, a->dtype,
                                                                          b->data, b->dtype, n);
@@ -169,42 +169,42 @@ static void copy_tensor(const CudaCtx &ctx, OcrTensor *dst, const OcrTensor *src
     const int64_t n = ocr_tensor_numel(src);
     OCR_ASSERT(ocr_tensor_numel(dst) == n, "copy: sizes differ");
     if (dst->data == src->data && dst->dtype == src->dtype) return;
-    cuda_copy_2d(ctx, dst->data, dst->dtype, n, src->data, src->dtype, n, 1, n);
+    ocr_cuda_copy_2d(ctx, dst->data, dst->dtype, n, src->data, src->dtype, n, 1, n);
 }
 
-extern "C" void add_backward_cuda(OcrTensor *da, OcrTensor *db, const OcrTensor *dout) {
+extern "C" void ocr_cuda_add_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout) {
     CUDA_ASSERT_FLOAT(dout);
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     if (da) copy_tensor(ctx, da, dout);
     if (db) copy_tensor(ctx, db, dout);
 }
 
-extern "C" void accumulate_cuda(OcrTensor *dst, const OcrTensor *src) {
+extern "C" void ocr_cuda_accumulate(OcrTensor *dst, const OcrTensor *src) {
     CUDA_ASSERT_FLOAT(dst);
     CUDA_ASSERT_FLOAT(src);
     const int64_t n = ocr_tensor_numel(dst);
     OCR_ASSERT(ocr_tensor_numel(src) == n, "accumulate: sizes differ");
-    CudaCtx ctx = cuda_enter(dst);
+    CudaCtx ctx = ocr_cuda_enter(dst);
     if (n == 0) return;
     add_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, ctx.stream>>>(dst->data, dst->dtype, dst->data, dst->dtype,
                                                                          src->data, src->dtype, n);
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void scale_forward_cuda(OcrTensor *out, const OcrTensor *inp, float alpha) {
+extern "C" void ocr_cuda_scale_forward(OcrTensor *out, const OcrTensor *inp, float alpha) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     const int64_t n = ocr_tensor_numel(out);
     OCR_ASSERT(ocr_tensor_numel(inp) == n, "scale: sizes differ");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     if (n == 0) return;
     scale_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, ctx.stream>>>(out->data, out->dtype, inp->data,
                                                                            inp->dtype, n, alpha);
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void zero_tensor_cuda(OcrTensor *t) {
-    CudaCtx ctx = cuda_enter(t);
+extern "C" void ocr_cuda_zero_tensor(OcrTensor *t) {
+    CudaCtx ctx = ocr_cuda_enter(t);
     // All-zero bits are 0 in every dtype we have (f32, f16, bf16, i32, u8).
     size_t bytes = ocr_tensor_bytes(t);
     if (t->data && bytes) OCR_CUDA_CHECK(cudaMemsetAsync(t->data, 0, bytes, ctx.stream));
@@ -225,7 +225,7 @@ static void concat_check(const OcrTensor *whole, const OcrTensor *const *parts, 
     }
 }
 
-extern "C" void concat_forward_cuda(OcrTensor *out, const OcrTensor *const *inputs, int count) {
+extern "C" void ocr_cuda_concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int count) {
     concat_check(out, inputs, count, "concat");
     const int64_t Ct = ocr_tensor_dim(out, -1);
     int64_t sum = 0;
@@ -234,19 +234,19 @@ extern "C" void concat_forward_cuda(OcrTensor *out, const OcrTensor *const *inpu
         sum += ocr_tensor_dim(inputs[i], -1);
     }
     OCR_ASSERT(sum == Ct, "concat: input channels sum to %lld, output has %lld", (long long)sum, (long long)Ct);
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     const int64_t rows = Ct > 0 ? ocr_tensor_numel(out) / Ct : 0;
     const size_t os = ocr_dtype_size(out->dtype);
     int64_t off = 0;
     for (int i = 0; i < count; i++) {
         const int64_t Ci = ocr_tensor_dim(inputs[i], -1);
-        cuda_copy_2d(ctx, (char *)out->data + (size_t)off * os, out->dtype, Ct, inputs[i]->data, inputs[i]->dtype, Ci,
-                     rows, Ci);
+        ocr_cuda_copy_2d(ctx, (char *)out->data + (size_t)off * os, out->dtype, Ct, inputs[i]->data, inputs[i]->dtype,
+                         Ci, rows, Ci);
         off += Ci;
     }
 }
 
-extern "C" void concat_backward_cuda(OcrTensor *const *dinputs, int count, const OcrTensor *dout) {
+extern "C" void ocr_cuda_concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *dout) {
     concat_check(dout, (const OcrTensor *const *)dinputs, count, "concat_backward");
     const int64_t Ct = ocr_tensor_dim(dout, -1);
     const int64_t rows = Ct > 0 ? ocr_tensor_numel(dout) / Ct : 0;
@@ -263,7 +263,7 @@ extern "C" void concat_backward_cuda(OcrTensor *const *dinputs, int count, const
     OCR_ASSERT(nulls <= 1, "concat_backward: %d NULL dinputs; at most one (its width is implied)", nulls);
     OCR_ASSERT(nulls ? known <= Ct : known == Ct, "concat_backward: dinputs have %lld channels, dout %lld",
                (long long)known, (long long)Ct);
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     int64_t off = 0;
     for (int i = 0; i < count; i++) {
         OcrTensor *t = dinputs[i];
@@ -272,8 +272,8 @@ extern "C" void concat_backward_cuda(OcrTensor *const *dinputs, int count, const
             continue;
         }
         const int64_t Ci = ocr_tensor_dim(t, -1);
-        cuda_copy_2d(ctx, t->data, t->dtype, Ci, (const char *)dout->data + (size_t)off * gs, dout->dtype, Ct, rows,
-                     Ci);
+        ocr_cuda_copy_2d(ctx, t->data, t->dtype, Ci, (const char *)dout->data + (size_t)off * gs, dout->dtype, Ct, rows,
+                         Ci);
         off += Ci;
     }
 }
@@ -285,7 +285,7 @@ struct PermuteGeom {
     int64_t s_in[4];  // input stride of each output dimension
 };
 
-__global__ void permute_kernel(void *y, int ydt, const void *x, int xdt, PermuteGeom g, int64_t n) {
+static __global__ void permute_kernel(void *y, int ydt, const void *x, int xdt, PermuteGeom g, int64_t n) {
     GRID_STRIDE(i, n) {
         int64_t r = i;
         int64_t o3 = r % g.oshape[3];
@@ -323,7 +323,7 @@ static void permute_impl(OcrTensor *out, const OcrTensor *inp, const int *perm, 
         g.oshape[i] = ishape[p];
         g.s_in[i] = istride[p];
     }
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     const int64_t n = ocr_tensor_numel(out);
     if (n == 0) return;
     OCR_ASSERT(out->data != inp->data, "%s: out may not alias inp", what);
@@ -332,11 +332,11 @@ static void permute_impl(OcrTensor *out, const OcrTensor *inp, const int *perm, 
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void permute_forward_cuda(OcrTensor *out, const OcrTensor *inp, const int *perm) {
+extern "C" void ocr_cuda_permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm) {
     permute_impl(out, inp, perm, "permute");
 }
 
-extern "C" void permute_backward_cuda(OcrTensor *dinp, const OcrTensor *dout, const int *perm) {
+extern "C" void ocr_cuda_permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm) {
     const int nd = dout->ndim;
     OCR_ASSERT(nd >= 1 && nd <= 4, "permute_backward: ndim %d", nd);
     int inv[4] = {0, 1, 2, 3};
@@ -345,44 +345,4 @@ extern "C" void permute_backward_cuda(OcrTensor *dinp, const OcrTensor *dout, co
         inv[perm[i]] = i;
     }
     permute_impl(dinp, dout, inv, "permute_backward");
-}
-
-// ---- input normalisation ---------------------------------------------------------------------------------
-
-// (p / 255 − 0.5) / 0.5 in IEEE float32, each step rounded as written (no contraction), so the
-// values equal kernels/cpu/input.c's table bit for bit. With widths, element i of row r (of W·C
-// elements; H rows per sample) is padding when i >= clamp(widths[r / H], 0, W)·C: exactly 0.
-__global__ void input_normalize_kernel(void *y, int ydt, const uint8_t *p, int64_t n, const int32_t *widths,
-                                       int64_t H, int64_t W, int64_t C) {
-    const int64_t WC = W * C;
-    GRID_STRIDE(i, n) {
-        bool pad = false;
-        if (widths) {
-            const int64_t r = i / WC;
-            int64_t w = widths[r / H];
-            w = w < 0 ? 0 : w > W ? W : w;
-            pad = i - r * WC >= w * C;
-        }
-        st(y, ydt, i, pad ? 0.0f : __fdiv_rn(__fsub_rn(__fdiv_rn((float)p[i], 255.0f), 0.5f), 0.5f));
-    }
-}
-
-extern "C" void input_normalize_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *widths) {
-    OCR_ASSERT(inp->dtype == OCR_U8 && inp->device.type == OCR_DEVICE_CUDA,
-               "input_normalize: inp must be a CUDA uint8 tensor");
-    CUDA_ASSERT_FLOAT(out);
-    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "input_normalize: out and inp shapes differ");
-    OCR_ASSERT(inp->ndim == 4 || !widths, "input_normalize: widths need an (N, H, W, C) batch");
-    const int64_t N = inp->shape[0];
-    if (widths)
-        OCR_ASSERT(widths->dtype == OCR_I32 && widths->device.type == OCR_DEVICE_CUDA && ocr_tensor_numel(widths) == N,
-                   "input_normalize: widths must be a CUDA int32 tensor of %lld elements", (long long)N);
-    CudaCtx ctx = cuda_enter(out);
-    const int64_t n = ocr_tensor_numel(inp);
-    if (n == 0) return;
-    const int64_t H = inp->ndim == 4 ? inp->shape[1] : 1, W = inp->ndim == 4 ? inp->shape[2] : 1,
-                  C = inp->ndim == 4 ? inp->shape[3] : 1;
-    input_normalize_kernel<<<cuda_blocks(n, EW_THREADS), EW_THREADS, 0, ctx.stream>>>(
-        out->data, out->dtype, (const uint8_t *)inp->data, n, widths ? (const int32_t *)widths->data : NULL, H, W, C);
-    OCR_CUDA_LAUNCHED();
 }

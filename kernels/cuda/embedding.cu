@@ -4,11 +4,11 @@
 // CPU's sum order, whatever the launch shape). Ids outside [0, V) give zero rows and no gradient (the
 // CPU asserts instead; the callers build the ids from encoded labels).
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/embedding.h"
+#include "kernels/cuda/cuda_ops.h"
 
 #define EMB_THREADS 256
 
-__global__ void embedding_fwd_kernel(void *y, int ydt, const int32_t *ids, const void *w, int wdt, int64_t rows,
+static __global__ void embedding_fwd_kernel(void *y, int ydt, const int32_t *ids, const void *w, int wdt, int64_t rows,
                                      int64_t V, int64_t D, int pad) {
     const int64_t n_el = rows * D;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n_el; i += (int64_t)gridDim.x * blockDim.x) {
@@ -26,8 +26,8 @@ __global__ void embedding_fwd_kernel(void *y, int ydt, const int32_t *ids, const
 // columns j and sums, starting from dtable's value and in row order, every row carrying that
 // id, then stores once. That is the CPU's f32 sequence exactly (it loads dtable into f32, adds
 // in row order and rounds once), so the results agree bit for bit in every dtype.
-__global__ void embedding_bwd_kernel(void *dw, int dwdt, const void *dy, int dydt, const int32_t *ids, int64_t rows,
-                                     int64_t V, int64_t D, int pad) {
+static __global__ void embedding_bwd_kernel(void *dw, int dwdt, const void *dy, int dydt, const int32_t *ids,
+                                            int64_t rows, int64_t V, int64_t D, int pad) {
     for (int64_t n = blockIdx.x; n < rows; n += gridDim.x) {
         const int32_t id = ids[n];
         if (id == pad || id < 0 || id >= V) continue;
@@ -46,7 +46,8 @@ __global__ void embedding_bwd_kernel(void *dw, int dwdt, const void *dy, int dyd
 
 static int64_t rows_of(const OcrTensor *t, int64_t D) { return D ? ocr_tensor_numel(t) / D : 0; }
 
-extern "C" void embedding_forward_cuda(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table, int padding_idx) {
+extern "C" void ocr_cuda_embedding_forward(OcrTensor *out, const OcrTensor *ids, const OcrTensor *table,
+                                           int padding_idx) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(table);
     OCR_ASSERT(table->ndim == 2, "embedding: the table must be (V, D)");
@@ -55,15 +56,15 @@ extern "C" void embedding_forward_cuda(OcrTensor *out, const OcrTensor *ids, con
     const int64_t rows = rows_of(out, D);
     OCR_ASSERT(ids->dtype == OCR_I32 && ocr_tensor_numel(ids) == rows, "embedding: ids must be %lld int32 values",
                (long long)rows);
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     if (rows * D == 0) return;
     embedding_fwd_kernel<<<cuda_blocks(rows * D, EMB_THREADS), EMB_THREADS, 0, ctx.stream>>>(
         out->data, out->dtype, (const int32_t *)ids->data, table->data, table->dtype, rows, V, D, padding_idx);
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void embedding_backward_cuda(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids,
-                                        int padding_idx) {
+extern "C" void ocr_cuda_embedding_backward(OcrTensor *dtable, const OcrTensor *dout, const OcrTensor *ids,
+                                            int padding_idx) {
     if (!dtable) return;
     CUDA_ASSERT_FLOAT(dtable);
     CUDA_ASSERT_FLOAT(dout);
@@ -73,7 +74,7 @@ extern "C" void embedding_backward_cuda(OcrTensor *dtable, const OcrTensor *dout
     const int64_t rows = rows_of(dout, D);
     OCR_ASSERT(ids->dtype == OCR_I32 && ocr_tensor_numel(ids) == rows,
                "embedding_backward: ids must be %lld int32 values", (long long)rows);
-    CudaCtx ctx = cuda_enter(dtable);
+    CudaCtx ctx = ocr_cuda_enter(dtable);
     if (rows * D == 0) return;
     const unsigned blocks = (unsigned)(rows < (1 << 20) ? rows : (1 << 20));
     embedding_bwd_kernel<<<blocks, EMB_THREADS, 0, ctx.stream>>>(

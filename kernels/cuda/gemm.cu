@@ -17,7 +17,7 @@
 #include <limits.h>
 
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/cuda_ops.h"
 
 static cudaDataType_t cublas_type(int dt) {
     switch (dt) {
@@ -45,9 +45,9 @@ static void gemm_rm(const CudaCtx &ctx, int ta, int tb, int64_t M, int64_t N, in
     if (K == 0 || alpha == 0.0f) {
         // No product: c = bias (broadcast), or c = beta·c (beta = 0: zeros).
         if (bias)
-            cuda_broadcast_rows(ctx, c, cdt, bias, biasdt, batch * M, N);
+            ocr_cuda_broadcast_rows(ctx, c, cdt, bias, biasdt, batch * M, N);
         else
-            cuda_scale_inplace(ctx, c, cdt, cn, beta);
+            ocr_cuda_scale_inplace(ctx, c, cdt, cn, beta);
         return;
     }
     OCR_ASSERT(fits_int(M) && fits_int(N) && fits_int(K), "gemm: %lld x %lld x %lld does not fit cuBLAS's int",
@@ -59,14 +59,14 @@ static void gemm_rm(const CudaCtx &ctx, int ta, int tb, int64_t M, int64_t N, in
     const size_t a_bytes = adt != op_dt ? cuda_align((size_t)an * sizeof(float)) : 0;
     const size_t b_bytes = bdt != op_dt ? cuda_align((size_t)bn * sizeof(float)) : 0;
     const size_t c_bytes = c_direct ? 0 : cuda_align((size_t)cn * sizeof(float));
-    char *scratch = (a_bytes + b_bytes + c_bytes) ? (char *)cuda_scratch(ctx, a_bytes + b_bytes + c_bytes) : NULL;
+    char *scratch = (a_bytes + b_bytes + c_bytes) ? (char *)ocr_cuda_scratch(ctx, a_bytes + b_bytes + c_bytes) : NULL;
     const void *pa = a, *pb = b;
     if (a_bytes) {
-        cuda_copy_2d(ctx, scratch, OCR_F32, an, a, adt, an, 1, an);
+        ocr_cuda_copy_2d(ctx, scratch, OCR_F32, an, a, adt, an, 1, an);
         pa = scratch;
     }
     if (b_bytes) {
-        cuda_copy_2d(ctx, scratch + a_bytes, OCR_F32, bn, b, bdt, bn, 1, bn);
+        ocr_cuda_copy_2d(ctx, scratch + a_bytes, OCR_F32, bn, b, bdt, bn, 1, bn);
         pb = scratch + a_bytes;
     }
     void *pc = c;
@@ -74,11 +74,11 @@ static void gemm_rm(const CudaCtx &ctx, int ta, int tb, int64_t M, int64_t N, in
     if (!c_direct) {
         pc = scratch + a_bytes + b_bytes;
         pcdt = OCR_F32;
-        if (beta != 0.0f) cuda_copy_2d(ctx, pc, OCR_F32, cn, c, cdt, cn, 1, cn);
+        if (beta != 0.0f) ocr_cuda_copy_2d(ctx, pc, OCR_F32, cn, c, cdt, cn, 1, cn);
     }
     float beta_eff = beta;
     if (bias) {
-        cuda_broadcast_rows(ctx, pc, pcdt, bias, biasdt, batch * M, N);
+        ocr_cuda_broadcast_rows(ctx, pc, pcdt, bias, biasdt, batch * M, N);
         beta_eff = 1.0f;
     }
 
@@ -86,7 +86,7 @@ static void gemm_rm(const CudaCtx &ctx, int ta, int tb, int64_t M, int64_t N, in
         (op_dt == OCR_F32 && ocr_cuda_allow_tf32()) ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     const cublasOperation_t opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N, opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N;
     const int lda = (int)(ta ? M : K), ldb = (int)(tb ? K : N), ldc = (int)N;
-    cublasHandle_t h = cuda_cublas(ctx);
+    cublasHandle_t h = ocr_cuda_cublas(ctx);
     if (batch == 1) {
         OCR_CUDA_CHECK(cublasGemmEx(h, opb, opa, (int)N, (int)M, (int)K, &alpha, pb, cublas_type(op_dt), ldb, pa,
                                     cublas_type(op_dt), lda, &beta_eff, pc, cublas_type(pcdt), ldc, compute,
@@ -98,7 +98,7 @@ static void gemm_rm(const CudaCtx &ctx, int ta, int tb, int64_t M, int64_t N, in
                                                   (long long)(M * N), (int)batch, compute, CUBLAS_GEMM_DEFAULT));
     }
     OCR_CUDA_LAUNCHED();
-    if (!c_direct) cuda_copy_2d(ctx, c, cdt, cn, pc, OCR_F32, cn, 1, cn);
+    if (!c_direct) ocr_cuda_copy_2d(ctx, c, cdt, cn, pc, OCR_F32, cn, 1, cn);
 }
 
 // Rows of a tensor viewed as a matrix whose columns are the last dimension.
@@ -108,8 +108,8 @@ static int64_t mat_rows(const OcrTensor *t) {
     return rows;
 }
 
-extern "C" void gemm_cuda(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha,
-                          float beta) {
+extern "C" void ocr_cuda_gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
+                              float alpha, float beta) {
     CUDA_ASSERT_FLOAT(c);
     CUDA_ASSERT_FLOAT(a);
     CUDA_ASSERT_FLOAT(b);
@@ -120,13 +120,13 @@ extern "C" void gemm_cuda(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, 
     OCR_ASSERT(K == Kb, "gemm: inner dimensions differ (%lld vs %lld)", (long long)K, (long long)Kb);
     OCR_ASSERT(mat_rows(c) == M && ocr_tensor_dim(c, -1) == N, "gemm: c is not (%lld, %lld)", (long long)M,
                (long long)N);
-    CudaCtx ctx = cuda_enter(c);
+    CudaCtx ctx = ocr_cuda_enter(c);
     gemm_rm(ctx, trans_a, trans_b, M, N, K, alpha, a->data, a->dtype, b->data, b->dtype, beta, c->data, c->dtype, 1,
             NULL, OCR_F32);
 }
 
-extern "C" void linear_forward_cuda(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight,
-                                    const OcrTensor *bias) {
+extern "C" void ocr_cuda_linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight,
+                                        const OcrTensor *bias) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     CUDA_ASSERT_FLOAT(weight);
@@ -142,13 +142,13 @@ extern "C" void linear_forward_cuda(OcrTensor *out, const OcrTensor *inp, const 
         CUDA_ASSERT_FLOAT(bias);
         OCR_ASSERT(ocr_tensor_numel(bias) == OUT, "linear: bias must have OUT elements");
     }
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     gemm_rm(ctx, 0, 0, R, OUT, IN, 1.0f, inp->data, inp->dtype, weight->data, weight->dtype, 0.0f, out->data,
             out->dtype, 1, bias ? bias->data : NULL, bias ? bias->dtype : OCR_F32);
 }
 
-extern "C" void linear_backward_cuda(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
-                                     const OcrTensor *inp, const OcrTensor *weight) {
+extern "C" void ocr_cuda_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
+                                         const OcrTensor *inp, const OcrTensor *weight) {
     CUDA_ASSERT_FLOAT(dout);
     CUDA_ASSERT_FLOAT(inp);
     CUDA_ASSERT_FLOAT(weight);
@@ -157,7 +157,7 @@ extern "C" void linear_backward_cuda(OcrTensor *dinp, OcrTensor *dweight, OcrTen
     const int64_t R = mat_rows(inp);
     OCR_ASSERT(ocr_tensor_dim(inp, -1) == IN && ocr_tensor_dim(dout, -1) == OUT && mat_rows(dout) == R,
                "linear backward: shapes of inp/dout do not match the weight");
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     if (dinp) {
         CUDA_ASSERT_FLOAT(dinp);
         OCR_ASSERT(ocr_tensor_numel(dinp) == R * IN, "linear backward: dinp shape");
@@ -175,7 +175,7 @@ extern "C" void linear_backward_cuda(OcrTensor *dinp, OcrTensor *dweight, OcrTen
     if (dbias) {
         CUDA_ASSERT_FLOAT(dbias);
         OCR_ASSERT(ocr_tensor_numel(dbias) == OUT, "linear backward: dbias shape");
-        cuda_bias_grad(ctx, dbias, dout->data, dout->dtype, R, OUT);
+        ocr_cuda_bias_grad(ctx, dbias, dout->data, dout->dtype, R, OUT);
     }
 }
 
@@ -196,30 +196,31 @@ static BatchDims batch_dims(const OcrTensor *a, const OcrTensor *b, int ta, int 
     return d;
 }
 
-extern "C" void matmul_batched_forward_cuda(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a,
-                                            int trans_b, float alpha) {
+extern "C" void ocr_cuda_matmul_batched_forward(OcrTensor *out, const OcrTensor *a, const OcrTensor *b, int trans_a,
+                                                int trans_b, float alpha) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(a);
     CUDA_ASSERT_FLOAT(b);
     BatchDims d = batch_dims(a, b, trans_a, trans_b);
     OCR_ASSERT(out->ndim == 3 && out->shape[0] == d.B && out->shape[1] == d.M && out->shape[2] == d.N,
                "matmul_batched: out must be (B, M, N)");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     gemm_rm(ctx, trans_a, trans_b, d.M, d.N, d.K, alpha, a->data, a->dtype, b->data, b->dtype, 0.0f, out->data,
             out->dtype, d.B, NULL, OCR_F32);
 }
 
 // With A' = op(a), B' = op(b) and out = alpha·A'·B':  dA' = alpha·dout·B'ᵀ, dB' = alpha·A'ᵀ·dout.
 // A transposed operand's gradient is the transpose of that, which swaps the factors.
-extern "C" void matmul_batched_backward_cuda(OcrTensor *da, OcrTensor *db, const OcrTensor *dout, const OcrTensor *a,
-                                             const OcrTensor *b, int trans_a, int trans_b, float alpha) {
+extern "C" void ocr_cuda_matmul_batched_backward(OcrTensor *da, OcrTensor *db, const OcrTensor *dout,
+                                                 const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b,
+                                                 float alpha) {
     CUDA_ASSERT_FLOAT(dout);
     CUDA_ASSERT_FLOAT(a);
     CUDA_ASSERT_FLOAT(b);
     BatchDims d = batch_dims(a, b, trans_a, trans_b);
     OCR_ASSERT(dout->ndim == 3 && dout->shape[0] == d.B && dout->shape[1] == d.M && dout->shape[2] == d.N,
                "matmul_batched backward: dout must be (B, M, N)");
-    CudaCtx ctx = cuda_enter(dout);
+    CudaCtx ctx = ocr_cuda_enter(dout);
     if (da) {
         CUDA_ASSERT_FLOAT(da);
         OCR_ASSERT(ocr_tensor_same_shape(da, a), "matmul_batched backward: da must match a");

@@ -3,7 +3,7 @@
 #include <math.h>
 
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/lstm.h"
+#include "kernels/cuda/cuda_ops.h"
 
 #define LSTM_THREADS 256
 
@@ -13,8 +13,8 @@ struct LstmArgs {
 
 __device__ __forceinline__ float lstm_sigm(float x) { return 1.0f / (1.0f + expf(-x)); }
 
-__global__ void lstm_fwd_kernel(void *h, int hdt, void *c, int cdt, const void *a, int adt, const void *cp, int cpdt,
-                                LstmArgs s) {
+static __global__ void lstm_fwd_kernel(void *h, int hdt, void *c, int cdt, const void *a, int adt, const void *cp,
+                                       int cpdt, LstmArgs s) {
     const int64_t n = s.B * s.H;
     for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
         const int64_t b = k / s.H, j = k - b * s.H, base = b * 4 * s.H;
@@ -26,8 +26,9 @@ __global__ void lstm_fwd_kernel(void *h, int hdt, void *c, int cdt, const void *
     }
 }
 
-__global__ void lstm_bwd_kernel(void *da, int dadt, void *dcp, int dcpdt, const void *dh, int dhdt, const void *dc,
-                                int dcdt, const void *a, int adt, const void *cp, int cpdt, LstmArgs s) {
+static __global__ void lstm_bwd_kernel(void *da, int dadt, void *dcp, int dcpdt, const void *dh, int dhdt,
+                                       const void *dc, int dcdt, const void *a, int adt, const void *cp, int cpdt,
+                                       LstmArgs s) {
     const int64_t n = s.B * s.H;
     for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < n; k += (int64_t)gridDim.x * blockDim.x) {
         const int64_t b = k / s.H, j = k - b * s.H, base = b * 4 * s.H;
@@ -60,20 +61,21 @@ static void check_state(const OcrTensor *t, const LstmArgs &s, const char *what)
     OCR_ASSERT(t->ndim == 2 && t->shape[0] == s.B && t->shape[1] == s.H, "%s must be (B, H)", what);
 }
 
-extern "C" void lstm_cell_forward_cuda(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev) {
+extern "C" void ocr_cuda_lstm_cell_forward(OcrTensor *h, OcrTensor *c, const OcrTensor *gates,
+                                           const OcrTensor *c_prev) {
     LstmArgs s = lstm_args(gates, "lstm_cell");
     check_state(h, s, "lstm_cell: h");
     check_state(c, s, "lstm_cell: c");
     check_state(c_prev, s, "lstm_cell: c_prev");
-    CudaCtx ctx = cuda_enter(gates);
+    CudaCtx ctx = ocr_cuda_enter(gates);
     if (s.B * s.H == 0) return;
     lstm_fwd_kernel<<<cuda_blocks(s.B * s.H, LSTM_THREADS), LSTM_THREADS, 0, ctx.stream>>>(
         h->data, h->dtype, c->data, c->dtype, gates->data, gates->dtype, opt_data(c_prev), opt_dtype(c_prev), s);
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void lstm_cell_backward_cuda(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh, const OcrTensor *dc,
-                                        const OcrTensor *gates, const OcrTensor *c_prev) {
+extern "C" void ocr_cuda_lstm_cell_backward(OcrTensor *dgates, OcrTensor *dc_prev, const OcrTensor *dh,
+                                            const OcrTensor *dc, const OcrTensor *gates, const OcrTensor *c_prev) {
     LstmArgs s = lstm_args(gates, "lstm_cell_backward");
     check_state(dh, s, "lstm_cell_backward: dh");
     check_state(dc, s, "lstm_cell_backward: dc");
@@ -84,7 +86,7 @@ extern "C" void lstm_cell_backward_cuda(OcrTensor *dgates, OcrTensor *dc_prev, c
         OCR_ASSERT(ocr_tensor_same_shape(dgates, gates), "lstm_cell_backward: dgates must be (B, 4H)");
     }
     if ((!dgates && !dc_prev) || s.B * s.H == 0) return;
-    CudaCtx ctx = cuda_enter(gates);
+    CudaCtx ctx = ocr_cuda_enter(gates);
     lstm_bwd_kernel<<<cuda_blocks(s.B * s.H, LSTM_THREADS), LSTM_THREADS, 0, ctx.stream>>>(
         opt_data(dgates), opt_dtype(dgates), opt_data(dc_prev), opt_dtype(dc_prev), dh->data, dh->dtype, opt_data(dc),
         opt_dtype(dc), gates->data, gates->dtype, opt_data(c_prev), opt_dtype(c_prev), s);

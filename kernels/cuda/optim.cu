@@ -7,7 +7,7 @@
 #include <math.h>
 
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/optim.h"
+#include "kernels/cuda/cuda_ops.h"
 
 #define OPT_THREADS 256
 // Elements per partial sum of the norm (the CPU's chunk), and threads per chunk.
@@ -16,15 +16,15 @@
 
 // One thread per group of four elements (one Philox block of draws): adam_group in
 // cuda_internal.h, shared with the fused multi-tensor pass of train_step.cu.
-__global__ void adam_kernel(void *param, int pdt, float *w, float *m, float *v, const void *g, int gdt, int64_t n,
-                            int write_param, AdamConsts k) {
+static __global__ void adam_kernel(void *param, int pdt, float *w, float *m, float *v, const void *g, int gdt,
+                                   int64_t n, int write_param, AdamConsts k) {
     const int64_t groups = (n + 3) / 4;
     for (int64_t t = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; t < groups; t += (int64_t)gridDim.x * blockDim.x)
         adam_group(param, pdt, w, m, v, g, gdt, n, write_param, k, t);
 }
 
-extern "C" void adam_update_cuda(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v,
-                                 const OcrTensor *grad, AdamParams p) {
+extern "C" void ocr_cuda_adam_update(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTensor *v,
+                                     const OcrTensor *grad, AdamParams p) {
     CUDA_ASSERT_FLOAT(param);
     CUDA_ASSERT_FLOAT(grad);
     OCR_ASSERT(m->dtype == OCR_F32 && v->dtype == OCR_F32, "adam_update: moments must be f32");
@@ -43,7 +43,7 @@ extern "C" void adam_update_cuda(OcrTensor *param, OcrTensor *master, OcrTensor 
                    ocr_dtype_name(param->dtype));
         w = (float *)param->data;
     }
-    CudaCtx ctx = cuda_enter(param);
+    CudaCtx ctx = ocr_cuda_enter(param);
     if (n == 0) return;
     // Host scalars exactly as kernels/cpu/optim.c forms them (bias corrections in double).
     const double bc1 = 1.0 - pow((double)p.beta1, (double)p.step);
@@ -70,7 +70,7 @@ extern "C" void adam_update_cuda(OcrTensor *param, OcrTensor *master, OcrTensor 
 
 // partial[blockIdx.x] = Σ g² over chunk blockIdx.x (NORM_CHUNK elements), in double with a
 // fixed reduction tree: the same result for every run.
-__global__ void __launch_bounds__(NORM_THREADS) sumsq_kernel(double *partial, const void *g, int dt, int64_t n) {
+static __global__ void __launch_bounds__(NORM_THREADS) sumsq_kernel(double *partial, const void *g, int dt, int64_t n) {
     const int64_t lo = (int64_t)blockIdx.x * NORM_CHUNK;
     const int64_t hi = lo + NORM_CHUNK < n ? lo + NORM_CHUNK : n;
     double acc = 0.0;
@@ -90,7 +90,8 @@ __global__ void __launch_bounds__(NORM_THREADS) sumsq_kernel(double *partial, co
 }
 
 // out[0] = Σ partial[0 .. n) in a fixed order (one block).
-__global__ void __launch_bounds__(NORM_THREADS) sum_partials_kernel(double *out, const double *partial, int64_t n) {
+static __global__ void __launch_bounds__(NORM_THREADS)
+    sum_partials_kernel(double *out, const double *partial, int64_t n) {
     double acc = 0.0;
     for (int64_t i = threadIdx.x; i < n; i += NORM_THREADS) acc += partial[i];
     __shared__ double s[NORM_THREADS / 32];
@@ -104,7 +105,7 @@ __global__ void __launch_bounds__(NORM_THREADS) sum_partials_kernel(double *out,
     }
 }
 
-extern "C" double grad_global_norm_cuda(OcrTensor *const *grads, int count) {
+extern "C" double ocr_cuda_grad_global_norm(OcrTensor *const *grads, int count) {
     const OcrTensor *t0 = NULL;
     int64_t chunks = 0;
     for (int i = 0; i < count; i++) {
@@ -115,8 +116,8 @@ extern "C" double grad_global_norm_cuda(OcrTensor *const *grads, int count) {
         chunks += (ocr_tensor_numel(grads[i]) + NORM_CHUNK - 1) / NORM_CHUNK;
     }
     if (!t0 || chunks == 0) return 0.0;
-    CudaCtx ctx = cuda_enter(t0);
-    double *buf = (double *)cuda_scratch(ctx, (size_t)(chunks + 1) * sizeof(double));
+    CudaCtx ctx = ocr_cuda_enter(t0);
+    double *buf = (double *)ocr_cuda_scratch(ctx, (size_t)(chunks + 1) * sizeof(double));
     int64_t off = 0;
     for (int i = 0; i < count; i++) {
         if (!grads[i]) continue;
@@ -135,20 +136,20 @@ extern "C" double grad_global_norm_cuda(OcrTensor *const *grads, int count) {
     return sqrt(total);
 }
 
-__global__ void scale_kernel(void *x, int dt, int64_t n, float f) {
+static __global__ void scale_kernel(void *x, int dt, int64_t n, float f) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         st(x, dt, i, ld(x, dt, i) * f);
 }
 
-extern "C" double clip_grad_global_norm_cuda(OcrTensor *const *grads, int count, float max_norm) {
-    const double norm = grad_global_norm_cuda(grads, count);
+extern "C" double ocr_cuda_clip_grad_global_norm(OcrTensor *const *grads, int count, float max_norm) {
+    const double norm = ocr_cuda_grad_global_norm(grads, count);
     if (norm > (double)max_norm) {
         const float f = (float)((double)max_norm / (norm + 1e-6));
         for (int i = 0; i < count; i++) {
             if (!grads[i]) continue;
             const int64_t n = ocr_tensor_numel(grads[i]);
             if (n == 0) continue;
-            CudaCtx ctx = cuda_enter(grads[i]);
+            CudaCtx ctx = ocr_cuda_enter(grads[i]);
             scale_kernel<<<cuda_blocks(n, OPT_THREADS), OPT_THREADS, 0, ctx.stream>>>(grads[i]->data, grads[i]->dtype,
                                                                                      n, f);
             OCR_CUDA_LAUNCHED();

@@ -6,7 +6,7 @@
 // and the sums are deterministic. The sums and divisions happen in the CPU's order without
 // contraction, so results agree with the CPU bit for bit.
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/pool.h"
+#include "kernels/cuda/cuda_ops.h"
 
 #define POOL_THREADS 256
 
@@ -73,7 +73,8 @@ static PoolAxis axis_adaptive(int out, int in) {
 
 // ---- average -----------------------------------------------------------------------------------
 
-__global__ void avg_forward_kernel(void *y, int ydt, const void *x, int xdt, int N, int C, PoolAxis ah, PoolAxis aw) {
+static __global__ void avg_forward_kernel(void *y, int ydt, const void *x, int xdt, int N, int C, PoolAxis ah,
+                                          PoolAxis aw) {
     const int64_t total = (int64_t)N * ah.out * aw.out * C;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = i / C;
@@ -91,7 +92,7 @@ __global__ void avg_forward_kernel(void *y, int ydt, const void *x, int xdt, int
     }
 }
 
-__global__ void avg_backward_kernel(void *dx, int dxdt, const void *dy, int dydt, int N, int C, PoolAxis ah,
+static __global__ void avg_backward_kernel(void *dx, int dxdt, const void *dy, int dydt, int N, int C, PoolAxis ah,
                                     PoolAxis aw) {
     const int64_t total = (int64_t)N * ah.in * aw.in * C;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
@@ -118,7 +119,7 @@ __global__ void avg_backward_kernel(void *dx, int dxdt, const void *dy, int dydt
 }
 
 static void avg_forward(OcrTensor *out, const OcrTensor *inp, PoolAxis ah, PoolAxis aw) {
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     const int64_t total = ocr_tensor_numel(out);
     if (total == 0) return;
     avg_forward_kernel<<<cuda_blocks(total, POOL_THREADS), POOL_THREADS, 0, ctx.stream>>>(
@@ -127,7 +128,7 @@ static void avg_forward(OcrTensor *out, const OcrTensor *inp, PoolAxis ah, PoolA
 }
 
 static void avg_backward(OcrTensor *dinp, const OcrTensor *dout, PoolAxis ah, PoolAxis aw) {
-    CudaCtx ctx = cuda_enter(dinp);
+    CudaCtx ctx = ocr_cuda_enter(dinp);
     const int64_t total = ocr_tensor_numel(dinp);
     if (total == 0) return;
     avg_backward_kernel<<<cuda_blocks(total, POOL_THREADS), POOL_THREADS, 0, ctx.stream>>>(
@@ -135,28 +136,28 @@ static void avg_backward(OcrTensor *dinp, const OcrTensor *dout, PoolAxis ah, Po
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void avgpool2d_forward_cuda(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
+extern "C" void ocr_cuda_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
     pool_check_nhwc(out, inp, "avgpool2d");
     PoolAxis ah = axis_window((int)out->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     PoolAxis aw = axis_window((int)out->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
     avg_forward(out, inp, ah, aw);
 }
 
-extern "C" void avgpool2d_backward_cuda(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p) {
+extern "C" void ocr_cuda_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, Pool2dParams p) {
     pool_check_nhwc(dout, dinp, "avgpool2d");
     PoolAxis ah = axis_window((int)dout->shape[1], (int)dinp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     PoolAxis aw = axis_window((int)dout->shape[2], (int)dinp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
     avg_backward(dinp, dout, ah, aw);
 }
 
-extern "C" void adaptive_avgpool2d_forward_cuda(OcrTensor *out, const OcrTensor *inp) {
+extern "C" void ocr_cuda_adaptive_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp) {
     pool_check_nhwc(out, inp, "adaptive_avgpool2d");
     PoolAxis ah = axis_adaptive((int)out->shape[1], (int)inp->shape[1]);
     PoolAxis aw = axis_adaptive((int)out->shape[2], (int)inp->shape[2]);
     avg_forward(out, inp, ah, aw);
 }
 
-extern "C" void adaptive_avgpool2d_backward_cuda(OcrTensor *dinp, const OcrTensor *dout) {
+extern "C" void ocr_cuda_adaptive_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout) {
     pool_check_nhwc(dout, dinp, "adaptive_avgpool2d");
     PoolAxis ah = axis_adaptive((int)dout->shape[1], (int)dinp->shape[1]);
     PoolAxis aw = axis_adaptive((int)dout->shape[2], (int)dinp->shape[2]);
@@ -167,8 +168,8 @@ extern "C" void adaptive_avgpool2d_backward_cuda(OcrTensor *dinp, const OcrTenso
 
 // y = max over each bin; arg (when non-NULL) receives the flat input pixel h·W + w of the
 // FIRST maximum in row-major window order (a later equal value does not replace it).
-__global__ void max_forward_kernel(void *y, int ydt, int32_t *arg, const void *x, int xdt, int N, int C, PoolAxis ah,
-                                   PoolAxis aw) {
+static __global__ void max_forward_kernel(void *y, int ydt, int32_t *arg, const void *x, int xdt, int N, int C,
+                                          PoolAxis ah, PoolAxis aw) {
     const int64_t total = (int64_t)N * ah.out * aw.out * C;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = i / C;
@@ -194,8 +195,8 @@ __global__ void max_forward_kernel(void *y, int ydt, int32_t *arg, const void *x
     }
 }
 
-__global__ void max_backward_kernel(void *dx, int dxdt, const void *dy, int dydt, const int32_t *arg, int N, int C,
-                                    PoolAxis ah, PoolAxis aw) {
+static __global__ void max_backward_kernel(void *dx, int dxdt, const void *dy, int dydt, const int32_t *arg, int N,
+                                           int C, PoolAxis ah, PoolAxis aw) {
     const int64_t total = (int64_t)N * ah.in * aw.in * C;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total; i += (int64_t)gridDim.x * blockDim.x) {
         int64_t r = i / C;
@@ -219,11 +220,11 @@ __global__ void max_backward_kernel(void *dx, int dxdt, const void *dy, int dydt
     }
 }
 
-extern "C" void maxpool2d_forward_cuda(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
+extern "C" void ocr_cuda_maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
     pool_check_nhwc(out, inp, "maxpool2d");
     PoolAxis ah = axis_window((int)out->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     PoolAxis aw = axis_window((int)out->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     const int64_t total = ocr_tensor_numel(out);
     if (total == 0) return;
     max_forward_kernel<<<cuda_blocks(total, POOL_THREADS), POOL_THREADS, 0, ctx.stream>>>(
@@ -231,17 +232,18 @@ extern "C" void maxpool2d_forward_cuda(OcrTensor *out, const OcrTensor *inp, Poo
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void maxpool2d_backward_cuda(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, Pool2dParams p) {
+extern "C" void ocr_cuda_maxpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp,
+                                            Pool2dParams p) {
     pool_check_nhwc(dout, inp, "maxpool2d");
     CUDA_ASSERT_FLOAT(dinp);
     OCR_ASSERT(ocr_tensor_same_shape(dinp, inp), "maxpool2d: dinp and inp shapes differ");
     PoolAxis ah = axis_window((int)dout->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     PoolAxis aw = axis_window((int)dout->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
     OCR_ASSERT(inp->shape[1] * inp->shape[2] <= INT32_MAX, "maxpool2d: map too large");
-    CudaCtx ctx = cuda_enter(dinp);
+    CudaCtx ctx = ocr_cuda_enter(dinp);
     const int64_t nout = ocr_tensor_numel(dout), nin = ocr_tensor_numel(dinp);
     if (nin == 0) return;
-    int32_t *arg = (int32_t *)cuda_scratch(ctx, (size_t)(nout > 0 ? nout : 1) * sizeof(int32_t));
+    int32_t *arg = (int32_t *)ocr_cuda_scratch(ctx, (size_t)(nout > 0 ? nout : 1) * sizeof(int32_t));
     const int N = (int)inp->shape[0], C = (int)inp->shape[3];
     if (nout > 0) {
         max_forward_kernel<<<cuda_blocks(nout, POOL_THREADS), POOL_THREADS, 0, ctx.stream>>>(NULL, OCR_F32, arg, inp->data,

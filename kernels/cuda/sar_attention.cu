@@ -8,7 +8,7 @@
 #include <math.h>
 
 #include "kernels/cuda/cuda_internal.h"
-#include "kernels/cuda/sar_attention.h"
+#include "kernels/cuda/cuda_ops.h"
 
 #define SAR_THREADS 256
 
@@ -18,7 +18,7 @@ struct SarArgs {
 
 __device__ __forceinline__ int64_t sar_valid(const int32_t *vw, int64_t b, int64_t W) { return vw ? vw[b] : W; }
 
-__global__ void sar_fwd_kernel(float *s, const void *k, int kdt, const void *q, int qdt, const void *w, int wdt,
+static __global__ void sar_fwd_kernel(float *s, const void *k, int kdt, const void *q, int qdt, const void *w, int wdt,
                                const void *bias, int bdt, const int32_t *vw, SarArgs a) {
     const int64_t n = a.B * a.T * a.P;
     const float b0 = bias ? ld(bias, bdt, 0) : 0.0f;
@@ -35,8 +35,8 @@ __global__ void sar_fwd_kernel(float *s, const void *k, int kdt, const void *q, 
     }
 }
 
-__global__ void sar_dq_kernel(void *dq, int dqdt, const float *ds, const void *k, int kdt, const void *q, int qdt,
-                              const void *w, int wdt, const int32_t *vw, SarArgs a) {
+static __global__ void sar_dq_kernel(void *dq, int dqdt, const float *ds, const void *k, int kdt, const void *q,
+                                     int qdt, const void *w, int wdt, const int32_t *vw, SarArgs a) {
     const int64_t n = a.B * a.T * a.D;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t d = i % a.D, bt = i / a.D, b = bt / a.T, valid = sar_valid(vw, b, a.W);
@@ -51,8 +51,8 @@ __global__ void sar_dq_kernel(void *dq, int dqdt, const float *ds, const void *k
     }
 }
 
-__global__ void sar_dk_kernel(void *dk, int dkdt, const float *ds, const void *k, int kdt, const void *q, int qdt,
-                              const void *w, int wdt, const int32_t *vw, SarArgs a) {
+static __global__ void sar_dk_kernel(void *dk, int dkdt, const float *ds, const void *k, int kdt, const void *q,
+                                     int qdt, const void *w, int wdt, const int32_t *vw, SarArgs a) {
     const int64_t n = a.B * a.P * a.D;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t d = i % a.D, bp = i / a.D, b = bp / a.P, p = bp % a.P;
@@ -69,7 +69,7 @@ __global__ void sar_dk_kernel(void *dk, int dkdt, const float *ds, const void *k
 }
 
 // Block d < D: dw[d] += Σ ds·tanh(k_d + q_d); block D: dbias += Σ ds (valid positions only).
-__global__ void sar_dw_kernel(void *dw, int dwdt, void *dbias, int dbdt, const float *ds, const void *k, int kdt,
+static __global__ void sar_dw_kernel(void *dw, int dwdt, void *dbias, int dbdt, const float *ds, const void *k, int kdt,
                               const void *q, int qdt, const int32_t *vw, SarArgs a) {
     __shared__ double red[SAR_THREADS];
     const int64_t d = blockIdx.x, n = a.B * a.T * a.P;
@@ -116,11 +116,11 @@ static SarArgs sar_args(const OcrTensor *scores, const OcrTensor *key, const Ocr
     return a;
 }
 
-extern "C" void sar_attention_score_forward_cuda(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query,
-                                                 const OcrTensor *w, const OcrTensor *bias, const OcrTensor *valid_w,
-                                                 int grid_w) {
+extern "C" void ocr_cuda_sar_attention_score_forward(OcrTensor *scores, const OcrTensor *key, const OcrTensor *query,
+                                                     const OcrTensor *w, const OcrTensor *bias,
+                                                     const OcrTensor *valid_w, int grid_w) {
     SarArgs a = sar_args(scores, key, query, w, valid_w, grid_w, "sar_attention_score");
-    CudaCtx ctx = cuda_enter(key);
+    CudaCtx ctx = ocr_cuda_enter(key);
     const int64_t n = a.B * a.T * a.P;
     if (n == 0) return;
     sar_fwd_kernel<<<cuda_blocks(n, SAR_THREADS), SAR_THREADS, 0, ctx.stream>>>(
@@ -129,16 +129,16 @@ extern "C" void sar_attention_score_forward_cuda(OcrTensor *scores, const OcrTen
     OCR_CUDA_LAUNCHED();
 }
 
-extern "C" void sar_attention_score_backward_cuda(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw, OcrTensor *dbias,
-                                                  const OcrTensor *dscores, const OcrTensor *key,
-                                                  const OcrTensor *query, const OcrTensor *w, const OcrTensor *valid_w,
-                                                  int grid_w) {
+extern "C" void ocr_cuda_sar_attention_score_backward(OcrTensor *dkey, OcrTensor *dquery, OcrTensor *dw,
+                                                      OcrTensor *dbias, const OcrTensor *dscores, const OcrTensor *key,
+                                                      const OcrTensor *query, const OcrTensor *w,
+                                                      const OcrTensor *valid_w, int grid_w) {
     SarArgs a = sar_args(dscores, key, query, w, valid_w, grid_w, "sar_attention_score_backward");
     if (dkey) OCR_ASSERT(ocr_tensor_same_shape(dkey, key), "sar_attention_score_backward: dkey must be (B, P, D)");
     if (dquery) OCR_ASSERT(ocr_tensor_same_shape(dquery, query), "sar_attention_score_backward: dquery must be (B, T, D)");
     if (dw) OCR_ASSERT(ocr_tensor_numel(dw) == a.D, "sar_attention_score_backward: dw must hold D values");
     if (dbias) OCR_ASSERT(ocr_tensor_numel(dbias) == 1, "sar_attention_score_backward: dbias must hold 1 value");
-    CudaCtx ctx = cuda_enter(key);
+    CudaCtx ctx = ocr_cuda_enter(key);
     const float *ds = (const float *)dscores->data;
     const int32_t *vw = valid_w ? (const int32_t *)valid_w->data : NULL;
     if (dquery && a.B * a.T * a.D > 0) {

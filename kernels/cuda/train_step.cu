@@ -36,7 +36,7 @@ struct OcrFusedAdam {
 
 static const uint64_t *g_dropout_step[OCR_MAX_DEVICES];
 
-const uint64_t *cuda_dropout_step_source(int device) {
+const uint64_t *ocr_cuda_dropout_step_source(int device) {
     return device >= 0 && device < OCR_MAX_DEVICES ? g_dropout_step[device] : NULL;
 }
 
@@ -50,7 +50,7 @@ extern "C" void ocr_cuda_set_dropout_step_source(int device, const uint64_t *dro
 static CudaCtx ctx_of(int device) {
     const int64_t one = 1;
     OcrTensor probe = ocr_tensor_view(NULL, OCR_F32, ocr_cuda_device(device), 1, &one);
-    return cuda_enter(&probe);
+    return ocr_cuda_enter(&probe);
 }
 
 extern "C" void ocr_fused_adam_free(OcrFusedAdam *fa) {
@@ -147,7 +147,7 @@ __device__ __forceinline__ int find_tensor(const int64_t *begin, int count, int6
 }
 
 // Unscale (f32 gradients by inv_scale, in place) + finite check + amax + Σ g² per chunk.
-__global__ void __launch_bounds__(FUSED_THREADS)
+static __global__ void __launch_bounds__(FUSED_THREADS)
     check_kernel(const OcrFusedTensor *ts, const int64_t *begin, int count, OcrDevStep *state, double *partial,
                  int *nonfinite, unsigned *amax_bits) {
     const int64_t c = blockIdx.x;
@@ -203,7 +203,7 @@ __global__ void __launch_bounds__(FUSED_THREADS)
 
 // Per-tensor norms of the true gradients, clip factors (training/optim.c optim_clip_factors) and
 // the global norm. One block.
-__global__ void __launch_bounds__(FUSED_THREADS)
+static __global__ void __launch_bounds__(FUSED_THREADS)
     clip_kernel(const OcrFusedTensor *ts, const int64_t *begin, int count, const double *partial, double *norms,
                 float *factor, OcrDevStep *state, double clip_norm, double clip_global) {
     const float inv = state->inv_scale;
@@ -230,7 +230,7 @@ __global__ void __launch_bounds__(FUSED_THREADS)
 }
 
 // Adam/AdamW over every chunk, unless this step found inf/NaN.
-__global__ void __launch_bounds__(FUSED_THREADS)
+static __global__ void __launch_bounds__(FUSED_THREADS)
     fused_adam_kernel(const OcrFusedTensor *ts, const int64_t *begin, int count, const float *factor,
                       const OcrDevStep *state, const double *bias_corr, int64_t table_len, float beta1, float beta2,
                       float eps, int stochastic_rounding) {
@@ -238,7 +238,7 @@ __global__ void __launch_bounds__(FUSED_THREADS)
     const int64_t c = blockIdx.x;
     const int t = find_tensor(begin, count, c);
     const OcrFusedTensor T = ts[t];
-    // The scalars of kernels/cuda/optim.cu adam_update_cuda, formed from device values.
+    // The scalars of kernels/cuda/optim.cu ocr_cuda_adam_update, formed from device values.
     const int64_t step = state->updates + 1;
     const float lr = (float)(state->in.lr * (double)T.lr_mult);
     double bc1, bc2;
@@ -318,7 +318,7 @@ OCR_HD void dev_step_finish(OcrDevStep *s, const OcrDevScalerConfig &c) {
     s->inv_scale = (float)(1.0 / (double)(c.enabled ? s->scale : 1.0f));
 }
 
-__global__ void finish_kernel(OcrDevStep *s, OcrDevScalerConfig c) { dev_step_finish(s, c); }
+static __global__ void finish_kernel(OcrDevStep *s, OcrDevScalerConfig c) { dev_step_finish(s, c); }
 
 extern "C" void ocr_dev_step_finish_host(OcrDevStep *state, OcrDevScalerConfig scaler) {
     dev_step_finish(state, scaler);
@@ -354,7 +354,7 @@ extern "C" void ocr_fused_adam_step(OcrFusedAdam *fa, OcrDevStep *state, OcrDevS
 
 // ---- small helpers of the step -------------------------------------------------------------------------------
 
-__global__ void scale_by_state_kernel(void *y, int ydt, const void *x, int xdt, int64_t n, const OcrDevStep *s) {
+static __global__ void scale_by_state_kernel(void *y, int ydt, const void *x, int xdt, int64_t n, const OcrDevStep *s) {
     const float f = s->scale;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x)
         st(y, ydt, i, __fmul_rn(ld(x, xdt, i), f));
@@ -364,7 +364,7 @@ extern "C" void ocr_dev_scale_by_loss_scale(OcrTensor *out, const OcrTensor *inp
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_numel(out) == ocr_tensor_numel(inp), "scale by loss scale: element counts differ");
-    CudaCtx ctx = cuda_enter(out);
+    CudaCtx ctx = ocr_cuda_enter(out);
     const int64_t n = ocr_tensor_numel(out);
     if (n == 0) return;
     scale_by_state_kernel<<<cuda_blocks(n, FUSED_THREADS), FUSED_THREADS, 0, ctx.stream>>>(
@@ -372,7 +372,7 @@ extern "C" void ocr_dev_scale_by_loss_scale(OcrTensor *out, const OcrTensor *inp
     OCR_CUDA_LAUNCHED();
 }
 
-__global__ void restore_kernel(uint32_t *dst, const uint32_t *src, int64_t words, const OcrDevStep *s) {
+static __global__ void restore_kernel(uint32_t *dst, const uint32_t *src, int64_t words, const OcrDevStep *s) {
     if (!s->found_inf) return;
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < words; i += (int64_t)gridDim.x * blockDim.x)
         dst[i] = src[i];
@@ -388,7 +388,7 @@ extern "C" void ocr_dev_restore_if_inf(int device, void *dst, const void *src, s
     OCR_CUDA_LAUNCHED();
 }
 
-__global__ void record_kernel(OcrDevStep *s, const float *loss, const int *infeasible, int64_t n) {
+static __global__ void record_kernel(OcrDevStep *s, const float *loss, const int *infeasible, int64_t n) {
     if (threadIdx.x != 0) return;
     s->loss = loss ? loss[0] : NAN;
     int k = 0;
@@ -402,7 +402,7 @@ extern "C" void ocr_dev_step_record(OcrDevStep *state, const OcrTensor *loss, co
     OCR_ASSERT(!loss || (loss->dtype == OCR_F32 && loss->device.type == OCR_DEVICE_CUDA), "step record: f32 loss");
     OCR_ASSERT(!infeasible || (infeasible->dtype == OCR_I32 && infeasible->device.type == OCR_DEVICE_CUDA),
                "step record: int32 infeasible flags");
-    CudaCtx ctx = cuda_enter(any);
+    CudaCtx ctx = ocr_cuda_enter(any);
     record_kernel<<<1, 32, 0, ctx.stream>>>(state, loss ? (const float *)loss->data : NULL,
                                             infeasible ? (const int *)infeasible->data : NULL,
                                             infeasible ? ocr_tensor_numel(infeasible) : 0);

@@ -17,64 +17,11 @@
 extern "C" {
 #endif
 
+// The step's types (OcrDevStep, OcrDevStepInput, OcrDevScalerConfig, OcrFusedTensor,
+// OcrFusedAdamConfig, OcrFusedAdam) are the backend-neutral interface's: kernels/backend.h
+// declares them, and the ocr_backend_* functions there call the ones below for a CUDA device.
 #include "core/tensor.h"
-
-// What the host writes before each step (a pinned slot copied into OcrDevStep.in on the
-// compute stream, so a graph replay reads this step's values).
-typedef struct {
-    double lr;              // the schedule's learning rate of this iteration (times lr_scale)
-    uint64_t sr_seed;       // stochastic rounding seed of this step (0: round to nearest)
-    uint64_t dropout_step;  // the model's dropout step counter for this step's training forward
-} OcrDevStepInput;
-
-// The device state of the step loop (one per trainer, in device memory). The host reads a copy
-// once per step, asynchronously, for logging and checkpoints.
-typedef struct {
-    OcrDevStepInput in;
-    float scale;            // the loss scale the next step multiplies the loss gradient by
-    float inv_scale;        // (float)(1.0 / (double)scale)
-    float scale_used;       // the scale of the step that just ran
-    int found_inf;          // this step's gradients held inf/NaN: the update was skipped
-    int event;              // amp_scale_event_t of this step's scale update
-    int pad_;
-    int64_t good_steps, bad_steps, steps, overflow_steps;  // amp/scaler.h AmpScaler counters
-    int64_t updates;        // optimizer updates applied so far (Adam's t = updates + 1)
-    double grad_norm;       // global norm of this step's true gradients (before clipping)
-    float loss;             // this step's reduced CTC loss (copied from the loss tensor)
-    int infeasible;         // samples of this step with no CTC alignment (zeroed)
-} OcrDevStep;
-
-// The scaler configuration (amp/scaler.h AmpScalerConfig, by value; no amp types here).
-typedef struct {
-    int enabled, dynamic;
-    double incr_ratio, decr_ratio;
-    int64_t incr_every_n_steps, decr_every_n_nan_or_inf;
-    double min_scale, max_scale;
-} OcrDevScalerConfig;
-
-// One parameter of the fused optimizer pass.
-typedef struct {
-    void *param;            // working parameter (any float dtype)
-    float *master;          // f32 master (O2) or NULL (param is f32, updated in place)
-    float *m, *v;           // f32 moments
-    void *grad;             // gradient (any float dtype)
-    int64_t numel;
-    int param_dtype, grad_dtype;
-    float lr_mult;          // Optimizer.lr_mult[i]
-    float decay;            // its decay coefficient
-    int decoupled;          // AdamW-style decay
-    int grad_scaled;        // 1: a low-precision gradient left scaled (O2): checked, not unscaled;
-                            // the optimizer applies inv_scale (amp/check.h)
-} OcrFusedTensor;
-
-typedef struct {
-    float beta1, beta2, eps;
-    double clip_norm;         // per-tensor ClipGradByNorm (0: off)
-    double clip_norm_global;  // ClipGradByGlobalNorm (0: off)
-    int stochastic_rounding;  // O2: round master -> param with in.sr_seed, stream = tensor index
-} OcrFusedAdamConfig;
-
-typedef struct OcrFusedAdam OcrFusedAdam;
+#include "kernels/backend.h"
 
 // Builds the device tables for `count` parameters on `device` (every pointer of t on it) and
 // the bias-correction table 1 − β^t for t = 1 .. max_updates, formed on the host in double as

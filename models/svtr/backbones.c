@@ -15,8 +15,9 @@ void mv1e_build(OcrBuilder *b, Mv1e *m, const char *prefix, int in_channels, Mv1
     double sc = s.scale;
     ConvBNNames names = {"_conv", "_batch_norm", "act"};
     int c1 = (int)(32 * sc);
-    ConvBNSpec cs = {in_channels, c1, 3, 3, 2, 2, 1, 1, 1, 0, ocr_init_kaiming_normal((int64_t)in_channels * 9),
-                     ocr_attr_default(), ocr_attr_no_decay(1.0f), OCR_ACT_HARDSWISH};
+    ConvBNSpec cs = {.cin = in_channels, .cout = c1, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .groups = 1,
+                     .conv_bias = 0, .winit = ocr_init_kaiming_normal((int64_t)in_channels * 9),
+                     .wattr = ocr_attr_default(), .bnattr = ocr_attr_no_decay(1.0f), .act = OCR_ACT_HARDSWISH};
     convbn_build(b, &m->conv1, NAME(buf, "%s.conv1", prefix), names, cs);
     // (num_channels, num_filters1, num_filters2, stride h, stride w, dw_size, use_se), before scaling
     // except num_channels, exactly as rec_mv1_enhance.py lists them.
@@ -35,8 +36,9 @@ void mv1e_build(OcrBuilder *b, Mv1e *m, const char *prefix, int in_channels, Mv1
             sh = s.last_conv_stride[0];
             sw = s.last_conv_stride[1];
         }
-        dwsep_build(b, &m->blocks[i], NAME(buf, "%s.block_list.%d", prefix, i), (int)(t[0] * sc), (int)(t[1] * sc),
-                    (int)(t[2] * sc), t[5], sh, sw, t[6]);
+        dwsep_build(b, &m->blocks[i], NAME(buf, "%s.block_list.%d", prefix, i),
+                    (DWSepSpec){.cin = (int)(t[0] * sc), .cmid = (int)(t[1] * sc), .cout = (int)(t[2] * sc),
+                                .dw_size = t[5], .sh = sh, .sw = sw, .use_se = t[6]});
     }
     m->out_channels = (int)(1024 * sc);
     Pool2dParams pp = {0};
@@ -91,8 +93,9 @@ void lcnet_build(OcrBuilder *b, Lcnet *m, const char *prefix, int in_channels, L
     int c1 = ocr_lcnet_make_divisible(16 * s.scale);
     float lr0 = (float)s.lr_mult_list[0];
     OcrParamAttr wattr = {lr0, OCR_DECAY_GLOBAL, 0.0f};
-    ConvBNSpec cs = {in_channels, c1, 3, 3, 2, 2, 1, 1, 1, 0, ocr_init_kaiming_normal((int64_t)in_channels * 9), wattr,
-                     ocr_attr_no_decay(lr0), OCR_ACT_NONE};
+    ConvBNSpec cs = {.cin = in_channels, .cout = c1, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .groups = 1,
+                     .conv_bias = 0, .winit = ocr_init_kaiming_normal((int64_t)in_channels * 9), .wattr = wattr,
+                     .bnattr = ocr_attr_no_decay(lr0), .act = OCR_ACT_NONE};
     convbn_build(b, &m->conv1, NAME(buf, "%s.conv1", prefix), names, cs);
     // NET_CONFIG_rec of rec_lcnetv3.py: (k, in, out, stride h, stride w, se) per stage.
     static const int stages[5][5][6] = {
@@ -110,8 +113,10 @@ void lcnet_build(OcrBuilder *b, Lcnet *m, const char *prefix, int in_channels, L
         for (int i = 0; i < counts[st]; i++) {
             const int *t = stages[st][i];
             lcblock_build(b, &m->blocks[n], NAME(buf, "%s.blocks%d.%d", prefix, st + 2, i),
-                          ocr_lcnet_make_divisible(t[1] * s.scale), ocr_lcnet_make_divisible(t[2] * s.scale), t[0],
-                          t[3], t[4], t[5], s.conv_kxk_num, lr, (float)s.lab_lr, s.deploy);
+                          (LCBlockSpec){.cin = ocr_lcnet_make_divisible(t[1] * s.scale),
+                                        .cout = ocr_lcnet_make_divisible(t[2] * s.scale), .dw_size = t[0],
+                                        .sh = t[3], .sw = t[4], .use_se = t[5], .nkxk = s.conv_kxk_num,
+                                        .lr_mult = lr, .lab_lr = (float)s.lab_lr, .deploy = s.deploy});
             n++;
         }
         m->stage_end[st] = n;
@@ -160,11 +165,13 @@ void svtrnet_build(OcrBuilder *b, SvtrNet *m, const char *prefix, int in_channel
     int e0 = s.embed_dim[0];
     OcrParamAttr attr = ocr_attr_default();
     // PatchEmbed "pope" with sub_num 2: two 3x3 stride-2 ConvBN (conv with bias) + GELU.
-    ConvBNSpec p0 = {in_channels, e0 / 2, 3, 3, 2, 2, 1, 1, 1, 1, ocr_init_kaiming_uniform((int64_t)in_channels * 9),
-                     attr, attr, OCR_ACT_GELU};
+    ConvBNSpec p0 = {.cin = in_channels, .cout = e0 / 2, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1,
+                     .groups = 1, .conv_bias = 1, .winit = ocr_init_kaiming_uniform((int64_t)in_channels * 9),
+                     .wattr = attr, .bnattr = attr, .act = OCR_ACT_GELU};
     convbn_build(b, &m->pe[0], NAME(buf, "%s.patch_embed.proj.0", prefix), names, p0);
-    ConvBNSpec p1 = {e0 / 2, e0, 3, 3, 2, 2, 1, 1, 1, 1, ocr_init_kaiming_uniform((int64_t)(e0 / 2) * 9), attr, attr,
-                     OCR_ACT_GELU};
+    ConvBNSpec p1 = {.cin = e0 / 2, .cout = e0, .kh = 3, .kw = 3, .sh = 2, .sw = 2, .ph = 1, .pw = 1, .groups = 1,
+                     .conv_bias = 1, .winit = ocr_init_kaiming_uniform((int64_t)(e0 / 2) * 9), .wattr = attr,
+                     .bnattr = attr, .act = OCR_ACT_GELU};
     convbn_build(b, &m->pe[1], NAME(buf, "%s.patch_embed.proj.1", prefix), names, p1);
     int gh = s.img_size[0] / 4, gw = s.img_size[1] / 4;
     lposadd_build(b, &m->pos, NAME(buf, "%s.pos_embed", prefix), gh * gw, e0);
@@ -178,23 +185,25 @@ void svtrnet_build(OcrBuilder *b, SvtrNet *m, const char *prefix, int in_channel
     for (int st = 0; st < 3; st++) {
         if (st > 0 && s.patch_merging) {
             int cin = s.embed_dim[st - 1], cout = s.embed_dim[st];
-            lconv_build(b, &m->sub_conv[st - 1], NAME(buf, "%s.sub_sample%d.conv", prefix, st), cin, cout, 3, 3, 2, 1,
-                        1, 1, 1, 1, ocr_init_kaiming_normal((int64_t)cin * 9), ocr_init_const(0.0f), attr, attr);
+            lconv_build(b, &m->sub_conv[st - 1], NAME(buf, "%s.sub_sample%d.conv", prefix, st),
+                        (LConvSpec){.cin = cin, .cout = cout, .kh = 3, .kw = 3, .sh = 2, .sw = 1, .ph = 1, .pw = 1,
+                                    .groups = 1, .bias = 1, .winit = ocr_init_kaiming_normal((int64_t)cin * 9),
+                                    .binit = ocr_init_const(0.0f), .attr = attr});
             lln_build(b, &m->sub_norm[st - 1], NAME(buf, "%s.sub_sample%d.norm", prefix, st), cout, 1e-5f);
         }
         for (int i = 0; i < s.depth[st]; i++, bi++) {
             double dpr = total > 1 ? s.drop_path_rate * bi / (total - 1) : 0.0;
             int dim = s.embed_dim[st];
-            SvtrBlockSpec bs = {dim,
-                                s.num_heads[st],
-                                (int)(dim * s.mlp_ratio),
-                                (float)s.epsilon,
-                                (float)s.drop_rate,
-                                (float)s.attn_drop_rate,
-                                (float)dpr,
-                                s.local[bi] ? s.local_mixer[st][0] : 0,
-                                s.local[bi] ? s.local_mixer[st][1] : 0,
-                                OCR_ACT_GELU};
+            SvtrBlockSpec bs = {.dim = dim,
+                                .heads = s.num_heads[st],
+                                .hidden = (int)(dim * s.mlp_ratio),
+                                .eps = (float)s.epsilon,
+                                .drop = (float)s.drop_rate,
+                                .attn_drop = (float)s.attn_drop_rate,
+                                .drop_path = (float)dpr,
+                                .local_hk = s.local[bi] ? s.local_mixer[st][0] : 0,
+                                .local_wk = s.local[bi] ? s.local_mixer[st][1] : 0,
+                                .act = OCR_ACT_GELU};
             svtrblock_build(b, &m->blocks[bi], NAME(buf, "%s.blocks%d.%d", prefix, st + 1, i), bs);
         }
     }
@@ -203,8 +212,10 @@ void svtrnet_build(OcrBuilder *b, SvtrNet *m, const char *prefix, int in_channel
     if (s.last_stage) {
         Pool2dParams none = {0};
         lpool_build(b, &m->pool, NAME(buf, "%s.avg_pool", prefix), LPOOL_ADAPTIVE, none);
-        lconv_build(b, &m->last_conv, NAME(buf, "%s.last_conv", prefix), s.embed_dim[2], s.out_channels, 1, 1, 1, 1, 0,
-                    0, 1, 0, ocr_init_kaiming_normal(s.embed_dim[2]), ocr_init_const(0.0f), attr, attr);
+        lconv_build(b, &m->last_conv, NAME(buf, "%s.last_conv", prefix),
+                    (LConvSpec){.cin = s.embed_dim[2], .cout = s.out_channels, .kh = 1, .kw = 1, .sh = 1, .sw = 1,
+                                .groups = 1, .bias = 0, .winit = ocr_init_kaiming_normal(s.embed_dim[2]),
+                                .attr = attr});
         lact_build(b, &m->hswish, NAME(buf, "%s.hardswish", prefix), OCR_ACT_HARDSWISH);
         ldrop_build(b, &m->last_drop, NAME(buf, "%s.dropout", prefix), (float)s.last_drop,
                     OCR_DROPOUT_DOWNSCALE_IN_INFER, 0);
@@ -292,8 +303,8 @@ OcrTensor svtrnet_backward(OcrCtx *c, SvtrNet *m, const OcrTensor *dy, int need_
     } else {
         g = ocr_ctx_like(c, dy);
         if (!c->plan) {
-            zero_tensor(&g);
-            accumulate(&g, dy);
+            ocr_zero_tensor(&g);
+            ocr_accumulate(&g, dy);
         }
     }
     OcrTensor seq = as_seq(&g);

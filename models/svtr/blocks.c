@@ -14,8 +14,10 @@
 void convbn_build(OcrBuilder *b, ConvBN *l, const char *prefix, ConvBNNames names, ConvBNSpec s) {
     char buf[256];
     memset(l, 0, sizeof *l);
-    lconv_build(b, &l->conv, NAME(buf, "%s.%s", prefix, names.conv), s.cin, s.cout, s.kh, s.kw, s.sh, s.sw, s.ph,
-                s.pw, s.groups, s.conv_bias, s.winit, ocr_init_const(0.0f), s.wattr, s.wattr);
+    lconv_build(b, &l->conv, NAME(buf, "%s.%s", prefix, names.conv),
+                (LConvSpec){.cin = s.cin, .cout = s.cout, .kh = s.kh, .kw = s.kw, .sh = s.sh, .sw = s.sw, .ph = s.ph,
+                            .pw = s.pw, .groups = s.groups, .bias = s.conv_bias, .winit = s.winit,
+                            .binit = ocr_init_const(0.0f), .attr = s.wattr});
     lbn_build(b, &l->bn, NAME(buf, "%s.%s", prefix, names.bn), s.cout, s.bnattr);
     l->has_act = s.act != OCR_ACT_NONE;
     if (l->has_act) lact_build(b, &l->act, NAME(buf, "%s.%s", prefix, names.act), s.act);
@@ -59,11 +61,13 @@ void se_build(OcrBuilder *b, SEBlock *l, const char *prefix, int channels, float
     OcrParamAttr attr = {lr_mult, OCR_DECAY_GLOBAL, 0.0f};
     lpool_build(b, &l->pool, NAME(buf, "%s.avg_pool", prefix), LPOOL_ADAPTIVE, none);
     // Paddle's default conv initialiser: N(0, sqrt(2 / (k·k·in))); zero bias.
-    lconv_build(b, &l->conv1, NAME(buf, "%s.conv1", prefix), channels, mid, 1, 1, 1, 1, 0, 0, 1, 1,
-                ocr_init_kaiming_normal(channels), ocr_init_const(0.0f), attr, attr);
+    lconv_build(b, &l->conv1, NAME(buf, "%s.conv1", prefix),
+                (LConvSpec){.cin = channels, .cout = mid, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .groups = 1, .bias = 1,
+                            .winit = ocr_init_kaiming_normal(channels), .binit = ocr_init_const(0.0f), .attr = attr});
     lact_build(b, &l->relu, NAME(buf, "%s.relu", prefix), OCR_ACT_RELU);
-    lconv_build(b, &l->conv2, NAME(buf, "%s.conv2", prefix), mid, channels, 1, 1, 1, 1, 0, 0, 1, 1,
-                ocr_init_kaiming_normal(mid), ocr_init_const(0.0f), attr, attr);
+    lconv_build(b, &l->conv2, NAME(buf, "%s.conv2", prefix),
+                (LConvSpec){.cin = mid, .cout = channels, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .groups = 1, .bias = 1,
+                            .winit = ocr_init_kaiming_normal(mid), .binit = ocr_init_const(0.0f), .attr = attr});
     lact_build(b, &l->hsig, NAME(buf, "%s.hardsigmoid", prefix), OCR_ACT_HARDSIGMOID);
     lmul_build(b, &l->mul, NAME(buf, "%s.mul", prefix));
 }
@@ -105,20 +109,23 @@ OcrTensor se_backward(OcrCtx *c, SEBlock *l, const OcrTensor *dy, int need_dx) {
 
 static const ConvBNNames MV1_NAMES = {"_conv", "_batch_norm", "act"};
 
-void dwsep_build(OcrBuilder *b, DWSeparable *l, const char *prefix, int cin, int cmid, int cout, int dw_size,
-                 int sh, int sw, int use_se) {
+void dwsep_build(OcrBuilder *b, DWSeparable *l, const char *prefix, DWSepSpec s) {
     char buf[256];
     memset(l, 0, sizeof *l);
+    OCR_ASSERT(s.cin > 0 && s.cmid > 0 && s.cout > 0, "%s: DWSepSpec.cin, .cmid and .cout must be set", prefix);
+    OCR_ASSERT(s.dw_size > 0 && s.sh > 0 && s.sw > 0, "%s: DWSepSpec.dw_size, .sh and .sw must be set", prefix);
     OcrParamAttr bn_attr = ocr_attr_no_decay(1.0f);
-    ConvBNSpec dw = {cin, cmid, dw_size, dw_size, sh, sw, dw_size / 2, dw_size / 2, cin, 0,
-                     ocr_init_kaiming_normal((int64_t)dw_size * dw_size * (cin / cin)), ocr_attr_default(), bn_attr,
-                     OCR_ACT_HARDSWISH};
-    OCR_ASSERT(cin == cmid, "depthwise conv keeps the channel count");
+    ConvBNSpec dw = {.cin = s.cin, .cout = s.cmid, .kh = s.dw_size, .kw = s.dw_size, .sh = s.sh, .sw = s.sw,
+                     .ph = s.dw_size / 2, .pw = s.dw_size / 2, .groups = s.cin, .conv_bias = 0,
+                     .winit = ocr_init_kaiming_normal((int64_t)s.dw_size * s.dw_size * (s.cin / s.cin)),
+                     .wattr = ocr_attr_default(), .bnattr = bn_attr, .act = OCR_ACT_HARDSWISH};
+    OCR_ASSERT(s.cin == s.cmid, "depthwise conv keeps the channel count");
     convbn_build(b, &l->dw, NAME(buf, "%s._depthwise_conv", prefix), MV1_NAMES, dw);
-    l->use_se = use_se;
-    if (use_se) se_build(b, &l->se, NAME(buf, "%s._se", prefix), cmid, 1.0f);
-    ConvBNSpec pw = {cmid, cout, 1, 1, 1, 1, 0, 0, 1, 0, ocr_init_kaiming_normal(cmid), ocr_attr_default(), bn_attr,
-                     OCR_ACT_HARDSWISH};
+    l->use_se = s.use_se;
+    if (s.use_se) se_build(b, &l->se, NAME(buf, "%s._se", prefix), s.cmid, 1.0f);
+    ConvBNSpec pw = {.cin = s.cmid, .cout = s.cout, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .groups = 1, .conv_bias = 0,
+                     .winit = ocr_init_kaiming_normal(s.cmid), .wattr = ocr_attr_default(), .bnattr = bn_attr,
+                     .act = OCR_ACT_HARDSWISH};
     convbn_build(b, &l->pw, NAME(buf, "%s._pointwise_conv", prefix), MV1_NAMES, pw);
 }
 
@@ -147,50 +154,57 @@ OcrTensor dwsep_backward(OcrCtx *c, DWSeparable *l, const OcrTensor *dy, int nee
 
 static const ConvBNNames LC_NAMES = {"conv", "bn", "act"};
 
-void rep_build(OcrBuilder *b, RepLayer *l, const char *prefix, int cin, int cout, int k, int sh, int sw, int groups,
-               int nkxk, float lr_mult, float lab_lr, int deploy) {
+void rep_build(OcrBuilder *b, RepLayer *l, const char *prefix, RepSpec s) {
     char buf[256];
     memset(l, 0, sizeof *l);
-    OCR_ASSERT(nkxk >= 1 && nkxk <= OCR_REP_MAX_BRANCHES);
-    l->deploy = deploy;
-    l->cin = cin;
-    l->cout = cout;
-    l->k = k;
-    l->sh = sh;
-    l->sw = sw;
-    l->groups = groups;
-    int pad = (k - 1) / 2;
-    int64_t fan_in = (int64_t)(cin / groups) * k * k;
-    OcrParamAttr wattr = {lr_mult, OCR_DECAY_GLOBAL, 0.0f};
-    if (deploy) {
-        lconv_build(b, &l->reparam, NAME(buf, "%s.reparam_conv", prefix), cin, cout, k, k, sh, sw, pad, pad, groups, 1,
-                    ocr_init_kaiming_normal(fan_in), ocr_init_const(0.0f), wattr, wattr);
+    OCR_ASSERT(s.cin > 0 && s.cout > 0 && s.k > 0, "%s: RepSpec.cin, .cout and .k must be set", prefix);
+    OCR_ASSERT(s.sh > 0 && s.sw > 0, "%s: RepSpec.sh and .sw must be set", prefix);
+    OCR_ASSERT(s.groups >= 1, "%s: RepSpec.groups must be set (1 for a dense layer)", prefix);
+    OCR_ASSERT(s.nkxk >= 1 && s.nkxk <= OCR_REP_MAX_BRANCHES, "%s: RepSpec.nkxk must be 1..%d", prefix,
+               OCR_REP_MAX_BRANCHES);
+    l->deploy = s.deploy;
+    l->cin = s.cin;
+    l->cout = s.cout;
+    l->k = s.k;
+    l->sh = s.sh;
+    l->sw = s.sw;
+    l->groups = s.groups;
+    int pad = (s.k - 1) / 2;
+    int64_t fan_in = (int64_t)(s.cin / s.groups) * s.k * s.k;
+    OcrParamAttr wattr = {s.lr_mult, OCR_DECAY_GLOBAL, 0.0f};
+    if (s.deploy) {
+        lconv_build(b, &l->reparam, NAME(buf, "%s.reparam_conv", prefix),
+                    (LConvSpec){.cin = s.cin, .cout = s.cout, .kh = s.k, .kw = s.k, .sh = s.sh, .sw = s.sw, .ph = pad,
+                                .pw = pad, .groups = s.groups, .bias = 1, .winit = ocr_init_kaiming_normal(fan_in),
+                                .binit = ocr_init_const(0.0f), .attr = wattr});
     } else {
         // The identity branch exists only for a plain stride 1 (a tuple stride never equals 1 in Python).
-        l->has_identity = cin == cout && sh == 1 && sw == 1;
-        l->has_1x1 = k > 1;
-        l->nkxk = nkxk;
-        OcrParamAttr bn_attr = ocr_attr_no_decay(lr_mult);
+        l->has_identity = s.cin == s.cout && s.sh == 1 && s.sw == 1;
+        l->has_1x1 = s.k > 1;
+        l->nkxk = s.nkxk;
+        OcrParamAttr bn_attr = ocr_attr_no_decay(s.lr_mult);
         if (l->has_identity) {
             // No regularizer on the identity BN: it takes the optimizer's global L2.
-            lbn_build(b, &l->identity, NAME(buf, "%s.identity", prefix), cin, wattr);
+            lbn_build(b, &l->identity, NAME(buf, "%s.identity", prefix), s.cin, wattr);
         }
-        for (int i = 0; i < nkxk; i++) {
-            ConvBNSpec s = {cin, cout, k, k, sh, sw, pad, pad, groups, 0, ocr_init_kaiming_normal(fan_in), wattr, bn_attr,
-                            OCR_ACT_NONE};
-            convbn_build(b, &l->kxk[i], NAME(buf, "%s.conv_kxk.%d", prefix, i), LC_NAMES, s);
+        for (int i = 0; i < s.nkxk; i++) {
+            ConvBNSpec cs = {.cin = s.cin, .cout = s.cout, .kh = s.k, .kw = s.k, .sh = s.sh, .sw = s.sw, .ph = pad,
+                             .pw = pad, .groups = s.groups, .conv_bias = 0, .winit = ocr_init_kaiming_normal(fan_in),
+                             .wattr = wattr, .bnattr = bn_attr, .act = OCR_ACT_NONE};
+            convbn_build(b, &l->kxk[i], NAME(buf, "%s.conv_kxk.%d", prefix, i), LC_NAMES, cs);
         }
         if (l->has_1x1) {
-            ConvBNSpec s = {cin, cout, 1, 1, sh, sw, 0, 0, groups, 0, ocr_init_kaiming_normal(cin / groups), wattr,
-                            bn_attr, OCR_ACT_NONE};
-            convbn_build(b, &l->c1x1, NAME(buf, "%s.conv_1x1", prefix), LC_NAMES, s);
+            ConvBNSpec cs = {.cin = s.cin, .cout = s.cout, .kh = 1, .kw = 1, .sh = s.sh, .sw = s.sw, .ph = 0, .pw = 0,
+                             .groups = s.groups, .conv_bias = 0, .winit = ocr_init_kaiming_normal(s.cin / s.groups),
+                             .wattr = wattr, .bnattr = bn_attr, .act = OCR_ACT_NONE};
+            convbn_build(b, &l->c1x1, NAME(buf, "%s.conv_1x1", prefix), LC_NAMES, cs);
         }
         l->sum_op = ocr_build_op(b, NAME(buf, "%s.add", prefix), "add");
     }
-    llab_build(b, &l->lab, NAME(buf, "%s.lab", prefix), lr_mult * lab_lr);
+    llab_build(b, &l->lab, NAME(buf, "%s.lab", prefix), s.lr_mult * s.lab_lr);
     // Act runs whenever stride != 2, which holds for every layer of the recognition net.
     lact_build(b, &l->act, NAME(buf, "%s.act", prefix), OCR_ACT_HARDSWISH);
-    llab_build(b, &l->act_lab, NAME(buf, "%s.act.lab", prefix), lr_mult * lab_lr);
+    llab_build(b, &l->act_lab, NAME(buf, "%s.act.lab", prefix), s.lr_mult * s.lab_lr);
 }
 
 // Adds a branch's output into the running sum (the sum takes over the first branch's buffer).
@@ -198,7 +212,7 @@ static void sum_branch(OcrCtx *c, RepLayer *l, OcrTensor *branch_out) {
     if (!l->sum.data) {
         l->sum = *branch_out;
     } else {
-        if (!c->plan) accumulate(&l->sum, branch_out);
+        if (!c->plan) ocr_accumulate(&l->sum, branch_out);
         ocr_ctx_free(c, branch_out);
     }
     memset(branch_out, 0, sizeof *branch_out);
@@ -348,15 +362,19 @@ void rep_fuse(const RepLayer *l, const OcrParamTable *params, const OcrParamTabl
 
 // ---- LCNetV3 block ----------------------------------------------------------------------------------------
 
-void lcblock_build(OcrBuilder *b, LCBlock *l, const char *prefix, int cin, int cout, int dw_size, int sh, int sw,
-                   int use_se, int nkxk, float lr_mult, float lab_lr, int deploy) {
+void lcblock_build(OcrBuilder *b, LCBlock *l, const char *prefix, LCBlockSpec s) {
     char buf[256];
     memset(l, 0, sizeof *l);
-    rep_build(b, &l->dw, NAME(buf, "%s.dw_conv", prefix), cin, cin, dw_size, sh, sw, cin, nkxk, lr_mult, lab_lr,
-              deploy);
-    l->use_se = use_se;
-    if (use_se) se_build(b, &l->se, NAME(buf, "%s.se", prefix), cin, lr_mult);
-    rep_build(b, &l->pw, NAME(buf, "%s.pw_conv", prefix), cin, cout, 1, 1, 1, 1, nkxk, lr_mult, lab_lr, deploy);
+    // Checked here so that a failure names this spec; rep_build checks the rest.
+    OCR_ASSERT(s.cin > 0 && s.cout > 0, "%s: LCBlockSpec.cin and .cout must be set", prefix);
+    rep_build(b, &l->dw, NAME(buf, "%s.dw_conv", prefix),
+              (RepSpec){.cin = s.cin, .cout = s.cin, .k = s.dw_size, .sh = s.sh, .sw = s.sw, .groups = s.cin,
+                        .nkxk = s.nkxk, .lr_mult = s.lr_mult, .lab_lr = s.lab_lr, .deploy = s.deploy});
+    l->use_se = s.use_se;
+    if (s.use_se) se_build(b, &l->se, NAME(buf, "%s.se", prefix), s.cin, s.lr_mult);
+    rep_build(b, &l->pw, NAME(buf, "%s.pw_conv", prefix),
+              (RepSpec){.cin = s.cin, .cout = s.cout, .k = 1, .sh = 1, .sw = 1, .groups = 1, .nkxk = s.nkxk,
+                        .lr_mult = s.lr_mult, .lab_lr = s.lab_lr, .deploy = s.deploy});
 }
 
 OcrTensor *lcblock_forward(OcrCtx *c, LCBlock *l, const OcrTensor *x) {
@@ -388,17 +406,23 @@ void svtrblock_build(OcrBuilder *b, SvtrBlock *l, const char *prefix, SvtrBlockS
     OcrInit tn = ocr_init_trunc_normal(0.02f), zero = ocr_init_const(0.0f);
     OcrParamAttr attr = ocr_attr_default();
     lln_build(b, &l->norm1, NAME(buf, "%s.norm1", prefix), s.dim, s.eps);
-    llinear_build(b, &l->qkv, NAME(buf, "%s.mixer.qkv", prefix), s.dim, 3 * s.dim, 1, tn, zero, attr);
-    lattn_build(b, &l->attn, NAME(buf, "%s.mixer.attn", prefix), s.dim, s.heads, s.attn_drop, s.local_hk, s.local_wk);
-    llinear_build(b, &l->proj, NAME(buf, "%s.mixer.proj", prefix), s.dim, s.dim, 1, tn, zero, attr);
+    llinear_build(b, &l->qkv, NAME(buf, "%s.mixer.qkv", prefix),
+                  (LLinearSpec){.in = s.dim, .out = 3 * s.dim, .bias = 1, .winit = tn, .binit = zero, .attr = attr});
+    lattn_build(b, &l->attn, NAME(buf, "%s.mixer.attn", prefix),
+                (LAttnSpec){.dim = s.dim, .heads = s.heads, .attn_drop = s.attn_drop, .local_hk = s.local_hk,
+                            .local_wk = s.local_wk});
+    llinear_build(b, &l->proj, NAME(buf, "%s.mixer.proj", prefix),
+                  (LLinearSpec){.in = s.dim, .out = s.dim, .bias = 1, .winit = tn, .binit = zero, .attr = attr});
     ldrop_build(b, &l->proj_drop, NAME(buf, "%s.mixer.proj_drop", prefix), s.drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, 0);
     ldrop_build(b, &l->dp1, NAME(buf, "%s.drop_path1", prefix), s.drop_path, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
     ladd_build(b, &l->add1, NAME(buf, "%s.add1", prefix));
     lln_build(b, &l->norm2, NAME(buf, "%s.norm2", prefix), s.dim, s.eps);
-    llinear_build(b, &l->fc1, NAME(buf, "%s.mlp.fc1", prefix), s.dim, s.hidden, 1, tn, zero, attr);
+    llinear_build(b, &l->fc1, NAME(buf, "%s.mlp.fc1", prefix),
+                  (LLinearSpec){.in = s.dim, .out = s.hidden, .bias = 1, .winit = tn, .binit = zero, .attr = attr});
     lact_build(b, &l->act, NAME(buf, "%s.mlp.act", prefix), s.act);
     ldrop_build(b, &l->drop1, NAME(buf, "%s.mlp.drop1", prefix), s.drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, 0);
-    llinear_build(b, &l->fc2, NAME(buf, "%s.mlp.fc2", prefix), s.hidden, s.dim, 1, tn, zero, attr);
+    llinear_build(b, &l->fc2, NAME(buf, "%s.mlp.fc2", prefix),
+                  (LLinearSpec){.in = s.hidden, .out = s.dim, .bias = 1, .winit = tn, .binit = zero, .attr = attr});
     ldrop_build(b, &l->drop2, NAME(buf, "%s.mlp.drop2", prefix), s.drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, 0);
     ldrop_build(b, &l->dp2, NAME(buf, "%s.drop_path2", prefix), s.drop_path, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
     ladd_build(b, &l->add2, NAME(buf, "%s.add2", prefix));
@@ -441,7 +465,7 @@ OcrTensor svtrblock_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy, int n
     grad_set(c, &g, llinear_backward(c, &l->fc1, &g.t, 1));
     OcrTensor dx1 = lln_backward(c, &l->norm2, &g.t, 1);
     grad_drop(c, &g);
-    if (!c->plan) accumulate(&dx1, dy);
+    if (!c->plan) ocr_accumulate(&dx1, dy);
     ladd_backward(c, &l->add2);
     // Attention branch.
     Grad a = borrowed(&dx1);
@@ -452,7 +476,7 @@ OcrTensor svtrblock_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy, int n
     grad_set(c, &a, llinear_backward(c, &l->qkv, &a.t, 1));
     OcrTensor dx = lln_backward(c, &l->norm1, &a.t, need_dx);
     grad_drop(c, &a);
-    if (need_dx && !c->plan) accumulate(&dx, &dx1);
+    if (need_dx && !c->plan) ocr_accumulate(&dx, &dx1);
     ocr_ctx_free(c, &dx1);
     ladd_backward(c, &l->add1);
     return dx;
@@ -470,25 +494,30 @@ void svtrneck_build(OcrBuilder *b, SvtrNeck *l, const char *prefix, SvtrNeckSpec
     int kh = s.kernel[0], kw = s.kernel[1];
     OcrParamAttr attr = ocr_attr_default();
     // The svtrnet ConvBNLayer: KaimingUniform conv without bias, BatchNorm2D, Swish.
-    ConvBNSpec s1 = {cin, c8, kh, kw, 1, 1, kh / 2, kw / 2, 1, 0, ocr_init_kaiming_uniform((int64_t)cin * kh * kw),
-                     attr, attr, OCR_ACT_SWISH};
+    ConvBNSpec s1 = {.cin = cin, .cout = c8, .kh = kh, .kw = kw, .sh = 1, .sw = 1, .ph = kh / 2, .pw = kw / 2,
+                     .groups = 1, .conv_bias = 0, .winit = ocr_init_kaiming_uniform((int64_t)cin * kh * kw),
+                     .wattr = attr, .bnattr = attr, .act = OCR_ACT_SWISH};
     convbn_build(b, &l->conv1, NAME(buf, "%s.conv1", prefix), SVTR_NAMES, s1);
-    ConvBNSpec s2 = {c8, s.hidden, 1, 1, 1, 1, 0, 0, 1, 0, ocr_init_kaiming_uniform(c8), attr, attr, OCR_ACT_SWISH};
+    ConvBNSpec s2 = {.cin = c8, .cout = s.hidden, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .groups = 1, .conv_bias = 0,
+                     .winit = ocr_init_kaiming_uniform(c8), .wattr = attr, .bnattr = attr, .act = OCR_ACT_SWISH};
     convbn_build(b, &l->conv2, NAME(buf, "%s.conv2", prefix), SVTR_NAMES, s2);
     l->blocks = calloc((size_t)s.depth, sizeof *l->blocks);
     OCR_ASSERT(l->blocks || s.depth == 0);
-    SvtrBlockSpec bs = {s.hidden, s.heads, (int)(s.hidden * s.mlp_ratio), 1e-5f, s.drop, s.attn_drop, 0.0f, 0, 0,
-                        OCR_ACT_SWISH};
+    SvtrBlockSpec bs = {.dim = s.hidden, .heads = s.heads, .hidden = (int)(s.hidden * s.mlp_ratio), .eps = 1e-5f,
+                        .drop = s.drop, .attn_drop = s.attn_drop, .drop_path = 0.0f, .local_hk = 0, .local_wk = 0,
+                        .act = OCR_ACT_SWISH};
     for (int i = 0; i < s.depth; i++) svtrblock_build(b, &l->blocks[i], NAME(buf, "%s.svtr_block.%d", prefix, i), bs);
     lln_build(b, &l->norm, NAME(buf, "%s.norm", prefix), s.hidden, 1e-6f);
-    ConvBNSpec s3 = {s.hidden, cin, 1, 1, 1, 1, 0, 0, 1, 0, ocr_init_kaiming_uniform(s.hidden), attr, attr,
-                     OCR_ACT_SWISH};
+    ConvBNSpec s3 = {.cin = s.hidden, .cout = cin, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .groups = 1, .conv_bias = 0,
+                     .winit = ocr_init_kaiming_uniform(s.hidden), .wattr = attr, .bnattr = attr, .act = OCR_ACT_SWISH};
     convbn_build(b, &l->conv3, NAME(buf, "%s.conv3", prefix), SVTR_NAMES, s3);
     lconcat_build(b, &l->cat, NAME(buf, "%s.concat", prefix));
-    ConvBNSpec s4 = {2 * cin, c8, kh, kw, 1, 1, kh / 2, kw / 2, 1, 0,
-                     ocr_init_kaiming_uniform((int64_t)2 * cin * kh * kw), attr, attr, OCR_ACT_SWISH};
+    ConvBNSpec s4 = {.cin = 2 * cin, .cout = c8, .kh = kh, .kw = kw, .sh = 1, .sw = 1, .ph = kh / 2, .pw = kw / 2,
+                     .groups = 1, .conv_bias = 0, .winit = ocr_init_kaiming_uniform((int64_t)2 * cin * kh * kw),
+                     .wattr = attr, .bnattr = attr, .act = OCR_ACT_SWISH};
     convbn_build(b, &l->conv4, NAME(buf, "%s.conv4", prefix), SVTR_NAMES, s4);
-    ConvBNSpec s5 = {c8, s.dims, 1, 1, 1, 1, 0, 0, 1, 0, ocr_init_kaiming_uniform(c8), attr, attr, OCR_ACT_SWISH};
+    ConvBNSpec s5 = {.cin = c8, .cout = s.dims, .kh = 1, .kw = 1, .sh = 1, .sw = 1, .groups = 1, .conv_bias = 0,
+                     .winit = ocr_init_kaiming_uniform(c8), .wattr = attr, .bnattr = attr, .act = OCR_ACT_SWISH};
     convbn_build(b, &l->conv1x1, NAME(buf, "%s.conv1x1", prefix), SVTR_NAMES, s5);
 }
 
@@ -539,22 +568,26 @@ OcrTensor svtrneck_backward(OcrCtx *c, SvtrNeck *l, const OcrTensor *dy, int nee
 
 // ---- CTC head ---------------------------------------------------------------------------------------------------
 
-void ctchead_build(OcrBuilder *b, CtcHead *l, const char *prefix, int in, int classes, int mid, float fc_decay) {
+void ctchead_build(OcrBuilder *b, CtcHead *l, const char *prefix, CtcHeadSpec s) {
     char buf[256];
     memset(l, 0, sizeof *l);
-    l->mid = mid;
+    OCR_ASSERT(s.in > 0 && s.classes > 0, "%s: CtcHeadSpec.in and .classes must be set", prefix);
+    l->mid = s.mid;
     // Weight and bias: Uniform(±1/sqrt(fan_in)) with L2Decay(fc_decay).
-    OcrParamAttr attr = {1.0f, OCR_DECAY_FIXED, fc_decay};
-    if (mid <= 0) {
-        float k = 1.0f / sqrtf((float)in);
-        llinear_build(b, &l->fc, NAME(buf, "%s.fc", prefix), in, classes, 1, ocr_init_uniform(-k, k),
-                      ocr_init_uniform(-k, k), attr);
+    OcrParamAttr attr = {1.0f, OCR_DECAY_FIXED, s.fc_decay};
+    if (s.mid <= 0) {
+        float k = 1.0f / sqrtf((float)s.in);
+        llinear_build(b, &l->fc, NAME(buf, "%s.fc", prefix),
+                      (LLinearSpec){.in = s.in, .out = s.classes, .bias = 1, .winit = ocr_init_uniform(-k, k),
+                                    .binit = ocr_init_uniform(-k, k), .attr = attr});
     } else {
-        float k1 = 1.0f / sqrtf((float)in), k2 = 1.0f / sqrtf((float)mid);
-        llinear_build(b, &l->fc1, NAME(buf, "%s.fc1", prefix), in, mid, 1, ocr_init_uniform(-k1, k1),
-                      ocr_init_uniform(-k1, k1), attr);
-        llinear_build(b, &l->fc2, NAME(buf, "%s.fc2", prefix), mid, classes, 1, ocr_init_uniform(-k2, k2),
-                      ocr_init_uniform(-k2, k2), attr);
+        float k1 = 1.0f / sqrtf((float)s.in), k2 = 1.0f / sqrtf((float)s.mid);
+        llinear_build(b, &l->fc1, NAME(buf, "%s.fc1", prefix),
+                      (LLinearSpec){.in = s.in, .out = s.mid, .bias = 1, .winit = ocr_init_uniform(-k1, k1),
+                                    .binit = ocr_init_uniform(-k1, k1), .attr = attr});
+        llinear_build(b, &l->fc2, NAME(buf, "%s.fc2", prefix),
+                      (LLinearSpec){.in = s.mid, .out = s.classes, .bias = 1, .winit = ocr_init_uniform(-k2, k2),
+                                    .binit = ocr_init_uniform(-k2, k2), .attr = attr});
     }
     lsoftmax_build(b, &l->softmax, NAME(buf, "%s.softmax", prefix));
 }

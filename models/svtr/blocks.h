@@ -22,6 +22,9 @@ typedef struct {
     LAct act;
     int has_act;
 } ConvBN;
+// The conv's fields are LConvSpec's (kh, kw, sh, sw, groups and winit asserted there; cin, cout
+// must be set); wattr and bnattr must be set (not checkable). Zero: ph/pw no padding, conv_bias
+// none (a bias starts at 0), act OCR_ACT_NONE (no activation).
 typedef struct {
     int cin, cout, kh, kw, sh, sw, ph, pw, groups;
     int conv_bias;
@@ -50,8 +53,15 @@ typedef struct {
     SEBlock se;
     int use_se;
 } DWSeparable;
-void dwsep_build(OcrBuilder *b, DWSeparable *l, const char *prefix, int cin, int cmid, int cout, int dw_size,
-                 int sh, int sw, int use_se);
+// Must be set (asserted): cin, cmid (= cin: the depthwise conv keeps the channel count), cout,
+// dw_size, sh, sw. Zero: use_se no SE block.
+typedef struct {
+    int cin, cmid, cout;
+    int dw_size;  // the depthwise kernel (padding dw_size / 2)
+    int sh, sw;   // the depthwise conv's stride
+    int use_se;
+} DWSepSpec;
+void dwsep_build(OcrBuilder *b, DWSeparable *l, const char *prefix, DWSepSpec s);
 OcrTensor *dwsep_forward(OcrCtx *c, DWSeparable *l, const OcrTensor *x);
 OcrTensor dwsep_backward(OcrCtx *c, DWSeparable *l, const OcrTensor *dy, int need_dx);
 
@@ -77,8 +87,17 @@ typedef struct {
     LAct act;
     int tail_fused;  // the last forward ran the tail as one fused op
 } RepLayer;
-void rep_build(OcrBuilder *b, RepLayer *l, const char *prefix, int cin, int cout, int k, int sh, int sw, int groups,
-               int nkxk, float lr_mult, float lab_lr, int deploy);
+// Must be set (asserted): cin, cout, k, sh, sw, groups (1 for a dense layer), nkxk (1 ..
+// OCR_REP_MAX_BRANCHES). Must be set, not checkable: lr_mult, lab_lr (0 is a valid multiplier).
+// Zero: deploy the training form.
+typedef struct {
+    int cin, cout, k, sh, sw, groups;
+    int nkxk;       // conv_kxk_num: parallel k×k ConvBN branches (training form)
+    float lr_mult;  // every parameter's learning-rate multiplier
+    float lab_lr;   // the LABs' multiplier on top of lr_mult
+    int deploy;     // 1: the deploy form (one reparameterised conv)
+} RepSpec;
+void rep_build(OcrBuilder *b, RepLayer *l, const char *prefix, RepSpec s);
 OcrTensor *rep_forward(OcrCtx *c, RepLayer *l, const OcrTensor *x);
 OcrTensor rep_backward(OcrCtx *c, RepLayer *l, const OcrTensor *dy, int need_dx);
 // Fuses the branches of a training-form layer (params/stats of `src`) into the k×k kernel
@@ -92,8 +111,18 @@ typedef struct {
     SEBlock se;
     int use_se;
 } LCBlock;
-void lcblock_build(OcrBuilder *b, LCBlock *l, const char *prefix, int cin, int cout, int dw_size, int sh, int sw,
-                   int use_se, int nkxk, float lr_mult, float lab_lr, int deploy);
+// Must be set (asserted; the last four by rep_build): cin, cout, dw_size, sh, sw, nkxk. Must be
+// set, not checkable: lr_mult, lab_lr. Zero: use_se no SE block, deploy the training form.
+typedef struct {
+    int cin, cout;
+    int dw_size;  // the depthwise RepLayer's kernel
+    int sh, sw;   // the depthwise RepLayer's stride
+    int use_se;
+    int nkxk;
+    float lr_mult, lab_lr;
+    int deploy;
+} LCBlockSpec;
+void lcblock_build(OcrBuilder *b, LCBlock *l, const char *prefix, LCBlockSpec s);
 OcrTensor *lcblock_forward(OcrCtx *c, LCBlock *l, const OcrTensor *x);
 OcrTensor lcblock_backward(OcrCtx *c, LCBlock *l, const OcrTensor *dy, int need_dx);
 
@@ -143,7 +172,14 @@ typedef struct {
     LSoftmax softmax;
     OcrTensor *logits, *probs;
 } CtcHead;
-void ctchead_build(OcrBuilder *b, CtcHead *l, const char *prefix, int in, int classes, int mid, float fc_decay);
+// Must be set (asserted): in, classes. Zero: mid one Linear (no mid_channels), fc_decay a fixed
+// L2 coefficient of 0.
+typedef struct {
+    int in, classes;
+    int mid;         // mid_channels: > 0 puts a second Linear in between
+    float fc_decay;  // L2Decay of both weights and biases
+} CtcHeadSpec;
+void ctchead_build(OcrBuilder *b, CtcHead *l, const char *prefix, CtcHeadSpec s);
 // x (B, T, C) -> logits (B, T, classes); probs too when not training.
 OcrTensor *ctchead_forward(OcrCtx *c, CtcHead *l, const OcrTensor *x);
 OcrTensor ctchead_backward(OcrCtx *c, CtcHead *l, const OcrTensor *dlogits, int need_dx);

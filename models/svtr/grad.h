@@ -31,7 +31,7 @@ static inline OcrTensor grad_take(OcrCtx *c, Grad *g) {
         return g->t;
     }
     OcrTensor t = ocr_ctx_like(c, &g->t);
-    if (!c->plan) cast_forward(&t, &g->t);
+    if (!c->plan) ocr_cast_forward(&t, &g->t);
     return t;
 }
 // Backward through a dropout / drop path that may have been an identity.

@@ -26,18 +26,20 @@ void guide_build(OcrBuilder *b, GuideHead *g, const MultiHeadSpec *s, int in_cha
     g->ctc_classes = ctc_classes;
     if (s->kind == OCR_GUIDE_SAR) {
         // SARHead(in_channels = the backbone's, out_channels = SARLabelDecode = C + 2, ...).
-        SarSpec ss = {in_channels, s->sar_enc_dim, s->sar_d_k, ctc_classes + 2, s->steps + 1, s->sar_enc_drop,
-                      s->sar_pred_drop};
+        SarSpec ss = {.in_channels = in_channels, .enc_dim = s->sar_enc_dim, .d_k = s->sar_d_k,
+                      .classes = ctc_classes + 2, .max_len = s->steps + 1, .enc_drop = s->sar_enc_drop,
+                      .pred_drop = s->sar_pred_drop};
         sar_build(b, &g->sar, NAME(buf, "head.sar_head"), ss);
         return;
     }
     OCR_ASSERT(s->kind == OCR_GUIDE_NRTR, "guide: unknown guidance branch %d", (int)s->kind);
     // Paddle's default Linear init: XavierUniform, U(±√(6/(in+out))) = Kaiming uniform over in + out.
-    llinear_build(b, &g->before_gtc, "head.before_gtc.1.fc", in_channels, s->nrtr_dim, 0,
-                  ocr_init_kaiming_uniform((int64_t)in_channels + s->nrtr_dim), ocr_init_const(0.0f),
-                  ocr_attr_default());
-    NrtrSpec ns = {s->nrtr_dim, s->nrtr_dim / 32, s->nrtr_layers, 4 * s->nrtr_dim, guide_vocab(s, ctc_classes),
-                   s->steps, s->nrtr_dropout};
+    llinear_build(b, &g->before_gtc, "head.before_gtc.1.fc",
+                  (LLinearSpec){.in = in_channels, .out = s->nrtr_dim, .bias = 0,
+                                .winit = ocr_init_kaiming_uniform((int64_t)in_channels + s->nrtr_dim),
+                                .binit = ocr_init_const(0.0f), .attr = ocr_attr_default()});
+    NrtrSpec ns = {.dim = s->nrtr_dim, .heads = s->nrtr_dim / 32, .layers = s->nrtr_layers, .ffn = 4 * s->nrtr_dim,
+                   .vocab = guide_vocab(s, ctc_classes), .steps = s->steps, .drop = s->nrtr_dropout};
     nrtr_build(b, &g->nrtr, NAME(buf, "head.gtc_head"), ns);
 }
 
@@ -135,8 +137,8 @@ static OcrTensor *sar_guide_forward(OcrCtx *c, GuideHead *g, const OcrTensor *x)
     const float *vr = NULL;
     if (!c->plan) {
         size_t bytes = (size_t)(B * L) * sizeof(int32_t);
-        copy_bytes(g->tokens.device, g->tokens.data, ocr_cpu(), g->h_tokens, bytes);
-        copy_bytes(g->targets.device, g->targets.data, ocr_cpu(), g->h_targets, bytes);
+        ocr_copy_bytes(g->tokens.device, g->tokens.data, ocr_cpu(), g->h_tokens, bytes);
+        ocr_copy_bytes(g->targets.device, g->targets.data, ocr_cpu(), g->h_targets, bytes);
         g->labels_set = 0;
         if (g->valid_set == B) {
             vr = g->h_valid;
@@ -160,8 +162,8 @@ OcrTensor *guide_forward(OcrCtx *c, GuideHead *g, const OcrTensor *x) {
     g->targets = ocr_ctx_new(c, OCR_I32, 2, (int64_t[]){B, T});
     if (!c->plan) {
         size_t bytes = (size_t)(B * T) * sizeof(int32_t);
-        copy_bytes(g->tokens.device, g->tokens.data, ocr_cpu(), g->h_tokens, bytes);
-        copy_bytes(g->targets.device, g->targets.data, ocr_cpu(), g->h_targets, bytes);
+        ocr_copy_bytes(g->tokens.device, g->tokens.data, ocr_cpu(), g->h_tokens, bytes);
+        ocr_copy_bytes(g->targets.device, g->targets.data, ocr_cpu(), g->h_targets, bytes);
         g->labels_set = 0;  // one pass per set of labels
     }
     // Flatten(2) + transpose of the NCHW map is the NHWC map read as (B, H·W, C).

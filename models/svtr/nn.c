@@ -133,7 +133,7 @@ void ocr_ctx_accumulate(OcrCtx *c, OcrTensor *dst, OcrTensor *src) {
         memset(src, 0, sizeof *src);
         return;
     }
-    if (!c->plan) accumulate(dst, src);
+    if (!c->plan) ocr_accumulate(dst, src);
     ocr_ctx_free(c, src);
 }
 
@@ -152,7 +152,7 @@ OcrTensor ocr_ctx_autocast_input(OcrCtx *c, int op, const OcrTensor *x, int wide
     *cast = x->dtype != d && (widen || d != OCR_F32);
     if (!*cast) return *x;
     OcrTensor t = ocr_ctx_new(c, d, x->ndim, x->shape);
-    if (!c->plan) cast_forward(&t, x);
+    if (!c->plan) ocr_cast_forward(&t, x);
     return t;
 }
 static OcrTensor autocast_input(OcrCtx *c, int op, const OcrTensor *x, int *cast) {
@@ -162,7 +162,7 @@ static OcrTensor autocast_input(OcrCtx *c, int op, const OcrTensor *x, int *cast
 OcrTensor ocr_ctx_cast_grad(OcrCtx *c, OcrTensor *dx, ocr_dtype_t in_dtype) {
     if (dx->dtype == in_dtype) return *dx;
     OcrTensor g = ocr_ctx_new(c, in_dtype, dx->ndim, dx->shape);
-    if (!c->plan) cast_backward(&g, dx);
+    if (!c->plan) ocr_cast_backward(&g, dx);
     ocr_ctx_free(c, dx);
     return g;
 }
@@ -178,7 +178,7 @@ static OcrTensor autocast_backward(OcrCtx *c, OcrTensor *dx, OcrTensor *x, int c
     OcrTensor g = {0};
     if (dx->data) {
         g = ocr_ctx_new(c, in_dtype, dx->ndim, dx->shape);
-        if (!c->plan) cast_backward(&g, dx);
+        if (!c->plan) ocr_cast_backward(&g, dx);
         ocr_ctx_free(c, dx);
     }
     ocr_ctx_free(c, x);
@@ -194,32 +194,39 @@ static OcrTensor shaped(const OcrTensor *x, int64_t last) {
 
 // ---- convolution ----------------------------------------------------------------------------
 
-void lconv_build(OcrBuilder *b, LConv *l, const char *name, int cin, int cout, int kh, int kw, int sh, int sw, int ph,
-                 int pw, int groups, int bias, OcrInit winit, OcrInit binit, OcrParamAttr wattr, OcrParamAttr battr) {
+// A weight initialiser left at zero (constant 0) is a spec with its winit forgotten: no layer
+// starts a weight at zero.
+static int init_is_unset(OcrInit i) { return i.kind == OCR_INIT_CONST && i.a == 0.0f && i.b == 0.0f; }
+
+void lconv_build(OcrBuilder *b, LConv *l, const char *name, LConvSpec s) {
     char buf[256];
     memset(l, 0, sizeof *l);
-    OCR_ASSERT(groups >= 1 && cin % groups == 0 && cout % groups == 0);
-    l->cin = cin;
-    l->cout = cout;
-    l->kh = kh;
-    l->kw = kw;
-    l->p.stride_h = sh;
-    l->p.stride_w = sw;
-    l->p.pad_h = ph;
-    l->p.pad_w = pw;
-    l->p.groups = groups;
+    OCR_ASSERT(s.kh > 0 && s.kw > 0, "%s: LConvSpec.kh and .kw must be set", name);
+    OCR_ASSERT(s.sh > 0 && s.sw > 0, "%s: LConvSpec.sh and .sw must be set", name);
+    OCR_ASSERT(s.groups >= 1, "%s: LConvSpec.groups must be set (1 for a dense conv)", name);
+    OCR_ASSERT(!init_is_unset(s.winit), "%s: LConvSpec.winit must be set", name);
+    OCR_ASSERT(s.cin % s.groups == 0 && s.cout % s.groups == 0);
+    l->cin = s.cin;
+    l->cout = s.cout;
+    l->kh = s.kh;
+    l->kw = s.kw;
+    l->p.stride_h = s.sh;
+    l->p.stride_w = s.sw;
+    l->p.pad_h = s.ph;
+    l->p.pad_w = s.pw;
+    l->p.groups = s.groups;
     l->op = ocr_build_op(b, name, "conv2d");
     OcrOpInfo *o = &b->ops->items[l->op];
-    o->conv_stride[0] = sh;
-    o->conv_stride[1] = sw;
-    o->conv_pad[0] = ph;
-    o->conv_pad[1] = pw;
-    o->conv_groups = groups;
+    o->conv_stride[0] = s.sh;
+    o->conv_stride[1] = s.sw;
+    o->conv_pad[0] = s.ph;
+    o->conv_pad[1] = s.pw;
+    o->conv_groups = s.groups;
     l->w = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "weight"), 4,
-                           (int64_t[]){cout, kh, kw, cin / groups}, winit, OCR_ROLE_WEIGHT, wattr);
-    l->b = bias ? ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, (int64_t[]){cout}, binit,
-                                  OCR_ROLE_BIAS, battr)
-                : -1;
+                           (int64_t[]){s.cout, s.kh, s.kw, s.cin / s.groups}, s.winit, OCR_ROLE_WEIGHT, s.attr);
+    l->b = s.bias ? ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, (int64_t[]){s.cout}, s.binit,
+                                    OCR_ROLE_BIAS, s.attr)
+                  : -1;
 }
 
 OcrTensor *lconv_forward(OcrCtx *c, LConv *l, const OcrTensor *x) {
@@ -240,7 +247,7 @@ OcrTensor *lconv_forward(OcrCtx *c, LConv *l, const OcrTensor *x) {
     if (!c->plan) {
         OcrTensor w = ocr_ctx_weight(c, l->w), bias;
         if (l->b >= 0) bias = ocr_ctx_weight(c, l->b);
-        conv2d_forward(&l->y, &l->x, &w, l->b >= 0 ? &bias : NULL, l->p);
+        ocr_conv2d_forward(&l->y, &l->x, &w, l->b >= 0 ? &bias : NULL, l->p);
     }
     double pos = (double)n * ho * wo * l->cout;
     ocr_ctx_record(c, l->op, &l->y, 2.0 * pos * l->kh * l->kw * (l->cin / l->p.groups) + (l->b >= 0 ? pos : 0));
@@ -254,7 +261,7 @@ OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx) 
     if (!c->plan) {
         OcrTensor w = ocr_ctx_weight(c, l->w), dw = ocr_ctx_grad(c, l->w), db;
         if (l->b >= 0) db = ocr_ctx_grad(c, l->b);
-        conv2d_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w, l->p);
+        ocr_conv2d_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w, l->p);
     }
     ocr_ctx_free(c, &l->y);
     dx = autocast_backward(c, &dx, &l->x, l->xcast, l->in_dtype);
@@ -319,11 +326,11 @@ OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
         OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
         OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
         if (bn_sync(c, l))
-            batchnorm2d_act_forward_sync(&l->y, &l->save_mean, &l->save_rstd, NULL, &rm, &rv, x, &g, &bb,
-                                         OCR_ACT_NONE, bn_momentum(c, l), l->eps, l->training, bn_sync(c, l));
+            ocr_batchnorm2d_act_forward_sync(&l->y, &l->save_mean, &l->save_rstd, NULL, &rm, &rv, x, &g, &bb,
+                                             OCR_ACT_NONE, bn_momentum(c, l), l->eps, l->training, bn_sync(c, l));
         else
-            batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, bn_momentum(c, l), l->eps,
-                                l->training);
+            ocr_batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, bn_momentum(c, l),
+                                    l->eps, l->training);
     }
     ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
     ocr_ctx_release(c, &l->save_rstd);
@@ -343,8 +350,8 @@ void lbn_forward_accumulate(OcrCtx *c, LBN *l, const OcrTensor *x, OcrTensor *su
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
         OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
-        batchnorm2d_forward_accumulate(sum, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, bn_momentum(c, l),
-                                       l->eps, l->training);
+        ocr_batchnorm2d_forward_accumulate(sum, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, bn_momentum(c, l),
+                                           l->eps, l->training);
     }
     // Shape and FLOPs; not the output (the sum's values are not this op's).
     record_fused(c, l->op, sum, 3.0 * (double)ocr_tensor_numel(x));
@@ -358,12 +365,12 @@ OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), dg = ocr_ctx_grad(c, l->g), db = ocr_ctx_grad(c, l->b);
         if (bn_sync(c, l))
-            batchnorm2d_act_backward_sync(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, NULL, &l->save_mean,
-                                          &l->save_rstd, NULL, OCR_ACT_NONE, need_dx ? dx.dtype : OCR_F32,
-                                          l->training, bn_sync(c, l));
+            ocr_batchnorm2d_act_backward_sync(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, NULL, &l->save_mean,
+                                              &l->save_rstd, NULL, OCR_ACT_NONE, need_dx ? dx.dtype : OCR_F32,
+                                              l->training, bn_sync(c, l));
         else
-            batchnorm2d_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->save_mean, &l->save_rstd,
-                                 l->training);
+            ocr_batchnorm2d_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->save_mean, &l->save_rstd,
+                                     l->training);
     }
     ocr_ctx_free(c, &l->save_rstd);
     ocr_ctx_free(c, &l->save_mean);
@@ -386,7 +393,7 @@ OcrTensor *lact_forward(OcrCtx *c, LAct *l, const OcrTensor *x) {
     l->inplace = 0;
     l->x = *x;
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
-    if (!c->plan) activation_forward(&l->y, x, l->act);
+    if (!c->plan) ocr_activation_forward(&l->y, x, l->act);
     ocr_ctx_record(c, l->op, &l->y, act_cost[l->act] * (double)ocr_tensor_numel(x));
     return &l->y;
 }
@@ -397,7 +404,7 @@ OcrTensor lact_backward(OcrCtx *c, LAct *l, const OcrTensor *dy, int need_dx) {
         OCR_ASSERT(l->x.data && !l->inplace, "%s: the backward of a fused activation belongs to its fused op",
                    c->ops->items[l->op].name);
         dx = ocr_ctx_like(c, &l->x);
-        if (!c->plan) activation_backward(&dx, dy, &l->x, l->act);
+        if (!c->plan) ocr_activation_backward(&dx, dy, &l->x, l->act);
     }
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
@@ -416,8 +423,8 @@ OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x) {
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
         OcrTensor rm = ocr_ctx_stat(c, bn->mean), rv = ocr_ctx_stat(c, bn->var);
-        batchnorm2d_act_forward_sync(&y, &bn->save_mean, &bn->save_rstd, &bn->save_scale, &rm, &rv, x, &g, &bb,
-                                     act->act, bn_momentum(c, bn), bn->eps, bn->training, bn_sync(c, bn));
+        ocr_batchnorm2d_act_forward_sync(&y, &bn->save_mean, &bn->save_rstd, &bn->save_scale, &rm, &rv, x, &g, &bb,
+                                         act->act, bn_momentum(c, bn), bn->eps, bn->training, bn_sync(c, bn));
     }
     // The BN's entry: shape and FLOPs, but not the output (its values are the activation's).
     record_fused(c, bn->op, &y, 2.0 * (double)ocr_tensor_numel(x));
@@ -440,9 +447,9 @@ OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, i
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
         OcrTensor dg = ocr_ctx_grad(c, bn->g), db = ocr_ctx_grad(c, bn->b);
-        batchnorm2d_act_backward_sync(need_dx ? &dx : NULL, &dg, &db, dy, &bn->x, &g, &bb, &bn->save_mean,
-                                      &bn->save_rstd, &bn->save_scale, act->act, act->y.dtype, bn->training,
-                                      bn_sync(c, bn));
+        ocr_batchnorm2d_act_backward_sync(need_dx ? &dx : NULL, &dg, &db, dy, &bn->x, &g, &bb, &bn->save_mean,
+                                          &bn->save_rstd, &bn->save_scale, act->act, act->y.dtype, bn->training,
+                                          bn_sync(c, bn));
     }
     ocr_ctx_free(c, &act->y);
     ocr_ctx_bwd_done(c, act->op);
@@ -472,7 +479,7 @@ OcrTensor *llab_forward(OcrCtx *c, LLab *l, const OcrTensor *x) {
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
     if (!c->plan) {
         OcrTensor s = ocr_ctx_param(c, l->s), b = ocr_ctx_param(c, l->b);
-        scalar_affine_forward(&l->y, x, &s, &b);
+        ocr_scalar_affine_forward(&l->y, x, &s, &b);
     }
     ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
     return &l->y;
@@ -485,7 +492,7 @@ OcrTensor llab_backward(OcrCtx *c, LLab *l, const OcrTensor *dy, int need_dx) {
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
     if (!c->plan) {
         OcrTensor s = ocr_ctx_param(c, l->s), ds = ocr_ctx_grad(c, l->s), db = ocr_ctx_grad(c, l->b);
-        scalar_affine_backward(need_dx ? &dx : NULL, &ds, &db, dy, &l->x, &s);
+        ocr_scalar_affine_backward(need_dx ? &dx : NULL, &ds, &db, dy, &l->x, &s);
     }
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
@@ -505,7 +512,7 @@ OcrTensor *llab_act_forward(OcrCtx *c, LLab *lab1, LAct *act, LLab *lab2, const 
     if (!c->plan) {
         OcrTensor s1 = ocr_ctx_param(c, lab1->s), b1 = ocr_ctx_param(c, lab1->b);
         OcrTensor s2 = ocr_ctx_param(c, lab2->s), b2 = ocr_ctx_param(c, lab2->b);
-        affine_act_affine_forward(&y, x, &s1, &b1, act->act, &s2, &b2);
+        ocr_affine_act_affine_forward(&y, x, &s1, &b1, act->act, &s2, &b2);
     }
     // The first two entries: shape and FLOPs, not the output (its values are lab2's).
     record_fused(c, lab1->op, &y, 2.0 * n);
@@ -530,8 +537,8 @@ OcrTensor llab_act_backward(OcrCtx *c, LLab *lab1, LAct *act, LLab *lab2, const 
         OcrTensor s1 = ocr_ctx_param(c, lab1->s), b1 = ocr_ctx_param(c, lab1->b), s2 = ocr_ctx_param(c, lab2->s);
         OcrTensor ds1 = ocr_ctx_grad(c, lab1->s), db1 = ocr_ctx_grad(c, lab1->b);
         OcrTensor ds2 = ocr_ctx_grad(c, lab2->s), db2 = ocr_ctx_grad(c, lab2->b);
-        affine_act_affine_backward(need_dx ? &dx : NULL, &ds1, &db1, &ds2, &db2, dy, &lab1->x, &s1, &b1, act->act,
-                                   &s2, lab2->y.dtype);
+        ocr_affine_act_affine_backward(need_dx ? &dx : NULL, &ds1, &db1, &ds2, &db2, dy, &lab1->x, &s1, &b1, act->act,
+                                       &s2, lab2->y.dtype);
     }
     ocr_ctx_free(c, &lab2->y);
     lab2->inplace = 0;
@@ -544,18 +551,18 @@ OcrTensor llab_act_backward(OcrCtx *c, LLab *lab1, LAct *act, LLab *lab2, const 
 
 // ---- linear ---------------------------------------------------------------------------------------------
 
-void llinear_build(OcrBuilder *b, LLinear *l, const char *name, int in, int out, int bias, OcrInit winit,
-                   OcrInit binit, OcrParamAttr attr) {
+void llinear_build(OcrBuilder *b, LLinear *l, const char *name, LLinearSpec s) {
     char buf[256];
     memset(l, 0, sizeof *l);
-    l->in = in;
-    l->out = out;
+    OCR_ASSERT(!init_is_unset(s.winit), "%s: LLinearSpec.winit must be set", name);
+    l->in = s.in;
+    l->out = s.out;
     l->op = ocr_build_op(b, name, "linear");
-    l->w = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "weight"), 2, (int64_t[]){in, out}, winit,
-                           OCR_ROLE_WEIGHT, attr);
-    l->b = bias ? ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, (int64_t[]){out}, binit,
-                                  OCR_ROLE_BIAS, attr)
-                : -1;
+    l->w = ocr_build_param(b, l->op, join(buf, sizeof buf, name, "weight"), 2, (int64_t[]){s.in, s.out}, s.winit,
+                           OCR_ROLE_WEIGHT, s.attr);
+    l->b = s.bias ? ocr_build_param(b, l->op, join(buf, sizeof buf, name, "bias"), 1, (int64_t[]){s.out}, s.binit,
+                                    OCR_ROLE_BIAS, s.attr)
+                  : -1;
 }
 
 OcrTensor *llinear_forward(OcrCtx *c, LLinear *l, const OcrTensor *x) {
@@ -567,7 +574,7 @@ OcrTensor *llinear_forward(OcrCtx *c, LLinear *l, const OcrTensor *x) {
     if (!c->plan) {
         OcrTensor w = ocr_ctx_weight(c, l->w), b;
         if (l->b >= 0) b = ocr_ctx_weight(c, l->b);
-        linear_forward(&l->y, &l->x, &w, l->b >= 0 ? &b : NULL);
+        ocr_linear_forward(&l->y, &l->x, &w, l->b >= 0 ? &b : NULL);
     }
     double rows = (double)ocr_tensor_numel(x) / l->in;
     ocr_ctx_record(c, l->op, &l->y, 2.0 * rows * l->in * l->out + (l->b >= 0 ? rows * l->out : 0));
@@ -581,7 +588,7 @@ OcrTensor llinear_backward(OcrCtx *c, LLinear *l, const OcrTensor *dy, int need_
     if (!c->plan) {
         OcrTensor w = ocr_ctx_weight(c, l->w), dw = ocr_ctx_grad(c, l->w), db;
         if (l->b >= 0) db = ocr_ctx_grad(c, l->b);
-        linear_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w);
+        ocr_linear_backward(need_dx ? &dx : NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w);
     }
     ocr_ctx_free(c, &l->y);
     dx = autocast_backward(c, &dx, &l->x, l->xcast, l->in_dtype);
@@ -613,7 +620,7 @@ OcrTensor *lln_forward(OcrCtx *c, LLN *l, const OcrTensor *x) {
     l->rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){rows});
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), b = ocr_ctx_param(c, l->b);
-        layernorm_forward(&l->y, &l->mean, &l->rstd, x, &g, &b, l->eps);
+        ocr_layernorm_forward(&l->y, &l->mean, &l->rstd, x, &g, &b, l->eps);
     }
     ocr_ctx_record(c, l->op, &l->y, 5.0 * (double)ocr_tensor_numel(x));
     ocr_ctx_release(c, &l->rstd);
@@ -626,7 +633,7 @@ OcrTensor lln_backward(OcrCtx *c, LLN *l, const OcrTensor *dy, int need_dx) {
     if (need_dx) dx = ocr_ctx_like(c, &l->x);
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), dg = ocr_ctx_grad(c, l->g), db = ocr_ctx_grad(c, l->b);
-        layernorm_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->mean, &l->rstd);
+        ocr_layernorm_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->mean, &l->rstd);
     }
     ocr_ctx_free(c, &l->rstd);
     ocr_ctx_free(c, &l->mean);
@@ -637,17 +644,17 @@ OcrTensor lln_backward(OcrCtx *c, LLN *l, const OcrTensor *dy, int need_dx) {
 
 // ---- attention ------------------------------------------------------------------------------------------
 
-void lattn_build(OcrBuilder *b, LAttn *l, const char *name, int dim, int heads, float attn_drop, int local_hk,
-                 int local_wk) {
+void lattn_build(OcrBuilder *b, LAttn *l, const char *name, LAttnSpec s) {
     memset(l, 0, sizeof *l);
-    OCR_ASSERT(dim % heads == 0);
-    l->dim = dim;
-    l->heads = heads;
+    OCR_ASSERT(s.dim > 0 && s.heads > 0, "%s: LAttnSpec.dim and .heads must be set", name);
+    OCR_ASSERT(s.dim % s.heads == 0);
+    l->dim = s.dim;
+    l->heads = s.heads;
     // Paddle computes head_dim ** -0.5 in double and stores it as a float32 constant.
-    l->scale = (float)pow((double)(dim / heads), -0.5);
-    l->attn_drop = attn_drop;
-    l->local_hk = local_hk;
-    l->local_wk = local_wk;
+    l->scale = (float)pow((double)(s.dim / s.heads), -0.5);
+    l->attn_drop = s.attn_drop;
+    l->local_hk = s.local_hk;
+    l->local_wk = s.local_wk;
     l->op = ocr_build_op(b, name, "attention");
     l->stream = ocr_params_stream(name);
 }
@@ -666,12 +673,12 @@ OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, 
         l->grid_h = grid_h;
         l->grid_w = grid_w;
         l->mask = ocr_ctx_new(c, OCR_F32, 2, (int64_t[]){T, T});
-        if (!c->plan) attention_local_mask(&l->mask, grid_h, grid_w, l->local_hk, l->local_wk);
+        if (!c->plan) ocr_attention_local_mask(&l->mask, grid_h, grid_w, l->local_hk, l->local_wk);
     }
     DropoutParams d = {l->attn_drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, c->training, c->seed, l->stream, c->step << 32};
     l->d = d;
     if (!c->plan)
-        attention_forward(&l->y, &l->probs, &l->x, l->mask.data ? &l->mask : NULL, l->heads, l->scale, l->d);
+        ocr_attention_forward(&l->y, &l->probs, &l->x, l->mask.data ? &l->mask : NULL, l->heads, l->scale, l->d);
     double tt = (double)B * T * T;
     ocr_ctx_record(c, l->op, &l->y, 4.0 * tt * l->dim + 5.0 * tt * l->heads);
     ocr_ctx_release(c, &l->mask);
@@ -684,7 +691,7 @@ OcrTensor lattn_backward(OcrCtx *c, LAttn *l, const OcrTensor *dy, int need_dx) 
     OcrTensor dx = {0};
     if (need_dx) {
         dx = ocr_ctx_like(c, &l->x);
-        if (!c->plan) attention_backward(&dx, dy, &l->x, &l->probs, l->heads, l->scale, l->d);
+        if (!c->plan) ocr_attention_backward(&dx, dy, &l->x, &l->probs, l->heads, l->scale, l->d);
     }
     ocr_ctx_free(c, &l->mask);
     ocr_ctx_free(c, &l->probs);
@@ -720,9 +727,9 @@ OcrTensor *lpool_forward(OcrCtx *c, LPool *l, const OcrTensor *x, lpool_kind_t k
     l->x = *x;
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, (int64_t[]){x->shape[0], ho, wo, x->shape[3]});
     if (!c->plan) {
-        if (kind == LPOOL_AVG) avgpool2d_forward(&l->y, x, l->p);
-        else if (kind == LPOOL_MAX) maxpool2d_forward(&l->y, x, l->p);
-        else adaptive_avgpool2d_forward(&l->y, x);
+        if (kind == LPOOL_AVG) ocr_avgpool2d_forward(&l->y, x, l->p);
+        else if (kind == LPOOL_MAX) ocr_maxpool2d_forward(&l->y, x, l->p);
+        else ocr_adaptive_avgpool2d_forward(&l->y, x);
     }
     ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(x));
     return &l->y;
@@ -733,9 +740,9 @@ OcrTensor lpool_backward(OcrCtx *c, LPool *l, const OcrTensor *dy, int need_dx) 
     if (need_dx) {
         dx = ocr_ctx_like(c, &l->x);
         if (!c->plan) {
-            if (l->last_kind == LPOOL_AVG) avgpool2d_backward(&dx, dy, l->p);
-            else if (l->last_kind == LPOOL_MAX) maxpool2d_backward(&dx, dy, &l->x, l->p);
-            else adaptive_avgpool2d_backward(&dx, dy);
+            if (l->last_kind == LPOOL_AVG) ocr_avgpool2d_backward(&dx, dy, l->p);
+            else if (l->last_kind == LPOOL_MAX) ocr_maxpool2d_backward(&dx, dy, &l->x, l->p);
+            else ocr_adaptive_avgpool2d_backward(&dx, dy);
         }
     }
     ocr_ctx_free(c, &l->y);
@@ -764,8 +771,8 @@ OcrTensor *ldrop_forward(OcrCtx *c, LDrop *l, const OcrTensor *x) {
     } else {
         l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
         if (!c->plan) {
-            if (l->per_sample) droppath_forward(&l->y, x, l->d);
-            else dropout_forward(&l->y, x, l->d);
+            if (l->per_sample) ocr_droppath_forward(&l->y, x, l->d);
+            else ocr_dropout_forward(&l->y, x, l->d);
         }
     }
     ocr_ctx_record(c, l->op, &l->y, l->identity ? 0.0 : (double)ocr_tensor_numel(x));
@@ -778,8 +785,8 @@ OcrTensor ldrop_backward(OcrCtx *c, LDrop *l, const OcrTensor *dy, int need_dx) 
     if (need_dx) {
         dx = ocr_ctx_like(c, dy);
         if (!c->plan) {
-            if (l->per_sample) droppath_backward(&dx, dy, l->d);
-            else dropout_backward(&dx, dy, l->d);
+            if (l->per_sample) ocr_droppath_backward(&dx, dy, l->d);
+            else ocr_dropout_backward(&dx, dy, l->d);
         }
     }
     ocr_ctx_free(c, &l->y);
@@ -797,7 +804,7 @@ void ladd_build(OcrBuilder *b, LAdd *l, const char *name) {
 OcrTensor *ladd_forward(OcrCtx *c, LAdd *l, const OcrTensor *a, const OcrTensor *x) {
     OCR_ASSERT(ocr_tensor_same_shape(a, x));
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), a->ndim, a->shape);
-    if (!c->plan) add_forward(&l->y, a, x);
+    if (!c->plan) ocr_add_forward(&l->y, a, x);
     ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(a));
     return &l->y;
 }
@@ -820,7 +827,7 @@ OcrTensor *lposadd_forward(OcrCtx *c, LPosAdd *l, const OcrTensor *x) {
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
     if (!c->plan) {
         OcrTensor pos = ocr_ctx_weight(c, l->pos);
-        batch_broadcast_add_forward(&l->y, x, &pos);
+        ocr_batch_broadcast_add_forward(&l->y, x, &pos);
     }
     ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(x));
     return &l->y;
@@ -831,7 +838,7 @@ OcrTensor lposadd_backward(OcrCtx *c, LPosAdd *l, const OcrTensor *dy, int need_
     if (need_dx) dx = ocr_ctx_like(c, dy);
     if (!c->plan) {
         OcrTensor dpos = ocr_ctx_grad(c, l->pos);
-        batch_broadcast_add_backward(need_dx ? &dx : NULL, &dpos, dy);
+        ocr_batch_broadcast_add_backward(need_dx ? &dx : NULL, &dpos, dy);
     }
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
@@ -855,7 +862,7 @@ OcrTensor *lconcat_forward(OcrCtx *c, LConcat *l, const OcrTensor *a, const OcrT
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), d.ndim, d.shape);
     if (!c->plan) {
         const OcrTensor *in[2] = {a, x};
-        concat_forward(&l->y, in, 2);
+        ocr_concat_forward(&l->y, in, 2);
     }
     ocr_ctx_record(c, l->op, &l->y, 0.0);
     return &l->y;
@@ -869,7 +876,7 @@ void lconcat_backward(OcrCtx *c, LConcat *l, const OcrTensor *dy, OcrTensor *da,
     *db = ocr_ctx_new(c, l->t1, d1.ndim, d1.shape);
     if (!c->plan) {
         OcrTensor *out[2] = {da, db};
-        concat_backward(out, 2, dy);
+        ocr_concat_backward(out, 2, dy);
     }
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
@@ -886,7 +893,7 @@ OcrTensor *lmul_forward(OcrCtx *c, LMul *l, const OcrTensor *x, const OcrTensor 
     l->x = *x;
     l->s = *s;
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
-    if (!c->plan) channel_scale_forward(&l->y, x, s);
+    if (!c->plan) ocr_channel_scale_forward(&l->y, x, s);
     ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(x));
     return &l->y;
 }
@@ -894,7 +901,7 @@ OcrTensor *lmul_forward(OcrCtx *c, LMul *l, const OcrTensor *x, const OcrTensor 
 void lmul_backward(OcrCtx *c, LMul *l, const OcrTensor *dy, OcrTensor *dx, OcrTensor *ds) {
     *dx = ocr_ctx_like(c, &l->x);
     *ds = ocr_ctx_like(c, &l->s);
-    if (!c->plan) channel_scale_backward(dx, ds, dy, &l->x, &l->s);
+    if (!c->plan) ocr_channel_scale_backward(dx, ds, dy, &l->x, &l->s);
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
 }
@@ -908,7 +915,7 @@ void lsoftmax_build(OcrBuilder *b, LSoftmax *l, const char *name) {
 
 OcrTensor *lsoftmax_forward(OcrCtx *c, LSoftmax *l, const OcrTensor *x) {
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), x->ndim, x->shape);
-    if (!c->plan) softmax_forward(&l->y, x);
+    if (!c->plan) ocr_softmax_forward(&l->y, x);
     ocr_ctx_record(c, l->op, &l->y, 3.0 * (double)ocr_tensor_numel(x));
     return &l->y;
 }

@@ -143,8 +143,19 @@ typedef struct {
     int xcast;               // x is this layer's own autocast copy of its input
     ocr_dtype_t in_dtype;    // the input's dtype (its gradient's dtype)
 } LConv;
-void lconv_build(OcrBuilder *b, LConv *l, const char *name, int cin, int cout, int kh, int kw, int sh, int sw, int ph,
-                 int pw, int groups, int bias, OcrInit winit, OcrInit binit, OcrParamAttr wattr, OcrParamAttr battr);
+// Build with designated initialisers: (LConvSpec){.cin = 3, .cout = 16, .kh = 3, .kw = 3, ...}.
+// Must be set (asserted, a zero is never meant): kh, kw, sh, sw, groups (1 for a dense conv),
+// winit (not constant 0). Must be set, not checkable: cin, cout (0 builds an empty layer, which
+// a config can ask for: the SVTR neck's cin / 8 below 8 input channels) and attr (0 is a valid
+// lr_mult). Zero means what it says: ph/pw no padding, bias none, binit constant 0.
+typedef struct {
+    int cin, cout, kh, kw, sh, sw, ph, pw, groups;
+    int bias;            // 1: a bias parameter after the weight
+    OcrInit winit;       // weight (OC, KH, KW, C/groups)
+    OcrInit binit;       // bias (OC); only with bias
+    OcrParamAttr attr;   // optimizer attributes of the weight and the bias
+} LConvSpec;
+void lconv_build(OcrBuilder *b, LConv *l, const char *name, LConvSpec s);
 OcrTensor *lconv_forward(OcrCtx *c, LConv *l, const OcrTensor *x);
 OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx);
 
@@ -229,8 +240,16 @@ typedef struct {
     int xcast;
     ocr_dtype_t in_dtype;
 } LLinear;
-void llinear_build(OcrBuilder *b, LLinear *l, const char *name, int in, int out, int bias, OcrInit winit,
-                   OcrInit binit, OcrParamAttr attr);
+// Must be set (asserted): winit (not constant 0). Must be set, not checkable: in, out (0 builds
+// an empty layer, which a config can ask for: an MLP of dim · mlp_ratio < 1) and attr. Zero:
+// bias none, binit constant 0.
+typedef struct {
+    int in, out;
+    int bias;            // 1: a bias parameter (OUT) after the weight
+    OcrInit winit, binit;
+    OcrParamAttr attr;   // weight and bias
+} LLinearSpec;
+void llinear_build(OcrBuilder *b, LLinear *l, const char *name, LLinearSpec s);
 OcrTensor *llinear_forward(OcrCtx *c, LLinear *l, const OcrTensor *x);
 OcrTensor llinear_backward(OcrCtx *c, LLinear *l, const OcrTensor *dy, int need_dx);
 
@@ -259,8 +278,14 @@ typedef struct {
     int xcast;
     ocr_dtype_t in_dtype;
 } LAttn;
-void lattn_build(OcrBuilder *b, LAttn *l, const char *name, int dim, int heads, float attn_drop, int local_hk,
-                 int local_wk);
+// Must be set (asserted): dim, heads (dividing dim). Zero: attn_drop none, local_hk/local_wk a
+// global mixer.
+typedef struct {
+    int dim, heads;
+    float attn_drop;         // dropout on the attention probabilities
+    int local_hk, local_wk;  // the local mixer's window (0: global)
+} LAttnSpec;
+void lattn_build(OcrBuilder *b, LAttn *l, const char *name, LAttnSpec s);
 // grid_h · grid_w must equal T (only used by the local mixer).
 OcrTensor *lattn_forward(OcrCtx *c, LAttn *l, const OcrTensor *qkv, int grid_h, int grid_w);
 OcrTensor lattn_backward(OcrCtx *c, LAttn *l, const OcrTensor *dy, int need_dx);

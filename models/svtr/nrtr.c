@@ -42,8 +42,8 @@ static OcrTensor *lembed_forward(OcrCtx *c, LEmbed *l, const OcrTensor *ids) {
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 3, (int64_t[]){ids->shape[0], ids->shape[1], l->dim});
     if (!c->plan) {
         OcrTensor w = ocr_ctx_weight(c, l->w);
-        embedding_forward(&l->y, ids, &w, 0);
-        scale_forward(&l->y, &l->y, l->scale);
+        ocr_embedding_forward(&l->y, ids, &w, 0);
+        ocr_scale_forward(&l->y, &l->y, l->scale);
     }
     ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(&l->y));
     return &l->y;
@@ -53,9 +53,9 @@ static OcrTensor *lembed_forward(OcrCtx *c, LEmbed *l, const OcrTensor *ids) {
 static void lembed_backward(OcrCtx *c, LEmbed *l, const OcrTensor *dy) {
     OcrTensor g = ocr_ctx_new(c, OCR_F32, dy->ndim, dy->shape);
     if (!c->plan) {
-        scale_forward(&g, dy, l->scale);
+        ocr_scale_forward(&g, dy, l->scale);
         OcrTensor dw = ocr_ctx_grad(c, l->w);
-        embedding_backward(&dw, &g, &l->ids, 0);
+        ocr_embedding_backward(&dw, &g, &l->ids, 0);
     }
     ocr_ctx_free(c, &g);
     ocr_ctx_bwd_done(c, l->op);
@@ -81,8 +81,8 @@ static OcrTensor *lcausal_forward(OcrCtx *c, LCausalAttn *l, const OcrTensor *qk
     DropoutParams d = {0.0f, OCR_DROPOUT_UPSCALE_IN_TRAIN, c->training, c->seed, 0, 0};
     l->d = d;
     if (!c->plan) {
-        copy_bytes(l->mask.device, l->mask.data, ocr_cpu(), l->mask_host, (size_t)(T * T) * sizeof(float));
-        attention_forward(&l->y, &l->probs, &l->x, &l->mask, l->heads, l->scale, l->d);
+        ocr_copy_bytes(l->mask.device, l->mask.data, ocr_cpu(), l->mask_host, (size_t)(T * T) * sizeof(float));
+        ocr_attention_forward(&l->y, &l->probs, &l->x, &l->mask, l->heads, l->scale, l->d);
     }
     double tt = (double)B * T * T;
     ocr_ctx_record(c, l->op, &l->y, 4.0 * tt * l->dim + 5.0 * tt * l->heads);
@@ -91,7 +91,7 @@ static OcrTensor *lcausal_forward(OcrCtx *c, LCausalAttn *l, const OcrTensor *qk
 
 static OcrTensor lcausal_backward(OcrCtx *c, LCausalAttn *l, const OcrTensor *dy) {
     OcrTensor dx = ocr_ctx_like(c, &l->x);
-    if (!c->plan) attention_backward(&dx, dy, &l->x, &l->probs, l->heads, l->scale, l->d);
+    if (!c->plan) ocr_attention_backward(&dx, dy, &l->x, &l->probs, l->heads, l->scale, l->d);
     ocr_ctx_free(c, &l->y);
     ocr_ctx_free(c, &l->mask);
     ocr_ctx_free(c, &l->probs);
@@ -136,13 +136,13 @@ static OcrTensor *lcross_forward(OcrCtx *c, LCrossAttn *l, const OcrTensor *q, c
     l->vh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tk, Dh});
     if (!c->plan) {
         OcrTensor q4 = view4(q, B, Tq, H, Dh), kv4 = view4(kv, B, Tk, 2, C);
-        permute_forward(&l->qh, &q4, PERM_HEADS);
-        permute_forward(&kvt, &kv4, PERM_KV);
+        ocr_permute_forward(&l->qh, &q4, PERM_HEADS);
+        ocr_permute_forward(&kvt, &kv4, PERM_KV);
         size_t half = (size_t)ocr_tensor_bytes(&kvt) / 2;
         OcrTensor k = ocr_tensor_view(kvt.data, dt, kvt.device, 4, (int64_t[]){B, Tk, H, Dh});
         OcrTensor v = ocr_tensor_view((char *)kvt.data + half, dt, kvt.device, 4, (int64_t[]){B, Tk, H, Dh});
-        permute_forward(&l->kh, &k, PERM_HEADS);
-        permute_forward(&l->vh, &v, PERM_HEADS);
+        ocr_permute_forward(&l->kh, &k, PERM_HEADS);
+        ocr_permute_forward(&l->vh, &v, PERM_HEADS);
     }
     ocr_ctx_free(c, &kvt);
     l->probs = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){B * H, Tq, Tk});
@@ -151,11 +151,11 @@ static OcrTensor *lcross_forward(OcrCtx *c, LCrossAttn *l, const OcrTensor *q, c
     if (!c->plan) {
         OcrTensor q3 = view3(&l->qh, B * H, Tq, Dh), k3 = view3(&l->kh, B * H, Tk, Dh);
         OcrTensor v3 = view3(&l->vh, B * H, Tk, Dh), o3 = view3(&l->oh, B * H, Tq, Dh);
-        matmul_batched_forward(&l->probs, &q3, &k3, 0, 1, l->scale);
-        softmax_forward(&l->probs, &l->probs);
-        matmul_batched_forward(&o3, &l->probs, &v3, 0, 0, 1.0f);
+        ocr_matmul_batched_forward(&l->probs, &q3, &k3, 0, 1, l->scale);
+        ocr_softmax_forward(&l->probs, &l->probs);
+        ocr_matmul_batched_forward(&o3, &l->probs, &v3, 0, 0, 1.0f);
         OcrTensor y4 = view4(&l->y, B, Tq, H, Dh);
-        permute_forward(&y4, &l->oh, PERM_HEADS);
+        ocr_permute_forward(&y4, &l->oh, PERM_HEADS);
     }
     ocr_ctx_free(c, &l->oh);
     double tt = (double)B * Tq * Tk;
@@ -173,21 +173,21 @@ static void lcross_backward(OcrCtx *c, LCrossAttn *l, const OcrTensor *dy, OcrTe
     OcrTensor dvh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tk, Dh});
     if (!c->plan) {
         OcrTensor dy4 = view4(dy, B, Tq, H, Dh);
-        permute_forward(&doh, &dy4, PERM_HEADS);
+        ocr_permute_forward(&doh, &dy4, PERM_HEADS);
         OcrTensor do3 = view3(&doh, B * H, Tq, Dh), v3 = view3(&l->vh, B * H, Tk, Dh);
         OcrTensor dv3 = view3(&dvh, B * H, Tk, Dh);
-        matmul_batched_backward(&dp, &dv3, &do3, &l->probs, &v3, 0, 0, 1.0f);
+        ocr_matmul_batched_backward(&dp, &dv3, &do3, &l->probs, &v3, 0, 0, 1.0f);
     }
     ocr_ctx_free(c, &doh);
     OcrTensor ds = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){B * H, Tq, Tk});
-    if (!c->plan) softmax_backward(&ds, &dp, &l->probs);
+    if (!c->plan) ocr_softmax_backward(&ds, &dp, &l->probs);
     ocr_ctx_free(c, &dp);
     OcrTensor dqh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tq, Dh});
     OcrTensor dkh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tk, Dh});
     if (!c->plan) {
         OcrTensor q3 = view3(&l->qh, B * H, Tq, Dh), k3 = view3(&l->kh, B * H, Tk, Dh);
         OcrTensor dq3 = view3(&dqh, B * H, Tq, Dh), dk3 = view3(&dkh, B * H, Tk, Dh);
-        matmul_batched_backward(&dq3, &dk3, &ds, &q3, &k3, 0, 1, l->scale);
+        ocr_matmul_batched_backward(&dq3, &dk3, &ds, &q3, &k3, 0, 1, l->scale);
     }
     ocr_ctx_free(c, &ds);
     *dq = ocr_ctx_new(c, l->q_dtype, 3, (int64_t[]){B, Tq, C});
@@ -195,14 +195,14 @@ static void lcross_backward(OcrCtx *c, LCrossAttn *l, const OcrTensor *dy, OcrTe
     *dkv = ocr_ctx_new(c, l->kv_dtype, 3, (int64_t[]){B, Tk, 2 * C});
     if (!c->plan) {
         OcrTensor dq4 = view4(dq, B, Tq, H, Dh);
-        permute_forward(&dq4, &dqh, PERM_HEADS);
+        ocr_permute_forward(&dq4, &dqh, PERM_HEADS);
         size_t half = (size_t)ocr_tensor_bytes(&dkvt) / 2;
         OcrTensor dk = ocr_tensor_view(dkvt.data, dt, dkvt.device, 4, (int64_t[]){B, Tk, H, Dh});
         OcrTensor dv = ocr_tensor_view((char *)dkvt.data + half, dt, dkvt.device, 4, (int64_t[]){B, Tk, H, Dh});
-        permute_forward(&dk, &dkh, PERM_HEADS);
-        permute_forward(&dv, &dvh, PERM_HEADS);
+        ocr_permute_forward(&dk, &dkh, PERM_HEADS);
+        ocr_permute_forward(&dv, &dvh, PERM_HEADS);
         OcrTensor dkv4 = view4(dkv, B, Tk, 2, C);
-        permute_backward(&dkv4, &dkvt, PERM_KV);
+        ocr_permute_backward(&dkv4, &dkvt, PERM_KV);
     }
     ocr_ctx_free(c, &dkvt);
     ocr_ctx_free(c, &dkh);
@@ -221,8 +221,9 @@ static void lcross_backward(OcrCtx *c, LCrossAttn *l, const OcrTensor *dy, OcrTe
 // PaddleOCR's Transformer._init_weights: XavierNormal on every Linear, bias 0. XavierNormal is
 // N(0, √(2/(in+out))), Kaiming normal with fan_in = in + out.
 static void xlinear(OcrBuilder *b, LLinear *l, const char *name, int in, int out, int bias) {
-    llinear_build(b, l, name, in, out, bias, ocr_init_kaiming_normal((int64_t)in + out), ocr_init_const(0.0f),
-                  ocr_attr_default());
+    llinear_build(b, l, name,
+                  (LLinearSpec){.in = in, .out = out, .bias = bias, .winit = ocr_init_kaiming_normal((int64_t)in + out),
+                                .binit = ocr_init_const(0.0f), .attr = ocr_attr_default()});
 }
 
 static void block_build(OcrBuilder *b, NrtrBlock *l, const char *p, const NrtrSpec *s, const float *mask) {
@@ -291,7 +292,7 @@ static OcrTensor block_backward(OcrCtx *c, NrtrBlock *l, const OcrTensor *dy, Oc
     grad_set(c, &g, lact_backward(c, &l->relu, &g.t, 1));
     grad_set(c, &g, llinear_backward(c, &l->fc1, &g.t, 1));
     OcrTensor dt2 = grad_take(c, &g);
-    if (!c->plan) accumulate(&dt2, &ds3);
+    if (!c->plan) ocr_accumulate(&dt2, &ds3);
     ocr_ctx_free(c, &ds3);
     // t2 = LN2(t1 + cross(t1, memory))
     OcrTensor ds2 = lln_backward(c, &l->norm2, &dt2, 1);
@@ -308,7 +309,7 @@ static OcrTensor block_backward(OcrCtx *c, NrtrBlock *l, const OcrTensor *dy, Oc
     ocr_ctx_accumulate(c, dmem, &dm);
     OcrTensor dt1 = llinear_backward(c, &l->q, &dq, 1);
     ocr_ctx_free(c, &dq);
-    if (!c->plan) accumulate(&dt1, &ds2);
+    if (!c->plan) ocr_accumulate(&dt1, &ds2);
     ocr_ctx_free(c, &ds2);
     // t1 = LN1(x + self(x))
     OcrTensor ds1 = lln_backward(c, &l->norm1, &dt1, 1);
@@ -320,7 +321,7 @@ static OcrTensor block_backward(OcrCtx *c, NrtrBlock *l, const OcrTensor *dy, Oc
     grad_set(c, &s, lcausal_backward(c, &l->self_attn, &s.t));
     grad_set(c, &s, llinear_backward(c, &l->qkv, &s.t, 1));
     OcrTensor dx = grad_take(c, &s);
-    if (!c->plan) accumulate(&dx, &ds1);
+    if (!c->plan) ocr_accumulate(&dx, &ds1);
     ocr_ctx_free(c, &ds1);
     return dx;
 }
@@ -366,8 +367,8 @@ OcrTensor *nrtr_forward(OcrCtx *c, NrtrDecoder *l, const OcrTensor *tokens, cons
     l->pe = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){1, T, D});
     l->pe_y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->pe_op), 3, (int64_t[]){B, T, D});
     if (!c->plan) {
-        copy_bytes(l->pe.device, l->pe.data, ocr_cpu(), l->pe_host, (size_t)(T * D) * sizeof(float));
-        batch_broadcast_add_forward(&l->pe_y, e, &l->pe);
+        ocr_copy_bytes(l->pe.device, l->pe.data, ocr_cpu(), l->pe_host, (size_t)(T * D) * sizeof(float));
+        ocr_batch_broadcast_add_forward(&l->pe_y, e, &l->pe);
     }
     ocr_ctx_record(c, l->pe_op, &l->pe_y, (double)ocr_tensor_numel(&l->pe_y));
     ocr_ctx_free(c, &l->pe);

@@ -59,7 +59,7 @@ static OcrTensor *llstm_forward(OcrCtx *c, LLstm *l, const OcrTensor *x) {
     if (!c->plan) {
         OcrTensor wi = ocr_ctx_weight(c, l->w_ih), wh = ocr_ctx_weight(c, l->w_hh);
         OcrTensor bi = ocr_ctx_weight(c, l->b_ih), bh = ocr_ctx_weight(c, l->b_hh);
-        lstm_layer_forward(&l->y, &l->gates, &l->cells, &l->x, &wi, &wh, &bi, &bh);
+        ocr_lstm_layer_forward(&l->y, &l->gates, &l->cells, &l->x, &wi, &wh, &bi, &bh);
     }
     ocr_ctx_record(c, l->op, &l->y, 8.0 * T * B * H * (l->in + H) + 12.0 * T * B * H);
     return &l->y;
@@ -75,8 +75,8 @@ static OcrTensor llstm_backward(OcrCtx *c, LLstm *l, const OcrTensor *dy, int ne
         OcrTensor wi = ocr_ctx_weight(c, l->w_ih), wh = ocr_ctx_weight(c, l->w_hh);
         OcrTensor dwi = ocr_ctx_grad(c, l->w_ih), dwh = ocr_ctx_grad(c, l->w_hh);
         OcrTensor dbi = ocr_ctx_grad(c, l->b_ih), dbh = ocr_ctx_grad(c, l->b_hh);
-        lstm_layer_backward(need_dx ? &dx : NULL, &dwi, &dwh, &dbi, &dbh, &dg, &st, dy, &l->x, &l->y, &l->gates,
-                            &l->cells, &wi, &wh);
+        ocr_lstm_layer_backward(need_dx ? &dx : NULL, &dwi, &dwh, &dbi, &dbh, &dg, &st, dy, &l->x, &l->y, &l->gates,
+                                &l->cells, &wi, &wh);
     }
     ocr_ctx_free(c, &st);
     ocr_ctx_free(c, &dg);
@@ -95,8 +95,9 @@ static OcrTensor llstm_backward(OcrCtx *c, LLstm *l, const OcrTensor *dy, int ne
 
 static void xavier_linear(OcrBuilder *b, LLinear *l, const char *name, int in, int out) {
     // Paddle's default Linear init: XavierUniform U(±√(6/(in+out))), bias 0.
-    llinear_build(b, l, name, in, out, 1, ocr_init_kaiming_uniform((int64_t)in + out), ocr_init_const(0.0f),
-                  ocr_attr_default());
+    llinear_build(b, l, name,
+                  (LLinearSpec){.in = in, .out = out, .bias = 1, .winit = ocr_init_kaiming_uniform((int64_t)in + out),
+                                .binit = ocr_init_const(0.0f), .attr = ocr_attr_default()});
 }
 
 void sar_build(OcrBuilder *b, SarHead *l, const char *prefix, SarSpec s) {
@@ -121,8 +122,10 @@ void sar_build(OcrBuilder *b, SarHead *l, const char *prefix, SarSpec s) {
     llstm_build(b, &l->dec[1], rnn, 1, E, E);
     xavier_linear(b, &l->query, NAME(buf, "%s.decoder.conv1x1_1", prefix), E, K);
     // Paddle's Conv2D default: N(0, √(2/(k·k·C_in))), bias 0.
-    lconv_build(b, &l->key, NAME(buf, "%s.decoder.conv3x3_1", prefix), C, K, 3, 3, 1, 1, 1, 1, 1, 1,
-                ocr_init_kaiming_normal(9 * (int64_t)C), ocr_init_const(0.0f), ocr_attr_default(), ocr_attr_default());
+    lconv_build(b, &l->key, NAME(buf, "%s.decoder.conv3x3_1", prefix),
+                (LConvSpec){.cin = C, .cout = K, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1, .groups = 1,
+                            .bias = 1, .winit = ocr_init_kaiming_normal(9 * (int64_t)C), .binit = ocr_init_const(0.0f),
+                            .attr = ocr_attr_default()});
     l->att_op = ocr_build_op(b, NAME(buf, "%s.decoder.attention", prefix), "sar_attention");
     l->att_w = ocr_build_param(b, l->att_op, NAME(buf, "%s.decoder.conv1x1_2.weight", prefix), 2, (int64_t[]){K, 1},
                                ocr_init_kaiming_uniform((int64_t)K + 1), OCR_ROLE_WEIGHT, ocr_attr_default());
@@ -144,7 +147,7 @@ void sar_free(SarHead *l) {
 }
 
 static void upload(OcrTensor *t, const void *host) {
-    copy_bytes(t->device, t->data, ocr_cpu(), host, ocr_tensor_bytes(t));
+    ocr_copy_bytes(t->device, t->data, ocr_cpu(), host, ocr_tensor_bytes(t));
 }
 
 // The per-pass host tables: valid columns, the encoder step's one-hot, the ones matrix.
@@ -192,7 +195,7 @@ OcrTensor *sar_forward(OcrCtx *c, SarHead *l, const OcrTensor *x, const OcrTenso
     }
     OcrTensor feat3 = view3(&feat, B, W, C);
     l->enc_in = ocr_ctx_new(c, x->dtype, 3, (int64_t[]){W, B, C});
-    if (!c->plan) permute_forward(&l->enc_in, &feat3, PERM_TB);
+    if (!c->plan) ocr_permute_forward(&l->enc_in, &feat3, PERM_TB);
     OcrTensor *h = llstm_forward(c, &l->enc[0], &l->enc_in);
     h = ldrop_forward(c, &l->enc_drop, h);
     h = llstm_forward(c, &l->enc[1], h);
@@ -202,10 +205,10 @@ OcrTensor *sar_forward(OcrCtx *c, SarHead *l, const OcrTensor *x, const OcrTenso
     l->hsel = ocr_ctx_new(c, h->dtype, 3, (int64_t[]){B, 1, E});
     l->valid_w = ocr_ctx_new(c, OCR_I32, 1, (int64_t[]){B});
     if (!c->plan) {
-        permute_forward(&l->h0_bt, h, PERM_TB);
+        ocr_permute_forward(&l->h0_bt, h, PERM_TB);
         upload(&l->sel, l->h_sel);
         upload(&l->valid_w, l->h_valid_w);
-        matmul_batched_forward(&l->hsel, &l->sel, &l->h0_bt, 0, 0, 1.0f);
+        ocr_matmul_batched_forward(&l->hsel, &l->sel, &l->h0_bt, 0, 0, 1.0f);
     }
     OcrTensor hs2 = view2(&l->hsel, B, E);
     l->hol = llinear_forward(c, &l->enc_linear, &hs2);  // (B, E)
@@ -214,11 +217,11 @@ OcrTensor *sar_forward(OcrCtx *c, SarHead *l, const OcrTensor *x, const OcrTenso
     l->dec_in = ocr_ctx_new(c, ocr_ctx_dtype(c, l->dec[0].op), 3, (int64_t[]){L + 1, B, E});
     if (!c->plan) {
         OcrTensor tab = ocr_ctx_weight(c, l->emb_w);
-        embedding_forward(&l->emb, tokens, &tab, l->s.classes - 1);
+        ocr_embedding_forward(&l->emb, tokens, &tab, l->s.classes - 1);
         OcrTensor d0 = rows_of(&l->dec_in, 0, B, E), d1 = rows_of(&l->dec_in, B, L * B, E);
         OcrTensor e2 = view2(&l->emb, L * B, E);
-        cast_forward(&d0, l->hol);
-        cast_forward(&d1, &e2);
+        ocr_cast_forward(&d0, l->hol);
+        ocr_cast_forward(&d1, &e2);
     }
     ocr_ctx_record(c, l->emb_op, &l->emb, (double)ocr_tensor_numel(&l->emb));
     OcrTensor *y = llstm_forward(c, &l->dec[0], &l->dec_in);
@@ -228,7 +231,7 @@ OcrTensor *sar_forward(OcrCtx *c, SarHead *l, const OcrTensor *x, const OcrTenso
     if (!c->plan) {
         OcrTensor tail = rows_of(y, B, L * B, E);
         OcrTensor tail3 = view3(&tail, L, B, E);
-        permute_forward(&l->y_bt, &tail3, PERM_TB);
+        ocr_permute_forward(&l->y_bt, &tail3, PERM_TB);
     }
     l->q = llinear_forward(c, &l->query, &l->y_bt);  // (B, L, K)
     l->keyt = lconv_forward(c, &l->key, x);          // (B, H, W, K)
@@ -238,9 +241,9 @@ OcrTensor *sar_forward(OcrCtx *c, SarHead *l, const OcrTensor *x, const OcrTenso
     if (!c->plan) {
         OcrTensor k3 = view3(l->keyt, B, P, l->s.d_k), x3 = view3(x, B, P, C);
         OcrTensor w = ocr_ctx_weight(c, l->att_w), bias = ocr_ctx_weight(c, l->att_b);
-        sar_attention_score_forward(&l->scores, &k3, l->q, &w, &bias, &l->valid_w, (int)W);
-        softmax_forward(&l->scores, &l->scores);
-        matmul_batched_forward(&l->glimpse, &l->scores, &x3, 0, 0, 1.0f);
+        ocr_sar_attention_score_forward(&l->scores, &k3, l->q, &w, &bias, &l->valid_w, (int)W);
+        ocr_softmax_forward(&l->scores, &l->scores);
+        ocr_matmul_batched_forward(&l->glimpse, &l->scores, &x3, 0, 0, 1.0f);
     }
     ocr_ctx_record(c, l->att_op, &l->glimpse, 4.0 * B * L * P * l->s.d_k + 2.0 * B * L * P * C);
     // Prediction input [y, glimpse, holistic broadcast over the steps].
@@ -251,9 +254,9 @@ OcrTensor *sar_forward(OcrCtx *c, SarHead *l, const OcrTensor *x, const OcrTenso
     if (!c->plan) {
         upload(&l->ones, l->h_ones);
         OcrTensor h3 = view3(l->hol, B, 1, E);
-        matmul_batched_forward(&l->holb, &l->ones, &h3, 0, 0, 1.0f);
+        ocr_matmul_batched_forward(&l->holb, &l->ones, &h3, 0, 0, 1.0f);
         const OcrTensor *parts[3] = {&l->y_bt, &l->glimpse, &l->holb};
-        concat_forward(&l->cat, parts, 3);
+        ocr_concat_forward(&l->cat, parts, 3);
     }
     ocr_ctx_record(c, l->cat_op, &l->cat, (double)ocr_tensor_numel(&l->cat));
     OcrTensor *lg = llinear_forward(c, &l->pred, &l->cat);
@@ -274,7 +277,7 @@ OcrTensor sar_backward(OcrCtx *c, SarHead *l, const OcrTensor *dlogits) {
     OcrTensor dholb = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){B, L, E});
     if (!c->plan) {
         OcrTensor *parts[3] = {&dy, &dglimpse, &dholb};
-        concat_backward(parts, 3, &dcat);
+        ocr_concat_backward(parts, 3, &dcat);
     }
     ocr_ctx_free(c, &dcat);
     ocr_ctx_free(c, &l->cat);
@@ -283,7 +286,7 @@ OcrTensor sar_backward(OcrCtx *c, SarHead *l, const OcrTensor *dlogits) {
     OcrTensor dhol = ocr_ctx_new(c, OCR_F32, 2, (int64_t[]){B, E});
     if (!c->plan) {
         OcrTensor dh3 = view3(&dhol, B, 1, E), h3 = view3(l->hol, B, 1, E);
-        matmul_batched_backward(NULL, &dh3, &dholb, &l->ones, &h3, 0, 0, 1.0f);
+        ocr_matmul_batched_backward(NULL, &dh3, &dholb, &l->ones, &h3, 0, 0, 1.0f);
     }
     ocr_ctx_free(c, &dholb);
     ocr_ctx_free(c, &l->holb);
@@ -295,11 +298,11 @@ OcrTensor sar_backward(OcrCtx *c, SarHead *l, const OcrTensor *dlogits) {
     OcrTensor dq = ocr_ctx_like(c, l->q);
     if (!c->plan) {
         OcrTensor x3 = view3(x, B, P, C);
-        matmul_batched_backward(&dalpha, &dx_att, &dglimpse, &l->scores, &x3, 0, 0, 1.0f);
-        softmax_backward(&dalpha, &dalpha, &l->scores);
+        ocr_matmul_batched_backward(&dalpha, &dx_att, &dglimpse, &l->scores, &x3, 0, 0, 1.0f);
+        ocr_softmax_backward(&dalpha, &dalpha, &l->scores);
         OcrTensor k3 = view3(l->keyt, B, P, K), w = ocr_ctx_weight(c, l->att_w);
         OcrTensor dw = ocr_ctx_grad(c, l->att_w), db = ocr_ctx_grad(c, l->att_b);
-        sar_attention_score_backward(&dkey, &dq, &dw, &db, &dalpha, &k3, l->q, &w, &l->valid_w, (int)W);
+        ocr_sar_attention_score_backward(&dkey, &dq, &dw, &db, &dalpha, &k3, l->q, &w, &l->valid_w, (int)W);
     }
     ocr_ctx_free(c, &dalpha);
     ocr_ctx_free(c, &dglimpse);
@@ -311,15 +314,15 @@ OcrTensor sar_backward(OcrCtx *c, SarHead *l, const OcrTensor *dlogits) {
     ocr_ctx_free(c, &dkey);
     OcrTensor dy2 = llinear_backward(c, &l->query, &dq, 1);
     ocr_ctx_free(c, &dq);
-    if (!c->plan) accumulate(&dy, &dy2);
+    if (!c->plan) ocr_accumulate(&dy, &dy2);
     ocr_ctx_free(c, &dy2);
     // Decoder LSTMs: steps 1..L from dy, step 0's output has no gradient.
     OcrTensor dyd = ocr_ctx_like(c, &l->dec[1].y);
     if (!c->plan) {
         OcrTensor d0 = rows_of(&dyd, 0, B, E), tail = rows_of(&dyd, B, L * B, E);
         OcrTensor tail3 = view3(&tail, L, B, E);
-        zero_tensor(&d0);
-        permute_backward(&tail3, &dy, PERM_TB);
+        ocr_zero_tensor(&d0);
+        ocr_permute_backward(&tail3, &dy, PERM_TB);
     }
     ocr_ctx_free(c, &dy);
     ocr_ctx_free(c, &l->y_bt);
@@ -332,11 +335,11 @@ OcrTensor sar_backward(OcrCtx *c, SarHead *l, const OcrTensor *dlogits) {
     OcrTensor dhol0 = ocr_ctx_new(c, OCR_F32, 2, (int64_t[]){B, E});
     if (!c->plan) {
         OcrTensor d0 = rows_of(&ddin, 0, B, E), d1 = rows_of(&ddin, B, L * B, E), e2 = view2(&demb, L * B, E);
-        cast_forward(&dhol0, &d0);
-        accumulate(&dhol, &dhol0);
-        cast_forward(&e2, &d1);
+        ocr_cast_forward(&dhol0, &d0);
+        ocr_accumulate(&dhol, &dhol0);
+        ocr_cast_forward(&e2, &d1);
         OcrTensor dtab = ocr_ctx_grad(c, l->emb_w);
-        embedding_backward(&dtab, &demb, &l->tokens, l->s.classes - 1);
+        ocr_embedding_backward(&dtab, &demb, &l->tokens, l->s.classes - 1);
     }
     ocr_ctx_free(c, &dhol0);
     ocr_ctx_free(c, &demb);
@@ -351,8 +354,8 @@ OcrTensor sar_backward(OcrCtx *c, SarHead *l, const OcrTensor *dlogits) {
     OcrTensor dh1 = ocr_ctx_like(c, &l->enc[1].y);
     if (!c->plan) {
         OcrTensor d3 = view3(&dhs, B, 1, E);
-        matmul_batched_backward(NULL, &dh_bt, &d3, &l->sel, &l->h0_bt, 0, 0, 1.0f);
-        permute_backward(&dh1, &dh_bt, PERM_TB);
+        ocr_matmul_batched_backward(NULL, &dh_bt, &d3, &l->sel, &l->h0_bt, 0, 0, 1.0f);
+        ocr_permute_backward(&dh1, &dh_bt, PERM_TB);
     }
     ocr_ctx_free(c, &dh_bt);
     ocr_ctx_free(c, &dhs);
@@ -367,22 +370,22 @@ OcrTensor sar_backward(OcrCtx *c, SarHead *l, const OcrTensor *dlogits) {
     OcrTensor dfeat = ocr_ctx_new(c, x->dtype, 4, (int64_t[]){B, 1, W, C});
     if (!c->plan) {
         OcrTensor f3 = view3(&dfeat, B, W, C);
-        permute_backward(&f3, &din, PERM_TB);
+        ocr_permute_backward(&f3, &din, PERM_TB);
     }
     ocr_ctx_free(c, &din);
     ocr_ctx_free(c, &l->enc_in);
     OcrTensor dx = dx_key;
     if (!c->plan) {
         OcrTensor a4 = ocr_tensor_reshape(&dx_att, 4, (int64_t[]){B, H, W, C});
-        accumulate(&dx, &a4);
+        ocr_accumulate(&dx, &a4);
     }
     ocr_ctx_free(c, &dx_att);
     if (l->pooled) {
         OcrTensor dp = lpool_backward(c, &l->pool, &dfeat, 1);
-        if (!c->plan) accumulate(&dx, &dp);
+        if (!c->plan) ocr_accumulate(&dx, &dp);
         ocr_ctx_free(c, &dp);
     } else if (!c->plan) {
-        accumulate(&dx, &dfeat);
+        ocr_accumulate(&dx, &dfeat);
     }
     ocr_ctx_free(c, &dfeat);
     ocr_ctx_free(c, &l->valid_w);

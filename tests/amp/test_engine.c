@@ -220,30 +220,30 @@ static StepOut net_step(Net *n, AmpEngine *e, const Inject *inj, int ninj) {
     Pool2dParams pp = {H, 1, H, 1, 0, 0};
     // forward: white ops cast their input to their dtype (autocast); the others take it as is
     OcrTensor x0 = n->images, x0c = {0};
-    if (dt[OP_CONV] != OCR_F32) x0c = new_t(dt[OP_CONV], 4, x0.shape), cast_forward(&x0c, &x0);
+    if (dt[OP_CONV] != OCR_F32) x0c = new_t(dt[OP_CONV], 4, x0.shape), ocr_cast_forward(&x0c, &x0);
     const OcrTensor *xin = x0c.data ? &x0c : &x0;
     OcrTensor cw = weight(e, n, P_CW), cb = weight(e, n, P_CB);
     OcrTensor y1 = new_t(dt[OP_CONV], 4, OCR_SHAPE(B, H, W, F));
-    conv2d_forward(&y1, xin, &cw, &cb, cp);
+    ocr_conv2d_forward(&y1, xin, &cw, &cb, cp);
     record(n, OP_CONV, &y1);
     OcrTensor g = at(&n->params, n->params.data, P_G), beta = at(&n->params, n->params.data, P_BETA);
     OcrTensor rm = at(&n->stats, n->stats.data, 0), rv = at(&n->stats, n->stats.data, 1);
     OcrTensor smean = new_t(OCR_F32, 1, OCR_SHAPE(F)), srstd = new_t(OCR_F32, 1, OCR_SHAPE(F));
     OcrTensor y2 = new_t(dt[OP_BN], 4, y1.shape);
-    batchnorm2d_forward(&y2, &smean, &srstd, &rm, &rv, &y1, &g, &beta, 0.9f, 1e-5f, 1);
+    ocr_batchnorm2d_forward(&y2, &smean, &srstd, &rm, &rv, &y1, &g, &beta, 0.9f, 1e-5f, 1);
     record(n, OP_BN, &y2);
     OcrTensor y3 = new_t(dt[OP_ACT], 4, y1.shape);
-    activation_forward(&y3, &y2, OCR_ACT_HARDSWISH);
+    ocr_activation_forward(&y3, &y2, OCR_ACT_HARDSWISH);
     record(n, OP_ACT, &y3);
     OcrTensor y4 = new_t(dt[OP_POOL], 4, OCR_SHAPE(B, 1, W, F));
-    avgpool2d_forward(&y4, &y3, pp);
+    ocr_avgpool2d_forward(&y4, &y3, pp);
     record(n, OP_POOL, &y4);
     OcrTensor x5 = ocr_tensor_reshape(&y4, 3, OCR_SHAPE(B, W, F)), x5c = {0};
-    if (dt[OP_FC] != x5.dtype) x5c = new_t(dt[OP_FC], 3, x5.shape), cast_forward(&x5c, &x5);
+    if (dt[OP_FC] != x5.dtype) x5c = new_t(dt[OP_FC], 3, x5.shape), ocr_cast_forward(&x5c, &x5);
     const OcrTensor *fin = x5c.data ? &x5c : &x5;
     OcrTensor fw = weight(e, n, P_FW), fb = weight(e, n, P_FB);
     OcrTensor logits = new_t(dt[OP_FC], 3, OCR_SHAPE(B, W, K));
-    linear_forward(&logits, fin, &fw, &fb);
+    ocr_linear_forward(&logits, fin, &fw, &fb);
     record(n, OP_FC, &logits);
     amp_engine_after_forward(e);
     for (int s = 0; s < 2; s++) {
@@ -257,25 +257,25 @@ static StepOut net_step(Net *n, AmpEngine *e, const Inject *inj, int ninj) {
     OcrTensor dl32 = new_t(OCR_F32, 3, logits.shape), dlogits = new_t(dt[OP_FC], 3, logits.shape);
     CtcParams ctc = {0};
     ctc.grad_scale = amp_engine_loss_scale(e);
-    out.loss = ctc_loss_forward(NULL, NULL, &dl32, NULL, l32, &n->targets, &n->tlen, NULL, ctc);
+    out.loss = ocr_ctc_loss_forward(NULL, NULL, &dl32, NULL, l32, &n->targets, &n->tlen, NULL, ctc);
     amp_loss_dlogits(&dlogits, &dl32);
 
     // backward: activation gradients in their activation's dtype, weight gradients in the table's
     OcrTensor gfw = at(&n->params, n->params.grad, P_FW), gfb = at(&n->params, n->params.grad, P_FB);
     OcrTensor dfin = new_t(fin->dtype, 3, fin->shape);
-    linear_backward(&dfin, &gfw, &gfb, &dlogits, fin, &fw);
+    ocr_linear_backward(&dfin, &gfw, &gfb, &dlogits, fin, &fw);
     OcrTensor dy4 = new_t(y4.dtype, 4, y4.shape);
     OcrTensor dx5 = ocr_tensor_reshape(&dy4, 3, x5.shape);
-    cast_backward(&dx5, &dfin);
+    ocr_cast_backward(&dx5, &dfin);
     OcrTensor dy3 = new_t(y3.dtype, 4, y3.shape);
-    avgpool2d_backward(&dy3, &dy4, pp);
+    ocr_avgpool2d_backward(&dy3, &dy4, pp);
     OcrTensor dy2 = new_t(y2.dtype, 4, y2.shape);
-    activation_backward(&dy2, &dy3, &y2, OCR_ACT_HARDSWISH);
+    ocr_activation_backward(&dy2, &dy3, &y2, OCR_ACT_HARDSWISH);
     OcrTensor dy1 = new_t(y1.dtype, 4, y1.shape);
     OcrTensor gg = at(&n->params, n->params.grad, P_G), gbeta = at(&n->params, n->params.grad, P_BETA);
-    batchnorm2d_backward(&dy1, &gg, &gbeta, &dy2, &y1, &g, &smean, &srstd, 1);
+    ocr_batchnorm2d_backward(&dy1, &gg, &gbeta, &dy2, &y1, &g, &smean, &srstd, 1);
     OcrTensor gcw = at(&n->params, n->params.grad, P_CW), gcb = at(&n->params, n->params.grad, P_CB);
-    conv2d_backward(NULL, &gcw, &gcb, &dy1, xin, &cw, cp);
+    ocr_conv2d_backward(NULL, &gcw, &gcb, &dy1, xin, &cw, cp);
     for (int k = 0; k < ninj; k++) {
         OcrTensor gi = at(&n->params, n->params.grad, inj[k].param);
         ocr_tensor_set_f32(&gi, inj[k].index, inj[k].value);

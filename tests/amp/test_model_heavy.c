@@ -62,7 +62,7 @@ static double step(OcrModel *m, AmpEngine *e, OcrTensor *moments, const OcrTenso
     ck_assert_int_eq(ocr_tensor_alloc(&dl32, OCR_F32, ocr_cpu(), 3, l32->shape, OCR_MEM_WORKSPACE), OCR_OK);
     CtcParams cp = {0};
     cp.grad_scale = amp_engine_loss_scale(e);
-    double loss = ctc_loss_forward(NULL, NULL, &dl32, NULL, l32, tg, tl, NULL, cp);
+    double loss = ocr_ctc_loss_forward(NULL, NULL, &dl32, NULL, l32, tg, tl, NULL, cp);
     amp_loss_dlogits(ocr_model_dlogits(m), &dl32);
     ocr_tensor_free(&dl32);
     ck_assert_int_eq(ocr_model_backward(m), OCR_OK);

@@ -146,6 +146,114 @@ START_TEST(fp32_layer_patterns) {
 }
 END_TEST
 
+// The restriction to some layers / op types (training/sensitivity.h's "only this group in the
+// low precision"): ops outside it are f32 whatever their class; inside, the usual rules apply.
+START_TEST(lowp_restriction) {
+    AmpPolicy p;
+    ocr_dtype_t d[NOPS];
+    amp_reason_t r[NOPS];
+    ck_assert_int_eq(amp_policy_make(&p, OCR_AMP_O2, OCR_F16, NULL, NULL, NULL), OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_layers(&p, LIST("neck.*")), OCR_OK);
+    resolve(&p, d, r);
+    // neck.norm1 is inside but black; add, qkv, attention low; backbone and head outside.
+    expect(d, "ffffffhhhfff");
+    ck_assert_int_eq(r[0], AMP_REASON_OUTSIDE_LOWP);
+    ck_assert_int_eq(r[5], AMP_REASON_BLACK);
+    ck_assert_int_eq(r[6], AMP_REASON_O2_GREY);
+    ck_assert_int_eq(r[9], AMP_REASON_OUTSIDE_LOWP);
+    ck_assert_str_eq(amp_reason_name(AMP_REASON_OUTSIDE_LOWP), "outside the low-precision layers");
+    ck_assert(amp_policy_in_lowp(&p, "neck.x", "conv2d") && !amp_policy_in_lowp(&p, "head.fc", "linear"));
+
+    // By type (an alias expands): only the GEMMs of linear and attention ops.
+    ck_assert_int_eq(amp_policy_set_lowp_layers(&p, NULL), OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_types(&p, LIST("linear")), OCR_OK);
+    resolve(&p, d, r);
+    expect(d, "fffffffhfhff");
+    ck_assert_int_eq(amp_policy_set_lowp_types(&p, LIST("matmul")), OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_layers(&p, LIST("backbone.*")), OCR_OK);
+    resolve(&p, d, r);
+    expect(d, "hhhhhffhhhff");  // either inside condition is enough; softmax stays black
+
+    // Clearing both lifts the restriction.
+    ck_assert_int_eq(amp_policy_set_lowp_layers(&p, NULL), OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_types(&p, LIST(NULL)), OCR_OK);
+    resolve(&p, d, r);
+    expect(d, "hhhhhfhhhhfh");
+    ck_assert(amp_policy_in_lowp(&p, "anything", "conv2d"));
+
+    // Bad entries leave the restriction as it was.
+    ck_assert_int_eq(amp_policy_set_lowp_types(&p, LIST("linear")), OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_types(&p, LIST("conv3d")), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "conv3d") && strstr(ocr_last_error(), "did you mean conv2d"), "%s",
+                  ocr_last_error());
+    ck_assert_int_eq(amp_policy_set_lowp_layers(&p, LIST("")), OCR_ERR_INVALID_ARG);
+    ck_assert_int_eq(p.n_lowp_types, 1);
+    ck_assert_int_eq(p.n_lowp_layers, 0);
+    amp_policy_free(&p);
+
+    // amp_fp32_layers comes first: a layer inside the restriction can still be kept f32.
+    ck_assert_int_eq(amp_policy_make(&p, OCR_AMP_O2, OCR_F16, NULL, NULL, LIST("backbone.conv1.*")), OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_layers(&p, LIST("backbone.*")), OCR_OK);
+    resolve(&p, d, r);
+    expect(d, "hfffhfffffff");
+    ck_assert_int_eq(r[1], AMP_REASON_FP32_LAYER);
+    amp_policy_free(&p);
+
+    // At O1 grey ops inside still follow their input: pool0 follows the f32 image.
+    ck_assert_int_eq(amp_policy_make(&p, OCR_AMP_O1, OCR_BF16, NULL, NULL, NULL), OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_layers(&p, LIST("backbone.*")), OCR_OK);
+    resolve(&p, d, r);
+    expect(d, "fbbbbfffffff");
+    amp_policy_free(&p);
+}
+END_TEST
+
+// Copies and additions the sensitivity search builds its variants with.
+START_TEST(copy_and_additions) {
+    AmpPolicy p, q;
+    ocr_dtype_t d[NOPS], e[NOPS];
+    ck_assert_int_eq(amp_policy_make(&p, OCR_AMP_O2, OCR_BF16, LIST("softmax"), LIST("attention"), LIST("head.*")),
+                     OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_layers(&p, LIST("neck.*", "head.*")), OCR_OK);
+    ck_assert_int_eq(amp_policy_set_lowp_types(&p, LIST("conv2d")), OCR_OK);
+    amp_policy_copy(&q, &p);
+    resolve(&p, d, NULL);
+    amp_policy_free(&p);  // the copy owns its own strings
+    resolve(&q, e, NULL);
+    for (int i = 0; i < NOPS; i++) ck_assert_int_eq(d[i], e[i]);
+    ck_assert_int_eq(q.n_white, 1);
+    ck_assert_int_eq(q.n_black, 1);
+    ck_assert_int_eq(q.n_fp32_layers, 1);
+    ck_assert_int_eq(q.n_lowp_layers, 2);
+    ck_assert_int_eq(q.n_lowp_types, 1);
+    ck_assert_int_eq(q.level, OCR_AMP_O2);
+    ck_assert_int_eq(q.dtype, OCR_BF16);
+    amp_policy_free(&q);
+
+    ck_assert_int_eq(amp_policy_make(&p, OCR_AMP_O2, OCR_F16, LIST("softmax"), NULL, NULL), OCR_OK);
+    // Black-listing a type: every op of it f32 (an alias expands; duplicates are ignored).
+    ck_assert_int_eq(amp_policy_add_black(&p, LIST("matmul", "linear")), OCR_OK);
+    ck_assert_int_eq(p.n_black, 2);
+    ck_assert_int_eq(amp_policy_op_class(&p, "linear"), AMP_BLACK);
+    ck_assert_int_eq(amp_policy_op_class(&p, "attention"), AMP_BLACK);
+    // A type on the custom white list cannot also be black: an error, the list unchanged.
+    ck_assert_int_eq(amp_policy_add_black(&p, LIST("conv2d", "softmax")), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "'softmax'") && strstr(ocr_last_error(), "Global.amp_custom_black_list"),
+                  "%s", ocr_last_error());
+    ck_assert_int_eq(p.n_black, 2);
+    ck_assert_int_eq(amp_policy_op_class(&p, "conv2d"), AMP_WHITE);
+    ck_assert_int_eq(amp_policy_add_black(&p, LIST("conv4d")), OCR_ERR_CONFIG);
+    // Layer patterns append (duplicates ignored); an empty one is the config error of the key.
+    ck_assert_int_eq(amp_policy_add_fp32_layers(&p, LIST("neck.*", "neck.*", "head.fc")), OCR_OK);
+    ck_assert_int_eq(p.n_fp32_layers, 2);
+    ck_assert_int_eq(amp_policy_add_fp32_layers(&p, LIST("")), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "Global.amp_fp32_layers"), "%s", ocr_last_error());
+    resolve(&p, d, NULL);
+    expect(d, "hhhhhfffffhh");  // softmax is custom-white here
+    amp_policy_free(&p);
+}
+END_TEST
+
 static OcrConfig *parse(const char *json) {
     OcrConfig *cfg = NULL;
     ck_assert_msg(ocr_config_parse(&cfg, json, "test.yml") == OCR_OK, "%s", ocr_last_error());
@@ -257,6 +365,8 @@ int main(void) {
     tcase_add_test(tc, custom_lists);
     tcase_add_test(tc, conflicts_and_unknown_types);
     tcase_add_test(tc, fp32_layer_patterns);
+    tcase_add_test(tc, lowp_restriction);
+    tcase_add_test(tc, copy_and_additions);
     tcase_add_test(tc, config_keys);
     tcase_add_test(tc, config_errors);
     suite_add_tcase(s, tc);

@@ -157,9 +157,9 @@ START_TEST(o2_update_matches_fp32) {
         // unscale would show; decoupled decay exercises the master path too.
         AdamParams p = {.lr = 1e-3f, .beta1 = 0.9f, .beta2 = 0.999f, .eps = 1e-4f, .weight_decay = 0.05f,
                         .decoupled = 1, .step = t, .grad_scale = 1.0f};
-        adam_update(&w32, NULL, &m32, &v32, &gf, p);
+        ocr_adam_update(&w32, NULL, &m32, &v32, &gf, p);
         p.grad_scale = gscale;
-        adam_update(&w16, amp_master_get(&master, 0), &m16, &v16, &gh, p);
+        ocr_adam_update(&w16, amp_master_get(&master, 0), &m16, &v16, &gh, p);
         ocr_tensor_free(&gf);
         ocr_tensor_free(&gh);
     }
@@ -214,7 +214,7 @@ START_TEST(underflow_survives_scaling) {
         for (int i = 0; i < B * OUT; i++) zeros += ocr_tensor_get_f32(&dyi, i) == 0.0f;
         OcrTensor dw = ocr_test_tensor(OCR_F16, 2, OCR_SHAPE(IN, OUT), NULL);  // O2: f16 gradient
         ocr_tensor_fill(&dw, 0.0f);
-        linear_backward(NULL, &dw, NULL, &dyi, &xi, &wi);
+        ocr_linear_backward(NULL, &dw, NULL, &dyi, &xi, &wi);
         OcrTensor *list = &dw;
         float amax, gs;
         int bad;

@@ -225,7 +225,7 @@ static inline float *gpu_host_f32(const OcrTensor *t) {
     int64_t n = ocr_tensor_numel(t);
     OcrTensor h;
     ck_assert_int_eq(ocr_tensor_alloc(&h, t->dtype, ocr_cpu(), t->ndim, t->shape, OCR_MEM_DATA), OCR_OK);
-    copy_bytes(ocr_cpu(), h.data, t->device, t->data, ocr_tensor_bytes(t));
+    ocr_copy_bytes(ocr_cpu(), h.data, t->device, t->data, ocr_tensor_bytes(t));
     float *v = malloc((size_t)n * sizeof *v);
     ocr_tensor_to_f32(&h, v);
     ocr_tensor_free(&h);
@@ -254,7 +254,7 @@ static inline void gpu_fill_uniform(OcrTensor *t, uint64_t seed) {
     OcrTensor h;
     ck_assert_int_eq(ocr_tensor_alloc(&h, t->dtype, ocr_cpu(), t->ndim, t->shape, OCR_MEM_DATA), OCR_OK);
     ocr_tensor_from_f32(&h, v);
-    copy_bytes(t->device, t->data, ocr_cpu(), h.data, ocr_tensor_bytes(t));
+    ocr_copy_bytes(t->device, t->data, ocr_cpu(), h.data, ocr_tensor_bytes(t));
     ocr_tensor_free(&h);
     free(v);
 }

@@ -30,13 +30,13 @@ START_TEST(test_activations) {
                      dtn(dts[k][1]));
             Twin x = act_input(dts[k][0], n);
             Twin y = twin_new(dts[k][1], 2, OCR_SHAPE(1, n));
-            activation_forward(&y.h, &x.h, (ocr_activation_t)act);
-            activation_forward(&y.d, &x.d, (ocr_activation_t)act);
+            ocr_activation_forward(&y.h, &x.h, (ocr_activation_t)act);
+            ocr_activation_forward(&y.d, &x.d, (ocr_activation_t)act);
             ck_assert_msg(twin_close(&y, ACT_RTOL, ACT_ATOL, what), "%s forward", what);
             Twin dy = twin_uniform(dts[k][1], 2, OCR_SHAPE(1, n), -1, 1);
             Twin dx = twin_new(dts[k][0], 2, OCR_SHAPE(1, n));
-            activation_backward(&dx.h, &dy.h, &x.h, (ocr_activation_t)act);
-            activation_backward(&dx.d, &dy.d, &x.d, (ocr_activation_t)act);
+            ocr_activation_backward(&dx.h, &dy.h, &x.h, (ocr_activation_t)act);
+            ocr_activation_backward(&dx.d, &dy.d, &x.d, (ocr_activation_t)act);
             ck_assert_msg(twin_close(&dx, ACT_RTOL, ACT_ATOL, what), "%s backward", what);
             twin_free(&x), twin_free(&y), twin_free(&dy), twin_free(&dx);
         }
@@ -50,11 +50,11 @@ START_TEST(test_activations_in_place) {
         Twin x = act_input(OCR_F32, n);
         Twin ref = twin_new(OCR_F32, 2, OCR_SHAPE(1, n));
         Twin dy = twin_uniform(OCR_F32, 2, OCR_SHAPE(1, n), -1, 1);
-        activation_backward(&dy.h, &dy.h, &x.h, (ocr_activation_t)act);
-        activation_backward(&dy.d, &dy.d, &x.d, (ocr_activation_t)act);
+        ocr_activation_backward(&dy.h, &dy.h, &x.h, (ocr_activation_t)act);
+        ocr_activation_backward(&dy.d, &dy.d, &x.d, (ocr_activation_t)act);
         ck_assert_msg(twin_close(&dy, ACT_RTOL, ACT_ATOL, "activation backward in place"), "%d", act);
-        activation_forward(&x.h, &x.h, (ocr_activation_t)act);
-        activation_forward(&x.d, &x.d, (ocr_activation_t)act);
+        ocr_activation_forward(&x.h, &x.h, (ocr_activation_t)act);
+        ocr_activation_forward(&x.d, &x.d, (ocr_activation_t)act);
         ck_assert_msg(twin_close(&x, ACT_RTOL, ACT_ATOL, "activation forward in place"), "%d", act);
         twin_free(&x), twin_free(&ref), twin_free(&dy);
     }

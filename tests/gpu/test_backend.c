@@ -30,16 +30,16 @@ START_TEST(test_workspace_tracked) {
     // A GEMM with mixed dtypes needs scratch (widened operands) and cuBLAS's workspace.
     Twin a = twin_uniform(OCR_F16, 2, OCR_SHAPE(64, 32), -1, 1), b = twin_uniform(OCR_F32, 2, OCR_SHAPE(32, 16), -1, 1);
     Twin c = twin_new(OCR_F32, 2, OCR_SHAPE(64, 16));
-    gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
-    gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
     ck_assert(twin_close(&c, 1e-5, 1e-5, "gemm after release"));
     ck_assert(ocr_mem_stats(dev).current[OCR_MEM_WORKSPACE] > 0);
     ocr_cuda_release_workspace();
     ck_assert_int_eq(ocr_mem_stats(dev).current[OCR_MEM_WORKSPACE], 0);
     // Everything works again after a release.
     twin_poison(&c);
-    gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
-    gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
     ck_assert(twin_close(&c, 1e-5, 1e-5, "gemm after a second release"));
     twin_free(&a), twin_free(&b), twin_free(&c);
 }
@@ -50,8 +50,8 @@ START_TEST(test_stream_and_sync_debug) {
     ocr_cuda_set_sync_debug(1);
     ck_assert_int_eq(ocr_cuda_sync_debug(), 1);
     Twin x = twin_uniform(OCR_F32, 1, OCR_SHAPE(1000), -2, 2), y = twin_new(OCR_F16, 1, OCR_SHAPE(1000));
-    activation_forward(&y.h, &x.h, OCR_ACT_GELU);
-    activation_forward(&y.d, &x.d, OCR_ACT_GELU);
+    ocr_activation_forward(&y.h, &x.h, OCR_ACT_GELU);
+    ocr_activation_forward(&y.d, &x.d, OCR_ACT_GELU);
     ck_assert(twin_close(&y, 2e-6, 1e-7, "gelu in sync-debug mode"));
     ocr_cuda_set_sync_debug(0);
     twin_free(&x), twin_free(&y);
@@ -63,7 +63,7 @@ START_TEST(test_cpu_tensors_stay_on_cpu) {
     // GPU kernel on it would fault).
     OcrTensor a = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(4), (const float[]){1, 2, 3, 4});
     OcrTensor b = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(4), (const float[]){10, 20, 30, 40});
-    add_forward(&a, &a, &b);
+    ocr_add_forward(&a, &a, &b);
     ck_assert(((float *)a.data)[3] == 44.0f);
     ocr_tensor_free(&a), ocr_tensor_free(&b);
 }

@@ -28,8 +28,8 @@ static void ba_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt, 
     Twin y = twin_new(dt, 4, shape);
     OcrTensor *gh = affine ? &g.h : NULL, *bh = affine ? &b.h : NULL, *gd = affine ? &g.d : NULL,
               *bd = affine ? &b.d : NULL;
-    batchnorm2d_act_forward(&y.h, &sm.h, &sr.h, &sa.h, &rm.h, &rv.h, &x.h, gh, bh, act, 0.9f, 1e-5f, training);
-    batchnorm2d_act_forward(&y.d, &sm.d, &sr.d, &sa.d, &rm.d, &rv.d, &x.d, gd, bd, act, 0.9f, 1e-5f, training);
+    ocr_batchnorm2d_act_forward(&y.h, &sm.h, &sr.h, &sa.h, &rm.h, &rv.h, &x.h, gh, bh, act, 0.9f, 1e-5f, training);
+    ocr_batchnorm2d_act_forward(&y.d, &sm.d, &sr.d, &sa.d, &rm.d, &rv.d, &x.d, gd, bd, act, 0.9f, 1e-5f, training);
     ck_assert_msg(twin_close(&y, BA_TOL, BA_TOL, what), "%s: out", what);
     ck_assert_msg(twin_close(&sm, 1e-6, 1e-6, what), "%s: save_mean", what);
     ck_assert_msg(twin_close(&sr, BA_TOL, 0, what), "%s: save_rstd", what);
@@ -41,18 +41,18 @@ static void ba_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt, 
     Twin dy = twin_uniform(dt, 4, shape, -1, 1);
     Twin dx = twin_new(dt, 4, shape);
     Twin dg = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
-    batchnorm2d_act_backward(&dx.h, affine ? &dg.h : NULL, affine ? &db.h : NULL, &dy.h, &x.h, gh, bh, &sm.h, &sr.h,
-                             &sa.h, act, dt, training);
-    batchnorm2d_act_backward(&dx.d, affine ? &dg.d : NULL, affine ? &db.d : NULL, &dy.d, &x.d, gd, bd, &sm.d, &sr.d,
-                             &sa.d, act, dt, training);
+    ocr_batchnorm2d_act_backward(&dx.h, affine ? &dg.h : NULL, affine ? &db.h : NULL, &dy.h, &x.h, gh, bh, &sm.h, &sr.h,
+                                 &sa.h, act, dt, training);
+    ocr_batchnorm2d_act_backward(&dx.d, affine ? &dg.d : NULL, affine ? &db.d : NULL, &dy.d, &x.d, gd, bd, &sm.d, &sr.d,
+                                 &sa.d, act, dt, training);
     // dinp through the batch statistics subtracts nearly equal terms: scale-relative tolerance.
     ck_assert_msg(twin_close(&dx, BA_TOL, 1e-4, what), "%s: dinp", what);
     ck_assert_msg(twin_close(&dg, 1e-4, 1e-4, what), "%s: dgamma", what);
     ck_assert_msg(twin_close(&db, 1e-4, 1e-4, what), "%s: dbeta", what);
     // dinp alone.
     twin_poison(&dx);
-    batchnorm2d_act_backward(&dx.h, NULL, NULL, &dy.h, &x.h, gh, bh, &sm.h, &sr.h, &sa.h, act, dt, training);
-    batchnorm2d_act_backward(&dx.d, NULL, NULL, &dy.d, &x.d, gd, bd, &sm.d, &sr.d, &sa.d, act, dt, training);
+    ocr_batchnorm2d_act_backward(&dx.h, NULL, NULL, &dy.h, &x.h, gh, bh, &sm.h, &sr.h, &sa.h, act, dt, training);
+    ocr_batchnorm2d_act_backward(&dx.d, NULL, NULL, &dy.d, &x.d, gd, bd, &sm.d, &sr.d, &sa.d, act, dt, training);
     ck_assert_msg(twin_close(&dx, BA_TOL, 1e-4, what), "%s: dinp alone", what);
     twin_free(&x), twin_free(&g), twin_free(&b), twin_free(&rm), twin_free(&rv), twin_free(&sm), twin_free(&sr);
     twin_free(&sa), twin_free(&y), twin_free(&dy), twin_free(&dx), twin_free(&dg), twin_free(&db);
@@ -77,12 +77,13 @@ START_TEST(test_bn_act_deterministic) {
     Twin y = twin_new(OCR_F32, 4, OCR_SHAPE(N, H, W, C));
     Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(C));
     Twin sa = twin_new(OCR_F32, 1, OCR_SHAPE(C));
-    batchnorm2d_act_forward(&y.d, &sm.d, &sr.d, &sa.d, NULL, NULL, &x.d, NULL, NULL, OCR_ACT_HARDSWISH, 0.9f, 1e-5f, 1);
+    ocr_batchnorm2d_act_forward(&y.d, &sm.d, &sr.d, &sa.d, NULL, NULL, &x.d, NULL, NULL, OCR_ACT_HARDSWISH, 0.9f, 1e-5f,
+                                1);
     Twin dx = twin_new(OCR_F32, 4, OCR_SHAPE(N, H, W, C)), dx2 = twin_new(OCR_F32, 4, OCR_SHAPE(N, H, W, C));
-    batchnorm2d_act_backward(&dx.d, NULL, NULL, &dy.d, &x.d, NULL, NULL, &sm.d, &sr.d, &sa.d, OCR_ACT_HARDSWISH,
-                             OCR_F32, 1);
-    batchnorm2d_act_backward(&dx2.d, NULL, NULL, &dy.d, &x.d, NULL, NULL, &sm.d, &sr.d, &sa.d, OCR_ACT_HARDSWISH,
-                             OCR_F32, 1);
+    ocr_batchnorm2d_act_backward(&dx.d, NULL, NULL, &dy.d, &x.d, NULL, NULL, &sm.d, &sr.d, &sa.d, OCR_ACT_HARDSWISH,
+                                 OCR_F32, 1);
+    ocr_batchnorm2d_act_backward(&dx2.d, NULL, NULL, &dy.d, &x.d, NULL, NULL, &sm.d, &sr.d, &sa.d, OCR_ACT_HARDSWISH,
+                                 OCR_F32, 1);
     OcrTensor h = twin_fetch(&dx2);
     memcpy(dx.h.data, h.data, ocr_tensor_bytes(&h));
     ocr_tensor_free(&h);
@@ -144,8 +145,10 @@ static void sync_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt
     Twin y = twin_new(dt, 4, shape);
     StandIn wh = {N * H * W + 17, 0, 0}, wd = {N * H * W + 17, 0, 1};
     OcrBnSync sh = {stand_in_sum, &wh}, sd = {stand_in_sum, &wd};
-    batchnorm2d_act_forward_sync(&y.h, &sm.h, &sr.h, &sa.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, act, 0.9f, 1e-5f, 1, &sh);
-    batchnorm2d_act_forward_sync(&y.d, &sm.d, &sr.d, &sa.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, act, 0.9f, 1e-5f, 1, &sd);
+    ocr_batchnorm2d_act_forward_sync(&y.h, &sm.h, &sr.h, &sa.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, act, 0.9f, 1e-5f, 1,
+                                     &sh);
+    ocr_batchnorm2d_act_forward_sync(&y.d, &sm.d, &sr.d, &sa.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, act, 0.9f, 1e-5f, 1,
+                                     &sd);
     ck_assert_int_eq(wh.calls, 2);
     ck_assert_int_eq(wd.calls, 2);
     ck_assert_msg(twin_close(&y, BA_TOL, BA_TOL, what), "%s: out", what);
@@ -155,15 +158,17 @@ static void sync_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt
     ck_assert_msg(twin_close(&rv, BA_TOL, 0, what), "%s: running_var", what);
     // The stand-in moved the statistics away from this rank's own: the plain op differs.
     Twin yp = twin_new(dt, 4, shape), smp = twin_new(OCR_F32, 1, OCR_SHAPE(C));
-    batchnorm2d_act_forward(&yp.h, &smp.h, NULL, NULL, NULL, NULL, &x.h, &g.h, &b.h, act, 0.9f, 1e-5f, 1);
+    ocr_batchnorm2d_act_forward(&yp.h, &smp.h, NULL, NULL, NULL, NULL, &x.h, &g.h, &b.h, act, 0.9f, 1e-5f, 1);
     ck_assert_msg(fabsf(((float *)smp.h.data)[0] - ((float *)sm.h.data)[0]) > 1e-3f, "%s: the world did not count",
                   what);
 
     Twin dy = twin_uniform(dt, 4, shape, -1, 1);
     Twin dx = twin_new(dt, 4, shape);
     Twin dg = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
-    batchnorm2d_act_backward_sync(&dx.h, &dg.h, &db.h, &dy.h, &x.h, &g.h, &b.h, &sm.h, &sr.h, &sa.h, act, dt, 1, &sh);
-    batchnorm2d_act_backward_sync(&dx.d, &dg.d, &db.d, &dy.d, &x.d, &g.d, &b.d, &sm.d, &sr.d, &sa.d, act, dt, 1, &sd);
+    ocr_batchnorm2d_act_backward_sync(&dx.h, &dg.h, &db.h, &dy.h, &x.h, &g.h, &b.h, &sm.h, &sr.h, &sa.h, act, dt, 1,
+                                      &sh);
+    ocr_batchnorm2d_act_backward_sync(&dx.d, &dg.d, &db.d, &dy.d, &x.d, &g.d, &b.d, &sm.d, &sr.d, &sa.d, act, dt, 1,
+                                      &sd);
     ck_assert_int_eq(wh.calls, 3);
     ck_assert_int_eq(wd.calls, 3);
     ck_assert_msg(twin_close(&dx, BA_TOL, 1e-4, what), "%s: dinp", what);
@@ -193,8 +198,10 @@ START_TEST(test_bn_forward_accumulate) {
             Twin g = twin_uniform(OCR_F32, 1, OCR_SHAPE(37), 0.5f, 2.0f), b = twin_uniform(OCR_F32, 1, OCR_SHAPE(37), -0.5f, 0.5f);
             Twin rm = twin_uniform(OCR_F32, 1, OCR_SHAPE(37), 0.4f, 0.6f), rv = twin_uniform(OCR_F32, 1, OCR_SHAPE(37), 0.5f, 2.0f);
             Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(37)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(37));
-            batchnorm2d_forward_accumulate(&sum.h, &sm.h, &sr.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, 0.9f, 1e-5f, training);
-            batchnorm2d_forward_accumulate(&sum.d, &sm.d, &sr.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f, training);
+            ocr_batchnorm2d_forward_accumulate(&sum.h, &sm.h, &sr.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, 0.9f, 1e-5f,
+                                               training);
+            ocr_batchnorm2d_forward_accumulate(&sum.d, &sm.d, &sr.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f,
+                                               training);
             ck_assert_msg(twin_close(&sum, BA_TOL, BA_TOL, what), "%s: sum", what);
             ck_assert_msg(twin_close(&rm, 1e-6, 1e-6, what), "%s: running_mean", what);
             ck_assert_msg(twin_close(&rv, BA_TOL, 0, what), "%s: running_var", what);

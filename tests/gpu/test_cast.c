@@ -3,7 +3,7 @@
 // rounding ties and at the f16 overflow threshold); unscale_and_check's gradients, amax,
 // per-tensor flags and result, including an overflow that only appears when writing back into
 // f16, NULL entries, and the asynchronous device-side form.
-#include "kernels/cuda/cast.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "tests/gpu/gpu_test.h"
 
 #ifdef OCR_HAVE_CUDA
@@ -30,17 +30,17 @@ START_TEST(test_casts) {
     Twin src = special_f32(n);
     for (int a = 0; a < 3; a++) {
         Twin x = twin_new(DTS[a], 1, OCR_SHAPE(n));
-        cast_forward(&x.h, &src.h);
-        cast_forward(&x.d, &src.d);
+        ocr_cast_forward(&x.h, &src.h);
+        ocr_cast_forward(&x.d, &src.d);
         ck_assert_msg(twin_bits(&x, "cast from f32"), "-> %s", dtn(DTS[a]));
         for (int b = 0; b < 3; b++) {
             Twin y = twin_new(DTS[b], 1, OCR_SHAPE(n));
-            cast_forward(&y.h, &x.h);
-            cast_forward(&y.d, &x.d);
+            ocr_cast_forward(&y.h, &x.h);
+            ocr_cast_forward(&y.d, &x.d);
             ck_assert_msg(twin_bits(&y, "cast"), "%s -> %s", dtn(DTS[a]), dtn(DTS[b]));
             twin_poison(&y);
-            cast_backward(&y.h, &x.h);
-            cast_backward(&y.d, &x.d);
+            ocr_cast_backward(&y.h, &x.h);
+            ocr_cast_backward(&y.d, &x.d);
             ck_assert_msg(twin_bits(&y, "cast_backward"), "%s -> %s", dtn(DTS[a]), dtn(DTS[b]));
             twin_free(&y);
         }
@@ -50,12 +50,12 @@ START_TEST(test_casts) {
             for (uint32_t i = 0; i < 65536; i++) ((uint16_t *)h.h.data)[i] = (uint16_t)i;
             twin_sync_up(&h);
             Twin f = twin_new(OCR_F32, 1, OCR_SHAPE(65536));
-            cast_forward(&f.h, &h.h);
-            cast_forward(&f.d, &h.d);
+            ocr_cast_forward(&f.h, &h.h);
+            ocr_cast_forward(&f.d, &h.d);
             ck_assert_msg(twin_bits(&f, "widen every pattern"), "%s", dtn(DTS[a]));
             Twin o = twin_new(DTS[3 - a], 1, OCR_SHAPE(65536));
-            cast_forward(&o.h, &h.h);
-            cast_forward(&o.d, &h.d);
+            ocr_cast_forward(&o.h, &h.h);
+            ocr_cast_forward(&o.d, &h.d);
             ck_assert_msg(twin_bits(&o, "half to half, every pattern"), "%s", dtn(DTS[a]));
             twin_free(&h), twin_free(&f), twin_free(&o);
         }
@@ -91,8 +91,8 @@ START_TEST(test_unscale_and_check) {
         int nh[5], nd[5];
         memset(ad, 0xff, sizeof ad);
         memset(nd, 0xff, sizeof nd);
-        int rh = unscale_and_check(gh, 5, invs[is], ah, nh);
-        int rd = unscale_and_check(gd, 5, invs[is], ad, nd);
+        int rh = ocr_unscale_and_check(gh, 5, invs[is], ah, nh);
+        int rd = ocr_unscale_and_check(gd, 5, invs[is], ad, nd);
         ck_assert_int_eq(rh, rd);
         for (int i = 0; i < 5; i++) {
             ck_assert_msg(memcmp(&ah[i], &ad[i], sizeof(float)) == 0, "amax[%d] gpu %g cpu %g (inv %g)", i,
@@ -101,17 +101,18 @@ START_TEST(test_unscale_and_check) {
             if (i != 3) ck_assert_msg(twin_bits(&g[i], "unscaled gradient"), "tensor %d inv %g", i, (double)invs[is]);
         }
         // NULL result arrays.
-        ck_assert_int_eq(unscale_and_check(gd, 5, 1.0f, NULL, NULL), unscale_and_check(gh, 5, 1.0f, NULL, NULL));
+        ck_assert_int_eq(ocr_unscale_and_check(gd, 5, 1.0f, NULL, NULL),
+                         ocr_unscale_and_check(gh, 5, 1.0f, NULL, NULL));
 
         // The asynchronous form: inverse scale, amax, flags and found-inf on the device.
         for (int i = 0; i < 5; i++)
             if (i != 3) twin_sync_up(&g[i]);
         Twin dev = twin_new(OCR_F32, 1, OCR_SHAPE(16));
-        zero_tensor(&dev.d);
+        ocr_zero_tensor(&dev.d);
         float *dp = dev.d.data;
         ck_assert_int_eq(ocr_cuda_memcpy(dp, &invs[is], sizeof(float)), 0);
-        unscale_and_check_async_cuda(gd, 5, dp, dp + 1, (int *)(dp + 6), (int *)(dp + 11));
-        unscale_and_check(gh, 5, invs[is], ah, nh);
+        ocr_cuda_unscale_and_check_async(gd, 5, dp, dp + 1, (int *)(dp + 6), (int *)(dp + 11));
+        ocr_unscale_and_check(gh, 5, invs[is], ah, nh);
         float back[16];
         ck_assert_int_eq(ocr_cuda_synchronize(0), 0);
         ck_assert_int_eq(ocr_cuda_memcpy(back, dp, sizeof back), 0);

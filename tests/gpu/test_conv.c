@@ -2,7 +2,7 @@
 // strides), pointwise, grouped and depthwise (own kernel, and through cuDNN with the hook),
 // f32/f16/bf16 and mixed dtypes, with and without bias; the backward with poisoned dinp and
 // dweight/dbias accumulating into existing values; runs repeat bit for bit.
-#include "kernels/cuda/conv.h"
+#include "kernels/cuda/cuda_ops.h"
 #include "tests/gpu/gpu_test.h"
 
 #ifdef OCR_HAVE_CUDA
@@ -36,8 +36,8 @@ static int is_dw(const Case *c) { return c->groups == c->C && c->OC == c->C; }
 
 static void run_case(const Case *c, Dts dt, int with_bias, double tol) {
     Conv2dParams p = {c->sh, c->sw, c->ph, c->pw, c->groups};
-    const int64_t Ho = conv2d_out_size((int)c->H, (int)c->KH, c->sh, c->ph);
-    const int64_t Wo = conv2d_out_size((int)c->W, (int)c->KW, c->sw, c->pw);
+    const int64_t Ho = ocr_conv2d_out_size((int)c->H, (int)c->KH, c->sh, c->ph);
+    const int64_t Wo = ocr_conv2d_out_size((int)c->W, (int)c->KW, c->sw, c->pw);
     char what[160];
     snprintf(what, sizeof what, "conv %lldx%lldx%lldx%lld -> %lld k%lldx%lld s%d,%d p%d,%d g%d %s/%s/%s bias %d",
              (long long)c->N, (long long)c->H, (long long)c->W, (long long)c->C, (long long)c->OC, (long long)c->KH,
@@ -46,27 +46,27 @@ static void run_case(const Case *c, Dts dt, int with_bias, double tol) {
     Twin w = twin_uniform(dt.w, 4, OCR_SHAPE(c->OC, c->KH, c->KW, c->C / c->groups), -0.5f, 0.5f);
     Twin b = twin_uniform(dt.w, 1, OCR_SHAPE(c->OC), -1, 1);
     Twin y = twin_new(dt.y, 4, OCR_SHAPE(c->N, Ho, Wo, c->OC));
-    conv2d_forward(&y.h, &x.h, &w.h, with_bias ? &b.h : NULL, p);
-    conv2d_forward(&y.d, &x.d, &w.d, with_bias ? &b.d : NULL, p);
+    ocr_conv2d_forward(&y.h, &x.h, &w.h, with_bias ? &b.h : NULL, p);
+    ocr_conv2d_forward(&y.d, &x.d, &w.d, with_bias ? &b.d : NULL, p);
     ck_assert_msg(twin_close(&y, tol, tol, what), "%s: forward", what);
 
     Twin dy = twin_uniform(dt.y, 4, OCR_SHAPE(c->N, Ho, Wo, c->OC), -1, 1);
     Twin dx = twin_new(dt.x, 4, OCR_SHAPE(c->N, c->H, c->W, c->C));
     Twin dw = twin_uniform(dt.w, 4, OCR_SHAPE(c->OC, c->KH, c->KW, c->C / c->groups), -1, 1);
     Twin db = twin_uniform(dt.w, 1, OCR_SHAPE(c->OC), -1, 1);
-    conv2d_backward(&dx.h, &dw.h, with_bias ? &db.h : NULL, &dy.h, &x.h, &w.h, p);
-    conv2d_backward(&dx.d, &dw.d, with_bias ? &db.d : NULL, &dy.d, &x.d, &w.d, p);
+    ocr_conv2d_backward(&dx.h, &dw.h, with_bias ? &db.h : NULL, &dy.h, &x.h, &w.h, p);
+    ocr_conv2d_backward(&dx.d, &dw.d, with_bias ? &db.d : NULL, &dy.d, &x.d, &w.d, p);
     ck_assert_msg(twin_close(&dx, tol, tol, what), "%s: dinp", what);
     ck_assert_msg(twin_close(&dw, tol, tol, what), "%s: dweight", what);
     ck_assert_msg(twin_close(&db, tol, tol, what), "%s: dbias", what);
 
     // One gradient at a time.
     twin_poison(&dx);
-    conv2d_backward(&dx.h, NULL, NULL, &dy.h, &x.h, &w.h, p);
-    conv2d_backward(&dx.d, NULL, NULL, &dy.d, &x.d, &w.d, p);
+    ocr_conv2d_backward(&dx.h, NULL, NULL, &dy.h, &x.h, &w.h, p);
+    ocr_conv2d_backward(&dx.d, NULL, NULL, &dy.d, &x.d, &w.d, p);
     ck_assert_msg(twin_close(&dx, tol, tol, what), "%s: dinp alone", what);
-    conv2d_backward(NULL, &dw.h, NULL, &dy.h, &x.h, &w.h, p);
-    conv2d_backward(NULL, &dw.d, NULL, &dy.d, &x.d, &w.d, p);
+    ocr_conv2d_backward(NULL, &dw.h, NULL, &dy.h, &x.h, &w.h, p);
+    ocr_conv2d_backward(NULL, &dw.d, NULL, &dy.d, &x.d, &w.d, p);
     ck_assert_msg(twin_close(&dw, tol, tol, what), "%s: dweight alone", what);
     twin_free(&x), twin_free(&w), twin_free(&b), twin_free(&y);
     twin_free(&dy), twin_free(&dx), twin_free(&dw), twin_free(&db);
@@ -108,17 +108,17 @@ START_TEST(test_conv_deterministic) {
         const Case *c = &CASES[i];
         if (!ocr_cuda_have_cudnn() && !is_dw(c)) continue;
         Conv2dParams p = {c->sh, c->sw, c->ph, c->pw, c->groups};
-        const int64_t Ho = conv2d_out_size((int)c->H, (int)c->KH, c->sh, c->ph);
-        const int64_t Wo = conv2d_out_size((int)c->W, (int)c->KW, c->sw, c->pw);
+        const int64_t Ho = ocr_conv2d_out_size((int)c->H, (int)c->KH, c->sh, c->ph);
+        const int64_t Wo = ocr_conv2d_out_size((int)c->W, (int)c->KW, c->sw, c->pw);
         Twin x = twin_uniform(OCR_F32, 4, OCR_SHAPE(c->N, c->H, c->W, c->C), -1, 1);
         Twin w = twin_uniform(OCR_F32, 4, OCR_SHAPE(c->OC, c->KH, c->KW, c->C / c->groups), -1, 1);
         Twin dy = twin_uniform(OCR_F32, 4, OCR_SHAPE(c->N, Ho, Wo, c->OC), -1, 1);
         Twin dw1 = twin_new(OCR_F32, 4, w.h.shape), dw2 = twin_new(OCR_F32, 4, w.h.shape);
         Twin db1 = twin_new(OCR_F32, 1, OCR_SHAPE(c->OC)), db2 = twin_new(OCR_F32, 1, OCR_SHAPE(c->OC));
         Twin dx1 = twin_new(OCR_F32, 4, x.h.shape), dx2 = twin_new(OCR_F32, 4, x.h.shape);
-        zero_tensor(&dw1.d), zero_tensor(&dw2.d), zero_tensor(&db1.d), zero_tensor(&db2.d);
-        conv2d_backward(&dx1.d, &dw1.d, &db1.d, &dy.d, &x.d, &w.d, p);
-        conv2d_backward(&dx2.d, &dw2.d, &db2.d, &dy.d, &x.d, &w.d, p);
+        ocr_zero_tensor(&dw1.d), ocr_zero_tensor(&dw2.d), ocr_zero_tensor(&db1.d), ocr_zero_tensor(&db2.d);
+        ocr_conv2d_backward(&dx1.d, &dw1.d, &db1.d, &dy.d, &x.d, &w.d, p);
+        ocr_conv2d_backward(&dx2.d, &dw2.d, &db2.d, &dy.d, &x.d, &w.d, p);
         // Compare run 1 against run 2 through the host side of run 2.
         OcrTensor h = twin_fetch(&dw2);
         memcpy(dw1.h.data, h.data, ocr_tensor_bytes(&h));

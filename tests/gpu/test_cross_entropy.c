@@ -29,14 +29,14 @@ static void ce_case(int64_t N, int64_t C, float smoothing, int ignore, float sca
     Twin loss = twin_new(OCR_F32, 1, OCR_SHAPE(1));
     Twin cnt = twin_new(OCR_I32, 1, OCR_SHAPE(1));
     CrossEntropyParams p = {smoothing, ignore, scale};
-    cross_entropy_forward(&losses.h, &loss.h, &cnt.h, &x.h, &tg.h, p);
-    cross_entropy_forward(&losses.d, &loss.d, &cnt.d, &x.d, &tg.d, p);
+    ocr_cross_entropy_forward(&losses.h, &loss.h, &cnt.h, &x.h, &tg.h, p);
+    ocr_cross_entropy_forward(&losses.d, &loss.d, &cnt.d, &x.d, &tg.d, p);
     ck_assert_msg(twin_close(&losses, 4e-7, 1e-7, what), "%s: row losses", what);
     ck_assert_msg(twin_close(&loss, 4e-7, 1e-7, what), "%s: mean", what);
     ck_assert_msg(twin_bits(&cnt, what), "%s: count", what);
     Twin dx = twin_new(dt, 2, OCR_SHAPE(N, C));
-    cross_entropy_backward(&dx.h, &x.h, &tg.h, p);
-    cross_entropy_backward(&dx.d, &x.d, &tg.d, p);
+    ocr_cross_entropy_backward(&dx.h, &x.h, &tg.h, p);
+    ocr_cross_entropy_backward(&dx.d, &x.d, &tg.d, p);
     ck_assert_msg(twin_close(&dx, 1e-6, 1e-7, what), "%s: gradient", what);
     twin_free(&tg), twin_free(&x), twin_free(&losses), twin_free(&loss), twin_free(&cnt), twin_free(&dx);
     free(t);

@@ -58,10 +58,10 @@ static void compare(CtcInputs *in, CtcParams p, ocr_dtype_t gdt, int with_ilen, 
     Twin losses = twin_new(OCR_F32, 1, OCR_SHAPE(in->B)), loss = twin_new(OCR_F32, 1, OCR_SHAPE(1));
     Twin inf = twin_new(OCR_I32, 1, OCR_SHAPE(in->B));
     Twin g = twin_new(gdt, 3, OCR_SHAPE(in->B, in->T, in->C));
-    const double rh = ctc_loss_forward(&losses.h, &loss.h, &g.h, &inf.h, &in->logits.h, &in->targets.h, &in->tlen.h,
-                                       with_ilen ? &in->ilen.h : NULL, p);
-    const double rd = ctc_loss_forward(&losses.d, &loss.d, &g.d, &inf.d, &in->logits.d, &in->targets.d, &in->tlen.d,
-                                       with_ilen ? &in->ilen.d : NULL, p);
+    const double rh = ocr_ctc_loss_forward(&losses.h, &loss.h, &g.h, &inf.h, &in->logits.h, &in->targets.h, &in->tlen.h,
+                                           with_ilen ? &in->ilen.h : NULL, p);
+    const double rd = ocr_ctc_loss_forward(&losses.d, &loss.d, &g.d, &inf.d, &in->logits.d, &in->targets.d, &in->tlen.d,
+                                           with_ilen ? &in->ilen.d : NULL, p);
     ck_assert_msg((isnan(rh) && isnan(rd)) || (isinf(rh) && rh == rd) || fabs(rh - rd) <= 1e-6 * fabs(rh),
                   "%s: returned gpu %.12g cpu %.12g", what, rd, rh);
     ck_assert_msg(twin_close(&losses, CTC_TOL, 0, what), "%s: losses", what);
@@ -104,11 +104,11 @@ START_TEST(test_ctc_optional_outputs) {
     CtcInputs in = make_inputs(4, 12, 7, 5, OCR_F32);
     CtcParams p = {OCR_CTC_REDUCTION_MEAN, 1, 0, 1.0f};
     Twin loss = twin_new(OCR_F32, 1, OCR_SHAPE(1));
-    const double rh = ctc_loss_forward(NULL, &loss.h, NULL, NULL, &in.logits.h, &in.targets.h, &in.tlen.h, NULL, p);
-    const double rd = ctc_loss_forward(NULL, &loss.d, NULL, NULL, &in.logits.d, &in.targets.d, &in.tlen.d, NULL, p);
+    const double rh = ocr_ctc_loss_forward(NULL, &loss.h, NULL, NULL, &in.logits.h, &in.targets.h, &in.tlen.h, NULL, p);
+    const double rd = ocr_ctc_loss_forward(NULL, &loss.d, NULL, NULL, &in.logits.d, &in.targets.d, &in.tlen.d, NULL, p);
     ck_assert_msg(fabs(rh - rd) <= 1e-6 * fabs(rh), "loss only: gpu %.12g cpu %.12g", rd, rh);
     ck_assert(twin_close(&loss, CTC_TOL, 0, "loss only"));
-    const double rn = ctc_loss_forward(NULL, NULL, NULL, NULL, &in.logits.d, &in.targets.d, &in.tlen.d, NULL, p);
+    const double rn = ocr_ctc_loss_forward(NULL, NULL, NULL, NULL, &in.logits.d, &in.targets.d, &in.tlen.d, NULL, p);
     ck_assert_msg(fabs(rh - rn) <= 1e-6 * fabs(rh), "no outputs: gpu %.12g cpu %.12g", rn, rh);
     twin_free(&loss);
     free_inputs(&in);
@@ -126,7 +126,8 @@ START_TEST(test_ctc_invalid_target_gives_nan) {
     CtcParams p = {OCR_CTC_REDUCTION_SUM, 1, 0, 1.0f};
     Twin losses = twin_new(OCR_F32, 1, OCR_SHAPE(3));
     Twin g = twin_new(OCR_F32, 3, OCR_SHAPE(3, 10, 6));
-    const double r = ctc_loss_forward(&losses.d, NULL, &g.d, NULL, &in.logits.d, &in.targets.d, &in.tlen.d, NULL, p);
+    const double r =
+        ocr_ctc_loss_forward(&losses.d, NULL, &g.d, NULL, &in.logits.d, &in.targets.d, &in.tlen.d, NULL, p);
     ck_assert_msg(isnan(r), "reduced loss %g, expected NaN", r);
     OcrTensor lh = twin_fetch(&losses), gh = twin_fetch(&g);
     const float *lv = lh.data, *gv = gh.data;

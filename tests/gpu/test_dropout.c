@@ -23,12 +23,12 @@ START_TEST(test_dropout) {
                                  (double)ps[ip], mode, training, (unsigned long long)offsets[io]);
                         Twin x = twin_uniform(DTS[k], 2, OCR_SHAPE(3, n / 3 + 1), -2, 2);
                         Twin y = twin_new(DTS[(k + io) % 3], 2, OCR_SHAPE(3, n / 3 + 1));
-                        dropout_forward(&y.h, &x.h, d);
-                        dropout_forward(&y.d, &x.d, d);
+                        ocr_dropout_forward(&y.h, &x.h, d);
+                        ocr_dropout_forward(&y.d, &x.d, d);
                         ck_assert_msg(twin_bits(&y, what), "%s forward", what);
                         twin_poison(&y);
-                        dropout_backward(&y.h, &x.h, d);
-                        dropout_backward(&y.d, &x.d, d);
+                        ocr_dropout_backward(&y.h, &x.h, d);
+                        ocr_dropout_backward(&y.d, &x.d, d);
                         ck_assert_msg(twin_bits(&y, what), "%s backward", what);
                         twin_free(&x), twin_free(&y);
                     }
@@ -49,12 +49,12 @@ START_TEST(test_droppath) {
                 ocr_tensor_set_f32(&x.h, T * C + 7, INFINITY);
                 twin_sync_up(&x);
                 Twin y = twin_new(DTS[k], 3, OCR_SHAPE(N, T, C));
-                droppath_forward(&y.h, &x.h, d);
-                droppath_forward(&y.d, &x.d, d);
+                ocr_droppath_forward(&y.h, &x.h, d);
+                ocr_droppath_forward(&y.d, &x.d, d);
                 ck_assert_msg(twin_bits(&y, what), "%s forward", what);
                 twin_poison(&y);
-                droppath_backward(&y.h, &x.h, d);
-                droppath_backward(&y.d, &x.d, d);
+                ocr_droppath_backward(&y.h, &x.h, d);
+                ocr_droppath_backward(&y.d, &x.d, d);
                 ck_assert_msg(twin_bits(&y, what), "%s backward", what);
                 twin_free(&x), twin_free(&y);
             }

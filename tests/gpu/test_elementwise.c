@@ -17,14 +17,14 @@ START_TEST(test_channel_scale) {
             Twin x = twin_uniform(DTS[k], 4, OCR_SHAPE(N, H, W, C), -2, 2);
             Twin s = twin_uniform(DTS[j], 4, OCR_SHAPE(N, 1, 1, C), 0, 1);
             Twin y = twin_new(DTS[k], 4, OCR_SHAPE(N, H, W, C));
-            channel_scale_forward(&y.h, &x.h, &s.h);
-            channel_scale_forward(&y.d, &x.d, &s.d);
+            ocr_channel_scale_forward(&y.h, &x.h, &s.h);
+            ocr_channel_scale_forward(&y.d, &x.d, &s.d);
             ck_assert_msg(twin_bits(&y, "channel_scale forward"), "%s/%s", dtn(DTS[k]), dtn(DTS[j]));
             Twin dy = twin_uniform(DTS[k], 4, OCR_SHAPE(N, H, W, C), -1, 1);
             Twin dx = twin_new(DTS[k], 4, OCR_SHAPE(N, H, W, C));
             Twin ds = twin_new(DTS[j], 4, OCR_SHAPE(N, 1, 1, C));
-            channel_scale_backward(&dx.h, &ds.h, &dy.h, &x.h, &s.h);
-            channel_scale_backward(&dx.d, &ds.d, &dy.d, &x.d, &s.d);
+            ocr_channel_scale_backward(&dx.h, &ds.h, &dy.h, &x.h, &s.h);
+            ocr_channel_scale_backward(&dx.d, &ds.d, &dy.d, &x.d, &s.d);
             ck_assert_msg(twin_bits(&dx, "channel_scale dinp"), "%s/%s", dtn(DTS[k]), dtn(DTS[j]));
             ck_assert_msg(twin_bits(&ds, "channel_scale dscale"), "%s/%s", dtn(DTS[k]), dtn(DTS[j]));
             twin_free(&x), twin_free(&s), twin_free(&y), twin_free(&dy), twin_free(&dx), twin_free(&ds);
@@ -40,24 +40,24 @@ START_TEST(test_add_accumulate_scale) {
             snprintf(what, sizeof what, "%s, %s", dtn(DTS[k]), dtn(DTS[j]));
             Twin a = twin_uniform(DTS[k], 1, OCR_SHAPE(n), -3, 3), b = twin_uniform(DTS[j], 1, OCR_SHAPE(n), -3, 3);
             Twin y = twin_new(DTS[(k + j) % 3], 1, OCR_SHAPE(n));
-            add_forward(&y.h, &a.h, &b.h);
-            add_forward(&y.d, &a.d, &b.d);
+            ocr_add_forward(&y.h, &a.h, &b.h);
+            ocr_add_forward(&y.d, &a.d, &b.d);
             ck_assert_msg(twin_bits(&y, "add"), "%s", what);
-            accumulate(&a.h, &b.h);
-            accumulate(&a.d, &b.d);
+            ocr_accumulate(&a.h, &b.h);
+            ocr_accumulate(&a.d, &b.d);
             ck_assert_msg(twin_bits(&a, "accumulate"), "%s", what);
-            scale_forward(&y.h, &b.h, -0.37f);
-            scale_forward(&y.d, &b.d, -0.37f);
+            ocr_scale_forward(&y.h, &b.h, -0.37f);
+            ocr_scale_forward(&y.d, &b.d, -0.37f);
             ck_assert_msg(twin_bits(&y, "scale"), "%s", what);
-            scale_forward(&b.h, &b.h, 3.5f);  // in place
-            scale_forward(&b.d, &b.d, 3.5f);
+            ocr_scale_forward(&b.h, &b.h, 3.5f);  // in place
+            ocr_scale_forward(&b.d, &b.d, 3.5f);
             ck_assert_msg(twin_bits(&b, "scale in place"), "%s", what);
-            add_forward(&b.h, &b.h, &a.h);  // out aliases an input
-            add_forward(&b.d, &b.d, &a.d);
+            ocr_add_forward(&b.h, &b.h, &a.h);  // out aliases an input
+            ocr_add_forward(&b.d, &b.d, &a.d);
             ck_assert_msg(twin_bits(&b, "add in place"), "%s", what);
             Twin da = twin_new(DTS[j], 1, OCR_SHAPE(n)), db = twin_new(DTS[k], 1, OCR_SHAPE(n));
-            add_backward(&da.h, &db.h, &a.h);
-            add_backward(&da.d, &db.d, &a.d);
+            ocr_add_backward(&da.h, &db.h, &a.h);
+            ocr_add_backward(&da.d, &db.d, &a.d);
             ck_assert_msg(twin_bits(&da, "add_backward da"), "%s", what);
             ck_assert_msg(twin_bits(&db, "add_backward db"), "%s", what);
             twin_free(&a), twin_free(&b), twin_free(&y), twin_free(&da), twin_free(&db);
@@ -69,8 +69,8 @@ START_TEST(test_zero) {
     const ocr_dtype_t all[5] = {OCR_F32, OCR_F16, OCR_BF16, OCR_I32, OCR_U8};
     for (int k = 0; k < 5; k++) {
         Twin t = twin_new(all[k], 2, OCR_SHAPE(17, 33));
-        zero_tensor(&t.h);
-        zero_tensor(&t.d);
+        ocr_zero_tensor(&t.h);
+        ocr_zero_tensor(&t.d);
         ck_assert_msg(twin_bits(&t, "zero_tensor"), "%s", dtn(all[k]));
         twin_free(&t);
     }
@@ -86,21 +86,21 @@ START_TEST(test_concat) {
         Twin y = twin_new(DTS[k], 3, OCR_SHAPE(R0, R1, 24));
         const OcrTensor *hin[3] = {&parts[0].h, &parts[1].h, &parts[2].h};
         const OcrTensor *din[3] = {&parts[0].d, &parts[1].d, &parts[2].d};
-        concat_forward(&y.h, hin, 3);
-        concat_forward(&y.d, din, 3);
+        ocr_concat_forward(&y.h, hin, 3);
+        ocr_concat_forward(&y.d, din, 3);
         ck_assert_msg(twin_bits(&y, "concat forward"), "%s", dtn(DTS[k]));
         Twin dy = twin_uniform(DTS[k], 3, OCR_SHAPE(R0, R1, 24), -1, 1);
         Twin g[3];
         for (int i = 0; i < 3; i++) g[i] = twin_new(DTS[(k + 2 * i) % 3], 3, OCR_SHAPE(R0, R1, widths[i]));
         OcrTensor *hg[3] = {&g[0].h, &g[1].h, &g[2].h}, *dg[3] = {&g[0].d, &g[1].d, &g[2].d};
-        concat_backward(hg, 3, &dy.h);
-        concat_backward(dg, 3, &dy.d);
+        ocr_concat_backward(hg, 3, &dy.h);
+        ocr_concat_backward(dg, 3, &dy.d);
         for (int i = 0; i < 3; i++) ck_assert_msg(twin_bits(&g[i], "concat backward"), "%s part %d", dtn(DTS[k]), i);
         // The middle gradient not wanted.
         for (int i = 0; i < 3; i++) twin_poison(&g[i]);
         hg[1] = dg[1] = NULL;
-        concat_backward(hg, 3, &dy.h);
-        concat_backward(dg, 3, &dy.d);
+        ocr_concat_backward(hg, 3, &dy.h);
+        ocr_concat_backward(dg, 3, &dy.d);
         ck_assert(twin_bits(&g[0], "concat backward, NULL middle, first"));
         ck_assert(twin_bits(&g[2], "concat backward, NULL middle, last"));
         for (int i = 0; i < 3; i++) twin_free(&parts[i]), twin_free(&g[i]);
@@ -122,12 +122,12 @@ START_TEST(test_permute) {
                     Twin x = twin_uniform(DTS[k], 4, shape4, -2, 2);
                     int64_t os[4] = {shape4[a], shape4[b], shape4[c], shape4[d]};
                     Twin y = twin_new(DTS[j], 4, os);
-                    permute_forward(&y.h, &x.h, perm);
-                    permute_forward(&y.d, &x.d, perm);
+                    ocr_permute_forward(&y.h, &x.h, perm);
+                    ocr_permute_forward(&y.d, &x.d, perm);
                     ck_assert_msg(twin_bits(&y, "permute forward"), "perm %d%d%d%d", a, b, c, d);
                     Twin dx = twin_new(DTS[k], 4, shape4);
-                    permute_backward(&dx.h, &y.h, perm);
-                    permute_backward(&dx.d, &y.d, perm);
+                    ocr_permute_backward(&dx.h, &y.h, perm);
+                    ocr_permute_backward(&dx.d, &y.d, perm);
                     ck_assert_msg(twin_bits(&dx, "permute backward"), "perm %d%d%d%d", a, b, c, d);
                     twin_free(&x), twin_free(&y), twin_free(&dx);
                 }
@@ -135,8 +135,8 @@ START_TEST(test_permute) {
     const int p3[3] = {1, 0, 2};
     Twin x = twin_uniform(OCR_F16, 3, OCR_SHAPE(6, 40, 9), -1, 1);
     Twin y = twin_new(OCR_F16, 3, OCR_SHAPE(40, 6, 9));
-    permute_forward(&y.h, &x.h, p3);
-    permute_forward(&y.d, &x.d, p3);
+    ocr_permute_forward(&y.h, &x.h, p3);
+    ocr_permute_forward(&y.d, &x.d, p3);
     ck_assert(twin_bits(&y, "permute 3-d"));
     twin_free(&x), twin_free(&y);
 }
@@ -151,8 +151,8 @@ START_TEST(test_nan_payloads_move_exactly) {
     twin_sync_up(&x);
     Twin y = twin_new(OCR_F32, 2, OCR_SHAPE(2, n));
     const OcrTensor *hin[2] = {&x.h, &x.h}, *din[2] = {&x.d, &x.d};
-    concat_forward(&y.h, hin, 2);
-    concat_forward(&y.d, din, 2);
+    ocr_concat_forward(&y.h, hin, 2);
+    ocr_concat_forward(&y.d, din, 2);
     ck_assert(twin_bits(&y, "concat of NaN payloads"));
     twin_free(&x), twin_free(&y);
 }
@@ -167,8 +167,8 @@ START_TEST(test_input_normalize) {
     twin_sync_up(&p);
     for (int k = 0; k < 3; k++) {
         Twin y = twin_new(DTS[k], 4, OCR_SHAPE(N, H, W, C));
-        input_normalize_forward(&y.h, &p.h);
-        input_normalize_forward(&y.d, &p.d);
+        ocr_input_normalize_forward(&y.h, &p.h);
+        ocr_input_normalize_forward(&y.d, &p.d);
         ck_assert_msg(twin_bits(&y, "input_normalize"), "%s", dtn(DTS[k]));
         twin_free(&y);
     }

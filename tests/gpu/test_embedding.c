@@ -20,13 +20,13 @@ static void emb_case(int64_t rows, int64_t V, int64_t D, int pad, ocr_dtype_t dt
     Twin id = twin_i32(1, OCR_SHAPE(rows), ids);
     Twin table = twin_uniform(dt, 2, OCR_SHAPE(V, D), -2, 2);
     Twin out = twin_new(dt, 2, OCR_SHAPE(rows, D));
-    embedding_forward(&out.h, &id.h, &table.h, pad);
-    embedding_forward(&out.d, &id.d, &table.d, pad);
+    ocr_embedding_forward(&out.h, &id.h, &table.h, pad);
+    ocr_embedding_forward(&out.d, &id.d, &table.d, pad);
     ck_assert_msg(twin_bits(&out, what), "%s forward", what);
     Twin dy = twin_uniform(dt, 2, OCR_SHAPE(rows, D), -1, 1);
     Twin dw = twin_uniform(dt, 2, OCR_SHAPE(V, D), -0.5f, 0.5f);  // accumulated into
-    embedding_backward(&dw.h, &dy.h, &id.h, pad);
-    embedding_backward(&dw.d, &dy.d, &id.d, pad);
+    ocr_embedding_backward(&dw.h, &dy.h, &id.h, pad);
+    ocr_embedding_backward(&dw.d, &dy.d, &id.d, pad);
     ck_assert_msg(twin_bits(&dw, what), "%s backward", what);
     twin_free(&id), twin_free(&table), twin_free(&out), twin_free(&dy), twin_free(&dw);
     free(ids);

@@ -34,8 +34,8 @@ START_TEST(test_gemm_all_cases) {
                     Twin c = with_beta ? twin_uniform(DTYPES[k].c, 2, OCR_SHAPE(M, N), -1, 1)
                                        : twin_new(DTYPES[k].c, 2, OCR_SHAPE(M, N));
                     const float beta = with_beta ? 0.5f : 0.0f;
-                    gemm(&c.h, &a.h, &b.h, ta, tb, 0.75f, beta);
-                    gemm(&c.d, &a.d, &b.d, ta, tb, 0.75f, beta);
+                    ocr_gemm(&c.h, &a.h, &b.h, ta, tb, 0.75f, beta);
+                    ocr_gemm(&c.d, &a.d, &b.d, ta, tb, 0.75f, beta);
                     char what[128];
                     snprintf(what, sizeof what, "gemm %s x %s -> %s ta %d tb %d beta %g", dtn(DTYPES[k].a),
                              dtn(DTYPES[k].b), dtn(DTYPES[k].c), ta, tb, (double)beta);
@@ -53,12 +53,12 @@ START_TEST(test_gemm_empty_k) {
         Twin a = twin_new(DTYPES[k].a, 2, OCR_SHAPE(5, 0));
         Twin b = twin_new(DTYPES[k].b, 2, OCR_SHAPE(0, 7));
         Twin c = twin_new(DTYPES[k].c, 2, OCR_SHAPE(5, 7));
-        gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
-        gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
+        ocr_gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
+        ocr_gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
         ck_assert(twin_bits(&c, "gemm K = 0, beta = 0"));
         Twin c2 = twin_uniform(DTYPES[k].c, 2, OCR_SHAPE(5, 7), -2, 2);
-        gemm(&c2.h, &a.h, &b.h, 0, 0, 1.0f, 2.0f);
-        gemm(&c2.d, &a.d, &b.d, 0, 0, 1.0f, 2.0f);
+        ocr_gemm(&c2.h, &a.h, &b.h, 0, 0, 1.0f, 2.0f);
+        ocr_gemm(&c2.d, &a.d, &b.d, 0, 0, 1.0f, 2.0f);
         ck_assert(twin_bits(&c2, "gemm K = 0, beta = 2"));
         twin_free(&a);
         twin_free(&b);
@@ -78,13 +78,13 @@ START_TEST(test_gemm_fp32_is_not_tf32) {
     Twin b = twin_uniform(OCR_F32, 2, OCR_SHAPE(K, N), 0.5f, 1.5f);
     Twin c = twin_new(OCR_F32, 2, OCR_SHAPE(M, N));
     ck_assert_int_eq(ocr_cuda_allow_tf32(), 0);
-    gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
-    gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
     ck_assert(twin_close(&c, 1e-5, 0.0, "fp32 gemm, TF32 off"));
     ocr_cuda_set_allow_tf32(1);
     twin_poison(&c);
-    gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
-    gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
     ocr_cuda_set_allow_tf32(0);
     ck_assert(twin_close(&c, 5e-3, 5e-3, "fp32 gemm, TF32 allowed"));
     twin_free(&a);
@@ -102,8 +102,8 @@ START_TEST(test_linear) {
             Twin w = twin_uniform(wt, 2, OCR_SHAPE(IN, OUT), -0.5f, 0.5f);
             Twin bias = twin_uniform(with_bias == 1 ? wt : OCR_F32, 1, OCR_SHAPE(OUT), -1, 1);
             Twin y = twin_new(yt, 3, OCR_SHAPE(B, T, OUT));
-            linear_forward(&y.h, &x.h, &w.h, with_bias ? &bias.h : NULL);
-            linear_forward(&y.d, &x.d, &w.d, with_bias ? &bias.d : NULL);
+            ocr_linear_forward(&y.h, &x.h, &w.h, with_bias ? &bias.h : NULL);
+            ocr_linear_forward(&y.d, &x.d, &w.d, with_bias ? &bias.d : NULL);
             char what[128];
             snprintf(what, sizeof what, "linear forward %s x %s -> %s bias %d", dtn(xt), dtn(wt), dtn(yt), with_bias);
             ck_assert_msg(twin_close(&y, GEMM_RTOL, GEMM_ATOL, what), "%s", what);
@@ -114,16 +114,16 @@ START_TEST(test_linear) {
             Twin dx = twin_new(xt, 3, OCR_SHAPE(B, T, IN));
             Twin dw = twin_uniform(wt, 2, OCR_SHAPE(IN, OUT), -1, 1);
             Twin db = twin_uniform(OCR_F32, 1, OCR_SHAPE(OUT), -1, 1);
-            linear_backward(&dx.h, &dw.h, &db.h, &dy.h, &x.h, &w.h);
-            linear_backward(&dx.d, &dw.d, &db.d, &dy.d, &x.d, &w.d);
+            ocr_linear_backward(&dx.h, &dw.h, &db.h, &dy.h, &x.h, &w.h);
+            ocr_linear_backward(&dx.d, &dw.d, &db.d, &dy.d, &x.d, &w.d);
             snprintf(what, sizeof what, "linear backward %s/%s/%s", dtn(xt), dtn(wt), dtn(yt));
             ck_assert_msg(twin_close(&dx, GEMM_RTOL, GEMM_ATOL, what), "%s dinp", what);
             ck_assert_msg(twin_close(&dw, GEMM_RTOL, GEMM_ATOL, what), "%s dweight", what);
             ck_assert_msg(twin_close(&db, GEMM_RTOL, GEMM_ATOL, what), "%s dbias", what);
             // Only some gradients: the others stay untouched.
             twin_poison(&dx);
-            linear_backward(NULL, &dw.h, NULL, &dy.h, &x.h, &w.h);
-            linear_backward(NULL, &dw.d, NULL, &dy.d, &x.d, &w.d);
+            ocr_linear_backward(NULL, &dw.h, NULL, &dy.h, &x.h, &w.h);
+            ocr_linear_backward(NULL, &dw.d, NULL, &dy.d, &x.d, &w.d);
             ck_assert_msg(twin_close(&dw, GEMM_RTOL, GEMM_ATOL, what), "%s dweight only", what);
             ck_assert_msg(twin_close(&dx, 0, 0, "dinp untouched (still NaN)"), "%s", what);
             twin_free(&x), twin_free(&w), twin_free(&bias), twin_free(&y);
@@ -143,8 +143,8 @@ START_TEST(test_matmul_batched) {
                 Twin b = tb ? twin_uniform(DTYPES[k].b, 3, OCR_SHAPE(B, N, K), -1, 1)
                             : twin_uniform(DTYPES[k].b, 3, OCR_SHAPE(B, K, N), -1, 1);
                 Twin y = twin_new(DTYPES[k].c, 3, OCR_SHAPE(B, M, N));
-                matmul_batched_forward(&y.h, &a.h, &b.h, ta, tb, alpha);
-                matmul_batched_forward(&y.d, &a.d, &b.d, ta, tb, alpha);
+                ocr_matmul_batched_forward(&y.h, &a.h, &b.h, ta, tb, alpha);
+                ocr_matmul_batched_forward(&y.d, &a.d, &b.d, ta, tb, alpha);
                 char what[128];
                 snprintf(what, sizeof what, "matmul_batched %s x %s -> %s ta %d tb %d", dtn(DTYPES[k].a),
                          dtn(DTYPES[k].b), dtn(DTYPES[k].c), ta, tb);
@@ -152,8 +152,8 @@ START_TEST(test_matmul_batched) {
                 Twin dy = twin_uniform(DTYPES[k].c, 3, OCR_SHAPE(B, M, N), -1, 1);
                 Twin da = twin_new(DTYPES[k].a, a.h.ndim, a.h.shape);
                 Twin db = twin_new(DTYPES[k].b, b.h.ndim, b.h.shape);
-                matmul_batched_backward(&da.h, &db.h, &dy.h, &a.h, &b.h, ta, tb, alpha);
-                matmul_batched_backward(&da.d, &db.d, &dy.d, &a.d, &b.d, ta, tb, alpha);
+                ocr_matmul_batched_backward(&da.h, &db.h, &dy.h, &a.h, &b.h, ta, tb, alpha);
+                ocr_matmul_batched_backward(&da.d, &db.d, &dy.d, &a.d, &b.d, ta, tb, alpha);
                 ck_assert_msg(twin_close(&da, GEMM_RTOL, GEMM_ATOL, what), "%s da", what);
                 ck_assert_msg(twin_close(&db, GEMM_RTOL, GEMM_ATOL, what), "%s db", what);
                 twin_free(&a), twin_free(&b), twin_free(&y), twin_free(&dy), twin_free(&da), twin_free(&db);
@@ -170,8 +170,8 @@ START_TEST(test_gemm_large_half) {
         Twin a = twin_uniform(dts[k], 2, OCR_SHAPE(M, K), -1, 1);
         Twin b = twin_uniform(dts[k], 2, OCR_SHAPE(K, N), -1, 1);
         Twin c = twin_new(dts[k], 2, OCR_SHAPE(M, N));
-        gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
-        gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
+        ocr_gemm(&c.h, &a.h, &b.h, 0, 0, 1.0f, 0.0f);
+        ocr_gemm(&c.d, &a.d, &b.d, 0, 0, 1.0f, 0.0f);
         ck_assert_msg(twin_close(&c, 1e-5, 1e-5, "large half gemm"), "%s", dtn(dts[k]));
         twin_free(&a), twin_free(&b), twin_free(&c);
     }

@@ -19,14 +19,14 @@ static void lstm_case(int64_t B, int64_t H, ocr_dtype_t dt, int with_cp, int wit
     Twin a = twin_uniform(dt, 2, OCR_SHAPE(B, 4 * H), -4, 4);
     Twin cp = twin_uniform(dt, 2, OCR_SHAPE(B, H), -2, 2);
     Twin h = twin_new(dt, 2, OCR_SHAPE(B, H)), c = twin_new(OCR_F32, 2, OCR_SHAPE(B, H));
-    lstm_cell_forward(&h.h, &c.h, &a.h, with_cp ? &cp.h : NULL);
-    lstm_cell_forward(&h.d, &c.d, &a.d, with_cp ? &cp.d : NULL);
+    ocr_lstm_cell_forward(&h.h, &c.h, &a.h, with_cp ? &cp.h : NULL);
+    ocr_lstm_cell_forward(&h.d, &c.d, &a.d, with_cp ? &cp.d : NULL);
     ck_assert_msg(twin_close(&h, LSTM_RTOL, LSTM_ATOL, what), "%s: h", what);
     ck_assert_msg(twin_close(&c, LSTM_RTOL, LSTM_ATOL, what), "%s: c", what);
     Twin dh = twin_uniform(dt, 2, OCR_SHAPE(B, H), -1, 1), dc = twin_uniform(OCR_F32, 2, OCR_SHAPE(B, H), -1, 1);
     Twin da = twin_new(dt, 2, OCR_SHAPE(B, 4 * H)), dcp = twin_new(OCR_F32, 2, OCR_SHAPE(B, H));
-    lstm_cell_backward(&da.h, &dcp.h, &dh.h, with_dc ? &dc.h : NULL, &a.h, with_cp ? &cp.h : NULL);
-    lstm_cell_backward(&da.d, &dcp.d, &dh.d, with_dc ? &dc.d : NULL, &a.d, with_cp ? &cp.d : NULL);
+    ocr_lstm_cell_backward(&da.h, &dcp.h, &dh.h, with_dc ? &dc.h : NULL, &a.h, with_cp ? &cp.h : NULL);
+    ocr_lstm_cell_backward(&da.d, &dcp.d, &dh.d, with_dc ? &dc.d : NULL, &a.d, with_cp ? &cp.d : NULL);
     ck_assert_msg(twin_close(&da, LSTM_RTOL, LSTM_ATOL, what), "%s: dgates", what);
     ck_assert_msg(twin_close(&dcp, LSTM_RTOL, LSTM_ATOL, what), "%s: dc_prev", what);
     twin_free(&a), twin_free(&cp), twin_free(&h), twin_free(&c);

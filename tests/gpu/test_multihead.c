@@ -41,7 +41,7 @@ START_TEST(test_multihead_equals_cpu) {
     ck_assert_msg(ocr_model_to_device(g, ocr_cuda_device(0)) == OCR_OK, "%s", ocr_last_error());
     OcrTensor xc = tm_images(B, 48, 32, 17), xg;
     ck_assert_int_eq(ocr_tensor_alloc(&xg, OCR_F32, ocr_cuda_device(0), 4, xc.shape, OCR_MEM_DATA), OCR_OK);
-    copy_bytes(xg.device, xg.data, ocr_cpu(), xc.data, ocr_tensor_bytes(&xc));
+    ocr_copy_bytes(xg.device, xg.data, ocr_cpu(), xc.data, ocr_tensor_bytes(&xc));
     OcrModel *m[2] = {c, g};
     const OcrTensor *x[2] = {&xc, &xg};
     for (int k = 0; k < 2; k++) {

@@ -21,10 +21,10 @@ static void bn_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt, 
     Twin rv = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 2.0f);
     Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(C));
     Twin y = twin_new(dt, 4, OCR_SHAPE(N, H, W, C));
-    batchnorm2d_forward(&y.h, &sm.h, &sr.h, &rm.h, &rv.h, &x.h, affine ? &g.h : NULL, affine ? &b.h : NULL, 0.9f,
-                        1e-5f, training);
-    batchnorm2d_forward(&y.d, &sm.d, &sr.d, &rm.d, &rv.d, &x.d, affine ? &g.d : NULL, affine ? &b.d : NULL, 0.9f,
-                        1e-5f, training);
+    ocr_batchnorm2d_forward(&y.h, &sm.h, &sr.h, &rm.h, &rv.h, &x.h, affine ? &g.h : NULL, affine ? &b.h : NULL, 0.9f,
+                            1e-5f, training);
+    ocr_batchnorm2d_forward(&y.d, &sm.d, &sr.d, &rm.d, &rv.d, &x.d, affine ? &g.d : NULL, affine ? &b.d : NULL, 0.9f,
+                            1e-5f, training);
     ck_assert_msg(twin_close(&y, NORM_TOL, NORM_TOL, what), "%s: out", what);
     ck_assert_msg(twin_close(&sm, 1e-6, 1e-6, what), "%s: save_mean", what);
     ck_assert_msg(twin_close(&sr, NORM_TOL, 0, what), "%s: save_rstd", what);
@@ -39,10 +39,10 @@ static void bn_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt, 
     Twin dy = twin_uniform(dt, 4, OCR_SHAPE(N, H, W, C), -1, 1);
     Twin dx = twin_new(dt, 4, OCR_SHAPE(N, H, W, C));
     Twin dg = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
-    batchnorm2d_backward(&dx.h, affine ? &dg.h : NULL, affine ? &db.h : NULL, &dy.h, &x.h, affine ? &g.h : NULL,
-                         &sm.h, &sr.h, training);
-    batchnorm2d_backward(&dx.d, affine ? &dg.d : NULL, affine ? &db.d : NULL, &dy.d, &x.d, affine ? &g.d : NULL,
-                         &sm.d, &sr.d, training);
+    ocr_batchnorm2d_backward(&dx.h, affine ? &dg.h : NULL, affine ? &db.h : NULL, &dy.h, &x.h, affine ? &g.h : NULL,
+                             &sm.h, &sr.h, training);
+    ocr_batchnorm2d_backward(&dx.d, affine ? &dg.d : NULL, affine ? &db.d : NULL, &dy.d, &x.d, affine ? &g.d : NULL,
+                             &sm.d, &sr.d, training);
     // dinp through the batch statistics subtracts nearly equal terms: scale-relative tolerance.
     ck_assert_msg(twin_close(&dx, NORM_TOL, 1e-4, what), "%s: dinp", what);
     ck_assert_msg(twin_close(&dg, NORM_TOL, NORM_TOL, what), "%s: dgamma", what);
@@ -80,12 +80,12 @@ START_TEST(test_batchnorm_frozen_sequence) {
         Twin rm = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -0.1f, 0.1f), rv = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 2.0f);
         Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(C));
         Twin y = twin_new(dt, 4, OCR_SHAPE(N, H, W, C)), ye = twin_new(dt, 4, OCR_SHAPE(N, H, W, C));
-        batchnorm2d_forward(&y.h, &sm.h, &sr.h, &rm.h, &rv.h, &x0.h, &g.h, &b.h, 0.9f, 1e-5f, 1);
-        batchnorm2d_forward(&y.d, &sm.d, &sr.d, &rm.d, &rv.d, &x0.d, &g.d, &b.d, 0.9f, 1e-5f, 1);
+        ocr_batchnorm2d_forward(&y.h, &sm.h, &sr.h, &rm.h, &rv.h, &x0.h, &g.h, &b.h, 0.9f, 1e-5f, 1);
+        ocr_batchnorm2d_forward(&y.d, &sm.d, &sr.d, &rm.d, &rv.d, &x0.d, &g.d, &b.d, 0.9f, 1e-5f, 1);
         OcrTensor rm_before = twin_fetch(&rm), rv_before = twin_fetch(&rv);
         for (int step = 0; step < 2; step++) {
-            batchnorm2d_forward(&y.h, &sm.h, &sr.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, 0.9f, 1e-5f, 0);
-            batchnorm2d_forward(&y.d, &sm.d, &sr.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f, 0);
+            ocr_batchnorm2d_forward(&y.h, &sm.h, &sr.h, &rm.h, &rv.h, &x.h, &g.h, &b.h, 0.9f, 1e-5f, 0);
+            ocr_batchnorm2d_forward(&y.d, &sm.d, &sr.d, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f, 0);
             ck_assert_msg(twin_close(&y, NORM_TOL, NORM_TOL, what), "%s: out", what);
             OcrTensor a = twin_fetch(&rm), v = twin_fetch(&rv);
             ck_assert_msg(memcmp(a.data, rm_before.data, ocr_tensor_bytes(&a)) == 0, "%s: running_mean moved", what);
@@ -93,15 +93,15 @@ START_TEST(test_batchnorm_frozen_sequence) {
             ocr_tensor_free(&a), ocr_tensor_free(&v);
         }
         // An eval pass on the device gives the frozen training pass's output bit for bit.
-        batchnorm2d_forward(&ye.d, NULL, NULL, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f, 0);
+        ocr_batchnorm2d_forward(&ye.d, NULL, NULL, &rm.d, &rv.d, &x.d, &g.d, &b.d, 0.9f, 1e-5f, 0);
         OcrTensor yf = twin_fetch(&y), yv = twin_fetch(&ye);
         ck_assert_msg(memcmp(yf.data, yv.data, ocr_tensor_bytes(&yf)) == 0, "%s: eval output differs", what);
         ocr_tensor_free(&yf), ocr_tensor_free(&yv);
         Twin dy = twin_uniform(dt, 4, OCR_SHAPE(N, H, W, C), -1, 1), dx = twin_new(dt, 4, OCR_SHAPE(N, H, W, C));
         Twin dg = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
         for (int call = 0; call < 2; call++) {
-            batchnorm2d_backward(&dx.h, &dg.h, &db.h, &dy.h, &x.h, &g.h, &sm.h, &sr.h, 0);
-            batchnorm2d_backward(&dx.d, &dg.d, &db.d, &dy.d, &x.d, &g.d, &sm.d, &sr.d, 0);
+            ocr_batchnorm2d_backward(&dx.h, &dg.h, &db.h, &dy.h, &x.h, &g.h, &sm.h, &sr.h, 0);
+            ocr_batchnorm2d_backward(&dx.d, &dg.d, &db.d, &dy.d, &x.d, &g.d, &sm.d, &sr.d, 0);
         }
         ck_assert_msg(twin_close(&dx, NORM_TOL, NORM_TOL, what), "%s: dinp", what);
         ck_assert_msg(twin_close(&dg, NORM_TOL, NORM_TOL, what), "%s: dgamma", what);
@@ -120,19 +120,19 @@ START_TEST(test_batchnorm_optional_outputs) {
     Twin x = twin_uniform(OCR_F16, 4, OCR_SHAPE(N, H, W, C), -2, 2);
     Twin y = twin_new(OCR_F16, 4, OCR_SHAPE(N, H, W, C));
     Twin sm = twin_new(OCR_BF16, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F16, 1, OCR_SHAPE(C));
-    batchnorm2d_forward(&y.h, &sm.h, &sr.h, NULL, NULL, &x.h, NULL, NULL, 0.9f, 1e-5f, 1);
-    batchnorm2d_forward(&y.d, &sm.d, &sr.d, NULL, NULL, &x.d, NULL, NULL, 0.9f, 1e-5f, 1);
+    ocr_batchnorm2d_forward(&y.h, &sm.h, &sr.h, NULL, NULL, &x.h, NULL, NULL, 0.9f, 1e-5f, 1);
+    ocr_batchnorm2d_forward(&y.d, &sm.d, &sr.d, NULL, NULL, &x.d, NULL, NULL, 0.9f, 1e-5f, 1);
     ck_assert(twin_close(&y, NORM_TOL, NORM_TOL, "bn no running stats"));
     ck_assert(twin_close(&sm, 1e-6, 1e-6, "bn bf16 save_mean"));
     ck_assert(twin_close(&sr, NORM_TOL, 0, "bn f16 save_rstd"));
     twin_poison(&y);
-    batchnorm2d_forward(&y.h, NULL, NULL, NULL, NULL, &x.h, NULL, NULL, 0.9f, 1e-5f, 1);
-    batchnorm2d_forward(&y.d, NULL, NULL, NULL, NULL, &x.d, NULL, NULL, 0.9f, 1e-5f, 1);
+    ocr_batchnorm2d_forward(&y.h, NULL, NULL, NULL, NULL, &x.h, NULL, NULL, 0.9f, 1e-5f, 1);
+    ocr_batchnorm2d_forward(&y.d, NULL, NULL, NULL, NULL, &x.d, NULL, NULL, 0.9f, 1e-5f, 1);
     ck_assert(twin_close(&y, NORM_TOL, NORM_TOL, "bn no saved stats"));
     Twin dy = twin_uniform(OCR_F16, 4, OCR_SHAPE(N, H, W, C), -1, 1);
     Twin dg = twin_uniform(OCR_BF16, 1, OCR_SHAPE(C), -1, 1);
-    batchnorm2d_backward(NULL, &dg.h, NULL, &dy.h, &x.h, NULL, &sm.h, &sr.h, 1);
-    batchnorm2d_backward(NULL, &dg.d, NULL, &dy.d, &x.d, NULL, &sm.d, &sr.d, 1);
+    ocr_batchnorm2d_backward(NULL, &dg.h, NULL, &dy.h, &x.h, NULL, &sm.h, &sr.h, 1);
+    ocr_batchnorm2d_backward(NULL, &dg.d, NULL, &dy.d, &x.d, NULL, &sm.d, &sr.d, 1);
     ck_assert(twin_close(&dg, NORM_TOL, NORM_TOL, "bn dgamma alone (bf16)"));
     twin_free(&x), twin_free(&y), twin_free(&sm), twin_free(&sr), twin_free(&dy), twin_free(&dg);
 }
@@ -146,24 +146,24 @@ static void ln_case(int64_t R, int64_t C, ocr_dtype_t dt, int affine, float mean
     Twin g = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 1.5f), b = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
     Twin mu = twin_new(OCR_F32, 1, OCR_SHAPE(R)), rs = twin_new(OCR_F32, 1, OCR_SHAPE(R));
     Twin y = twin_new(dt, 3, OCR_SHAPE(2, R / 2, C));
-    layernorm_forward(&y.h, &mu.h, &rs.h, &x.h, affine ? &g.h : NULL, affine ? &b.h : NULL, 1e-6f);
-    layernorm_forward(&y.d, &mu.d, &rs.d, &x.d, affine ? &g.d : NULL, affine ? &b.d : NULL, 1e-6f);
+    ocr_layernorm_forward(&y.h, &mu.h, &rs.h, &x.h, affine ? &g.h : NULL, affine ? &b.h : NULL, 1e-6f);
+    ocr_layernorm_forward(&y.d, &mu.d, &rs.d, &x.d, affine ? &g.d : NULL, affine ? &b.d : NULL, 1e-6f);
     ck_assert_msg(twin_close(&y, NORM_TOL, NORM_TOL, what), "%s: out", what);
     ck_assert_msg(twin_close(&mu, 1e-6, 1e-6, what), "%s: mean", what);
     ck_assert_msg(twin_close(&rs, 1e-6, 0, what), "%s: rstd", what);
     Twin dy = twin_uniform(dt, 3, OCR_SHAPE(2, R / 2, C), -1, 1);
     Twin dx = twin_new(dt, 3, OCR_SHAPE(2, R / 2, C));
     Twin dg = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
-    layernorm_backward(&dx.h, affine ? &dg.h : NULL, affine ? &db.h : NULL, &dy.h, &x.h, affine ? &g.h : NULL, &mu.h,
-                       &rs.h);
-    layernorm_backward(&dx.d, affine ? &dg.d : NULL, affine ? &db.d : NULL, &dy.d, &x.d, affine ? &g.d : NULL, &mu.d,
-                       &rs.d);
+    ocr_layernorm_backward(&dx.h, affine ? &dg.h : NULL, affine ? &db.h : NULL, &dy.h, &x.h, affine ? &g.h : NULL,
+                           &mu.h, &rs.h);
+    ocr_layernorm_backward(&dx.d, affine ? &dg.d : NULL, affine ? &db.d : NULL, &dy.d, &x.d, affine ? &g.d : NULL,
+                           &mu.d, &rs.d);
     ck_assert_msg(twin_close(&dx, NORM_TOL, 1e-4, what), "%s: dinp", what);
     ck_assert_msg(twin_close(&dg, NORM_TOL, NORM_TOL, what), "%s: dgamma", what);
     ck_assert_msg(twin_close(&db, NORM_TOL, NORM_TOL, what), "%s: dbeta", what);
     // Parameter gradients alone.
-    layernorm_backward(NULL, affine ? &dg.h : NULL, &db.h, &dy.h, &x.h, affine ? &g.h : NULL, &mu.h, &rs.h);
-    layernorm_backward(NULL, affine ? &dg.d : NULL, &db.d, &dy.d, &x.d, affine ? &g.d : NULL, &mu.d, &rs.d);
+    ocr_layernorm_backward(NULL, affine ? &dg.h : NULL, &db.h, &dy.h, &x.h, affine ? &g.h : NULL, &mu.h, &rs.h);
+    ocr_layernorm_backward(NULL, affine ? &dg.d : NULL, &db.d, &dy.d, &x.d, affine ? &g.d : NULL, &mu.d, &rs.d);
     ck_assert_msg(twin_close(&db, NORM_TOL, NORM_TOL, what), "%s: dbeta alone", what);
     twin_free(&x), twin_free(&g), twin_free(&b), twin_free(&mu), twin_free(&rs), twin_free(&y);
     twin_free(&dy), twin_free(&dx), twin_free(&dg), twin_free(&db);
@@ -188,11 +188,11 @@ START_TEST(test_norm_deterministic) {
     Twin dy = twin_uniform(OCR_F32, 4, OCR_SHAPE(N, H, W, C), -1, 1);
     Twin y = twin_new(OCR_F32, 4, OCR_SHAPE(N, H, W, C));
     Twin sm = twin_new(OCR_F32, 1, OCR_SHAPE(C)), sr = twin_new(OCR_F32, 1, OCR_SHAPE(C));
-    batchnorm2d_forward(&y.d, &sm.d, &sr.d, NULL, NULL, &x.d, NULL, NULL, 0.9f, 1e-5f, 1);
+    ocr_batchnorm2d_forward(&y.d, &sm.d, &sr.d, NULL, NULL, &x.d, NULL, NULL, 0.9f, 1e-5f, 1);
     Twin dg = twin_new(OCR_F32, 1, OCR_SHAPE(C)), dg2 = twin_new(OCR_F32, 1, OCR_SHAPE(C));
-    zero_tensor(&dg.d), zero_tensor(&dg2.d);
-    batchnorm2d_backward(NULL, &dg.d, NULL, &dy.d, &x.d, NULL, &sm.d, &sr.d, 1);
-    batchnorm2d_backward(NULL, &dg2.d, NULL, &dy.d, &x.d, NULL, &sm.d, &sr.d, 1);
+    ocr_zero_tensor(&dg.d), ocr_zero_tensor(&dg2.d);
+    ocr_batchnorm2d_backward(NULL, &dg.d, NULL, &dy.d, &x.d, NULL, &sm.d, &sr.d, 1);
+    ocr_batchnorm2d_backward(NULL, &dg2.d, NULL, &dy.d, &x.d, NULL, &sm.d, &sr.d, 1);
     OcrTensor h = twin_fetch(&dg2);
     memcpy(dg.h.data, h.data, ocr_tensor_bytes(&h));
     ocr_tensor_free(&h);

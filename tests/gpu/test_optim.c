@@ -32,8 +32,8 @@ START_TEST(test_adam) {
             Twin g = twin_uniform(k->grad, 1, OCR_SHAPE(n), -0.5f, 0.5f);
             AdamParams p = {1e-3f, 0.9f, 0.999f, 1e-8f, 0.05f, k->decoupled, step, step == 2 ? 0.125f : 1.0f,
                             k->sr_seed ? k->sr_seed * 1000 + (uint64_t)step : 0, (uint64_t)c};
-            adam_update(&w.h, k->master ? &master.h : NULL, &m.h, &v.h, &g.h, p);
-            adam_update(&w.d, k->master ? &master.d : NULL, &m.d, &v.d, &g.d, p);
+            ocr_adam_update(&w.h, k->master ? &master.h : NULL, &m.h, &v.h, &g.h, p);
+            ocr_adam_update(&w.d, k->master ? &master.d : NULL, &m.d, &v.d, &g.d, p);
             ck_assert_msg(twin_bits(&m, what), "%s step %lld: m", what, (long long)step);
             ck_assert_msg(twin_bits(&v, what), "%s step %lld: v", what, (long long)step);
             ck_assert_msg(twin_bits(&w, what), "%s step %lld: param", what, (long long)step);
@@ -56,9 +56,9 @@ START_TEST(test_adam_sr_unbiased) {
     const float x = 1.0f + 1.0f / 3.0f;  // between two bf16 values
     for (int64_t i = 0; i < n; i++) ((float *)master.h.data)[i] = x;
     twin_sync_up(&master);
-    zero_tensor(&m.d), zero_tensor(&v.d), zero_tensor(&g.d);
+    ocr_zero_tensor(&m.d), ocr_zero_tensor(&v.d), ocr_zero_tensor(&g.d);
     AdamParams p = {0.0f, 0.9f, 0.999f, 1e-8f, 0.0f, 1, 1, 1.0f, 4242, 1};  // lr 0: only the rounding
-    adam_update(&w.d, &master.d, &m.d, &v.d, &g.d, p);
+    ocr_adam_update(&w.d, &master.d, &m.d, &v.d, &g.d, p);
     OcrTensor h = twin_fetch(&w);
     double mean = 0.0;
     for (int64_t i = 0; i < n; i++) mean += ocr_bf16_to_f32(((const ocr_bf16_t *)h.data)[i]);
@@ -80,16 +80,17 @@ START_TEST(test_global_norm) {
         gd[i] = &g[i].d;
     }
     gh[4] = gd[4] = NULL;
-    const double nh = grad_global_norm(gh, 5), nd = grad_global_norm(gd, 5);
+    const double nh = ocr_grad_global_norm(gh, 5), nd = ocr_grad_global_norm(gd, 5);
     ck_assert_msg(fabs(nh - nd) <= 1e-12 * nh, "norm gpu %.17g cpu %.17g", nd, nh);
     // Clipping: below the norm scales every tensor (one rounding each), above leaves them.
-    const double ch = clip_grad_global_norm(gh, 5, (float)(nh / 3)), cd = clip_grad_global_norm(gd, 5, (float)(nh / 3));
+    const double ch = ocr_clip_grad_global_norm(gh, 5, (float)(nh / 3)),
+                 cd = ocr_clip_grad_global_norm(gd, 5, (float)(nh / 3));
     ck_assert_msg(fabs(ch - cd) <= 1e-12 * ch, "clip norm gpu %.17g cpu %.17g", cd, ch);
     for (int i = 0; i < 4; i++) ck_assert_msg(twin_close(&g[i], 3e-7, 0, "clipped gradient"), "tensor %d", i);
-    clip_grad_global_norm(gh, 5, 1e30f);
-    clip_grad_global_norm(gd, 5, 1e30f);
+    ocr_clip_grad_global_norm(gh, 5, 1e30f);
+    ocr_clip_grad_global_norm(gd, 5, 1e30f);
     for (int i = 0; i < 4; i++) ck_assert_msg(twin_close(&g[i], 3e-7, 0, "unclipped gradient"), "tensor %d", i);
-    ck_assert(grad_global_norm(gd, 0) == 0.0);
+    ck_assert(ocr_grad_global_norm(gd, 0) == 0.0);
     for (int i = 0; i < 4; i++) twin_free(&g[i]);
 }
 END_TEST

@@ -41,23 +41,23 @@ START_TEST(test_pool_windows) {
             snprintf(what, sizeof what, "pool case %d %s", i, dtn(DTS[k]));
             Twin x = twin_uniform(DTS[k], 4, OCR_SHAPE(c->N, c->H, c->W, c->C), -2, 2);
             Twin y = twin_new(DTS[k], 4, OCR_SHAPE(c->N, Ho, Wo, c->C));
-            avgpool2d_forward(&y.h, &x.h, c->p);
-            avgpool2d_forward(&y.d, &x.d, c->p);
+            ocr_avgpool2d_forward(&y.h, &x.h, c->p);
+            ocr_avgpool2d_forward(&y.d, &x.d, c->p);
             ck_assert_msg(twin_bits(&y, what), "%s avg forward", what);
             Twin dy = twin_uniform(DTS[k], 4, OCR_SHAPE(c->N, Ho, Wo, c->C), -1, 1);
             Twin dx = twin_new(DTS[k], 4, OCR_SHAPE(c->N, c->H, c->W, c->C));
-            avgpool2d_backward(&dx.h, &dy.h, c->p);
-            avgpool2d_backward(&dx.d, &dy.d, c->p);
+            ocr_avgpool2d_backward(&dx.h, &dy.h, c->p);
+            ocr_avgpool2d_backward(&dx.d, &dy.d, c->p);
             ck_assert_msg(twin_bits(&dx, what), "%s avg backward", what);
 
             Twin q = quantised(DTS[k], OCR_SHAPE(c->N, c->H, c->W, c->C));
             twin_poison(&y);
-            maxpool2d_forward(&y.h, &q.h, c->p);
-            maxpool2d_forward(&y.d, &q.d, c->p);
+            ocr_maxpool2d_forward(&y.h, &q.h, c->p);
+            ocr_maxpool2d_forward(&y.d, &q.d, c->p);
             ck_assert_msg(twin_bits(&y, what), "%s max forward", what);
             twin_poison(&dx);
-            maxpool2d_backward(&dx.h, &dy.h, &q.h, c->p);
-            maxpool2d_backward(&dx.d, &dy.d, &q.d, c->p);
+            ocr_maxpool2d_backward(&dx.h, &dy.h, &q.h, c->p);
+            ocr_maxpool2d_backward(&dx.d, &dy.d, &q.d, c->p);
             ck_assert_msg(twin_bits(&dx, what), "%s max backward", what);
             twin_free(&x), twin_free(&y), twin_free(&dy), twin_free(&dx), twin_free(&q);
         }
@@ -74,13 +74,13 @@ START_TEST(test_pool_adaptive) {
                      (long long)Ho, (long long)Wo, dtn(DTS[k]));
             Twin x = twin_uniform(DTS[k], 4, OCR_SHAPE(N, H, W, C), -2, 2);
             Twin y = twin_new(DTS[k], 4, OCR_SHAPE(N, Ho, Wo, C));
-            adaptive_avgpool2d_forward(&y.h, &x.h);
-            adaptive_avgpool2d_forward(&y.d, &x.d);
+            ocr_adaptive_avgpool2d_forward(&y.h, &x.h);
+            ocr_adaptive_avgpool2d_forward(&y.d, &x.d);
             ck_assert_msg(twin_bits(&y, what), "%s forward", what);
             Twin dy = twin_uniform(DTS[k], 4, OCR_SHAPE(N, Ho, Wo, C), -1, 1);
             Twin dx = twin_new(DTS[k], 4, OCR_SHAPE(N, H, W, C));
-            adaptive_avgpool2d_backward(&dx.h, &dy.h);
-            adaptive_avgpool2d_backward(&dx.d, &dy.d);
+            ocr_adaptive_avgpool2d_backward(&dx.h, &dy.h);
+            ocr_adaptive_avgpool2d_backward(&dx.d, &dy.d);
             ck_assert_msg(twin_bits(&dx, what), "%s backward", what);
             twin_free(&x), twin_free(&y), twin_free(&dy), twin_free(&dx);
         }

@@ -23,14 +23,16 @@ static void score_case(int64_t B, int64_t T, int64_t H, int64_t W, int64_t D, oc
     for (int64_t b = 0; b < B; b++) vw[b] = (int32_t)(W - (b * 7) % W);
     Twin valid = twin_i32(1, OCR_SHAPE(B), vw);
     Twin s = twin_new(OCR_F32, 3, OCR_SHAPE(B, T, P));
-    sar_attention_score_forward(&s.h, &k.h, &q.h, &w.h, &bias.h, masked ? &valid.h : NULL, (int)W);
-    sar_attention_score_forward(&s.d, &k.d, &q.d, &w.d, &bias.d, masked ? &valid.d : NULL, (int)W);
+    ocr_sar_attention_score_forward(&s.h, &k.h, &q.h, &w.h, &bias.h, masked ? &valid.h : NULL, (int)W);
+    ocr_sar_attention_score_forward(&s.d, &k.d, &q.d, &w.d, &bias.d, masked ? &valid.d : NULL, (int)W);
     ck_assert_msg(twin_close(&s, 1e-5, 1e-6, what), "%s: scores", what);
     Twin g = twin_uniform(OCR_F32, 3, OCR_SHAPE(B, T, P), -1, 1);
     Twin dk = twin_new(dt, 3, OCR_SHAPE(B, P, D)), dq = twin_new(dt, 3, OCR_SHAPE(B, T, D));
     Twin dw = twin_uniform(OCR_F32, 1, OCR_SHAPE(D), -0.5f, 0.5f), db = twin_uniform(OCR_F32, 1, OCR_SHAPE(1), -0.5f, 0.5f);
-    sar_attention_score_backward(&dk.h, &dq.h, &dw.h, &db.h, &g.h, &k.h, &q.h, &w.h, masked ? &valid.h : NULL, (int)W);
-    sar_attention_score_backward(&dk.d, &dq.d, &dw.d, &db.d, &g.d, &k.d, &q.d, &w.d, masked ? &valid.d : NULL, (int)W);
+    ocr_sar_attention_score_backward(&dk.h, &dq.h, &dw.h, &db.h, &g.h, &k.h, &q.h, &w.h, masked ? &valid.h : NULL,
+                                     (int)W);
+    ocr_sar_attention_score_backward(&dk.d, &dq.d, &dw.d, &db.d, &g.d, &k.d, &q.d, &w.d, masked ? &valid.d : NULL,
+                                     (int)W);
     ck_assert_msg(twin_close(&dk, 1e-5, 1e-6, what), "%s: dkey", what);
     ck_assert_msg(twin_close(&dq, 1e-5, 1e-6, what), "%s: dquery", what);
     ck_assert_msg(twin_close(&dw, 1e-5, 1e-6, what), "%s: dw", what);
@@ -58,8 +60,8 @@ static void lstm_layer_case(int64_t T, int64_t B, int64_t I, int64_t H) {
     Twin bi = twin_uniform(OCR_F32, 1, OCR_SHAPE(4 * H), -a, a), bh = twin_uniform(OCR_F32, 1, OCR_SHAPE(4 * H), -a, a);
     Twin y = twin_new(OCR_F32, 3, OCR_SHAPE(T, B, H)), gates = twin_new(OCR_F32, 3, OCR_SHAPE(T, B, 4 * H));
     Twin cells = twin_new(OCR_F32, 3, OCR_SHAPE(T, B, H));
-    lstm_layer_forward(&y.h, &gates.h, &cells.h, &x.h, &wi.h, &wh.h, &bi.h, &bh.h);
-    lstm_layer_forward(&y.d, &gates.d, &cells.d, &x.d, &wi.d, &wh.d, &bi.d, &bh.d);
+    ocr_lstm_layer_forward(&y.h, &gates.h, &cells.h, &x.h, &wi.h, &wh.h, &bi.h, &bh.h);
+    ocr_lstm_layer_forward(&y.d, &gates.d, &cells.d, &x.d, &wi.d, &wh.d, &bi.d, &bh.d);
     ck_assert_msg(twin_close(&y, 1e-4, 1e-4, what), "%s: y", what);
     ck_assert_msg(twin_close(&cells, 1e-4, 1e-4, what), "%s: cells", what);
     Twin dy = twin_uniform(OCR_F32, 3, OCR_SHAPE(T, B, H), -1, 1), dx = twin_new(OCR_F32, 3, OCR_SHAPE(T, B, I));
@@ -69,10 +71,10 @@ static void lstm_layer_case(int64_t T, int64_t B, int64_t I, int64_t H) {
     Twin dg = twin_new(OCR_F32, 3, OCR_SHAPE(T, B, 4 * H)), st = twin_new(OCR_F32, 3, OCR_SHAPE(3, B, H));
     // Both sides start from the CPU's forward state, so only the backward's differences count.
     twin_sync_up(&y), twin_sync_up(&gates), twin_sync_up(&cells);
-    lstm_layer_backward(&dx.h, &dwi.h, &dwh.h, &dbi.h, &dbh.h, &dg.h, &st.h, &dy.h, &x.h, &y.h, &gates.h, &cells.h,
-                        &wi.h, &wh.h);
-    lstm_layer_backward(&dx.d, &dwi.d, &dwh.d, &dbi.d, &dbh.d, &dg.d, &st.d, &dy.d, &x.d, &y.d, &gates.d, &cells.d,
-                        &wi.d, &wh.d);
+    ocr_lstm_layer_backward(&dx.h, &dwi.h, &dwh.h, &dbi.h, &dbh.h, &dg.h, &st.h, &dy.h, &x.h, &y.h, &gates.h, &cells.h,
+                            &wi.h, &wh.h);
+    ocr_lstm_layer_backward(&dx.d, &dwi.d, &dwh.d, &dbi.d, &dbh.d, &dg.d, &st.d, &dy.d, &x.d, &y.d, &gates.d, &cells.d,
+                            &wi.d, &wh.d);
     ck_assert_msg(twin_close(&dx, 1e-4, 1e-4, what), "%s: dx", what);
     ck_assert_msg(twin_close(&dwi, 1e-4, 1e-4, what), "%s: dw_ih", what);
     ck_assert_msg(twin_close(&dwh, 1e-4, 1e-4, what), "%s: dw_hh", what);

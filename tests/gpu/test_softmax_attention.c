@@ -31,11 +31,11 @@ START_TEST(test_softmax_family) {
                 twin_sync_up(&x);
                 Twin y = twin_new(DTS[k], 2, OCR_SHAPE(R, C));
                 if (mode) {
-                    log_softmax_forward(&y.h, &x.h);
-                    log_softmax_forward(&y.d, &x.d);
+                    ocr_log_softmax_forward(&y.h, &x.h);
+                    ocr_log_softmax_forward(&y.d, &x.d);
                 } else {
-                    softmax_forward(&y.h, &x.h);
-                    softmax_forward(&y.d, &x.d);
+                    ocr_softmax_forward(&y.h, &x.h);
+                    ocr_softmax_forward(&y.d, &x.d);
                 }
                 ck_assert_msg(twin_close(&y, SM_RTOL, SM_ATOL, what), "%s forward", what);
                 Twin dy = twin_uniform(DTS[k], 2, OCR_SHAPE(R, C), -1, 1);
@@ -44,20 +44,20 @@ START_TEST(test_softmax_family) {
                 // comparison is of the backward alone (masked rows excluded: −inf·0).
                 Twin yy = twin_uniform(DTS[k], 2, OCR_SHAPE(R, C), mode ? -8.0f : 0.0f, mode ? 0.0f : 1.0f);
                 if (mode) {
-                    log_softmax_backward(&dx.h, &dy.h, &yy.h);
-                    log_softmax_backward(&dx.d, &dy.d, &yy.d);
+                    ocr_log_softmax_backward(&dx.h, &dy.h, &yy.h);
+                    ocr_log_softmax_backward(&dx.d, &dy.d, &yy.d);
                 } else {
-                    softmax_backward(&dx.h, &dy.h, &yy.h);
-                    softmax_backward(&dx.d, &dy.d, &yy.d);
+                    ocr_softmax_backward(&dx.h, &dy.h, &yy.h);
+                    ocr_softmax_backward(&dx.d, &dy.d, &yy.d);
                 }
                 ck_assert_msg(twin_close(&dx, SM_RTOL, SM_ATOL, what), "%s backward", what);
                 // In place.
                 if (mode) {
-                    log_softmax_forward(&x.h, &x.h);
-                    log_softmax_forward(&x.d, &x.d);
+                    ocr_log_softmax_forward(&x.h, &x.h);
+                    ocr_log_softmax_forward(&x.d, &x.d);
                 } else {
-                    softmax_forward(&x.h, &x.h);
-                    softmax_forward(&x.d, &x.d);
+                    ocr_softmax_forward(&x.h, &x.h);
+                    ocr_softmax_forward(&x.d, &x.d);
                 }
                 ck_assert_msg(twin_close(&x, SM_RTOL, SM_ATOL, what), "%s in place", what);
                 twin_free(&x), twin_free(&y), twin_free(&dy), twin_free(&dx), twin_free(&yy);
@@ -86,8 +86,8 @@ static void attn_case(int64_t B, int64_t T, int64_t H, int64_t D, ocr_dtype_t dt
     Twin out = twin_new(dt, 3, OCR_SHAPE(B, T, C));
     Twin probs = twin_new(dt, 4, OCR_SHAPE(B, H, T, T));
     const float scale = 1.0f / sqrtf((float)D);
-    attention_forward(&out.h, keep_probs ? &probs.h : NULL, &qkv.h, masked ? &mask.h : NULL, (int)H, scale, dp);
-    attention_forward(&out.d, keep_probs ? &probs.d : NULL, &qkv.d, masked ? &mask.d : NULL, (int)H, scale, dp);
+    ocr_attention_forward(&out.h, keep_probs ? &probs.h : NULL, &qkv.h, masked ? &mask.h : NULL, (int)H, scale, dp);
+    ocr_attention_forward(&out.d, keep_probs ? &probs.d : NULL, &qkv.d, masked ? &mask.d : NULL, (int)H, scale, dp);
     ck_assert_msg(twin_close(&out, ATT_TOL, ATT_TOL, what), "%s: out", what);
     if (keep_probs) {
         ck_assert_msg(twin_close(&probs, SM_RTOL, SM_ATOL, what), "%s: probs", what);
@@ -95,8 +95,8 @@ static void attn_case(int64_t B, int64_t T, int64_t H, int64_t D, ocr_dtype_t dt
         twin_sync_up(&probs);
         Twin dout = twin_uniform(dt, 3, OCR_SHAPE(B, T, C), -1, 1);
         Twin dqkv = twin_new(dt, 3, OCR_SHAPE(B, T, 3 * C));
-        attention_backward(&dqkv.h, &dout.h, &qkv.h, &probs.h, (int)H, scale, dp);
-        attention_backward(&dqkv.d, &dout.d, &qkv.d, &probs.d, (int)H, scale, dp);
+        ocr_attention_backward(&dqkv.h, &dout.h, &qkv.h, &probs.h, (int)H, scale, dp);
+        ocr_attention_backward(&dqkv.d, &dout.d, &qkv.d, &probs.d, (int)H, scale, dp);
         ck_assert_msg(twin_close(&dqkv, ATT_TOL, ATT_TOL, what), "%s: dqkv", what);
         twin_free(&dout), twin_free(&dqkv);
     }

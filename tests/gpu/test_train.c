@@ -148,17 +148,17 @@ START_TEST(test_graph_is_used_and_reported) {
     TrainResult res;
     ck_assert_msg(train_run(cfg, &rc, &opt, &res) == OCR_OK, "%s", ocr_last_error());
     printf("graph: %lld captures, %lld replays, %lld steps; tracked %lld bytes, runtime %lld bytes used\n",
-           (long long)res.graph_captures, (long long)res.graph_replays, (long long)res.n_steps,
-           (long long)res.device_tracked_bytes, (long long)res.device_runtime_used);
-    ck_assert_int_ge(res.graph_captures, 1);
+           (long long)res.device.graph_captures, (long long)res.device.graph_replays, (long long)res.history.n_steps,
+           (long long)res.memory.device_tracked_bytes, (long long)res.memory.device_runtime_used);
+    ck_assert_int_ge(res.device.graph_captures, 1);
     // Fixed shapes: everything after the warm-up and capture steps (and after each evaluation,
     // which re-plans the arena) is a replay.
-    ck_assert_int_ge(res.graph_replays, res.n_steps / 2);
-    ck_assert(res.device_info.gpu);
-    ck_assert_str_eq(res.device, "cuda:0");
-    ck_assert_int_gt(res.device_tracked_bytes, 0);
-    ck_assert_int_ge(res.device_runtime_used, res.device_tracked_bytes);
-    ck_assert_int_gt(res.memory.peak[OCR_MEM_ACTIVATIONS], 0);
+    ck_assert_int_ge(res.device.graph_replays, res.history.n_steps / 2);
+    ck_assert(res.device.info.gpu);
+    ck_assert_str_eq(res.device.name, "cuda:0");
+    ck_assert_int_gt(res.memory.device_tracked_bytes, 0);
+    ck_assert_int_ge(res.memory.device_runtime_used, res.memory.device_tracked_bytes);
+    ck_assert_int_gt(res.memory.stats.peak[OCR_MEM_ACTIVATIONS], 0);
     train_result_free(&res);
     ocr_config_free(cfg);
 }
@@ -183,8 +183,8 @@ START_TEST(test_forward_equals_cpu) {
     OcrTensor dx, dw;
     ck_assert_int_eq(ocr_tensor_alloc(&dx, OCR_U8, ocr_cuda_device(0), 4, hx.shape, OCR_MEM_DATA), OCR_OK);
     ck_assert_int_eq(ocr_tensor_alloc(&dw, OCR_I32, ocr_cuda_device(0), 1, hw.shape, OCR_MEM_DATA), OCR_OK);
-    copy_bytes(dx.device, dx.data, ocr_cpu(), px, n);
-    copy_bytes(dw.device, dw.data, ocr_cpu(), widths, sizeof widths);
+    ocr_copy_bytes(dx.device, dx.data, ocr_cpu(), px, n);
+    ocr_copy_bytes(dw.device, dw.data, ocr_cpu(), widths, sizeof widths);
     for (int training = 0; training < 2; training++) {
         ck_assert_int_eq(ocr_model_forward_u8(a, &hx, &hw, training), OCR_OK);
         ck_assert_msg(ocr_model_forward_u8(b, &dx, &dw, training) == OCR_OK, "%s", ocr_last_error());
@@ -193,7 +193,7 @@ START_TEST(test_forward_equals_cpu) {
         int64_t m = ocr_tensor_numel(la);
         float *ha = malloc((size_t)m * sizeof *ha), *hb = malloc((size_t)m * sizeof *hb);
         ocr_tensor_to_f32(la, ha);
-        copy_bytes(ocr_cpu(), hb, lb->device, lb->data, (size_t)m * sizeof(float));
+        ocr_copy_bytes(ocr_cpu(), hb, lb->device, lb->data, (size_t)m * sizeof(float));
         double scale = 0, worst = 0;
         for (int64_t i = 0; i < m; i++) scale = fmax(scale, fabs(ha[i]));
         for (int64_t i = 0; i < m; i++) worst = fmax(worst, fabs((double)ha[i] - hb[i]));

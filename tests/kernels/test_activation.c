@@ -69,7 +69,7 @@ START_TEST(test_forward_f32_reference) {
         ocr_activation_t act = ALL_ACTS[a];
         OcrTensor x = ocr_test_tensor(OCR_F32, 4, shape, xs);
         OcrTensor y = ocr_test_tensor(OCR_F32, 4, shape, NULL);
-        activation_forward(&y, &x, act);
+        ocr_activation_forward(&y, &x, act);
         ocr_tensor_to_f32(&y, got);
         for (int64_t i = 0; i < n; i++) ref[i] = ref_act(xs[i], act);
         ck_assert_msg(ocr_test_allclose_f64(got, ref, n, 2e-7, 4e-6, ocr_activation_name(act)), "%s forward",
@@ -100,7 +100,7 @@ START_TEST(test_backward_finite_differences) {
         OcrTensor x = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(3, 7, 13), xs);
         OcrTensor dy = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(3, 7, 13), dys);
         OcrTensor dx = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(3, 7, 13), NULL);
-        activation_backward(&dx, &dy, &x, act);
+        ocr_activation_backward(&dx, &dy, &x, act);
         ocr_tensor_to_f32(&dx, got);
         double err = ocr_test_rel_error(got, num, n);
         ck_assert_msg(err < 1e-5, "%s backward rel error %g", ocr_activation_name(act), err);
@@ -109,7 +109,7 @@ START_TEST(test_backward_finite_differences) {
         // dinp is assigned: a second call over a re-poisoned output gives the same values.
         float *again = malloc(n * sizeof(float));
         ocr_test_poison(&dx);
-        activation_backward(&dx, &dy, &x, act);
+        ocr_activation_backward(&dx, &dy, &x, act);
         ocr_tensor_to_f32(&dx, again);
         ck_assert_msg(memcmp(again, got, n * sizeof(float)) == 0, "%s backward not assigned", ocr_activation_name(act));
         free(again);
@@ -157,9 +157,9 @@ START_TEST(test_low_precision_matches_f32) {
             OcrTensor dy = ocr_test_tensor(dt[2], 4, shape, dys);
             OcrTensor dx = ocr_test_tensor(dt[3], 4, shape, NULL);
 
-            activation_forward(&y32, &x32, act);
+            ocr_activation_forward(&y32, &x32, act);
             ocr_tensor_to_f32(&y32, ref);
-            activation_forward(&y, &x, act);
+            ocr_activation_forward(&y, &x, act);
             ocr_tensor_to_f32(&y, got);
             snprintf(what, sizeof what, "%s forward %s->%s", ocr_activation_name(act), ocr_dtype_name(dt[0]),
                      ocr_dtype_name(dt[1]));
@@ -167,9 +167,9 @@ START_TEST(test_low_precision_matches_f32) {
             ck_assert_msg(ocr_test_allclose_f32(got, ref, n, 1e-7, 1.01 * u, what), "%s", what);
 
             ocr_test_poison(&y32);
-            activation_backward(&y32, &dy32, &x32, act);
+            ocr_activation_backward(&y32, &dy32, &x32, act);
             ocr_tensor_to_f32(&y32, ref);
-            activation_backward(&dx, &dy, &x, act);
+            ocr_activation_backward(&dx, &dy, &x, act);
             ocr_tensor_to_f32(&dx, got);
             snprintf(what, sizeof what, "%s backward dout %s dinp %s", ocr_activation_name(act),
                      ocr_dtype_name(dt[2]), ocr_dtype_name(dt[3]));
@@ -207,9 +207,9 @@ START_TEST(test_in_place) {
             ocr_activation_t act = ALL_ACTS[a];
             OcrTensor x = ocr_test_tensor(dts[k], 2, OCR_SHAPE(5, 13), xs);
             OcrTensor y = ocr_test_tensor(dts[k], 2, OCR_SHAPE(5, 13), NULL);
-            activation_forward(&y, &x, act);
+            ocr_activation_forward(&y, &x, act);
             ocr_tensor_to_f32(&y, ref);
-            activation_forward(&x, &x, act);
+            ocr_activation_forward(&x, &x, act);
             ocr_tensor_to_f32(&x, got);
             ck_assert_msg(memcmp(ref, got, n * sizeof(float)) == 0, "%s in-place forward differs (%s)",
                           ocr_activation_name(act), ocr_dtype_name(dts[k]));
@@ -217,9 +217,9 @@ START_TEST(test_in_place) {
             OcrTensor xin = ocr_test_tensor(dts[k], 2, OCR_SHAPE(5, 13), xs);
             OcrTensor dy = ocr_test_tensor(dts[k], 2, OCR_SHAPE(5, 13), dys);
             ocr_test_poison(&y);
-            activation_backward(&y, &dy, &xin, act);
+            ocr_activation_backward(&y, &dy, &xin, act);
             ocr_tensor_to_f32(&y, ref);
-            activation_backward(&dy, &dy, &xin, act);
+            ocr_activation_backward(&dy, &dy, &xin, act);
             ocr_tensor_to_f32(&dy, got);
             ck_assert_msg(memcmp(ref, got, n * sizeof(float)) == 0, "%s in-place backward differs (%s)",
                           ocr_activation_name(act), ocr_dtype_name(dts[k]));
@@ -248,13 +248,13 @@ START_TEST(test_kinks_convention) {
     OcrTensor dy = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), ones);
     OcrTensor dx = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), NULL);
 
-    activation_backward(&dx, &dy, &x, OCR_ACT_RELU);
+    ocr_activation_backward(&dx, &dy, &x, OCR_ACT_RELU);
     ocr_tensor_to_f32(&dx, got);
     ck_assert_float_eq(got[0], 0.0f);
     ck_assert_float_eq(got[7], 1.0f);
 
     ocr_test_poison(&dx);
-    activation_backward(&dx, &dy, &x, OCR_ACT_HARDSWISH);
+    ocr_activation_backward(&dx, &dy, &x, OCR_ACT_HARDSWISH);
     ocr_tensor_to_f32(&dx, got);
     ck_assert_float_eq(got[1], 0.0f);
     ck_assert_float_eq(got[2], 1.0f);
@@ -266,14 +266,14 @@ START_TEST(test_kinks_convention) {
     // Hardsigmoid: x·0.1666667 + 0.5 reaches 0 and 1 slightly inside ±3 (the slope is a bit
     // above 1/6), so ±3 are already clipped: derivative 0, value exactly 0 and 1.
     ocr_test_poison(&dx);
-    activation_backward(&dx, &dy, &x, OCR_ACT_HARDSIGMOID);
+    ocr_activation_backward(&dx, &dy, &x, OCR_ACT_HARDSIGMOID);
     ocr_tensor_to_f32(&dx, got);
     ck_assert_float_eq(got[1], 0.0f);
     ck_assert_float_eq(got[2], 0.0f);
     ck_assert_float_eq(got[0], 0.1666667f);
     ck_assert_float_eq(got[7], 0.1666667f);
     OcrTensor y = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), NULL);
-    activation_forward(&y, &x, OCR_ACT_HARDSIGMOID);
+    ocr_activation_forward(&y, &x, OCR_ACT_HARDSIGMOID);
     ocr_tensor_to_f32(&y, got);
     ck_assert_float_eq(got[1], 0.0f);
     ck_assert_float_eq(got[2], 1.0f);
@@ -338,13 +338,13 @@ START_TEST(test_swish_gelu_wide_range) {
     OcrTensor y = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), NULL);
     for (int k = 0; k < 2; k++) {
         ocr_test_poison(&y);
-        activation_forward(&y, &x, acts[k]);
+        ocr_activation_forward(&y, &x, acts[k]);
         fetch_all(got, &y);
         for (int64_t i = 0; i < n; i++) ref[i] = ref_act(xs[i], acts[k]);
         ck_assert_msg(ocr_test_allclose_f64(got, ref, n, 1e-10, 6e-6, ocr_activation_name(acts[k])), "%s wide",
                       ocr_activation_name(acts[k]));
         ocr_test_poison(&y);
-        activation_backward(&y, &dy, &x, acts[k]);
+        ocr_activation_backward(&y, &dy, &x, acts[k]);
         fetch_all(got, &y);
         for (int64_t i = 0; i < n; i++) ref[i] = ref_act_grad(xs[i], acts[k]);
         // The slopes cross zero (swish at x ≈ −1.28, gelu at x ≈ −0.75): absolute slack there.
@@ -357,13 +357,13 @@ START_TEST(test_swish_gelu_wide_range) {
     OcrTensor ye = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(4), NULL);
     OcrTensor de = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(4), ones);
     for (int k = 0; k < 2; k++) {
-        activation_forward(&ye, &xe, acts[k]);
+        ocr_activation_forward(&ye, &xe, acts[k]);
         for (int i = 0; i < 4; i++) {
             float v = ocr_tensor_get_f32(&ye, i);
             ck_assert_msg(ext[i] < 0 ? fabsf(v) < 1e-30f : v == ext[i], "%s(%g) = %g", ocr_activation_name(acts[k]),
                           ext[i], v);
         }
-        activation_backward(&ye, &de, &xe, acts[k]);
+        ocr_activation_backward(&ye, &de, &xe, acts[k]);
         for (int i = 0; i < 4; i++) {
             float v = ocr_tensor_get_f32(&ye, i);
             ck_assert_msg(ext[i] < 0 ? fabsf(v) < 1e-30f : v == 1.0f, "%s'(%g) = %g", ocr_activation_name(acts[k]),
@@ -389,11 +389,11 @@ START_TEST(test_threads_invariant) {
         OcrTensor x = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(4, 16, 40, 24), xs);
         OcrTensor y = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(4, 16, 40, 24), NULL);
         omp_set_num_threads(1);
-        activation_forward(&y, &x, act);
+        ocr_activation_forward(&y, &x, act);
         ocr_tensor_to_f32(&y, a);
         omp_set_num_threads(3);
         ocr_test_poison(&y);
-        activation_forward(&y, &x, act);
+        ocr_activation_forward(&y, &x, act);
         ocr_tensor_to_f32(&y, b);
         ck_assert_msg(memcmp(a, b, n * sizeof(float)) == 0, "%s depends on the thread count", ocr_activation_name(act));
         for (int64_t i = 0; i < n; i++) ref[i] = ref_act(xs[i], act);
@@ -401,11 +401,11 @@ START_TEST(test_threads_invariant) {
                       ocr_activation_name(act));
         // backward with dout = x: compare threads
         omp_set_num_threads(1);
-        activation_backward(&y, &x, &x, act);
+        ocr_activation_backward(&y, &x, &x, act);
         ocr_tensor_to_f32(&y, a);
         omp_set_num_threads(3);
         ocr_test_poison(&y);
-        activation_backward(&y, &x, &x, act);
+        ocr_activation_backward(&y, &x, &x, act);
         ocr_tensor_to_f32(&y, b);
         ck_assert_msg(memcmp(a, b, n * sizeof(float)) == 0, "%s backward depends on the thread count",
                       ocr_activation_name(act));

@@ -57,7 +57,7 @@ START_TEST(test_scalar_affine_f32) {
     OcrTensor x = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(3, 5, 7, 11), xs);
     OcrTensor y = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(3, 5, 7, 11), NULL);
     OcrTensor s = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &sv), b = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &bv);
-    scalar_affine_forward(&y, &x, &s, &b);
+    ocr_scalar_affine_forward(&y, &x, &s, &b);
     fetch(got, &y);
     for (int64_t i = 0; i < n; i++) {
         ref[i] = (double)sv * xs[i] + bv;
@@ -73,7 +73,7 @@ START_TEST(test_scalar_affine_f32) {
     OcrTensor ds = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &zero), db = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &start);
     AffRef r = {n, dyd};
     ocr_test_numeric_grad(num, p, n + 2, affine_loss, &r, 1e-6);
-    scalar_affine_backward(&dx, &ds, &db, &dy, &x, &s);
+    ocr_scalar_affine_backward(&dx, &ds, &db, &dy, &x, &s);
     fetch(got, &dx);
     ck_assert(ocr_test_allclose_f64(got, num, n, 1e-6, 1e-6, "scalar_affine dinp"));
     for (int64_t i = 0; i < n; i++) ck_assert_float_eq(got[i], sv * dys[i]);
@@ -87,22 +87,22 @@ START_TEST(test_scalar_affine_f32) {
     // Second call: += again.
     float ds1 = get1(&ds), db1 = get1(&db);
     ocr_test_poison(&dx);
-    scalar_affine_backward(&dx, &ds, &db, &dy, &x, &s);
+    ocr_scalar_affine_backward(&dx, &ds, &db, &dy, &x, &s);
     ck_assert_float_eq(get1(&ds), ds1 + (float)sum_s);
     ck_assert_float_eq(get1(&db), db1 + (float)sum_b);
     // Any gradient alone; the others untouched.
     ocr_test_poison(&dx);
     float ds2 = get1(&ds), db2 = get1(&db);
-    scalar_affine_backward(&dx, NULL, NULL, &dy, NULL, &s);
+    ocr_scalar_affine_backward(&dx, NULL, NULL, &dy, NULL, &s);
     fetch(got, &dx);
     for (int64_t i = 0; i < n; i++) ck_assert_float_eq(got[i], sv * dys[i]);
-    scalar_affine_backward(NULL, &ds, NULL, &dy, &x, &s);
+    ocr_scalar_affine_backward(NULL, &ds, NULL, &dy, &x, &s);
     ck_assert_float_eq(get1(&ds), ds2 + (float)sum_s);
     ck_assert_float_eq(get1(&db), db2);
-    scalar_affine_backward(NULL, NULL, &db, &dy, NULL, NULL);
+    ocr_scalar_affine_backward(NULL, NULL, &db, &dy, NULL, NULL);
     ck_assert_float_eq(get1(&db), db2 + (float)sum_b);
     // In place forward.
-    scalar_affine_forward(&x, &x, &s, &b);
+    ocr_scalar_affine_forward(&x, &x, &s, &b);
     fetch(got, &x);
     for (int64_t i = 0; i < n; i++) ck_assert_float_eq(got[i], sv * xs[i] + bv);
     free(xs), free(dys), free(got), free(p), free(dyd), free(num), free(ref);
@@ -151,7 +151,7 @@ START_TEST(test_scalar_affine_reduction_and_threads) {
         OcrTensor s = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &one);
         OcrTensor ds = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &zero), db = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &zero);
         OcrTensor dx = ocr_test_tensor(OCR_BF16, 1, OCR_SHAPE(n), NULL);
-        scalar_affine_backward(&dx, &ds, &db, &dy, &x, &s);
+        ocr_scalar_affine_backward(&dx, &ds, &db, &dy, &x, &s);
         dsv[q] = get1(&ds);
         dbv[q] = get1(&db);
         got[q] = fvec(n);
@@ -192,8 +192,8 @@ START_TEST(test_scalar_affine_low_precision) {
             b[q] = ocr_test_tensor(e, 1, OCR_SHAPE(1), &bv);
             ds[q] = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &z);
             db[q] = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &z);
-            scalar_affine_forward(&y[q], &x[q], &s[q], &b[q]);
-            scalar_affine_backward(&dx[q], &ds[q], &db[q], &dy[q], &x[q], &s[q]);
+            ocr_scalar_affine_forward(&y[q], &x[q], &s[q], &b[q]);
+            ocr_scalar_affine_backward(&dx[q], &ds[q], &db[q], &dy[q], &x[q], &s[q]);
         }
         fetch(a, &y[0]);
         round_to(a, n, dt);
@@ -223,12 +223,12 @@ static void aaa_unfused(OcrTensor *y, OcrTensor *dx, OcrTensor *sc_grads, const 
     const int64_t n = ocr_tensor_numel(x);
     OcrTensor a = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL), h = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL);
     OcrTensor dh = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL), da = ocr_test_tensor(mid, 1, OCR_SHAPE(n), NULL);
-    scalar_affine_forward(&a, x, s1, b1);
-    activation_forward(&h, &a, act);
-    scalar_affine_forward(y, &h, s2, b2);
-    scalar_affine_backward(&dh, &sc_grads[2], &sc_grads[3], dy, &h, s2);
-    activation_backward(&da, &dh, &a, act);
-    scalar_affine_backward(dx, &sc_grads[0], &sc_grads[1], &da, x, s1);
+    ocr_scalar_affine_forward(&a, x, s1, b1);
+    ocr_activation_forward(&h, &a, act);
+    ocr_scalar_affine_forward(y, &h, s2, b2);
+    ocr_scalar_affine_backward(&dh, &sc_grads[2], &sc_grads[3], dy, &h, s2);
+    ocr_activation_backward(&da, &dh, &a, act);
+    ocr_scalar_affine_backward(dx, &sc_grads[0], &sc_grads[1], &da, x, s1);
     ocr_tensor_free(&a), ocr_tensor_free(&h), ocr_tensor_free(&dh), ocr_tensor_free(&da);
 }
 
@@ -277,9 +277,9 @@ START_TEST(test_affine_act_affine_matches_the_three_ops) {
                             for (int j = 0; j < 4; j++) g[k][j] = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &start[j]);
                         }
                         aaa_unfused(&y[0], &dx[0], g[0], &x, &dy, &s1, &b1, (ocr_activation_t)act, &s2, &b2, mid);
-                        affine_act_affine_forward(&y[1], &x, &s1, &b1, (ocr_activation_t)act, &s2, &b2);
-                        affine_act_affine_backward(&dx[1], &g[1][0], &g[1][1], &g[1][2], &g[1][3], &dy, &x, &s1, &b1,
-                                                   (ocr_activation_t)act, &s2, mid);
+                        ocr_affine_act_affine_forward(&y[1], &x, &s1, &b1, (ocr_activation_t)act, &s2, &b2);
+                        ocr_affine_act_affine_backward(&dx[1], &g[1][0], &g[1][1], &g[1][2], &g[1][3], &dy, &x, &s1,
+                                                       &b1, (ocr_activation_t)act, &s2, mid);
                         ck_assert_msg(same_bits(&y[0], &y[1]), "forward, %s", what);
                         ck_assert_msg(same_bits(&dx[0], &dx[1]), "dinp, %s", what);
                         for (int j = 0; j < 4; j++)
@@ -288,22 +288,22 @@ START_TEST(test_affine_act_affine_matches_the_three_ops) {
                         if (z == 1 && threads == 2) {
                             // Accumulation: a second call adds the same sums again (the unfused ops too).
                             aaa_unfused(&y[0], &dx[0], g[0], &x, &dy, &s1, &b1, (ocr_activation_t)act, &s2, &b2, mid);
-                            affine_act_affine_backward(&dx[1], &g[1][0], &g[1][1], &g[1][2], &g[1][3], &dy, &x, &s1,
-                                                       &b1, (ocr_activation_t)act, &s2, mid);
+                            ocr_affine_act_affine_backward(&dx[1], &g[1][0], &g[1][1], &g[1][2], &g[1][3], &dy, &x, &s1,
+                                                           &b1, (ocr_activation_t)act, &s2, mid);
                             for (int j = 0; j < 4; j++) ck_assert_msg(get1(&g[0][j]) == get1(&g[1][j]), "again %d, %s", j, what);
                             // NULL gradients leave the others untouched; dinp alone over dout (in place).
                             const float kept = get1(&g[1][0]);
-                            affine_act_affine_backward(NULL, NULL, &g[1][1], NULL, NULL, &dy, &x, &s1, &b1,
-                                                       (ocr_activation_t)act, &s2, mid);
+                            ocr_affine_act_affine_backward(NULL, NULL, &g[1][1], NULL, NULL, &dy, &x, &s1, &b1,
+                                                           (ocr_activation_t)act, &s2, mid);
                             ck_assert_float_eq(get1(&g[1][0]), kept);
                             OcrTensor dyc = ocr_test_tensor(dt, 1, OCR_SHAPE(n), dys);
-                            affine_act_affine_backward(&dyc, NULL, NULL, NULL, NULL, &dyc, &x, &s1, &b1,
-                                                       (ocr_activation_t)act, &s2, mid);
+                            ocr_affine_act_affine_backward(&dyc, NULL, NULL, NULL, NULL, &dyc, &x, &s1, &b1,
+                                                           (ocr_activation_t)act, &s2, mid);
                             ck_assert_msg(same_bits(&dyc, &dx[1]), "dinp in place over dout, %s", what);
                             ocr_tensor_free(&dyc);
                             if (dt == mid) {  // forward in place over inp
                                 OcrTensor xc = ocr_test_tensor(dt, 1, OCR_SHAPE(n), xs);
-                                affine_act_affine_forward(&xc, &xc, &s1, &b1, (ocr_activation_t)act, &s2, &b2);
+                                ocr_affine_act_affine_forward(&xc, &xc, &s1, &b1, (ocr_activation_t)act, &s2, &b2);
                                 ck_assert_msg(same_bits(&xc, &y[1]), "forward in place, %s", what);
                                 ocr_tensor_free(&xc);
                             }
@@ -349,7 +349,7 @@ static double aaa_loss(const double *p, void *vctx) {
 START_TEST(test_affine_act_affine_gradients) {
     // f32 against central differences of the double-precision loss. Tolerances: every fp32
     // operation rounds at 6e-8 relative; the approximations of e^x (1e-7) and Φ (1.4e-6 for the
-    // x > −4 used here, kernels/cpu/activation_math.h) bound the activation's error, so each
+    // x > −4 used here, kernels/activation_math.h) bound the activation's error, so each
     // element's gradient is within ~3e-6 relative of the exact one, and the scalar sums within
     // 3e-6 of Σ|term|; central differences with h = 1e-6 on a smooth double loss add < 1e-8.
     // hardswish's inputs are kept 0.05 away from its kinks at ±3 so h never straddles one.
@@ -376,12 +376,12 @@ START_TEST(test_affine_act_affine_gradients) {
         OcrTensor s2 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &sv2), b2 = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &bv2);
         OcrTensor g[4];
         for (int j = 0; j < 4; j++) g[j] = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), &zero);
-        affine_act_affine_forward(&y, &x, &s1, &b1, acts[k], &s2, &b2);
+        ocr_affine_act_affine_forward(&y, &x, &s1, &b1, acts[k], &s2, &b2);
         fetch(got, &y);
         double *ref = dvec(n);
         for (int64_t i = 0; i < n; i++) ref[i] = sv2 * act_double((double)sv1 * xs[i] + bv1, acts[k]) + bv2;
         ck_assert(ocr_test_allclose_f64(got, ref, n, 3e-6, 3e-6, "affine_act_affine forward"));
-        affine_act_affine_backward(&dx, &g[0], &g[1], &g[2], &g[3], &dy, &x, &s1, &b1, acts[k], &s2, OCR_F32);
+        ocr_affine_act_affine_backward(&dx, &g[0], &g[1], &g[2], &g[3], &dy, &x, &s1, &b1, acts[k], &s2, OCR_F32);
         fetch(got, &dx);
         ck_assert(ocr_test_allclose_f64(got, num, n, 3e-6, 3e-6, "affine_act_affine dinp"));
         // Σ|term| bounds each scalar's rounding: |dout|·|∂out/∂scalar| summed over the elements.
@@ -433,7 +433,7 @@ START_TEST(test_batch_broadcast_add) {
     for (int64_t j = 0; j < P; j++) p[n + j] = ps[j];
     OcrTensor x = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), xs), pos = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(1, T, C), ps);
     OcrTensor y = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), NULL);
-    batch_broadcast_add_forward(&y, &x, &pos);
+    ocr_batch_broadcast_add_forward(&y, &x, &pos);
     fetch(got, &y);
     for (int64_t i = 0; i < n; i++) ck_assert_float_eq(got[i], xs[i] + ps[i % P]);
 
@@ -441,7 +441,7 @@ START_TEST(test_batch_broadcast_add) {
     ocr_test_numeric_grad(num, p, n + P, bcast_loss, &r, 1e-6);
     OcrTensor dy = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), dys), dx = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), NULL);
     OcrTensor dpos = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(1, T, C), start);
-    batch_broadcast_add_backward(&dx, &dpos, &dy);
+    ocr_batch_broadcast_add_backward(&dx, &dpos, &dy);
     fetch(got, &dx);
     ck_assert(ocr_test_allclose_f64(got, num, n, 1e-6, 1e-6, "batch_broadcast_add dinp"));
     ck_assert(memcmp(got, dys, (size_t)n * sizeof(float)) == 0);
@@ -454,7 +454,7 @@ START_TEST(test_batch_broadcast_add) {
         ck_assert_msg(fabs(dp[j] - start[j] - num[n + j]) < 1e-5, "dpos %lld", (long long)j);
     }
     // dinp NULL: dpos accumulates again.
-    batch_broadcast_add_backward(NULL, &dpos, &dy);
+    ocr_batch_broadcast_add_backward(NULL, &dpos, &dy);
     float *dp2 = fvec(P);
     fetch(dp2, &dpos);
     for (int64_t j = 0; j < P; j++) {
@@ -465,7 +465,7 @@ START_TEST(test_batch_broadcast_add) {
     // Low precision: bf16 activations, f32 embedding (O2 keeps the embedding in amp_dtype; any mix works).
     OcrTensor xb = ocr_test_tensor(OCR_BF16, 3, OCR_SHAPE(B, T, C), xs), yb = ocr_test_tensor(OCR_BF16, 3, OCR_SHAPE(B, T, C), NULL);
     OcrTensor ph = ocr_test_tensor(OCR_F16, 3, OCR_SHAPE(1, T, C), ps);
-    batch_broadcast_add_forward(&yb, &xb, &ph);
+    ocr_batch_broadcast_add_forward(&yb, &xb, &ph);
     float *xr = fvec(n), *pr = fvec(P);
     memcpy(xr, xs, (size_t)n * sizeof(float));
     memcpy(pr, ps, (size_t)P * sizeof(float));
@@ -474,7 +474,7 @@ START_TEST(test_batch_broadcast_add) {
     fetch(got, &yb);
     for (int64_t i = 0; i < n; i++) ck_assert_float_eq(got[i], ocr_bf16_to_f32(ocr_f32_to_bf16(xr[i] + pr[i % P])));
     // In place.
-    batch_broadcast_add_forward(&x, &x, &pos);
+    ocr_batch_broadcast_add_forward(&x, &x, &pos);
     fetch(got, &x);
     for (int64_t i = 0; i < n; i++) ck_assert_float_eq(got[i], xs[i] + ps[i % P]);
     free(xs), free(ps), free(dys), free(got), free(start), free(p), free(dyd), free(num), free(dp), free(dp2), free(xr),
@@ -494,7 +494,7 @@ START_TEST(test_attention_local_mask) {
         const int gh = cases[c][0], gw = cases[c][1], hk = cases[c][2], wk = cases[c][3];
         const int64_t T = (int64_t)gh * gw;
         OcrTensor m = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(T, T), NULL);
-        attention_local_mask(&m, gh, gw, hk, wk);
+        ocr_attention_local_mask(&m, gh, gw, hk, wk);
         const float *v = m.data;
         const int ph = gh + hk - 1, pw = gw + wk - 1;
         float *pad = fvec((int64_t)ph * pw);
@@ -526,7 +526,7 @@ START_TEST(test_input_normalize_padded) {
     for (int64_t i = 0; i < n; i++) px[i] = (uint8_t)((i * 37 + 11) & 255);
     for (int i = 0; i < 256; i++) px[i] = (uint8_t)i;
     float lut[256];
-    input_normalize_lut(lut);
+    ocr_input_normalize_lut(lut);
     // Widths: full, partial, beyond W (clamped), and then 0 and negative (all padding).
     const int32_t wsets[2][3] = {{37, 20, 1000}, {1, 0, -5}};
     for (int k = 0; k < 3; k++)
@@ -534,8 +534,8 @@ START_TEST(test_input_normalize_padded) {
             OcrTensor wt = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(N), NULL);
             memcpy(wt.data, wsets[ws], sizeof wsets[ws]);
             OcrTensor y = ocr_test_tensor(DTS[k], 4, OCR_SHAPE(N, H, W, C), NULL), full = ocr_test_tensor(DTS[k], 4, OCR_SHAPE(N, H, W, C), NULL);
-            input_normalize_padded_forward(&y, &p, &wt);
-            input_normalize_forward(&full, &p);
+            ocr_input_normalize_padded_forward(&y, &p, &wt);
+            ocr_input_normalize_forward(&full, &p);
             for (int64_t i = 0; i < n; i++) {
                 const int64_t b = i / (H * W * C), x = i / C % W;
                 int64_t wb = wsets[ws][b] < 0 ? 0 : wsets[ws][b] > W ? W : wsets[ws][b];
@@ -552,7 +552,7 @@ START_TEST(test_input_normalize_padded) {
                 }
             }
             // NULL widths = the plain op, bit for bit.
-            input_normalize_padded_forward(&y, &p, NULL);
+            ocr_input_normalize_padded_forward(&y, &p, NULL);
             ck_assert(memcmp(y.data, full.data, ocr_tensor_bytes(&y)) == 0);
             ocr_tensor_free(&wt), ocr_tensor_free(&y), ocr_tensor_free(&full);
         }
@@ -573,7 +573,7 @@ START_TEST(test_input_normalize_threads) {
     for (int q = 0; q < 2; q++) {
         omp_set_num_threads(q ? 3 : 1);
         y[q] = ocr_test_tensor(OCR_F16, 4, OCR_SHAPE(N, H, W, C), NULL);
-        input_normalize_padded_forward(&y[q], &p, &wt);
+        ocr_input_normalize_padded_forward(&y[q], &p, &wt);
     }
     omp_set_num_threads(saved);
     ck_assert(memcmp(y[0].data, y[1].data, ocr_tensor_bytes(&y[0])) == 0);

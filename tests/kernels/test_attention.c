@@ -120,9 +120,9 @@ static void run_case(const Cfg *c, const char *name, RunOpts o) {
     OcrTensor mask = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(T, T), maskv);
     const OcrTensor *mp = c->mask_kind ? &mask : NULL;
 
-    attention_forward(&out, &probs, &qkv, mp, c->H, c->scale, c->drop);
-    attention_forward(&out2, NULL, &qkv, mp, c->H, c->scale, c->drop);  // probs not needed
-    attention_backward(&dqkv, &dout, &qkv, &probs, c->H, c->scale, c->drop);
+    ocr_attention_forward(&out, &probs, &qkv, mp, c->H, c->scale, c->drop);
+    ocr_attention_forward(&out2, NULL, &qkv, mp, c->H, c->scale, c->drop);  // probs not needed
+    ocr_attention_backward(&dqkv, &dout, &qkv, &probs, c->H, c->scale, c->drop);
 
     double *qd = malloc((size_t)nq * 8), *dd = malloc((size_t)no * 8), *md = malloc((size_t)T * T * 8);
     double *F = malloc((size_t)np * 8), *oref = malloc((size_t)no * 8), *pref = malloc((size_t)np * 8);
@@ -279,15 +279,15 @@ START_TEST(test_attention_reproducible) {
     OcrTensor d2 = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, 3 * C), NULL);
     DropoutParams d = drop(0.4f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
     omp_set_num_threads(1);
-    attention_forward(&o1, &p1, &qkv, NULL, H, 0.4f, d);
-    attention_backward(&d1, &o1, &qkv, &p1, H, 0.4f, d);  // any dout will do
+    ocr_attention_forward(&o1, &p1, &qkv, NULL, H, 0.4f, d);
+    ocr_attention_backward(&d1, &o1, &qkv, &p1, H, 0.4f, d);  // any dout will do
     omp_set_num_threads(2);
-    attention_forward(&o2, &p1, &qkv, NULL, H, 0.4f, d);
-    attention_backward(&d2, &o1, &qkv, &p1, H, 0.4f, d);
+    ocr_attention_forward(&o2, &p1, &qkv, NULL, H, 0.4f, d);
+    ocr_attention_backward(&d2, &o1, &qkv, &p1, H, 0.4f, d);
     ck_assert(memcmp(o1.data, o2.data, ocr_tensor_bytes(&o1)) == 0);
     ck_assert(memcmp(d1.data, d2.data, ocr_tensor_bytes(&d1)) == 0);
     d.seed++;
-    attention_forward(&o2, &p1, &qkv, NULL, H, 0.4f, d);
+    ocr_attention_forward(&o2, &p1, &qkv, NULL, H, 0.4f, d);
     ck_assert(memcmp(o1.data, o2.data, ocr_tensor_bytes(&o1)) != 0);
     free(qs);
     ocr_tensor_free(&qkv);

@@ -107,7 +107,7 @@ START_TEST(test_forward_training_two_steps) {
         ocr_test_poison(&y);
         ocr_test_poison(&sm);
         ocr_test_poison(&sr);
-        batchnorm2d_forward(&y, &sm, &sr, &rm, &rv, &x, &g, &b, MOMENTUM, EPS, 1);
+        ocr_batchnorm2d_forward(&y, &sm, &sr, &rm, &rv, &x, &g, &b, MOMENTUM, EPS, 1);
 
         to_double(p, xs, n);
         to_double(p + n, gs, C);
@@ -162,7 +162,7 @@ START_TEST(test_forward_inference) {
     OcrTensor sm = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), NULL);
     OcrTensor sr = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), NULL);
     OcrTensor y = ocr_test_tensor(OCR_F32, 4, shape, NULL);
-    batchnorm2d_forward(&y, &sm, &sr, &rm, &rv, &x, &g, &b, 0.5f, EPS, 0);
+    ocr_batchnorm2d_forward(&y, &sm, &sr, &rm, &rv, &x, &g, &b, 0.5f, EPS, 0);
 
     double *p = dvec(n + 2 * C), *yref = dvec(n), *rmd = dvec(C), *rvd = dvec(C), *rs = dvec(C);
     to_double(p, xs, n);
@@ -202,7 +202,7 @@ START_TEST(test_statistics_large_offset) {
     OcrTensor g = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), (float[]){1, 1, 1});
     OcrTensor b = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), (float[]){0, 0, 0});
     OcrTensor sr = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), NULL);
-    batchnorm2d_forward(&y, NULL, &sr, NULL, NULL, &x, &g, &b, MOMENTUM, 0.0f, 1);
+    ocr_batchnorm2d_forward(&y, NULL, &sr, NULL, NULL, &x, &g, &b, MOMENTUM, 0.0f, 1);
     double *p = dvec(n + 2 * C), *var = dvec(C), *rs = dvec(C);
     to_double(p, xs, n);
     BnRef ref = {M, C, 1, NULL, NULL, NULL};
@@ -216,7 +216,7 @@ START_TEST(test_statistics_large_offset) {
 END_TEST
 
 // Backward against finite differences, training (through the batch statistics) and
-// inference (fixed statistics). dinp is assigned, dgamma/dbeta accumulate (two calls = 2×).
+// inference (fixed statistics). dinp is assigned, dgamma/dbeta ocr_accumulate (two calls = 2×).
 static void check_backward(int training) {
     const int64_t N = 2, H = 3, W = 4, C = 13, M = N * H * W, n = M * C;
     const int64_t *shape = OCR_SHAPE(N, H, W, C);
@@ -244,7 +244,7 @@ static void check_backward(int training) {
     OcrTensor db = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), NULL);
     ocr_tensor_fill(&dg, 0.0f);
     ocr_tensor_fill(&db, 0.0f);
-    batchnorm2d_forward(&y, &sm, &sr, &rm, &rv, &x, &g, &b, MOMENTUM, EPS, training);
+    ocr_batchnorm2d_forward(&y, &sm, &sr, &rm, &rv, &x, &g, &b, MOMENTUM, EPS, training);
 
     // The numeric gradient of Σ dout·BN(x; gamma, beta). In inference the reference uses the
     // running statistics the forward used (unchanged by it).
@@ -260,7 +260,7 @@ static void check_backward(int training) {
 
     for (int call = 1; call <= 2; call++) {
         ocr_test_poison(&dx);
-        batchnorm2d_backward(&dx, &dg, &db, &dy, &x, &g, &sm, &sr, training);
+        ocr_batchnorm2d_backward(&dx, &dg, &db, &dy, &x, &g, &sm, &sr, training);
         fetch(got, &dx);
         double err = ocr_test_rel_error(got, num, n);
         ck_assert_msg(err < 1e-5, "training %d call %d: dinp rel error %g", training, call, err);
@@ -280,11 +280,11 @@ static void check_backward(int training) {
     float *full = fvec(n);
     fetch(full, &dx);
     ocr_test_poison(&dx);
-    batchnorm2d_backward(&dx, NULL, NULL, &dy, &x, &g, &sm, &sr, training);
+    ocr_batchnorm2d_backward(&dx, NULL, NULL, &dy, &x, &g, &sm, &sr, training);
     fetch(got, &dx);
     ck_assert_msg(memcmp(got, full, n * sizeof(float)) == 0, "dinp alone differs (training %d)", training);
     ocr_tensor_fill(&dg, 0.0f);
-    batchnorm2d_backward(NULL, &dg, NULL, &dy, &x, &g, &sm, &sr, training);
+    ocr_batchnorm2d_backward(NULL, &dg, NULL, &dy, &x, &g, &sm, &sr, training);
     fetch(got, &dg);
     ck_assert(ocr_test_allclose_f64(got, num + n, C, 1e-5, 1e-5, "dgamma alone"));
 
@@ -336,10 +336,10 @@ START_TEST(test_low_precision) {
                 ocr_tensor_fill(&t[r][5], 1.5f);
                 ocr_tensor_fill(&t[r][8], 0.0f);
                 ocr_tensor_fill(&t[r][9], 0.0f);
-                batchnorm2d_forward(&t[r][1], &t[r][6], &t[r][7], &t[r][4], &t[r][5], &t[r][0], &g, &b, MOMENTUM,
-                                    EPS, training);
-                batchnorm2d_backward(&t[r][3], &t[r][8], &t[r][9], &t[r][2], &t[r][0], &g, &t[r][6], &t[r][7],
-                                     training);
+                ocr_batchnorm2d_forward(&t[r][1], &t[r][6], &t[r][7], &t[r][4], &t[r][5], &t[r][0], &g, &b, MOMENTUM,
+                                        EPS, training);
+                ocr_batchnorm2d_backward(&t[r][3], &t[r][8], &t[r][9], &t[r][2], &t[r][0], &g, &t[r][6], &t[r][7],
+                                         training);
             }
             char what[128];
             snprintf(what, sizeof what, "bn train %d out %s<-%s", training, ocr_dtype_name(dt[1]),
@@ -401,8 +401,8 @@ START_TEST(test_threads_invariant) {
         ocr_tensor_fill(&rv, 1.0f);
         ocr_tensor_fill(&dg, 0.0f);
         ocr_tensor_fill(&db, 0.0f);
-        batchnorm2d_forward(&y, &sm, &sr, &rm, &rv, &x, &g, &b, MOMENTUM, EPS, 1);
-        batchnorm2d_backward(&dx, &dg, &db, &dy, &x, &g, &sm, &sr, 1);
+        ocr_batchnorm2d_forward(&y, &sm, &sr, &rm, &rv, &x, &g, &b, MOMENTUM, EPS, 1);
+        ocr_batchnorm2d_backward(&dx, &dg, &db, &dy, &x, &g, &sm, &sr, 1);
         fetch(r ? bb : a, &y);
         fetch(r ? dx1 : dx0, &dx);
         if (r) {
@@ -427,7 +427,7 @@ START_TEST(test_threads_invariant) {
     ref_forward(yref, NULL, NULL, p, &ref);
     OcrTensor y = ocr_test_tensor(OCR_F32, 4, shape, NULL);
     omp_set_num_threads(3);
-    batchnorm2d_forward(&y, NULL, NULL, NULL, NULL, &x, &g, &b, MOMENTUM, EPS, 1);
+    ocr_batchnorm2d_forward(&y, NULL, NULL, NULL, NULL, &x, &g, &b, MOMENTUM, EPS, 1);
     omp_set_num_threads(saved);
     fetch(a, &y);
     ck_assert(ocr_test_allclose_f64(a, yref, n, 2e-6, 2e-6, "parallel bn out"));

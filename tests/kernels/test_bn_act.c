@@ -4,7 +4,7 @@
 // recomputed into the storage dtype → activation_backward → batchnorm2d_backward) for every
 // activation, f32/f16/bf16 storage, NULL gamma/beta and optional gradient outputs, the
 // backward against central finite differences in double, low-precision storage against the f32
-// result, and thread-count invariance; batchnorm2d_forward_accumulate (out += bn(x)) bit for bit
+// result, and thread-count invariance; ocr_batchnorm2d_forward_accumulate (out += bn(x)) bit for bit
 // against batchnorm2d_forward followed by accumulate, and its gradient.
 #include <math.h>
 #include <omp.h>
@@ -146,21 +146,21 @@ static void run_free(Run *r) {
 }
 
 static void fused_forward(Run *r, ocr_activation_t act, int training, int affine) {
-    batchnorm2d_act_forward(&r->y, &r->sm, &r->sr, &r->sa, &r->rm, &r->rv, &r->x, affine ? &r->g : NULL,
-                            affine ? &r->b : NULL, act, MOMENTUM, EPS, training);
+    ocr_batchnorm2d_act_forward(&r->y, &r->sm, &r->sr, &r->sa, &r->rm, &r->rv, &r->x, affine ? &r->g : NULL,
+                                affine ? &r->b : NULL, act, MOMENTUM, EPS, training);
 }
 
 static void fused_backward(Run *r, ocr_activation_t act, int training, int affine, int want_dx, int want_params) {
-    batchnorm2d_act_backward(want_dx ? &r->dx : NULL, want_params ? &r->dg : NULL, want_params ? &r->db : NULL,
-                             &r->dy, &r->x, affine ? &r->g : NULL, affine ? &r->b : NULL, &r->sm, &r->sr, &r->sa,
-                             act, r->y.dtype, training);
+    ocr_batchnorm2d_act_backward(want_dx ? &r->dx : NULL, want_params ? &r->dg : NULL, want_params ? &r->db : NULL,
+                                 &r->dy, &r->x, affine ? &r->g : NULL, affine ? &r->b : NULL, &r->sm, &r->sr, &r->sa,
+                                 act, r->y.dtype, training);
 }
 
 // What ConvBN did before the fused op: BN into y, the activation in place over it.
 static void unfused_forward(Run *r, ocr_activation_t act, int training, int affine) {
-    batchnorm2d_forward(&r->y, &r->sm, &r->sr, &r->rm, &r->rv, &r->x, affine ? &r->g : NULL, affine ? &r->b : NULL,
-                        MOMENTUM, EPS, training);
-    activation_forward(&r->y, &r->y, act);
+    ocr_batchnorm2d_forward(&r->y, &r->sm, &r->sr, &r->rm, &r->rv, &r->x, affine ? &r->g : NULL, affine ? &r->b : NULL,
+                            MOMENTUM, EPS, training);
+    ocr_activation_forward(&r->y, &r->y, act);
 }
 
 // ... and its backward: BN's output recomputed into y's dtype (batch statistics from x in
@@ -170,13 +170,13 @@ static void unfused_backward(Run *r, ocr_activation_t act, int training, int aff
     OcrTensor gact = ocr_test_tensor(r->y.dtype, 4, r->x.shape, NULL);
     if (act != OCR_ACT_NONE) {
         OcrTensor z = ocr_test_tensor(r->y.dtype, 4, r->x.shape, NULL);
-        batchnorm2d_forward(&z, NULL, NULL, training ? NULL : &r->rm, training ? NULL : &r->rv, &r->x, g, b, MOMENTUM,
-                            EPS, training);
-        activation_backward(&gact, &r->dy, &z, act);
+        ocr_batchnorm2d_forward(&z, NULL, NULL, training ? NULL : &r->rm, training ? NULL : &r->rv, &r->x, g, b,
+                                MOMENTUM, EPS, training);
+        ocr_activation_backward(&gact, &r->dy, &z, act);
         ocr_tensor_free(&z);
     }
-    batchnorm2d_backward(want_dx ? &r->dx : NULL, want_params ? &r->dg : NULL, want_params ? &r->db : NULL,
-                         act != OCR_ACT_NONE ? &gact : &r->dy, &r->x, g, &r->sm, &r->sr, training);
+    ocr_batchnorm2d_backward(want_dx ? &r->dx : NULL, want_params ? &r->dg : NULL, want_params ? &r->db : NULL,
+                             act != OCR_ACT_NONE ? &gact : &r->dy, &r->x, g, &r->sm, &r->sr, training);
     ocr_tensor_free(&gact);
 }
 
@@ -458,11 +458,11 @@ START_TEST(test_forward_accumulate_matches_forward_then_accumulate) {
                             const int64_t *shape = OCR_SHAPE(p.N, p.H, p.W, p.C);
                             OcrTensor sum[2] = {ocr_test_tensor(dt, 4, shape, s0), ocr_test_tensor(dt, 4, shape, s0)};
                             OcrTensor y = ocr_test_tensor(dt, 4, shape, NULL);
-                            batchnorm2d_forward(&y, &r[0].sm, &r[0].sr, &r[0].rm, &r[0].rv, &r[0].x, &r[0].g,
-                                                &r[0].b, MOMENTUM, EPS, training);
-                            accumulate(&sum[0], &y);
-                            batchnorm2d_forward_accumulate(&sum[1], &r[1].sm, &r[1].sr, &r[1].rm, &r[1].rv, &r[1].x,
-                                                           &r[1].g, &r[1].b, MOMENTUM, EPS, training);
+                            ocr_batchnorm2d_forward(&y, &r[0].sm, &r[0].sr, &r[0].rm, &r[0].rv, &r[0].x, &r[0].g,
+                                                    &r[0].b, MOMENTUM, EPS, training);
+                            ocr_accumulate(&sum[0], &y);
+                            ocr_batchnorm2d_forward_accumulate(&sum[1], &r[1].sm, &r[1].sr, &r[1].rm, &r[1].rv, &r[1].x,
+                                                               &r[1].g, &r[1].b, MOMENTUM, EPS, training);
                             ck_assert_msg(same_bits(&sum[0], &sum[1], "sum", what), "%s", what);
                             if (training) {
                                 ck_assert_msg(same_bits(&r[0].sm, &r[1].sm, "save_mean", what), "%s", what);
@@ -498,11 +498,11 @@ START_TEST(test_forward_accumulate_gradients) {
     for (int64_t i = 0; i < n; i++) ref[i] += s0[i];
     Run r = run_new(&p, OCR_F32);
     OcrTensor sum = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(p.N, p.H, p.W, p.C), s0);
-    batchnorm2d_forward_accumulate(&sum, &r.sm, &r.sr, &r.rm, &r.rv, &r.x, &r.g, &r.b, MOMENTUM, EPS, 1);
+    ocr_batchnorm2d_forward_accumulate(&sum, &r.sm, &r.sr, &r.rm, &r.rv, &r.x, &r.g, &r.b, MOMENTUM, EPS, 1);
     fetch(got, &sum);
     ck_assert(ocr_test_allclose_f64(got, ref, n, 1e-5, 1e-5, "accumulate forward"));
     ocr_test_poison(&r.dx);
-    batchnorm2d_backward(&r.dx, &r.dg, &r.db, &r.dy, &r.x, &r.g, &r.sm, &r.sr, 1);
+    ocr_batchnorm2d_backward(&r.dx, &r.dg, &r.db, &r.dy, &r.x, &r.g, &r.sm, &r.sr, 1);
     fetch(got, &r.dx);
     ck_assert(ocr_test_allclose_f64(got, num, n, 1e-4, 1e-3, "accumulate dinp"));
     ocr_tensor_free(&sum);

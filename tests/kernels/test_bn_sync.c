@@ -73,10 +73,10 @@ typedef struct {
 
 static void *rank_forward_backward(void *arg) {
     Rank *r = arg;
-    batchnorm2d_act_forward_sync(&r->y, &r->sm, &r->sr, &r->sa, &r->rm, &r->rv, &r->x, &r->g, &r->b, r->act, MOMENTUM,
-                                 EPS, r->training, &r->sync);
-    batchnorm2d_act_backward_sync(&r->dx, &r->dg, &r->db, &r->dy, &r->x, &r->g, &r->b, &r->sm, &r->sr, &r->sa, r->act,
-                                  r->dt, r->training, &r->sync);
+    ocr_batchnorm2d_act_forward_sync(&r->y, &r->sm, &r->sr, &r->sa, &r->rm, &r->rv, &r->x, &r->g, &r->b, r->act,
+                                     MOMENTUM, EPS, r->training, &r->sync);
+    ocr_batchnorm2d_act_backward_sync(&r->dx, &r->dg, &r->db, &r->dy, &r->x, &r->g, &r->b, &r->sm, &r->sr, &r->sa,
+                                      r->act, r->dt, r->training, &r->sync);
     return NULL;
 }
 
@@ -147,10 +147,10 @@ static void run_world(Rank rk[RANKS], const Batch *p, int64_t split, ocr_dtype_t
 // The plain op on the whole batch.
 static void run_whole(Rank *r, const Batch *p, ocr_dtype_t dt, ocr_activation_t act, int training) {
     rank_init(r, p, 0, p->M, dt, act, training);
-    batchnorm2d_act_forward(&r->y, &r->sm, &r->sr, &r->sa, &r->rm, &r->rv, &r->x, &r->g, &r->b, act, MOMENTUM, EPS,
-                            training);
-    batchnorm2d_act_backward(&r->dx, &r->dg, &r->db, &r->dy, &r->x, &r->g, &r->b, &r->sm, &r->sr, &r->sa, act, dt,
-                             training);
+    ocr_batchnorm2d_act_forward(&r->y, &r->sm, &r->sr, &r->sa, &r->rm, &r->rv, &r->x, &r->g, &r->b, act, MOMENTUM, EPS,
+                                training);
+    ocr_batchnorm2d_act_backward(&r->dx, &r->dg, &r->db, &r->dy, &r->x, &r->g, &r->b, &r->sm, &r->sr, &r->sa, act, dt,
+                                 training);
 }
 
 static float *values(const OcrTensor *t) {

@@ -15,8 +15,8 @@ START_TEST(test_cast_round_trip_all_patterns) {
         OcrTensor back = ocr_test_tensor(lows[k], 1, OCR_SHAPE(65536), NULL);
         uint16_t *hb = h.data, *bb = back.data;
         for (int i = 0; i < 65536; i++) hb[i] = (uint16_t)i;
-        cast_forward(&f, &h);
-        cast_backward(&back, &f);  // the backward of a cast to f32 is a cast back
+        ocr_cast_forward(&f, &h);
+        ocr_cast_backward(&back, &f);  // the backward of a cast to f32 is a cast back
         for (int i = 0; i < 65536; i++) {
             float v = ((float *)f.data)[i];
             float want = lows[k] == OCR_F16 ? ocr_f16_to_f32(hb[i]) : ocr_bf16_to_f32(hb[i]);
@@ -60,8 +60,8 @@ START_TEST(test_cast_rounding) {
     OcrTensor f = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), xs);
     OcrTensor h = ocr_test_tensor(OCR_F16, 1, OCR_SHAPE(n), NULL);
     OcrTensor b = ocr_test_tensor(OCR_BF16, 1, OCR_SHAPE(n), NULL);
-    cast_forward(&h, &f);
-    cast_forward(&b, &f);
+    ocr_cast_forward(&h, &f);
+    ocr_cast_forward(&b, &f);
     for (int i = 0; i < n; i++) {
         ck_assert_msg(((uint16_t *)h.data)[i] == want_f16[i], "f16(%a) = 0x%04x want 0x%04x", (double)xs[i],
                       ((uint16_t *)h.data)[i], want_f16[i]);
@@ -75,11 +75,11 @@ START_TEST(test_cast_rounding) {
     OcrTensor b3 = ocr_test_tensor(OCR_BF16, 1, OCR_SHAPE(3), NULL);
     OcrTensor h3b = ocr_test_tensor(OCR_F16, 1, OCR_SHAPE(3), NULL);
     memcpy(h3.data, hv, sizeof hv);
-    cast_forward(&b3, &h3);
+    ocr_cast_forward(&b3, &h3);
     for (int i = 0; i < 3; i++)
         ck_assert_msg(((uint16_t *)b3.data)[i] == bw[i], "f16 0x%04x -> bf16 0x%04x want 0x%04x", hv[i],
                       ((uint16_t *)b3.data)[i], bw[i]);
-    cast_backward(&h3b, &b3);  // bf16 -> f16 is exact for these
+    ocr_cast_backward(&h3b, &b3);  // bf16 -> f16 is exact for these
     for (int i = 0; i < 3; i++)
         ck_assert(ocr_f16_to_f32(((uint16_t *)h3b.data)[i]) == ocr_bf16_to_f32(((uint16_t *)b3.data)[i]));
     ocr_tensor_free(&f);
@@ -102,15 +102,15 @@ START_TEST(test_cast_bulk_and_same_dtype) {
     OcrTensor h = ocr_test_tensor(OCR_F16, 2, OCR_SHAPE(100, 200), NULL);
     OcrTensor b = ocr_test_tensor(OCR_BF16, 2, OCR_SHAPE(200, 100), NULL);
     OcrTensor f2 = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(100, 200), NULL);
-    cast_forward(&h, &f);
-    cast_forward(&b, &h);
-    cast_forward(&f2, &f);
+    ocr_cast_forward(&h, &f);
+    ocr_cast_forward(&b, &h);
+    ocr_cast_forward(&f2, &f);
     for (int64_t i = 0; i < n; i++) {
         ck_assert(((uint16_t *)h.data)[i] == ocr_f32_to_f16(xs[i]));
         ck_assert(((uint16_t *)b.data)[i] == ocr_f32_to_bf16(ocr_f16_to_f32(ocr_f32_to_f16(xs[i]))));
         ck_assert(((float *)f2.data)[i] == xs[i]);
     }
-    cast_forward(&f2, &f2);
+    ocr_cast_forward(&f2, &f2);
     ck_assert(memcmp(f2.data, xs, (size_t)n * 4) == 0);
     free(xs);
     ocr_tensor_free(&f);
@@ -136,7 +136,7 @@ START_TEST(test_unscale_finite) {
     float amax[3] = {NAN, NAN, NAN};
     int nonfinite[3] = {-1, -1, -1};
     const float inv_scale = 1.0f / 1024.0f;
-    int any = unscale_and_check(list, 3, inv_scale, amax, nonfinite);
+    int any = ocr_unscale_and_check(list, 3, inv_scale, amax, nonfinite);
     ck_assert_int_eq(any, 0);
     for (int k = 0; k < 3; k++) {
         ck_assert_int_eq(nonfinite[k], 0);
@@ -171,7 +171,7 @@ START_TEST(test_unscale_nonfinite) {
     OcrTensor *list[4] = {&g[0], &g[1], &g[2], &g[3]};
     float amax[4];
     int nonfinite[4];
-    int any = unscale_and_check(list, 4, 0.5f, amax, nonfinite);
+    int any = ocr_unscale_and_check(list, 4, 0.5f, amax, nonfinite);
     ck_assert_int_eq(any, 1);
     ck_assert_int_eq(nonfinite[0], 1);
     ck_assert_int_eq(nonfinite[1], 0);
@@ -189,10 +189,10 @@ START_TEST(test_unscale_nonfinite) {
     // An f16 value that only overflows when unscaled upwards (inv_scale > 1) counts as overflow.
     OcrTensor h = ocr_test_tensor(OCR_F16, 1, OCR_SHAPE(2), (float[]){40000.0f, 1.0f});
     OcrTensor *one[1] = {&h};
-    ck_assert_int_eq(unscale_and_check(one, 1, 2.0f, NULL, NULL), 1);
+    ck_assert_int_eq(ocr_unscale_and_check(one, 1, 2.0f, NULL, NULL), 1);
     // And the plain finite case with NULL arrays returns 0.
     ocr_tensor_fill(&h, 3.0f);
-    ck_assert_int_eq(unscale_and_check(one, 1, 0.25f, NULL, NULL), 0);
+    ck_assert_int_eq(ocr_unscale_and_check(one, 1, 0.25f, NULL, NULL), 0);
     ck_assert(ocr_tensor_get_f32(&h, 1) == 0.75f);
     for (int k = 0; k < 4; k++) ocr_tensor_free(&g[k]);
     ocr_tensor_free(&h);
@@ -209,7 +209,7 @@ START_TEST(test_unscale_large_nan) {
     OcrTensor *list[1] = {&g};
     float amax;
     int nf;
-    ck_assert_int_eq(unscale_and_check(list, 1, 0.5f, &amax, &nf), 1);
+    ck_assert_int_eq(ocr_unscale_and_check(list, 1, 0.5f, &amax, &nf), 1);
     ck_assert_int_eq(nf, 1);
     ck_assert(amax == 3.0f);
     ocr_tensor_free(&g);

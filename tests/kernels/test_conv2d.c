@@ -1,4 +1,4 @@
-// conv2d_forward / conv2d_backward (NHWC, weight (OC, KH, KW, C/groups)) against a naive
+// conv2d_forward / ocr_conv2d_backward (NHWC, weight (OC, KH, KW, C/groups)) against a naive
 // double-precision reference: dense, grouped, depthwise (3×3, 5×5, 1×3), 1×1 fast path,
 // strides (2,1)/(1,2)/(2,2)/3, padding, bias or not; finite-difference gradients;
 // accumulation rules; f16/bf16 storage; depthwise loops == grouped im2col path; chunking.
@@ -40,8 +40,8 @@ static const ConvCase cases[] = {
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
 static int is_dw(const ConvCase *c) { return c->G == c->C && c->OC == c->C; }
-static int out_h(const ConvCase *c) { return conv2d_out_size(c->H, c->KH, c->sh, c->ph); }
-static int out_w(const ConvCase *c) { return conv2d_out_size(c->W, c->KW, c->sw, c->pw); }
+static int out_h(const ConvCase *c) { return ocr_conv2d_out_size(c->H, c->KH, c->sh, c->ph); }
+static int out_w(const ConvCase *c) { return ocr_conv2d_out_size(c->W, c->KW, c->sw, c->pw); }
 static int64_t n_x(const ConvCase *c) { return (int64_t)c->N * c->H * c->W * c->C; }
 static int64_t n_w(const ConvCase *c) { return (int64_t)c->OC * c->KH * c->KW * (c->C / c->G); }
 static int64_t n_y(const ConvCase *c) { return (int64_t)c->N * out_h(c) * out_w(c) * c->OC; }
@@ -132,10 +132,10 @@ static void free_tensors(ConvTensors *t) {
 }
 
 static void run_forward(const ConvCase *c, ConvTensors *t) {
-    conv2d_forward(&t->y, &t->x, &t->w, c->bias ? &t->b : NULL, params(c));
+    ocr_conv2d_forward(&t->y, &t->x, &t->w, c->bias ? &t->b : NULL, params(c));
 }
 static void run_backward(const ConvCase *c, ConvTensors *t) {
-    conv2d_backward(&t->dx, &t->dw, c->bias ? &t->db : NULL, &t->dy, &t->x, &t->w, params(c));
+    ocr_conv2d_backward(&t->dx, &t->dw, c->bias ? &t->db : NULL, &t->dy, &t->x, &t->w, params(c));
 }
 
 // |got − ref| <= eps·|ref| + 2·(K + 2)·2⁻²⁴·bound elementwise.
@@ -217,14 +217,14 @@ START_TEST(test_conv_backward_f32) {
 
     // NULL outputs are skipped; dinp alone gives the same values.
     OcrTensor dx2 = ocr_test_tensor(OCR_F32, 4, t.x.shape, NULL);
-    conv2d_backward(&dx2, NULL, NULL, &t.dy, &t.x, &t.w, params(c));
+    ocr_conv2d_backward(&dx2, NULL, NULL, &t.dy, &t.x, &t.w, params(c));
     ck_assert(ocr_test_allclose_f32(dx2.data, t.dx.data, nx, 0, 0, "dinp alone"));
     ocr_tensor_free(&dx2);
     // dweight alone and dbias alone (one call each from zero): half of what two calls added.
     OcrTensor dw2 = ocr_test_tensor(OCR_F32, 4, t.w.shape, NULL), db2 = ocr_test_tensor(OCR_F32, 1, t.b.shape, NULL);
     ocr_tensor_fill(&dw2, 0.0f), ocr_tensor_fill(&db2, 0.0f);
-    conv2d_backward(NULL, &dw2, NULL, &t.dy, &t.x, &t.w, params(c));
-    conv2d_backward(NULL, NULL, &db2, &t.dy, &t.x, &t.w, params(c));
+    ocr_conv2d_backward(NULL, &dw2, NULL, &t.dy, &t.x, &t.w, params(c));
+    ocr_conv2d_backward(NULL, NULL, &db2, &t.dy, &t.x, &t.w, params(c));
     float *half_w = malloc(sizeof(float) * (size_t)nw), half_b[256];
     ck_assert(c->OC <= 256);
     for (int64_t i = 0; i < nw; i++) half_w[i] = 0.5f * (((float *)t.dw.data)[i] - w0[i]);
@@ -331,12 +331,12 @@ START_TEST(test_conv_chunked) {
 END_TEST
 
 START_TEST(test_conv_out_size) {
-    ck_assert_int_eq(conv2d_out_size(48, 3, 2, 1), 24);
-    ck_assert_int_eq(conv2d_out_size(24, 3, 1, 1), 24);
-    ck_assert_int_eq(conv2d_out_size(6, 5, 2, 2), 3);
-    ck_assert_int_eq(conv2d_out_size(160, 5, 2, 2), 80);
-    ck_assert_int_eq(conv2d_out_size(7, 2, 3, 0), 2);
-    ck_assert_int_eq(conv2d_out_size(2, 5, 1, 1), 0);
+    ck_assert_int_eq(ocr_conv2d_out_size(48, 3, 2, 1), 24);
+    ck_assert_int_eq(ocr_conv2d_out_size(24, 3, 1, 1), 24);
+    ck_assert_int_eq(ocr_conv2d_out_size(6, 5, 2, 2), 3);
+    ck_assert_int_eq(ocr_conv2d_out_size(160, 5, 2, 2), 80);
+    ck_assert_int_eq(ocr_conv2d_out_size(7, 2, 3, 0), 2);
+    ck_assert_int_eq(ocr_conv2d_out_size(2, 5, 1, 1), 0);
 }
 END_TEST
 

@@ -84,21 +84,21 @@ typedef struct {
 static void run_bn_forward(void *vc) {
     BnCase *c = vc;
     if (c->fused)
-        batchnorm2d_act_forward(&c->out, &c->mean, &c->rstd, &c->scale, &c->rmean, &c->rvar, &c->x, &c->gamma,
-                                &c->beta, c->act, 0.9f, 1e-5f, c->training);
+        ocr_batchnorm2d_act_forward(&c->out, &c->mean, &c->rstd, &c->scale, &c->rmean, &c->rvar, &c->x, &c->gamma,
+                                    &c->beta, c->act, 0.9f, 1e-5f, c->training);
     else
-        batchnorm2d_forward(&c->out, &c->mean, &c->rstd, &c->rmean, &c->rvar, &c->x, &c->gamma, &c->beta, 0.9f,
-                            1e-5f, c->training);
+        ocr_batchnorm2d_forward(&c->out, &c->mean, &c->rstd, &c->rmean, &c->rvar, &c->x, &c->gamma, &c->beta, 0.9f,
+                                1e-5f, c->training);
 }
 
 static void run_bn_backward(void *vc) {
     BnCase *c = vc;
     if (c->fused)
-        batchnorm2d_act_backward(&c->dinp, &c->dgamma, &c->dbeta, &c->dout, &c->x, &c->gamma, &c->beta, &c->mean,
-                                 &c->rstd, &c->scale, c->act, c->mid, c->training);
+        ocr_batchnorm2d_act_backward(&c->dinp, &c->dgamma, &c->dbeta, &c->dout, &c->x, &c->gamma, &c->beta, &c->mean,
+                                     &c->rstd, &c->scale, c->act, c->mid, c->training);
     else
-        batchnorm2d_backward(&c->dinp, &c->dgamma, &c->dbeta, &c->dout, &c->x, &c->gamma, &c->mean, &c->rstd,
-                             c->training);
+        ocr_batchnorm2d_backward(&c->dinp, &c->dgamma, &c->dbeta, &c->dout, &c->x, &c->gamma, &c->mean, &c->rstd,
+                                 c->training);
 }
 
 // M = N·H·W rows of C channels; C = 37 leaves a tail at every vector width, and M·C is above the
@@ -181,8 +181,8 @@ typedef struct {
 
 static void run_act(void *vc) {
     ActCase *c = vc;
-    activation_forward(&c->y, &c->x, c->act);
-    activation_backward(&c->dx, &c->dy, &c->x, c->act);
+    ocr_activation_forward(&c->y, &c->x, c->act);
+    ocr_activation_backward(&c->dx, &c->dy, &c->x, c->act);
 }
 
 START_TEST(test_act_native_vs_reference) {
@@ -217,11 +217,11 @@ typedef struct {
 
 static void run_ew(void *vc) {
     EwCase *c = vc;
-    add_forward(&c->y, &c->a, &c->b);
-    accumulate(&c->acc, &c->a);
-    scale_forward(&c->sy, &c->a, 0.3f);
-    channel_scale_forward(&c->cy, &c->x, &c->sc);
-    channel_scale_backward(&c->dx, &c->dsc, &c->dy, &c->x, &c->sc);
+    ocr_add_forward(&c->y, &c->a, &c->b);
+    ocr_accumulate(&c->acc, &c->a);
+    ocr_scale_forward(&c->sy, &c->a, 0.3f);
+    ocr_channel_scale_forward(&c->cy, &c->x, &c->sc);
+    ocr_channel_scale_backward(&c->dx, &c->dsc, &c->dy, &c->x, &c->sc);
 }
 
 START_TEST(test_elementwise_native_vs_reference) {
@@ -280,16 +280,16 @@ typedef struct {
 
 static void run_dw_forward(void *vc) {
     DwCase *c = vc;
-    conv2d_forward(&c->y, &c->x, &c->w, &c->b, c->p);
+    ocr_conv2d_forward(&c->y, &c->x, &c->w, &c->b, c->p);
 }
 static void run_dw_backward(void *vc) {
     DwCase *c = vc;
-    conv2d_backward(&c->dx, &c->dw, &c->db, &c->dy, &c->x, &c->w, c->p);
+    ocr_conv2d_backward(&c->dx, &c->dw, &c->db, &c->dy, &c->x, &c->w, c->p);
 }
 
 static void dw_case(const DwShape *s, ocr_dtype_t dt, ocr_dtype_t out_dt, ocr_dtype_t wdt, Outs *fo, Outs *bo,
                     DwCase *c) {
-    const int Ho = conv2d_out_size(s->H, s->K, s->sh, s->ph), Wo = conv2d_out_size(s->W, s->K, s->sw, s->pw);
+    const int Ho = ocr_conv2d_out_size(s->H, s->K, s->sh, s->ph), Wo = ocr_conv2d_out_size(s->W, s->K, s->sw, s->pw);
     c->p = (Conv2dParams){s->sh, s->sw, s->ph, s->pw, s->C};
     c->x = rand_tensor(dt, 4, OCR_SHAPE(s->N, s->H, s->W, s->C), -1.0f, 1.0f);
     c->w = rand_tensor(wdt, 4, OCR_SHAPE(s->C, s->K, s->K, 1), -0.5f, 0.5f);

@@ -65,7 +65,7 @@ static void run_case(ocr_dtype_t dt, double smoothing, int ignore, float grad_sc
     OcrTensor loss = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), NULL);
     OcrTensor cnt = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(1), NULL);
     CrossEntropyParams p = {(float)smoothing, ignore, grad_scale};
-    cross_entropy_forward(&losses, &loss, &cnt, &x, &t, p);
+    ocr_cross_entropy_forward(&losses, &loss, &cnt, &x, &t, p);
     double xd[N * C], rows[N];
     for (int i = 0; i < N * C; i++) xd[i] = ocr_tensor_get_f32(&x, i);  // the rounded inputs
     RefCtx rc = {(float)smoothing, ignore};
@@ -80,7 +80,7 @@ static void run_case(ocr_dtype_t dt, double smoothing, int ignore, float grad_sc
                   ((float *)loss.data)[0], mean);
 
     OcrTensor dx = ocr_test_tensor(dt, 3, OCR_SHAPE(2, 4, C), NULL);
-    cross_entropy_backward(&dx, &x, &t, p);
+    ocr_cross_entropy_backward(&dx, &x, &t, p);
     double num[N * C];
     ocr_test_numeric_grad(num, xd, N * C, ref_mean, &rc, 1e-6);
     for (int i = 0; i < N * C; i++) num[i] *= grad_scale;
@@ -124,11 +124,11 @@ START_TEST(test_cross_entropy_all_ignored) {
     OcrTensor loss = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), NULL);
     OcrTensor cnt = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(1), NULL);
     CrossEntropyParams p = {0.1f, 4, 1.0f};
-    cross_entropy_forward(NULL, &loss, &cnt, &x, &t, p);
+    ocr_cross_entropy_forward(NULL, &loss, &cnt, &x, &t, p);
     ck_assert(((float *)loss.data)[0] == 0.0f);
     ck_assert_int_eq(((int32_t *)cnt.data)[0], 0);
     OcrTensor dx = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(3, C), NULL);
-    cross_entropy_backward(&dx, &x, &t, p);
+    ocr_cross_entropy_backward(&dx, &x, &t, p);
     for (int i = 0; i < 3 * C; i++) ck_assert(((float *)dx.data)[i] == 0.0f);
     ocr_tensor_free(&x);
     ocr_tensor_free(&t);

@@ -60,8 +60,8 @@ static void ctc_bufs_free(CtcBufs *k) {
 
 static double run(CtcBufs *k, CtcParams p) {
     ocr_test_poison(&k->dlogits);
-    return ctc_loss_forward(&k->losses, &k->loss, &k->dlogits, &k->infeasible, &k->logits, &k->targets, &k->tl,
-                            &k->il, p);
+    return ocr_ctc_loss_forward(&k->losses, &k->loss, &k->dlogits, &k->infeasible, &k->logits, &k->targets, &k->tl,
+                                &k->il, p);
 }
 
 static int close_rel(double got, double want, double rtol) {
@@ -224,7 +224,7 @@ START_TEST(test_against_pytorch) {
             for (int b = 0; b < c->B; b++) {
                 ck_assert_msg(close_rel(((float *)k.losses.data)[b], c->loss_none[b], 1e-5),
                               "%s: losses[%d] = %g want %g", c->name, b, ((float *)k.losses.data)[b], c->loss_none[b]);
-                int min_frames = ctc_min_frames(c->targets + (size_t)b * c->S, c->tl[b]);
+                int min_frames = ocr_ctc_min_frames(c->targets + (size_t)b * c->S, c->tl[b]);
                 ck_assert_int_eq(((int32_t *)k.infeasible.data)[b], min_frames > c->il[b]);
                 int L = c->tl[b] > 1 ? c->tl[b] : 1;
                 wt[b] = reds[r].red == OCR_CTC_REDUCTION_MEAN     ? 1.0 / ((double)c->B * L)
@@ -293,7 +293,7 @@ START_TEST(test_infeasible_and_defaults) {
     ocr_test_fill_uniform(z, B * T * C, 11, -2.0f, 2.0f);
     int32_t tg[6] = {2, 2, 2, 1, 0, 0}, tl[2] = {3, 1}, il[2] = {3, 3};
     CtcBufs k = ctc_bufs(B, T, C, S, z, tg, tl, il);
-    ck_assert_int_eq(ctc_min_frames(tg, 3), 5);
+    ck_assert_int_eq(ocr_ctc_min_frames(tg, 3), 5);
     double l = run(&k, (CtcParams){0});
     ck_assert(isinf(l) && l > 0);
     ck_assert_int_eq(((int32_t *)k.infeasible.data)[0], 1);
@@ -313,8 +313,8 @@ START_TEST(test_infeasible_and_defaults) {
     for (int i = 0; i < T * C; i++) ck_assert(fabs(g[T * C + i] - g1[i]) <= 1e-7);
 
     // NULL input_lengths means T for everyone; NULL optional outputs are allowed.
-    double lnull = ctc_loss_forward(NULL, NULL, NULL, NULL, &k.logits, &k.targets, &k.tl, NULL,
-                                    (CtcParams){.zero_infinity = 1});
+    double lnull = ocr_ctc_loss_forward(NULL, NULL, NULL, NULL, &k.logits, &k.targets, &k.tl, NULL,
+                                        (CtcParams){.zero_infinity = 1});
     ck_assert(lnull == lz);
     ctc_bufs_free(&k);
 }
@@ -441,7 +441,7 @@ START_TEST(test_half_dtypes) {
     OcrTensor gh = ocr_test_tensor(OCR_F16, 3, OCR_SHAPE(B, T, C), NULL);
     ocr_tensor_to_f32(&zh, k.logits.data);  // f16-rounded values into the f32 logits
     double lf = run(&k, (CtcParams){0});
-    double lh = ctc_loss_forward(NULL, NULL, &gh, NULL, &zh, &k.targets, &k.tl, &k.il, (CtcParams){0});
+    double lh = ocr_ctc_loss_forward(NULL, NULL, &gh, NULL, &zh, &k.targets, &k.tl, &k.il, (CtcParams){0});
     ck_assert(lf == lh);
     float gf[2 * 5 * 6];
     ocr_tensor_to_f32(&gh, gf);
@@ -463,7 +463,7 @@ START_TEST(test_workspace_released) {
     OcrMemStats after = ocr_mem_stats(ocr_cpu());
     // A second call reuses the cached workspace block: nothing new stays allocated.
     ck_assert_int_eq(after.current_total, before.current_total);
-    ck_assert(ctc_loss_workspace_bytes(&k.logits, &k.dlogits, 2, 1) > 0);
+    ck_assert(ocr_ctc_loss_workspace_bytes(&k.logits, &k.dlogits, 2, 1) > 0);
     ctc_bufs_free(&k);
 }
 END_TEST

@@ -43,7 +43,7 @@ START_TEST(test_dropout_forward_modes) {
             for (int training = 0; training < 2; training++) {
                 DropoutParams d = params(0.3f, (ocr_dropout_mode_t)mode, training, 1234, 7, 5);
                 ocr_test_poison(&y);
-                dropout_forward(&y, &x, d);
+                ocr_dropout_forward(&y, &x, d);
                 ocr_tensor_to_f32(&y, got);
                 int64_t kept = 0;
                 for (int64_t i = 0; i < n; i++) {
@@ -86,7 +86,7 @@ START_TEST(test_dropout_statistics) {
     for (int k = 0; k < 5; k++) {
         for (int mode = 0; mode < 2; mode++) {
             float p = ps[k];
-            dropout_forward(&y, &x, params(p, (ocr_dropout_mode_t)mode, 1, 99, 3, 0));
+            ocr_dropout_forward(&y, &x, params(p, (ocr_dropout_mode_t)mode, 1, 99, 3, 0));
             const float *yd = y.data;
             int64_t kept = 0;
             double mean = 0;
@@ -118,8 +118,8 @@ START_TEST(test_dropout_reproducibility) {
     OcrTensor a = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), NULL);
     OcrTensor b = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), NULL);
     DropoutParams base = params(0.5f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1, 42, 9, 0);
-    dropout_forward(&a, &x, base);
-    dropout_forward(&b, &x, base);
+    ocr_dropout_forward(&a, &x, base);
+    ocr_dropout_forward(&b, &x, base);
     ck_assert(memcmp(a.data, b.data, (size_t)n * 4) == 0);
 
     DropoutParams other[3] = {base, base, base};
@@ -127,18 +127,18 @@ START_TEST(test_dropout_reproducibility) {
     other[1].stream = 10;
     other[2].offset = 1;
     for (int k = 0; k < 3; k++) {
-        dropout_forward(&b, &x, other[k]);
+        ocr_dropout_forward(&b, &x, other[k]);
         int64_t diff = 0;
         for (int64_t i = 0; i < n; i++) diff += ((float *)a.data)[i] != ((float *)b.data)[i];
         ck_assert_msg(diff > n / 4, "variant %d changed only %lld of %lld entries", k, (long long)diff, (long long)n);
     }
     DropoutParams shifted = base;
     shifted.offset = 13;
-    dropout_forward(&b, &x, shifted);
+    ocr_dropout_forward(&b, &x, shifted);
     OcrTensor big = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n + 13), NULL);
     OcrTensor xbig = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n + 13), NULL);
     ocr_tensor_fill(&xbig, 1.0f);
-    dropout_forward(&big, &xbig, base);
+    ocr_dropout_forward(&big, &xbig, base);
     ck_assert(memcmp(b.data, (float *)big.data + 13, (size_t)n * 4) == 0);
     ocr_tensor_free(&x);
     ocr_tensor_free(&a);
@@ -179,9 +179,9 @@ static void check_backward(int path) {
                 OcrTensor dy = ocr_test_tensor(dts[k], 3, OCR_SHAPE(5, 3, 3), gs);
                 OcrTensor dx = ocr_test_tensor(dts[k], 3, OCR_SHAPE(5, 3, 3), NULL);
                 if (path)
-                    droppath_backward(&dx, &dy, d);
+                    ocr_droppath_backward(&dx, &dy, d);
                 else
-                    dropout_backward(&dx, &dy, d);
+                    ocr_dropout_backward(&dx, &dy, d);
                 double xd[GN], dyd[GN], num[GN];
                 for (int i = 0; i < GN; i++) {
                     xd[i] = ocr_tensor_get_f32(&x, i);
@@ -221,7 +221,7 @@ START_TEST(test_droppath_forward) {
     for (int mode = 0; mode < 2; mode++) {
         DropoutParams d = params(0.25f, (ocr_dropout_mode_t)mode, 1, 5, 11, 1001);
         ocr_test_poison(&y);
-        droppath_forward(&y, &x, d);
+        ocr_droppath_forward(&y, &x, d);
         int64_t kept = 0;
         for (int64_t n = 0; n < N; n++) {
             double f = ref_path_factor(&d, n);
@@ -236,7 +236,7 @@ START_TEST(test_droppath_forward) {
         double frac = (double)kept / (double)N, sd = sqrt(0.25 * 0.75 / (double)N);
         ck_assert_msg(fabs(frac - 0.75) < 5 * sd, "droppath keep fraction %g", frac);
         d.training = 0;
-        droppath_forward(&y, &x, d);
+        ocr_droppath_forward(&y, &x, d);
         for (int64_t i = 0; i < N * per; i++)
             ck_assert(ocr_tensor_get_f32(&y, i) == ocr_bf16_to_f32(ocr_f32_to_bf16(xs[i])));
     }
@@ -244,11 +244,11 @@ START_TEST(test_droppath_forward) {
     OcrTensor z = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(N, 3, 2), NULL);
     OcrTensor w = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(N, 3, 2), NULL);
     DropoutParams d = params(0.5f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1, 6, 1, 0);
-    droppath_forward(&z, &x, d);
-    droppath_forward(&w, &x, d);
+    ocr_droppath_forward(&z, &x, d);
+    ocr_droppath_forward(&w, &x, d);
     ck_assert(memcmp(z.data, w.data, (size_t)(N * per) * 4) == 0);
     d.seed = 7;
-    droppath_forward(&w, &x, d);
+    ocr_droppath_forward(&w, &x, d);
     ck_assert(memcmp(z.data, w.data, (size_t)(N * per) * 4) != 0);
     free(xs);
     ocr_tensor_free(&x);

@@ -69,7 +69,7 @@ START_TEST(test_channel_scale) {
     OcrTensor dy = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(N, H, W, C), dys);
     OcrTensor dx = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(N, H, W, C), NULL);
     OcrTensor ds = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(N, 1, 1, C), NULL);
-    channel_scale_forward(&out, &x, &s);
+    ocr_channel_scale_forward(&out, &x, &s);
     ref_channel_scale(y, p, &r);
     fetch(got, &out);
     ck_assert(ocr_test_allclose_f64(got, y, n, 1e-7, 1e-6, "channel_scale forward"));
@@ -78,7 +78,7 @@ START_TEST(test_channel_scale) {
     for (int call = 0; call < 2; call++) {  // both gradients are assigned
         ocr_test_poison(&dx);
         ocr_test_poison(&ds);
-        channel_scale_backward(&dx, &ds, &dy, &x, &s);
+        ocr_channel_scale_backward(&dx, &ds, &dy, &x, &s);
         fetch(got, &dx);
         ck_assert_msg(ocr_test_rel_error(got, num, n) < 1e-6, "dinp rel error %g", ocr_test_rel_error(got, num, n));
         ck_assert(ocr_test_allclose_f64(got, num, n, 1e-6, 1e-5, "channel_scale dinp"));
@@ -88,12 +88,12 @@ START_TEST(test_channel_scale) {
     // Either gradient alone.
     fetch(first, &ds);
     ocr_test_poison(&ds);
-    channel_scale_backward(NULL, &ds, &dy, &x, &s);
+    ocr_channel_scale_backward(NULL, &ds, &dy, &x, &s);
     fetch(got, &ds);
     ck_assert(memcmp(got, first, ns * sizeof(float)) == 0);
     fetch(first, &dx);
     ocr_test_poison(&dx);
-    channel_scale_backward(&dx, NULL, &dy, &x, &s);
+    ocr_channel_scale_backward(&dx, NULL, &dy, &x, &s);
     fetch(got, &dx);
     ck_assert(memcmp(got, first, n * sizeof(float)) == 0);
 
@@ -115,8 +115,8 @@ START_TEST(test_channel_scale) {
             t[q][3] = ocr_test_tensor(q ? dt : OCR_F32, 4, OCR_SHAPE(N, H, W, C), dr);
             t[q][4] = ocr_test_tensor(q ? dt : OCR_F32, 4, OCR_SHAPE(N, H, W, C), NULL);
             t[q][5] = ocr_test_tensor(q ? st : OCR_F32, 4, OCR_SHAPE(N, 1, 1, C), NULL);
-            channel_scale_forward(&t[q][2], &t[q][0], &t[q][1]);
-            channel_scale_backward(&t[q][4], &t[q][5], &t[q][3], &t[q][0], &t[q][1]);
+            ocr_channel_scale_forward(&t[q][2], &t[q][0], &t[q][1]);
+            ocr_channel_scale_backward(&t[q][4], &t[q][5], &t[q][3], &t[q][0], &t[q][1]);
         }
         for (int j = 2; j < 6; j++) {
             if (j == 3) continue;
@@ -156,7 +156,7 @@ START_TEST(test_add) {
                 OcrTensor a = ocr_test_tensor(FLOAT_DTYPES[ia], 4, shape, as);
                 OcrTensor b = ocr_test_tensor(FLOAT_DTYPES[ib], 4, shape, bs);
                 OcrTensor out = ocr_test_tensor(FLOAT_DTYPES[io], 4, shape, NULL);
-                add_forward(&out, &a, &b);
+                ocr_add_forward(&out, &a, &b);
                 fetch(got, &out);
                 double u = ocr_test_dtype_eps(FLOAT_DTYPES[io]);
                 char what[64];
@@ -174,14 +174,14 @@ START_TEST(test_add) {
         OcrTensor b = ocr_test_tensor(dt, 4, shape, bs);
         OcrTensor out = ocr_test_tensor(dt, 4, shape, NULL);
         float *expect = fvec(n);
-        add_forward(&out, &a, &b);
+        ocr_add_forward(&out, &a, &b);
         fetch(expect, &out);
-        add_forward(&a, &a, &b);  // out aliases a
+        ocr_add_forward(&a, &a, &b);  // out aliases a
         fetch(got, &a);
         ck_assert_msg(memcmp(got, expect, n * sizeof(float)) == 0, "add out==a (%s)", ocr_dtype_name(dt));
         ocr_tensor_free(&a);
         a = ocr_test_tensor(dt, 4, shape, as);
-        add_forward(&b, &a, &b);  // out aliases b
+        ocr_add_forward(&b, &a, &b);  // out aliases b
         fetch(got, &b);
         ck_assert_msg(memcmp(got, expect, n * sizeof(float)) == 0, "add out==b (%s)", ocr_dtype_name(dt));
         free(expect);
@@ -216,17 +216,17 @@ START_TEST(test_add_backward) {
             OcrTensor dy = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(3, 5, 9), dys);
             OcrTensor da = ocr_test_tensor(FLOAT_DTYPES[k], 3, OCR_SHAPE(3, 5, 9), NULL);
             OcrTensor db = ocr_test_tensor(FLOAT_DTYPES[j], 3, OCR_SHAPE(3, 5, 9), NULL);
-            add_backward(&da, &db, &dy);
+            ocr_add_backward(&da, &db, &dy);
             fetch(got, &da);
             ck_assert(ocr_test_allclose_f64(got, num, n, 1e-6, 1.01 * ocr_test_dtype_eps(da.dtype), "add da"));
             fetch(got, &db);
             ck_assert(ocr_test_allclose_f64(got, num + n, n, 1e-6, 1.01 * ocr_test_dtype_eps(db.dtype), "add db"));
             ocr_test_poison(&da);
-            add_backward(&da, NULL, &dy);
+            ocr_add_backward(&da, NULL, &dy);
             fetch(got, &da);
             ck_assert(ocr_test_allclose_f64(got, num, n, 1e-6, 1.01 * ocr_test_dtype_eps(da.dtype), "add da alone"));
             ocr_test_poison(&db);
-            add_backward(NULL, &db, &dy);
+            ocr_add_backward(NULL, &db, &dy);
             fetch(got, &db);
             ck_assert(ocr_test_allclose_f64(got, num + n, n, 1e-6, 1.01 * ocr_test_dtype_eps(db.dtype), "db alone"));
             ocr_tensor_free(&dy);
@@ -236,7 +236,7 @@ START_TEST(test_add_backward) {
     // Low-precision dout into a same-dtype gradient is an exact copy (NaN payloads included).
     OcrTensor dy16 = ocr_test_tensor(OCR_F16, 1, OCR_SHAPE(4), (float[]){1.5f, -0.0f, NAN, 65504.0f});
     OcrTensor da16 = ocr_test_tensor(OCR_F16, 1, OCR_SHAPE(4), NULL);
-    add_backward(&da16, NULL, &dy16);
+    ocr_add_backward(&da16, NULL, &dy16);
     ck_assert(memcmp(da16.data, dy16.data, 4 * sizeof(uint16_t)) == 0);
     ocr_tensor_free(&dy16);
     ocr_tensor_free(&da16);
@@ -257,8 +257,8 @@ START_TEST(test_accumulate) {
             round_to(ss, n, FLOAT_DTYPES[ks]);
             OcrTensor dst = ocr_test_tensor(FLOAT_DTYPES[kd], 3, OCR_SHAPE(4, 6, 11), d0);
             OcrTensor src = ocr_test_tensor(FLOAT_DTYPES[ks], 3, OCR_SHAPE(4, 6, 11), ss);
-            accumulate(&dst, &src);
-            accumulate(&dst, &src);
+            ocr_accumulate(&dst, &src);
+            ocr_accumulate(&dst, &src);
             fetch(got, &dst);
             for (int64_t i = 0; i < n; i++) ref[i] = (double)d0[i] + 2.0 * ss[i];
             // Two roundings into dst's dtype.
@@ -271,7 +271,7 @@ START_TEST(test_accumulate) {
         }
     // dst aliasing src doubles it.
     OcrTensor t = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(3), (float[]){1, -2, 0.25f});
-    accumulate(&t, &t);
+    ocr_accumulate(&t, &t);
     ck_assert_float_eq(ocr_tensor_get_f32(&t, 0), 2.0f);
     ck_assert_float_eq(ocr_tensor_get_f32(&t, 1), -4.0f);
     ck_assert_float_eq(ocr_tensor_get_f32(&t, 2), 0.5f);
@@ -294,14 +294,14 @@ START_TEST(test_scale_and_zero) {
             for (int64_t i = 0; i < n; i++) ref[i] = -0.37 * (double)xr[i];
             OcrTensor x = ocr_test_tensor(FLOAT_DTYPES[ki], 2, OCR_SHAPE(5, 13), xr);
             OcrTensor y = ocr_test_tensor(FLOAT_DTYPES[ko], 2, OCR_SHAPE(5, 13), NULL);
-            scale_forward(&y, &x, -0.37f);
+            ocr_scale_forward(&y, &x, -0.37f);
             fetch(got, &y);
             ck_assert(ocr_test_allclose_f64(got, ref, n, 1e-7, 1.01 * ocr_test_dtype_eps(FLOAT_DTYPES[ko]) + 1e-7,
                                             "scale"));
             if (ki == ko) {
                 float *expect = fvec(n);
                 fetch(expect, &y);
-                scale_forward(&x, &x, -0.37f);
+                ocr_scale_forward(&x, &x, -0.37f);
                 fetch(got, &x);
                 ck_assert_msg(memcmp(got, expect, n * sizeof(float)) == 0, "in-place scale differs");
                 free(expect);
@@ -315,7 +315,7 @@ START_TEST(test_scale_and_zero) {
         OcrTensor t;
         ck_assert(ocr_tensor_alloc(&t, all[k], ocr_cpu(), 2, OCR_SHAPE(3, 7), OCR_MEM_ACTIVATIONS) == OCR_OK);
         ocr_test_poison(&t);
-        zero_tensor(&t);
+        ocr_zero_tensor(&t);
         for (int64_t i = 0; i < 21; i++)
             ck_assert_msg(ocr_tensor_get_f32(&t, i) == 0.0f, "zero %s", ocr_dtype_name(all[k]));
         const unsigned char *bytes = t.data;
@@ -362,7 +362,7 @@ START_TEST(test_concat) {
                 inp[k] = &in[k];
             }
             OcrTensor out = ocr_test_tensor(FLOAT_DTYPES[ko], 4, OCR_SHAPE(2, 3, 4, Ct), NULL);
-            concat_forward(&out, inp, 3);
+            ocr_concat_forward(&out, inp, 3);
             fetch(got, &out);
             for (int64_t r = 0; r < R; r++) {
                 int64_t off = 0;
@@ -397,7 +397,7 @@ START_TEST(test_concat) {
             d[k] = ocr_test_tensor(FLOAT_DTYPES[k], 4, OCR_SHAPE(2, 3, 4, widths[k]), NULL);
             dp[k] = k == skip ? NULL : &d[k];
         }
-        concat_backward(dp, 3, &dy);
+        ocr_concat_backward(dp, 3, &dy);
         int64_t base = 0;
         for (int k = 0; k < 3; k++) {
             fetch(got, &d[k]);
@@ -416,7 +416,7 @@ START_TEST(test_concat) {
     OcrTensor a = ocr_test_tensor(OCR_BF16, 2, OCR_SHAPE(3, 4), vals[0]);
     OcrTensor o = ocr_test_tensor(OCR_BF16, 2, OCR_SHAPE(3, 4), NULL);
     const OcrTensor *one[1] = {&a};
-    concat_forward(&o, one, 1);
+    ocr_concat_forward(&o, one, 1);
     ck_assert(memcmp(o.data, a.data, 12 * sizeof(uint16_t)) == 0);
     ocr_tensor_free(&a);
     ocr_tensor_free(&o);
@@ -500,7 +500,7 @@ START_TEST(test_permute) {
                 round_to(xr, n, FLOAT_DTYPES[ki]);
                 OcrTensor x = ocr_test_tensor(FLOAT_DTYPES[ki], nd, ishape, xr);
                 OcrTensor y = ocr_test_tensor(FLOAT_DTYPES[ko], nd, oshape, NULL);
-                permute_forward(&y, &x, perm);
+                ocr_permute_forward(&y, &x, perm);
                 fetch(got, &y);
                 for (int64_t o = 0; o < n; o++) {
                     float v = xr[ref_permute_index(ishape, nd, perm, o)];
@@ -512,7 +512,7 @@ START_TEST(test_permute) {
                 }
                 // permute_backward maps y back onto x's layout (exactly, when no rounding happened).
                 OcrTensor dx = ocr_test_tensor(FLOAT_DTYPES[ki], nd, ishape, NULL);
-                permute_backward(&dx, &y, perm);
+                ocr_permute_backward(&dx, &y, perm);
                 fetch(back, &dx);
                 if (FLOAT_DTYPES[ko] == FLOAT_DTYPES[ki] || FLOAT_DTYPES[ko] == OCR_F32)
                     ck_assert_msg(memcmp(back, xr, n * sizeof(float)) == 0, "permute_backward is not the inverse");
@@ -530,7 +530,7 @@ START_TEST(test_permute) {
                 ocr_test_numeric_grad(num, xd, n, permute_loss, &r, 1e-6);
                 OcrTensor dy = ocr_test_tensor(OCR_F32, nd, oshape, dys);
                 OcrTensor dx = ocr_test_tensor(OCR_F32, nd, ishape, NULL);
-                permute_backward(&dx, &dy, perm);
+                ocr_permute_backward(&dx, &dy, perm);
                 fetch(got, &dx);
                 ck_assert(ocr_test_allclose_f64(got, num, n, 1e-7, 1e-6, "permute backward"));
                 ocr_tensor_free(&dy);
@@ -563,18 +563,18 @@ START_TEST(test_threads_invariant) {
         OcrTensor y = ocr_test_tensor(OCR_F32, 4, shape, NULL);
         OcrTensor ds = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(N, 1, 1, C), NULL);
         OcrTensor yh = ocr_test_tensor(OCR_F16, 4, shape, NULL);
-        channel_scale_forward(&y, &x, &s);
+        ocr_channel_scale_forward(&y, &x, &s);
         fetch(res[q][0], &y);
-        channel_scale_backward(&y, &ds, &x, &x, &s);
+        ocr_channel_scale_backward(&y, &ds, &x, &x, &s);
         fetch(res[q][1], &ds);
-        add_forward(&yh, &x, &xb);
+        ocr_add_forward(&yh, &x, &xb);
         fetch(res[q][2], &yh);
         OcrTensor yp = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(N, C, W, H), NULL);
-        permute_forward(&yp, &x, (const int[]){0, 3, 2, 1});
+        ocr_permute_forward(&yp, &x, (const int[]){0, 3, 2, 1});
         fetch(res[q][3], &yp);
         OcrTensor yc = ocr_test_tensor(OCR_F16, 4, OCR_SHAPE(N, H, W, 2 * C), NULL);
         const OcrTensor *parts[2] = {&x, &xb};
-        concat_forward(&yc, parts, 2);
+        ocr_concat_forward(&yc, parts, 2);
         float *tmp = fvec(2 * n);
         fetch(tmp, &yc);
         memcpy(res[q][4], tmp, n * sizeof(float));  // the two halves of the flat output

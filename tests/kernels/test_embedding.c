@@ -27,7 +27,7 @@ START_TEST(test_embedding_forward) {
         for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
         for (int k2 = 0; k2 < 3; k2++) {
             OcrTensor out = ocr_test_tensor(kDts[k2], 3, OCR_SHAPE(3, 3, D), NULL);
-            embedding_forward(&out, &ids, &table, PAD);
+            ocr_embedding_forward(&out, &ids, &table, PAD);
             for (int n = 0; n < NROW; n++)
                 for (int j = 0; j < D; j++) {
                     float got = ocr_tensor_get_f32(&out, n * D + j);
@@ -43,7 +43,7 @@ START_TEST(test_embedding_forward) {
         }
         // Without a padding index, id 0 is an ordinary row.
         OcrTensor out = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(NROW, D), NULL);
-        embedding_forward(&out, &ids, &table, -1);
+        ocr_embedding_forward(&out, &ids, &table, -1);
         ck_assert(ocr_tensor_get_f32(&out, 1 * D + 2) == ocr_tensor_get_f32(&table, 0 * D + 2));
         ocr_tensor_free(&out);
         ocr_tensor_free(&table);
@@ -78,7 +78,7 @@ START_TEST(test_embedding_backward) {
         OcrTensor ids = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(NROW), NULL);
         for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
         OcrTensor dtable = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(V, D), g0);
-        embedding_backward(&dtable, &dout, &ids, PAD);
+        ocr_embedding_backward(&dtable, &dout, &ids, PAD);
         double td[V * D], dd[NROW * D], num[V * D];
         for (int i = 0; i < V * D; i++) td[i] = ocr_tensor_get_f32(&table, i);
         for (int i = 0; i < NROW * D; i++) dd[i] = ocr_tensor_get_f32(&dout, i);
@@ -112,8 +112,8 @@ START_TEST(test_embedding_backward_lowp) {
         OcrTensor ids = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(NROW), NULL);
         for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
         OcrTensor dt = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(V, D), NULL);
-        zero_tensor(&dt);
-        embedding_backward(&dt, &dout, &ids, PAD);
+        ocr_zero_tensor(&dt);
+        ocr_embedding_backward(&dt, &dout, &ids, PAD);
         for (int v = 0; v < V; v++)
             for (int j = 0; j < D; j++) {
                 float s = 0.0f;

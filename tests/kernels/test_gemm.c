@@ -1,4 +1,4 @@
-// gemm(): all transposes, odd sizes, alpha/beta, NaN in c with beta = 0, K = 0, and
+// ocr_gemm(): all transposes, odd sizes, alpha/beta, NaN in c with beta = 0, K = 0, and
 // f16/bf16 storage, against a double-precision reference.
 #include <math.h>
 #include <stdlib.h>
@@ -48,7 +48,7 @@ static void run_case(const GemmCase *g, ocr_dtype_t dt) {
     gemm_ref(ref, va, vb, vc, g, 0);
     gemm_ref(bound, va, vb, vc, g, 1);
 
-    gemm(&c, &a, &b, g->ta, g->tb, g->alpha, g->beta);
+    ocr_gemm(&c, &a, &b, g->ta, g->tb, g->alpha, g->beta);
     ocr_tensor_to_f32(&c, got);
     double eps = ocr_test_dtype_eps(dt), u = ldexp(1.0, -24);
     for (int64_t i = 0; i < nc; i++) {
@@ -95,7 +95,7 @@ START_TEST(test_gemm_mixed_dtypes) {
     GemmCase g = {M, N, K, 0, 0, 1.0f, 0.0f};
     gemm_ref(ref, va, vb, NULL, &g, 0);
     gemm_ref(bound, va, vb, NULL, &g, 1);
-    gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);
     ocr_tensor_to_f32(&c, got);
     for (int i = 0; i < M * N; i++)
         ck_assert_msg(fabs(got[i] - ref[i]) <= 2.0 * (K + 2) * ldexp(1.0, -24) * bound[i] + 1e-30,

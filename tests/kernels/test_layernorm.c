@@ -88,7 +88,7 @@ START_TEST(test_forward_reference) {
             OcrTensor out = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), NULL);
             OcrTensor mt = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(B, T), NULL);
             OcrTensor rt = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(B, T), NULL);
-            layernorm_forward(&out, &mt, &rt, &x, &g, &b, epss[e]);
+            ocr_layernorm_forward(&out, &mt, &rt, &x, &g, &b, epss[e]);
             LnRef ref = {R, C, epss[e], NULL};
             ref_forward(y, m, rs, p, &ref);
             fetch(got, &out);
@@ -101,7 +101,7 @@ START_TEST(test_forward_reference) {
 
             // Without gamma/beta (identity affine) and without the saved statistics.
             OcrTensor out2 = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), NULL);
-            layernorm_forward(&out2, NULL, NULL, &x, NULL, NULL, epss[e]);
+            ocr_layernorm_forward(&out2, NULL, NULL, &x, NULL, NULL, epss[e]);
             double *p1 = dvec(n + 2 * C);
             memcpy(p1, p, n * sizeof(double));
             for (int64_t c = 0; c < C; c++) {
@@ -150,10 +150,10 @@ START_TEST(test_backward_finite_differences) {
         OcrTensor db = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), NULL);
         ocr_tensor_fill(&dg, 0.0f);
         ocr_tensor_fill(&db, 0.0f);
-        layernorm_forward(&out, &mt, &rt, &x, &g, &b, 1e-5f);
+        ocr_layernorm_forward(&out, &mt, &rt, &x, &g, &b, 1e-5f);
         for (int call = 1; call <= 2; call++) {
             ocr_test_poison(&dx);
-            layernorm_backward(&dx, &dg, &db, &dy, &x, &g, &mt, &rt);
+            ocr_layernorm_backward(&dx, &dg, &db, &dy, &x, &g, &mt, &rt);
             fetch(got, &dx);
             double err = ocr_test_rel_error(got, num, n);
             ck_assert_msg(err < 1e-5, "C %lld call %d: dinp rel error %g", (long long)C, call, err);
@@ -167,11 +167,11 @@ START_TEST(test_backward_finite_differences) {
         // dinp alone, then the parameter gradients alone.
         fetch(full, &dx);
         ocr_test_poison(&dx);
-        layernorm_backward(&dx, NULL, NULL, &dy, &x, &g, &mt, &rt);
+        ocr_layernorm_backward(&dx, NULL, NULL, &dy, &x, &g, &mt, &rt);
         fetch(got, &dx);
         ck_assert_msg(memcmp(got, full, n * sizeof(float)) == 0, "dinp alone differs");
         ocr_tensor_fill(&db, 0.0f);
-        layernorm_backward(NULL, NULL, &db, &dy, &x, &g, &mt, &rt);
+        ocr_layernorm_backward(NULL, NULL, &db, &dy, &x, &g, &mt, &rt);
         fetch(got, &db);
         ck_assert(ocr_test_allclose_f64(got, num + n + C, C, 1e-5, 1e-5, "ln dbeta alone"));
 
@@ -217,8 +217,8 @@ START_TEST(test_low_precision) {
             t[r][7] = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), NULL);
             ocr_tensor_fill(&t[r][6], 0.0f);
             ocr_tensor_fill(&t[r][7], 0.0f);
-            layernorm_forward(&t[r][1], &t[r][4], &t[r][5], &t[r][0], &g, &b, 1e-5f);
-            layernorm_backward(&t[r][3], &t[r][6], &t[r][7], &t[r][2], &t[r][0], &g, &t[r][4], &t[r][5]);
+            ocr_layernorm_forward(&t[r][1], &t[r][4], &t[r][5], &t[r][0], &g, &b, 1e-5f);
+            ocr_layernorm_backward(&t[r][3], &t[r][6], &t[r][7], &t[r][2], &t[r][0], &g, &t[r][4], &t[r][5]);
         }
         char what[96];
         snprintf(what, sizeof what, "ln out %s<-%s", ocr_dtype_name(dt[1]), ocr_dtype_name(dt[0]));
@@ -271,8 +271,8 @@ START_TEST(test_threads_invariant) {
         OcrTensor db = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(C), NULL);
         ocr_tensor_fill(&dg, 0.0f);
         ocr_tensor_fill(&db, 0.0f);
-        layernorm_forward(&y, &mt, &rt, &x, &g, &b, 1e-6f);
-        layernorm_backward(&dx, &dg, &db, &dy, &x, &g, &mt, &rt);
+        ocr_layernorm_forward(&y, &mt, &rt, &x, &g, &b, 1e-6f);
+        ocr_layernorm_backward(&dx, &dg, &db, &dy, &x, &g, &mt, &rt);
         fetch(res[r][0], &y);
         fetch(res[r][1], &dx);
         fetch(par[r], &dg);

@@ -86,7 +86,7 @@ static void check_forward(const LinCase *c, ocr_dtype_t dt) {
     double *ref = malloc(sizeof(double) * (size_t)ny), *bound = malloc(sizeof(double) * (size_t)ny);
     lin_ref(ref, &r, 0);
     lin_ref(bound, &r, 1);
-    linear_forward(&y, &x, &w, c->bias ? &b : NULL);
+    ocr_linear_forward(&y, &x, &w, c->bias ? &b : NULL);
     ocr_tensor_to_f32(&y, got);
     double eps = ocr_test_dtype_eps(dt), u = ldexp(1.0, -24);
     for (int64_t i = 0; i < ny; i++) {
@@ -135,9 +135,9 @@ START_TEST(test_linear_backward_f32) {
     ocr_test_numeric_grad(gw, r.w, nw, lin_loss, &r, 1e-3);
     ocr_test_numeric_grad(gb, r.b, c->OUT, lin_loss, &r, 1e-3);
 
-    linear_backward(&dx, &dw, &db, &dy, &x, &w);
+    ocr_linear_backward(&dx, &dw, &db, &dy, &x, &w);
     ocr_test_poison(&dx);
-    linear_backward(&dx, &dw, &db, &dy, &x, &w);
+    ocr_linear_backward(&dx, &dw, &db, &dy, &x, &w);
     double *ew = malloc(sizeof(double) * (size_t)nw), *eb = malloc(sizeof(double) * (size_t)c->OUT);
     for (int64_t i = 0; i < nw; i++) ew[i] = w0[i] + 2.0 * gw[i];
     for (int i = 0; i < c->OUT; i++) eb[i] = b0[i] + 2.0 * gb[i];
@@ -149,7 +149,7 @@ START_TEST(test_linear_backward_f32) {
 
     // NULL gradients are skipped and leave the others alone.
     OcrTensor dx2 = ocr_test_tensor(OCR_F32, c->ndim, xs, NULL);
-    linear_backward(&dx2, NULL, NULL, &dy, &x, &w);
+    ocr_linear_backward(&dx2, NULL, NULL, &dy, &x, &w);
     ck_assert(ocr_test_allclose_f32(dx2.data, dx.data, nx, 0, 0, "dinp alone"));
 
     ocr_tensor_free(&x), ocr_tensor_free(&w), ocr_tensor_free(&dy), ocr_tensor_free(&dx), ocr_tensor_free(&dx2);
@@ -191,9 +191,9 @@ static void check_backward_lowp(const LinCase *c, ocr_dtype_t dt) {
     OcrTensor adw = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(c->IN, c->OUT), w0);
     OcrTensor adb = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(c->OUT), b0);
 
-    linear_backward(&ldx, &ldw, &ldb, &ldy, &lx, &lw);
-    linear_backward(&fdx, &fdw, &fdb, &fdy, &fx, &fw);
-    linear_backward(&adx, &adw, &adb, &ady, &ax, &aw);
+    ocr_linear_backward(&ldx, &ldw, &ldb, &ldy, &lx, &lw);
+    ocr_linear_backward(&fdx, &fdw, &fdb, &fdy, &fx, &fw);
+    ocr_linear_backward(&adx, &adw, &adb, &ady, &ax, &aw);
 
     struct { OcrTensor *got, *ref, *bound; int K; const char *what; } chk[] = {
         {&ldx, &fdx, &adx, c->OUT, "dinp"}, {&ldw, &fdw, &adw, (int)case_rows(c), "dweight"},

@@ -26,7 +26,7 @@
 
 #define MAX_T 4
 
-// One op call: inputs and outputs; acc[i] marks outputs that accumulate (weight gradients).
+// One op call: inputs and outputs; acc[i] marks outputs that ocr_accumulate (weight gradients).
 typedef struct {
     const char *name;
     int n_in, n_out;
@@ -140,7 +140,7 @@ typedef struct {
 
 static void run_gemm(OcrTensor *out, const OcrTensor *in, const void *params) {
     const GemmP *p = params;
-    gemm(&out[0], &in[0], &in[1], p->ta, p->tb, p->alpha, p->beta);
+    ocr_gemm(&out[0], &in[0], &in[1], p->ta, p->tb, p->alpha, p->beta);
 }
 
 static const GemmP gemm_cases[] = {
@@ -172,11 +172,11 @@ typedef struct {
 
 static void run_linear_fwd(OcrTensor *out, const OcrTensor *in, const void *params) {
     (void)params;
-    linear_forward(&out[0], &in[0], &in[1], &in[2]);
+    ocr_linear_forward(&out[0], &in[0], &in[1], &in[2]);
 }
 static void run_linear_bwd(OcrTensor *out, const OcrTensor *in, const void *params) {
     (void)params;
-    linear_backward(&out[0], &out[1], &out[2], &in[0], &in[1], &in[2]);
+    ocr_linear_backward(&out[0], &out[1], &out[2], &in[0], &in[1], &in[2]);
 }
 
 START_TEST(test_linear) {
@@ -212,11 +212,11 @@ typedef struct {
 
 static void run_bmm_fwd(OcrTensor *out, const OcrTensor *in, const void *params) {
     const BmmP *p = params;
-    matmul_batched_forward(&out[0], &in[0], &in[1], p->ta, p->tb, p->alpha);
+    ocr_matmul_batched_forward(&out[0], &in[0], &in[1], p->ta, p->tb, p->alpha);
 }
 static void run_bmm_bwd(OcrTensor *out, const OcrTensor *in, const void *params) {
     const BmmP *p = params;
-    matmul_batched_backward(&out[0], &out[1], &in[0], &in[1], &in[2], p->ta, p->tb, p->alpha);
+    ocr_matmul_batched_backward(&out[0], &out[1], &in[0], &in[1], &in[2], p->ta, p->tb, p->alpha);
 }
 
 START_TEST(test_matmul_batched) {
@@ -256,16 +256,16 @@ typedef struct {
 
 static void run_conv_fwd(OcrTensor *out, const OcrTensor *in, const void *params) {
     const ConvP *p = params;
-    conv2d_forward(&out[0], &in[0], &in[1], p->bias ? &in[2] : NULL, p->p);
+    ocr_conv2d_forward(&out[0], &in[0], &in[1], p->bias ? &in[2] : NULL, p->p);
 }
 static void run_conv_bwd(OcrTensor *out, const OcrTensor *in, const void *params) {
     const ConvP *p = params;
-    conv2d_backward(&out[0], &out[1], p->bias ? &out[2] : NULL, &in[0], &in[1], &in[2], p->p);
+    ocr_conv2d_backward(&out[0], &out[1], p->bias ? &out[2] : NULL, &in[0], &in[1], &in[2], p->p);
 }
 
 static void conv_case(ocr_dtype_t dt, ocr_dtype_t gdt, const ConvP *p) {
-    int Ho = conv2d_out_size(p->H, p->KH, p->p.stride_h, p->p.pad_h);
-    int Wo = conv2d_out_size(p->W, p->KW, p->p.stride_w, p->p.pad_w);
+    int Ho = ocr_conv2d_out_size(p->H, p->KH, p->p.stride_h, p->p.pad_h);
+    int Wo = ocr_conv2d_out_size(p->W, p->KW, p->p.stride_w, p->p.pad_w);
     int Cg = p->C / p->p.groups, OCg = p->OC / p->p.groups;
     OpCase f = {.name = "conv2d_forward", .n_in = p->bias ? 3 : 2, .n_out = 1, .run = run_conv_fwd, .params = p};
     f.in[0] = random_tensor(dt, 4, OCR_SHAPE(p->N, p->H, p->W, p->C));
@@ -349,14 +349,14 @@ START_TEST(test_switch) {
     ck_assert_str_eq(ocr_cpu_isa_name(OCR_BF16), "emulated");
     ck_assert_ptr_nonnull(ocr_cpu_isa_emulated_reason(OCR_BF16));
     int64_t before = ocr_onednn_primitives_created();
-    gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);
     ck_assert_int_eq(ocr_onednn_primitives_created(), before);
     ocr_cpu_set_exact_numerics(0);
     ck_assert_str_ne(ocr_cpu_isa_name(OCR_BF16), "emulated");
     ck_assert_ptr_null(ocr_cpu_isa_emulated_reason(OCR_BF16));
-    gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);
     ck_assert_int_eq(ocr_onednn_primitives_created(), before + 1);
-    gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);  // the cached primitive
+    ocr_gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);  // the cached primitive
     ck_assert_int_eq(ocr_onednn_primitives_created(), before + 1);
     char line[128];
     ocr_cpu_isa_summary(line, sizeof line);

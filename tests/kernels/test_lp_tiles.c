@@ -43,16 +43,16 @@ typedef struct {
 static void run_pool_forward(void *vc) {
     PoolCase *c = vc;
     if (c->adaptive)
-        adaptive_avgpool2d_forward(&c->y, &c->x);
+        ocr_adaptive_avgpool2d_forward(&c->y, &c->x);
     else
-        avgpool2d_forward(&c->y, &c->x, c->p);
+        ocr_avgpool2d_forward(&c->y, &c->x, c->p);
 }
 static void run_pool_backward(void *vc) {
     PoolCase *c = vc;
     if (c->adaptive)
-        adaptive_avgpool2d_backward(&c->dx, &c->dy);
+        ocr_adaptive_avgpool2d_backward(&c->dx, &c->dy);
     else
-        avgpool2d_backward(&c->dx, &c->dy, c->p);
+        ocr_avgpool2d_backward(&c->dx, &c->dy, c->p);
 }
 
 // Overlapping and padded windows (input rows read by several output rows, gradient rows received
@@ -107,11 +107,11 @@ typedef struct {
 static void run_drop(void *vc) {
     DropCase *c = vc;
     if (c->path) {
-        droppath_forward(&c->y, &c->x, c->d);
-        droppath_backward(&c->dx, &c->dy, c->d);
+        ocr_droppath_forward(&c->y, &c->x, c->d);
+        ocr_droppath_backward(&c->dx, &c->dy, c->d);
     } else {
-        dropout_forward(&c->y, &c->x, c->d);
-        dropout_backward(&c->dx, &c->dy, c->d);
+        ocr_dropout_forward(&c->y, &c->x, c->d);
+        ocr_dropout_backward(&c->dx, &c->dy, c->d);
     }
 }
 
@@ -158,11 +158,11 @@ typedef struct {
 
 static void run_attn_forward(void *vc) {
     AttnCase *c = vc;
-    attention_forward(&c->out, &c->probs, &c->qkv, c->use_mask ? &c->mask : NULL, c->heads, 0.35f, c->d);
+    ocr_attention_forward(&c->out, &c->probs, &c->qkv, c->use_mask ? &c->mask : NULL, c->heads, 0.35f, c->d);
 }
 static void run_attn_backward(void *vc) {
     AttnCase *c = vc;
-    attention_backward(&c->dqkv, &c->dout, &c->qkv, &c->probs, c->heads, 0.35f, c->d);
+    ocr_attention_backward(&c->dqkv, &c->dout, &c->qkv, &c->probs, c->heads, 0.35f, c->d);
 }
 
 START_TEST(test_attention_native_vs_reference) {
@@ -214,12 +214,12 @@ typedef struct {
 
 static void run_ln_forward(void *vc) {
     LnCase *c = vc;
-    layernorm_forward(&c->y, &c->mean, &c->rstd, &c->x, c->affine ? &c->g : NULL, c->affine ? &c->b : NULL, 1e-5f);
+    ocr_layernorm_forward(&c->y, &c->mean, &c->rstd, &c->x, c->affine ? &c->g : NULL, c->affine ? &c->b : NULL, 1e-5f);
 }
 static void run_ln_backward(void *vc) {
     LnCase *c = vc;
-    layernorm_backward(&c->dx, c->affine ? &c->dg : NULL, c->affine ? &c->db : NULL, &c->dy, &c->x,
-                       c->affine ? &c->g : NULL, &c->mean, &c->rstd);
+    ocr_layernorm_backward(&c->dx, c->affine ? &c->dg : NULL, c->affine ? &c->db : NULL, &c->dy, &c->x,
+                           c->affine ? &c->g : NULL, &c->mean, &c->rstd);
 }
 
 START_TEST(test_layernorm_native_vs_reference) {
@@ -266,8 +266,8 @@ typedef struct {
 
 static void run_affine(void *vc) {
     AffCase *c = vc;
-    scalar_affine_forward(&c->y, &c->x, &c->s, &c->b);
-    scalar_affine_backward(&c->dx, &c->ds, &c->db, &c->dy, &c->x, &c->s);
+    ocr_scalar_affine_forward(&c->y, &c->x, &c->s, &c->b);
+    ocr_scalar_affine_backward(&c->dx, &c->ds, &c->db, &c->dy, &c->x, &c->s);
 }
 
 // Vector levels (kernels/cpu/cpu_common.h); a level this CPU lacks is skipped with a line.

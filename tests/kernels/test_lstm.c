@@ -59,7 +59,7 @@ START_TEST(test_lstm_forward) {
             OcrTensor cp = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(NB, NH), cv);
             OcrTensor h = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(NB, NH), NULL);
             OcrTensor c = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(NB, NH), NULL);
-            lstm_cell_forward(&h, &c, &a, with_cp ? &cp : NULL);
+            ocr_lstm_cell_forward(&h, &c, &a, with_cp ? &cp : NULL);
             double ad[NB * NG], cpd[NB * NH], hr[NB * NH], cr[NB * NH];
             to_double(ad, &a);
             to_double(cpd, &cp);
@@ -96,7 +96,7 @@ START_TEST(test_lstm_backward) {
             OcrTensor dc = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(NB, NH), wcv);
             OcrTensor da = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(NB, NG), NULL);
             OcrTensor dcp = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(NB, NH), NULL);
-            lstm_cell_backward(&da, with_cp ? &dcp : NULL, &dh, with_dc ? &dc : NULL, &a, with_cp ? &cp : NULL);
+            ocr_lstm_cell_backward(&da, with_cp ? &dcp : NULL, &dh, with_dc ? &dc : NULL, &a, with_cp ? &cp : NULL);
             double ad[NB * NG], cpd[NB * NH], whd[NB * NH], wcd[NB * NH], num[NB * NG];
             to_double(ad, &a);
             to_double(cpd, &cp);

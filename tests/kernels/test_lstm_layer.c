@@ -2,7 +2,7 @@
 // zero initial state): the forward against a double reference of Paddle's recurrence
 // (gates = x·W_ihᵀ + b_ih + h·W_hhᵀ + b_hh, order i, f, g, o), and BPTT against central finite
 // differences of the double reference's loss Σ wy·y with respect to x and all four parameters;
-// parameter gradients accumulate (+=), dx is assigned.
+// parameter gradients ocr_accumulate (+=), dx is assigned.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,7 +90,7 @@ START_TEST(test_lstm_layer_forward) {
     OcrTensor y = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NH), NULL);
     OcrTensor gates = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NG), NULL);
     OcrTensor cells = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NH), NULL);
-    lstm_layer_forward(&y, &gates, &cells, &in.x, &in.wi, &in.wh, &in.bi, &in.bh);
+    ocr_lstm_layer_forward(&y, &gates, &cells, &in.x, &in.wi, &in.wh, &in.bi, &in.bh);
     double want[NT * NB * NH];
     ref_forward(&r, want);
     // Each gate sums I + H + 2 = 10 fp32 products; the error carried through NT steps of the
@@ -113,7 +113,7 @@ START_TEST(test_lstm_layer_backward) {
     OcrTensor y = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NH), NULL);
     OcrTensor gates = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NG), NULL);
     OcrTensor cells = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NH), NULL);
-    lstm_layer_forward(&y, &gates, &cells, &in.x, &in.wi, &in.wh, &in.bi, &in.bh);
+    ocr_lstm_layer_forward(&y, &gates, &cells, &in.x, &in.wi, &in.wh, &in.bi, &in.bh);
     OcrTensor dy = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NH), wyv);
     OcrTensor dx = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NI), NULL);
     // Parameter gradients start from non-zero values: they accumulate.
@@ -123,7 +123,7 @@ START_TEST(test_lstm_layer_backward) {
     OcrTensor dbi = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(NG), g0), dbh = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(NG), g0);
     OcrTensor dg = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NT, NB, NG), NULL);
     OcrTensor st = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(3, NB, NH), NULL);
-    lstm_layer_backward(&dx, &dwi, &dwh, &dbi, &dbh, &dg, &st, &dy, &in.x, &y, &gates, &cells, &in.wi, &in.wh);
+    ocr_lstm_layer_backward(&dx, &dwi, &dwh, &dbi, &dbh, &dg, &st, &dy, &in.x, &y, &gates, &cells, &in.wi, &in.wh);
     struct {
         const char *name;
         OcrTensor *t;

@@ -121,7 +121,7 @@ static void run_case(const MmCase *c, ocr_dtype_t dt) {
     double *ref = malloc(sizeof(double) * (size_t)ny), *bound = malloc(sizeof(double) * (size_t)ny);
     mm_ref(ref, &r, 0);
     mm_ref(bound, &ra, 1);
-    matmul_batched_forward(&y, &a, &b, c->ta, c->tb, c->alpha);
+    ocr_matmul_batched_forward(&y, &a, &b, c->ta, c->tb, c->alpha);
     ocr_tensor_to_f32(&y, got);
     for (int64_t i = 0; i < ny; i++) {
         double tol = eps * fabs(ref[i]) + 2.0 * (c->K + 2) * u * bound[i] + 1e-30;
@@ -135,7 +135,7 @@ static void run_case(const MmCase *c, ocr_dtype_t dt) {
     mm_grad_ref(ba, bb, &ra);
     for (int64_t i = 0; i < na; i++) ba[i] = fabs(ba[i]);
     for (int64_t i = 0; i < nb; i++) bb[i] = fabs(bb[i]);
-    matmul_batched_backward(&da, &db, &dy, &a, &b, c->ta, c->tb, c->alpha);
+    ocr_matmul_batched_backward(&da, &db, &dy, &a, &b, c->ta, c->tb, c->alpha);
     ocr_tensor_to_f32(&da, got);
     for (int64_t i = 0; i < na; i++) {
         double tol = eps * fabs(ga[i]) + 2.0 * (c->N + 2) * u * ba[i] + 1e-30;
@@ -156,12 +156,12 @@ static void run_case(const MmCase *c, ocr_dtype_t dt) {
         ocr_test_numeric_grad(fa, r.a, na, mm_loss, &r, 1e-3);
         ocr_test_numeric_grad(fb, r.b, nb, mm_loss, &r, 1e-3);
         ocr_test_poison(&da), ocr_test_poison(&db);
-        matmul_batched_backward(&da, &db, &dy, &a, &b, c->ta, c->tb, c->alpha);
+        ocr_matmul_batched_backward(&da, &db, &dy, &a, &b, c->ta, c->tb, c->alpha);
         double ea = ocr_test_rel_error(da.data, fa, na), eb = ocr_test_rel_error(db.data, fb, nb);
         ck_assert_msg(ea < 1e-4 && eb < 1e-4, "bmm finite differences: da rel err %g, db rel err %g", ea, eb);
         // Only one gradient requested.
         OcrTensor db2 = ocr_test_tensor(dt, 3, sb, NULL);
-        matmul_batched_backward(NULL, &db2, &dy, &a, &b, c->ta, c->tb, c->alpha);
+        ocr_matmul_batched_backward(NULL, &db2, &dy, &a, &b, c->ta, c->tb, c->alpha);
         ck_assert(ocr_test_allclose_f32(db2.data, db.data, nb, 0, 0, "db alone"));
         ocr_tensor_free(&db2);
         free(fa), free(fb);

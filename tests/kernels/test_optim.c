@@ -93,7 +93,7 @@ START_TEST(test_adam_vs_reference) {
             AdamParams p = case_params(c, t);
             make_grad(&g, c, t);
             for (int64_t i = 0; i < n; i++) gd[i] = ocr_tensor_get_f32(&g, i);
-            adam_update(&w, NULL, &m, &v, &g, p);
+            ocr_adam_update(&w, NULL, &m, &v, &g, p);
             ref_step(&r, gd, &p);
         }
         char what[128];
@@ -143,8 +143,8 @@ START_TEST(test_adam_master_weights) {
             for (int t = 1; t <= 4; t++) {
                 AdamParams p = case_params(&c, t);
                 make_grad(&g, &c, t);
-                adam_update(&wf, NULL, &m1, &v1, &g, p);
-                adam_update(&param, &master, &m2, &v2, &g, p);
+                ocr_adam_update(&wf, NULL, &m1, &v1, &g, p);
+                ocr_adam_update(&param, &master, &m2, &v2, &g, p);
             }
             ck_assert_msg(memcmp(wf.data, master.data, (size_t)n * 4) == 0, "%s: master differs from the f32 path",
                           ocr_dtype_name(lows[k]));
@@ -201,7 +201,7 @@ static void sr_round(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrTenso
     p.grad_scale = 1.0f;
     p.stochastic_round_seed = seed;
     p.stochastic_round_stream = stream;
-    adam_update(param, master, m, v, g, p);
+    ocr_adam_update(param, master, m, v, g, p);
 }
 
 #define SRN 64
@@ -327,15 +327,15 @@ START_TEST(test_global_norm) {
     OcrTensor *list[4] = {&g[0], NULL, &g[1], &g[2]};  // NULL entries are skipped
     double want = ref_norm(g);
     omp_set_num_threads(1);
-    double n1 = grad_global_norm(list, 4);
+    double n1 = ocr_grad_global_norm(list, 4);
     omp_set_num_threads(2);
-    double n2 = grad_global_norm(list, 4);
+    double n2 = ocr_grad_global_norm(list, 4);
     omp_set_num_threads(3);
-    double n3 = grad_global_norm(list, 4);
+    double n3 = ocr_grad_global_norm(list, 4);
     ck_assert_msg(fabs(n1 - want) <= 1e-12 * want, "norm %.17g want %.17g", n1, want);
     // The partition does not depend on the thread count: bit-identical results.
     ck_assert(memcmp(&n1, &n2, 8) == 0 && memcmp(&n1, &n3, 8) == 0);
-    ck_assert(grad_global_norm(list, 0) == 0.0);
+    ck_assert(ocr_grad_global_norm(list, 0) == 0.0);
     for (int k = 0; k < 3; k++) ocr_tensor_free(&g[k]);
 }
 END_TEST
@@ -347,12 +347,12 @@ START_TEST(test_clip_global_norm) {
     OcrTensor *list[3] = {&g[0], &g[1], &g[2]};
     double norm0 = ref_norm(g);  // about 47
     // Below the threshold: nothing changes.
-    double r = clip_grad_global_norm(list, 3, (float)(norm0 * 1.01));
+    double r = ocr_clip_grad_global_norm(list, 3, (float)(norm0 * 1.01));
     ck_assert(fabs(r - norm0) <= 1e-12 * norm0);
     for (int k = 0; k < 3; k++) ck_assert(memcmp(g[k].data, before[k].data, ocr_tensor_bytes(&g[k])) == 0);
     // Above: every gradient scaled by max_norm / (norm + 1e-6), in its own dtype.
     const float max_norm = 5.0f;
-    r = clip_grad_global_norm(list, 3, max_norm);
+    r = ocr_clip_grad_global_norm(list, 3, max_norm);
     ck_assert(fabs(r - norm0) <= 1e-12 * norm0);
     float f = (float)(max_norm / (norm0 + 1e-6));
     for (int k = 0; k < 3; k++)

@@ -105,20 +105,20 @@ static void round_to(float *v, int64_t n, ocr_dtype_t dt) {
 
 static void run_forward(OcrTensor *out, const OcrTensor *inp, const PoolRef *r) {
     if (r->kind == POOL_AVG)
-        avgpool2d_forward(out, inp, r->p);
+        ocr_avgpool2d_forward(out, inp, r->p);
     else if (r->kind == POOL_MAX)
-        maxpool2d_forward(out, inp, r->p);
+        ocr_maxpool2d_forward(out, inp, r->p);
     else
-        adaptive_avgpool2d_forward(out, inp);
+        ocr_adaptive_avgpool2d_forward(out, inp);
 }
 
 static void run_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, const PoolRef *r) {
     if (r->kind == POOL_AVG)
-        avgpool2d_backward(dinp, dout, r->p);
+        ocr_avgpool2d_backward(dinp, dout, r->p);
     else if (r->kind == POOL_MAX)
-        maxpool2d_backward(dinp, dout, inp, r->p);
+        ocr_maxpool2d_backward(dinp, dout, inp, r->p);
     else
-        adaptive_avgpool2d_backward(dinp, dout);
+        ocr_adaptive_avgpool2d_backward(dinp, dout);
 }
 
 static PoolRef window_case(int kind, int64_t N, int64_t H, int64_t W, int64_t C, int kh, int kw, int sh, int sw, int ph,
@@ -210,25 +210,25 @@ START_TEST(test_hand_cases) {
     OcrTensor x = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 2, 2, 1), (float[]){1, 2, 3, 4});
     OcrTensor y = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 2, 2, 1), NULL);
     Pool2dParams p = {3, 3, 1, 1, 1, 1};
-    avgpool2d_forward(&y, &x, p);
+    ocr_avgpool2d_forward(&y, &x, p);
     for (int i = 0; i < 4; i++) ck_assert_float_eq(ocr_tensor_get_f32(&y, i), 2.5f);
     // Backward: each input gets 4 windows × 1/4.
     OcrTensor g = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 2, 2, 1), (float[]){1, 1, 1, 1});
     OcrTensor dx = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 2, 2, 1), NULL);
-    avgpool2d_backward(&dx, &g, p);
+    ocr_avgpool2d_backward(&dx, &g, p);
     for (int i = 0; i < 4; i++) ck_assert_float_eq(ocr_tensor_get_f32(&dx, i), 1.0f);
 
     // Adaptive, H = 5 -> 3: bins [0,2) [1,4) [3,5) over a column 0..4: 0.5, 2, 3.5.
     OcrTensor col = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 5, 1, 1), (float[]){0, 1, 2, 3, 4});
     OcrTensor a = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 3, 1, 1), NULL);
-    adaptive_avgpool2d_forward(&a, &col);
+    ocr_adaptive_avgpool2d_forward(&a, &col);
     ck_assert_float_eq(ocr_tensor_get_f32(&a, 0), 0.5f);
     ck_assert_float_eq(ocr_tensor_get_f32(&a, 1), 2.0f);
     ck_assert_float_eq(ocr_tensor_get_f32(&a, 2), 3.5f);
     // Backward with dout = (2, 3, 4): row 0 gets 2/2, row 1 2/2 + 3/3, row 3 3/3 + 4/2.
     OcrTensor ga = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 3, 1, 1), (float[]){2, 3, 4});
     OcrTensor dcol = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 5, 1, 1), NULL);
-    adaptive_avgpool2d_backward(&dcol, &ga);
+    ocr_adaptive_avgpool2d_backward(&dcol, &ga);
     const float expect[5] = {1, 2, 1, 3, 2};
     for (int i = 0; i < 5; i++) ck_assert_float_eq(ocr_tensor_get_f32(&dcol, i), expect[i]);
     ocr_tensor_free(&x); ocr_tensor_free(&y); ocr_tensor_free(&g); ocr_tensor_free(&dx);
@@ -254,7 +254,7 @@ START_TEST(test_maxpool_ties) {
         OcrTensor x = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(r.N, r.H, r.W, r.C), xs);
         OcrTensor dy = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(r.N, r.Ho, r.Wo, r.C), dys);
         OcrTensor dx = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(r.N, r.H, r.W, r.C), NULL);
-        maxpool2d_backward(&dx, &dy, &x, r.p);
+        ocr_maxpool2d_backward(&dx, &dy, &x, r.p);
         fetch(got, &dx);
         ck_assert_msg(ocr_test_allclose_f64(got, ref, ni, 1e-6, 1e-6, "maxpool ties"), "ties case %d", i);
         ocr_tensor_free(&x); ocr_tensor_free(&dy); ocr_tensor_free(&dx);

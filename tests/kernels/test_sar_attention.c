@@ -2,7 +2,7 @@
 // the forward against a double reference (masked columns −inf, every key/query dtype, with and
 // without a mask); the backward against central finite differences of the double reference's
 // loss Σ g·s over the unmasked scores, with respect to key, query, w and the bias; the weight and
-// bias gradients accumulate (+=); outputs not asked for stay untouched; and the result does not
+// bias gradients ocr_accumulate (+=); outputs not asked for stay untouched; and the result does not
 // depend on the thread count.
 #include <math.h>
 #include <omp.h>
@@ -69,7 +69,7 @@ START_TEST(test_forward) {
             OcrTensor vw = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(NB), NULL);
             for (int b = 0; b < NB; b++) ((int32_t *)vw.data)[b] = kValid[b];
             OcrTensor s = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(NB, NT, NP), NULL);
-            sar_attention_score_forward(&s, &key, &q, &w, &bias, masked ? &vw : NULL, NW);
+            ocr_sar_attention_score_forward(&s, &key, &q, &w, &bias, masked ? &vw : NULL, NW);
             double kd[NB * NP * ND], qd[NB * NT * ND], wd[ND], bd[1] = {bv[0]};
             to_double(kd, &key), to_double(qd, &q), to_double(wd, &w);
             Ref r = {NULL, masked, 0, kd, qd, wd, bd};
@@ -115,7 +115,7 @@ START_TEST(test_backward) {
             OcrTensor dq = ocr_test_tensor(kDts[k], 3, OCR_SHAPE(NB, NT, ND), NULL);
             OcrTensor dw = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(ND), w0);
             OcrTensor db = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), b0);
-            sar_attention_score_backward(&dk, &dq, &dw, &db, &g, &key, &q, &w, masked ? &vw : NULL, NW);
+            ocr_sar_attention_score_backward(&dk, &dq, &dw, &db, &g, &key, &q, &w, masked ? &vw : NULL, NW);
             double kd[NB * NP * ND], qd[NB * NT * ND], wd[ND], bd[1] = {bv[0]}, gd[NB * NT * NP];
             to_double(kd, &key), to_double(qd, &q), to_double(wd, &w), to_double(gd, &g);
             Ref r = {gd, masked, 0, kd, qd, wd, bd};
@@ -148,7 +148,7 @@ START_TEST(test_backward) {
                 for (int d = 0; d < ND; d++) ck_assert(ocr_tensor_get_f32(&dk, (1 * NP + 2) * ND + d) == 0.0f);
             // Outputs not asked for: untouched (NULL accepted).
             OcrTensor dq2 = ocr_test_tensor(kDts[k], 3, OCR_SHAPE(NB, NT, ND), NULL);
-            sar_attention_score_backward(NULL, &dq2, NULL, NULL, &g, &key, &q, &w, masked ? &vw : NULL, NW);
+            ocr_sar_attention_score_backward(NULL, &dq2, NULL, NULL, &g, &key, &q, &w, masked ? &vw : NULL, NW);
             for (int i = 0; i < NB * NT * ND; i++)
                 ck_assert(ocr_tensor_get_f32(&dq2, i) == ocr_tensor_get_f32(&dq, i));
             ocr_tensor_free(&dq2);
@@ -179,9 +179,9 @@ START_TEST(test_threads) {
         dk[r] = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, P, D), NULL);
         dq[r] = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, D), NULL);
         dw[r] = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(D), NULL);
-        zero_tensor(&dw[r]);
-        sar_attention_score_forward(&s[r], &key, &q, &w, NULL, &vw, 10);
-        sar_attention_score_backward(&dk[r], &dq[r], &dw[r], NULL, &g, &key, &q, &w, &vw, 10);
+        ocr_zero_tensor(&dw[r]);
+        ocr_sar_attention_score_forward(&s[r], &key, &q, &w, NULL, &vw, 10);
+        ocr_sar_attention_score_backward(&dk[r], &dq[r], &dw[r], NULL, &g, &key, &q, &w, &vw, 10);
     }
     omp_set_num_threads(threads[1]);
     ck_assert(memcmp(s[0].data, s[1].data, ocr_tensor_bytes(&s[0])) == 0);

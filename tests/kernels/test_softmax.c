@@ -58,9 +58,9 @@ static void check_forward(int log_form) {
         tensor_to_double(xd, &x);  // the reference sees the rounded inputs
         ref_forward(yref, xd, ROWS, COLS, log_form);
         if (log_form)
-            log_softmax_forward(&y, &x);
+            ocr_log_softmax_forward(&y, &x);
         else
-            softmax_forward(&y, &x);
+            ocr_softmax_forward(&y, &x);
         float got[N];
         ocr_tensor_to_f32(&y, got);
         double eps = ocr_test_dtype_eps(dout);
@@ -93,11 +93,11 @@ static void check_backward(int log_form) {
         OcrTensor dy = ocr_test_tensor(dto, 2, OCR_SHAPE(ROWS, COLS), gs);
         OcrTensor dx = ocr_test_tensor(dt, 2, OCR_SHAPE(ROWS, COLS), NULL);
         if (log_form) {
-            log_softmax_forward(&y, &x);
-            log_softmax_backward(&dx, &dy, &y);
+            ocr_log_softmax_forward(&y, &x);
+            ocr_log_softmax_backward(&dx, &dy, &y);
         } else {
-            softmax_forward(&y, &x);
-            softmax_backward(&dx, &dy, &y);
+            ocr_softmax_forward(&y, &x);
+            ocr_softmax_backward(&dx, &dy, &y);
         }
         double xd[N], dyd[N], num[N];
         tensor_to_double(xd, &x);
@@ -143,11 +143,11 @@ START_TEST(test_in_place) {
             OcrTensor b = ocr_test_tensor(dts[k], 2, OCR_SHAPE(ROWS, COLS), xs);
             OcrTensor y = ocr_test_tensor(dts[k], 2, OCR_SHAPE(ROWS, COLS), NULL);
             if (log_form) {
-                log_softmax_forward(&y, &a);
-                log_softmax_forward(&b, &b);
+                ocr_log_softmax_forward(&y, &a);
+                ocr_log_softmax_forward(&b, &b);
             } else {
-                softmax_forward(&y, &a);
-                softmax_forward(&b, &b);
+                ocr_softmax_forward(&y, &a);
+                ocr_softmax_forward(&b, &b);
             }
             for (int i = 0; i < N; i++)
                 ck_assert_msg(ocr_tensor_get_f32(&y, i) == ocr_tensor_get_f32(&b, i), "in-place %s differs at %d",
@@ -170,8 +170,8 @@ START_TEST(test_large_logits) {
     for (int j = 0; j < COLS; j++) xd[j] = xs[j];
     ref_forward(ref, xd, 1, COLS, 0);
     ref_forward(lref, xd, 1, COLS, 1);
-    softmax_forward(&y, &x);
-    log_softmax_forward(&ly, &x);
+    ocr_softmax_forward(&y, &x);
+    ocr_log_softmax_forward(&ly, &x);
     ck_assert(ocr_test_allclose_f64(y.data, ref, COLS, 1e-7, 1e-6, "softmax large"));
     ck_assert(ocr_test_allclose_f64(ly.data, lref, COLS, 1e-4, 1e-6, "log_softmax large"));
     ocr_tensor_free(&x);
@@ -185,21 +185,21 @@ START_TEST(test_degenerate_rows) {
     float xs[2 * 3] = {-INFINITY, -INFINITY, -INFINITY, 1.0f, -INFINITY, 2.0f};
     OcrTensor x = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(2, 3), xs);
     OcrTensor y = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(2, 3), NULL);
-    softmax_forward(&y, &x);
+    ocr_softmax_forward(&y, &x);
     const float *yd = y.data;
     for (int j = 0; j < 3; j++) ck_assert_msg(yd[j] == 0.0f, "masked row softmax[%d] = %g", j, yd[j]);
     ck_assert(yd[4] == 0.0f);
     ck_assert(fabs(yd[3] - 1 / (1 + exp(1.0))) < 1e-6);
-    log_softmax_forward(&y, &x);
+    ocr_log_softmax_forward(&y, &x);
     for (int j = 0; j < 3; j++) ck_assert_msg(isinf(yd[j]) && yd[j] < 0, "masked row log_softmax[%d] = %g", j, yd[j]);
     ck_assert(isinf(yd[4]) && yd[4] < 0);
 
     float one[4] = {3.0f, -2.0f, 0.5f, 7.0f};
     OcrTensor x1 = ocr_test_tensor(OCR_BF16, 2, OCR_SHAPE(4, 1), one);
     OcrTensor y1 = ocr_test_tensor(OCR_BF16, 2, OCR_SHAPE(4, 1), NULL);
-    softmax_forward(&y1, &x1);
+    ocr_softmax_forward(&y1, &x1);
     for (int i = 0; i < 4; i++) ck_assert(ocr_tensor_get_f32(&y1, i) == 1.0f);
-    log_softmax_forward(&y1, &x1);
+    ocr_log_softmax_forward(&y1, &x1);
     for (int i = 0; i < 4; i++) ck_assert(ocr_tensor_get_f32(&y1, i) == 0.0f);
     ocr_tensor_free(&x);
     ocr_tensor_free(&y);

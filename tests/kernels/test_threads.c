@@ -41,9 +41,9 @@ static void workload(double *cpu, double *wall) {
     ocr_tensor_from_f32(&bh, b.data);
     Conv2dParams p = {1, 1, 1, 1, 1};
     // Warm caches and oneDNN's primitive before timing.
-    gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);
-    gemm(&c, &ah, &bh, 0, 0, 1.0f, 0.0f);
-    conv2d_forward(&y, &x, &w, NULL, p);
+    ocr_gemm(&c, &a, &b, 0, 0, 1.0f, 0.0f);
+    ocr_gemm(&c, &ah, &bh, 0, 0, 1.0f, 0.0f);
+    ocr_conv2d_forward(&y, &x, &w, NULL, p);
     // OpenBLAS (pthreads build) starts its workers for OPENBLAS_NUM_THREADS when it is loaded and
     // lets each spin for 2^28 cycles (its THREAD_TIMEOUT, ~0.1 s) before it sleeps, whatever
     // openblas_set_num_threads says later: that start-up spin is not a pool at work, so the
@@ -53,9 +53,9 @@ static void workload(double *cpu, double *wall) {
     nanosleep(&settle, NULL);
     double c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID), w0 = clock_s(CLOCK_MONOTONIC);
     for (int r = 0; r < 20; r++) {
-        gemm(&c, &a, &b, 0, 1, 1.0f, 0.0f);
-        gemm(&c, &ah, &bh, 0, 0, 1.0f, 0.0f);
-        conv2d_forward(&y, &x, &w, NULL, p);
+        ocr_gemm(&c, &a, &b, 0, 1, 1.0f, 0.0f);
+        ocr_gemm(&c, &ah, &bh, 0, 0, 1.0f, 0.0f);
+        ocr_conv2d_forward(&y, &x, &w, NULL, p);
     }
     *cpu = clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0;
     *wall = clock_s(CLOCK_MONOTONIC) - w0;

@@ -25,7 +25,7 @@ static OcrTensor u8_batch(uint64_t seed) {
 // PaddleOCR on the host: (p/255 − 0.5)/0.5 in float32, then the padding set to 0.
 static OcrTensor host_normalised(const OcrTensor *u8) {
     float lut[256];
-    input_normalize_lut(lut);
+    ocr_input_normalize_lut(lut);
     OcrTensor t = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(B, H, W, C), NULL);
     const uint8_t *p = u8->data;
     float *v = t.data;

@@ -305,8 +305,11 @@ static void rep_case(int cin, int cout, int k, int sh, int sw, int groups) {
     ocr_params_init_table(&fstats, OCR_MEM_PARAMS);
     OcrBuilder b = {&params, &stats, &ops}, fb = {&fparams, &fstats, &fops};
     RepLayer t, f;
-    rep_build(&b, &t, "rep", cin, cout, k, sh, sw, groups, 4, 1.0f, 0.1f, 0);
-    rep_build(&fb, &f, "rep", cin, cout, k, sh, sw, groups, 4, 1.0f, 0.1f, 1);
+    RepSpec rs = {.cin = cin, .cout = cout, .k = k, .sh = sh, .sw = sw, .groups = groups, .nkxk = 4,
+                  .lr_mult = 1.0f, .lab_lr = 0.1f, .deploy = 0};
+    rep_build(&b, &t, "rep", rs);
+    rs.deploy = 1;
+    rep_build(&fb, &f, "rep", rs);
     ck_assert(ocr_params_alloc(&params, 3) == OCR_OK && ocr_params_alloc(&stats, 3) == OCR_OK);
     ck_assert(ocr_params_alloc(&fparams, 3) == OCR_OK && ocr_params_alloc(&fstats, 3) == OCR_OK);
     // Random BN statistics and affine parameters, random LAB scalars (shared by name).

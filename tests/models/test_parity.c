@@ -82,7 +82,7 @@ START_TEST(test_normalize_bit_exact) {
     OcrTensor u8 = ocr_test_tensor(OCR_U8, 4, OCR_SHAPE(1, 1, 256, 1), NULL);
     for (int p = 0; p < 256; p++) ((uint8_t *)u8.data)[p] = (uint8_t)p;
     OcrTensor out = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(1, 1, 256, 1), NULL);
-    input_normalize_forward(&out, &u8);
+    ocr_input_normalize_forward(&out, &u8);
     const float *v = out.data;
     for (int p = 0; p < 256; p++) {
         float want = (float)cJSON_GetArrayItem(lut, p)->valuedouble;
@@ -102,7 +102,7 @@ START_TEST(test_normalize_bit_exact) {
                 ck_assert_msg(p < 256, "value %.9g is not a normalised pixel", r);
                 ((uint8_t *)img.data)[((int64_t)y * W + i) * 3 + c] = (uint8_t)p;
             }
-    input_normalize_forward(&x, &img);
+    ocr_input_normalize_forward(&x, &img);
     for (int c = 0; c < 3; c++)
         for (int y = 0; y < H; y++)
             for (int i = 0; i < W; i++)

@@ -157,8 +157,9 @@ static void one_build(OneLayer *o, ocr_activation_t act) {
     ocr_params_init_table(&o->params, OCR_MEM_PARAMS);
     ocr_params_init_table(&o->stats, OCR_MEM_PARAMS);
     OcrBuilder b = {&o->params, &o->stats, &o->ops};
-    ConvBNSpec s = {3, 6, 3, 3, 1, 1, 1, 1, 1, 0, ocr_init_kaiming_normal(27), ocr_attr_default(), ocr_attr_default(),
-                    act};
+    ConvBNSpec s = {.cin = 3, .cout = 6, .kh = 3, .kw = 3, .sh = 1, .sw = 1, .ph = 1, .pw = 1, .groups = 1,
+                    .conv_bias = 0, .winit = ocr_init_kaiming_normal(27), .wattr = ocr_attr_default(),
+                    .bnattr = ocr_attr_default(), .act = act};
     ConvBNNames names = {"conv", "bn", "act"};
     convbn_build(&b, &o->l, "layer", names, s);
     ck_assert(ocr_params_alloc(&o->params, 3) == OCR_OK && ocr_params_alloc(&o->stats, 3) == OCR_OK);

@@ -147,8 +147,8 @@ static void pass(Head *s, const OcrTensor *x, const OcrTensor *tokens, const int
         OcrTensor flat = ocr_tensor_reshape(lg, 2, (int64_t[]){n / (NCLS - 1), NCLS - 1});
         OcrTensor dflat = ocr_tensor_reshape(&dl, 2, (int64_t[]){n / (NCLS - 1), NCLS - 1});
         CrossEntropyParams p = {0.0f, NCLS - 1, 1.0f};
-        cross_entropy_forward(NULL, &l1, NULL, &flat, &t, p);
-        cross_entropy_backward(&dflat, &flat, &t, p);
+        ocr_cross_entropy_forward(NULL, &l1, NULL, &flat, &t, p);
+        ocr_cross_entropy_backward(&dflat, &flat, &t, p);
     }
     OcrTensor dx = sar_backward(c, &s->h, &dl);
     ocr_ctx_free(c, &dl);
@@ -171,7 +171,8 @@ START_TEST(test_parity_with_paddleocr) {
     ocr_params_init_table(&s->params, OCR_MEM_PARAMS);
     ocr_params_init_table(&s->stats, OCR_MEM_PARAMS);
     OcrBuilder b = {&s->params, &s->stats, &s->ops};
-    SarSpec spec = {NC, NE, NK, NCLS, NL, 0.0f, 0.0f};
+    SarSpec spec = {.in_channels = NC, .enc_dim = NE, .d_k = NK, .classes = NCLS, .max_len = NL, .enc_drop = 0.0f,
+                    .pred_drop = 0.0f};
     sar_build(&b, &s->h, "head.sar_head", spec);
     ck_assert(ocr_params_alloc(&s->params, 1) == OCR_OK);
     ck_assert(ocr_params_alloc_grads(&s->params) == OCR_OK);

@@ -347,12 +347,12 @@ START_TEST(test_checkpoint_state_roundtrip_and_fallback) {
     s.updates = 15;
     s.model_step = 12345678901234ull;
     s.seed = 42;
-    s.loss_scale = 3.0517578125e-05f * 3;
-    s.scaler_good = 4;
-    s.scaler_steps = 17;
-    s.scaler_overflows = 2;
-    s.amp_step = 17;
-    s.skipped_steps = 2;
+    s.amp.scaler.scale = 3.0517578125e-05f * 3;
+    s.amp.scaler.good_steps = 4;
+    s.amp.scaler.steps = 17;
+    s.amp.scaler.overflow_steps = 2;
+    s.amp.step = 17;
+    s.amp.skipped_steps = 2;
     snprintf(s.amp_level, sizeof s.amp_level, "O2");
     snprintf(s.amp_dtype, sizeof s.amp_dtype, "float16");
     s.best_acc = 0.25;
@@ -378,7 +378,7 @@ START_TEST(test_checkpoint_state_roundtrip_and_fallback) {
     ck_assert_int_eq(r.iter, 17);
     ck_assert_int_eq(r.batch_in_epoch, 3);
     ck_assert(r.model_step == 12345678901234ull);
-    ck_assert(r.loss_scale == s.loss_scale);
+    ck_assert(r.amp.scaler.scale == s.amp.scaler.scale);
     ck_assert(r.last_loss == s.last_loss);
     ck_assert_str_eq(r.amp_dtype, "float16");
     Optimizer o2;
@@ -410,41 +410,41 @@ END_TEST
 static void fake_run(ReportRun *r, const char *name, const char *level, const char *dtype, double acc, int skipped) {
     memset(r, 0, sizeof *r);
     snprintf(r->name, sizeof r->name, "%s", name);
-    snprintf(r->r.amp_level, sizeof r->r.amp_level, "%s", level);
-    snprintf(r->r.amp_dtype, sizeof r->r.amp_dtype, "%s", dtype);
+    snprintf(r->r.config.amp_level, sizeof r->r.config.amp_level, "%s", level);
+    snprintf(r->r.config.amp_dtype, sizeof r->r.config.amp_dtype, "%s", dtype);
     r->base_lr = 1e-3;
-    r->r.batch_size = 16;
-    r->r.lr_scale = 1;
-    r->r.n_steps = r->r.cap_steps = 40;
-    r->r.steps = calloc(40, sizeof *r->r.steps);
+    r->r.config.batch_size = 16;
+    r->r.config.lr_scale = 1;
+    r->r.history.n_steps = r->r.history.cap_steps = 40;
+    r->r.history.steps = calloc(40, sizeof *r->r.history.steps);
     for (int i = 0; i < 40; i++) {
-        r->r.steps[i].iter = i;
-        r->r.steps[i].loss = 50.0f / (float)(i + 1);
-        r->r.steps[i].scale = skipped && i < skipped ? 65536.0f / (float)(1 << i) : 1024.0f;
-        r->r.steps[i].skipped = i < skipped;
-        r->r.steps[i].step_seconds = 0.1f;
+        r->r.history.steps[i].iter = i;
+        r->r.history.steps[i].loss = 50.0f / (float)(i + 1);
+        r->r.history.steps[i].scale = skipped && i < skipped ? 65536.0f / (float)(1 << i) : 1024.0f;
+        r->r.history.steps[i].skipped = i < skipped;
+        r->r.history.steps[i].step_seconds = 0.1f;
     }
-    r->r.n_evals = r->r.cap_evals = 2;
-    r->r.evals = calloc(2, sizeof *r->r.evals);
-    r->r.evals[0] = (EvalRecord){20, acc / 2, 0.5, 0.5};
-    r->r.evals[1] = (EvalRecord){40, acc, 0.9, 0.1};
-    r->r.samples_per_s = 100;
-    r->r.median_step_s = 0.1;
-    r->r.epoch_seconds = 2;
-    r->r.final_loss = 1.25;
-    r->r.skipped_steps = skipped;
-    r->r.final_scale = 1024;
-    r->r.memory.peak_total = strcmp(level, "O0") == 0 ? 1000000 : 600000;
-    r->r.memory.peak[OCR_MEM_ACTIVATIONS] = r->r.memory.peak_total / 2;
-    r->r.has_final_eval = 1;
-    r->r.acc = acc;
-    r->r.norm_edit_dis = 0.9;
-    r->r.cer = 0.1;
-    r->r.eval_samples = 1000;
+    r->r.history.n_evals = r->r.history.cap_evals = 2;
+    r->r.history.evals = calloc(2, sizeof *r->r.history.evals);
+    r->r.history.evals[0] = (EvalRecord){20, acc / 2, 0.5, 0.5};
+    r->r.history.evals[1] = (EvalRecord){40, acc, 0.9, 0.1};
+    r->r.throughput.samples_per_s = 100;
+    r->r.throughput.median_step_s = 0.1;
+    r->r.throughput.epoch_seconds = 2;
+    r->r.outcome.final_loss = 1.25;
+    r->r.amp.skipped_steps = skipped;
+    r->r.amp.final_scale = 1024;
+    r->r.memory.stats.peak_total = strcmp(level, "O0") == 0 ? 1000000 : 600000;
+    r->r.memory.stats.peak[OCR_MEM_ACTIVATIONS] = r->r.memory.stats.peak_total / 2;
+    r->r.outcome.has_final_eval = 1;
+    r->r.outcome.acc = acc;
+    r->r.outcome.norm_edit_dis = 0.9;
+    r->r.outcome.cer = 0.1;
+    r->r.outcome.eval_samples = 1000;
     if (skipped) {
-        r->r.n_overflow_layers = 1;
-        snprintf(r->r.overflow_layer[0], sizeof r->r.overflow_layer[0], "head.fc<x>");
-        r->r.overflow_count[0] = skipped;
+        r->r.amp.n_overflow_layers = 1;
+        snprintf(r->r.amp.overflow_layer[0], sizeof r->r.amp.overflow_layer[0], "head.fc<x>");
+        r->r.amp.overflow_count[0] = skipped;
     }
 }
 

@@ -65,22 +65,27 @@ static void run_steps(const char *const *ov, int nov, double *loss, double *gnor
     StepCtx sc;
     const int B = 8, L = 3, H = 32, W = 64;
     ck_assert(step_ctx_init(&sc, m, &amp, &o, B, 0) == OCR_OK);
-    OcrTensor x;
-    ck_assert(ocr_tensor_alloc(&x, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, H, W, 3}, OCR_MEM_DATA) == OCR_OK);
-    int32_t labels[8 * 3], lengths[8];
+    // The loader's kind of batch: uint8 pixels at full width (the step normalises them).
+    uint8_t *px = malloc((size_t)B * H * W * 3);
+    int32_t labels[8 * 3], lengths[8], widths[8];
     for (int b = 0; b < B; b++) {
+        widths[b] = W;
         lengths[b] = 1 + b % 3;
         for (int k = 0; k < L; k++) labels[b * L + k] = k < lengths[b] ? 1 + (b * 7 + k * 3) % 10 : 0;
     }
+    FeedBatch fb = {.capacity = B, .count = B, .height = H, .width = W, .channels = 3, .max_len = L,
+                    .pixels = px, .labels = labels, .lengths = lengths, .widths = widths};
+    FeedDeviceBatch db;
+    feed_batch_view(&fb, &db);
     for (int s = 0; s < STEPS; s++) {
-        ocr_rng_fill_uniform(x.data, (size_t)B * H * W * 3, 31, (uint64_t)s, 0, -1.0f, 1.0f);
+        for (size_t i = 0; i < (size_t)B * H * W * 3; i++) px[i] = (uint8_t)(ocr_rng_uniform(31, (uint64_t)s, i) * 256.0f);
         StepOutcome out;
-        ck_assert_msg(step_run(&sc, &x, labels, lengths, L, 0.01, &out) == OCR_OK, "%s", ocr_last_error());
+        ck_assert_msg(step_run(&sc, &db, 0.01, &out) == OCR_OK, "%s", ocr_last_error());
         loss[s] = out.loss;
         gnorm[s] = out.grad_norm;
         skipped[s] = out.skipped;
     }
-    ocr_tensor_free(&x);
+    free(px);
     step_ctx_free(&sc);
     optim_free(&o);
     amp_engine_free(&amp);

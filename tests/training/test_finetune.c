@@ -492,13 +492,18 @@ START_TEST(test_o2_model_file_is_masters) {
     StepCtx sc;
     const int B = 4, L = 3;
     ck_assert(step_ctx_init(&sc, m, &amp, &o, B, 0) == OCR_OK);
-    OcrTensor x;
-    ck_assert(ocr_tensor_alloc(&x, OCR_F32, ocr_cpu(), 4, (int64_t[]){B, 32, 64, 3}, OCR_MEM_DATA) == OCR_OK);
-    int32_t labels[4 * 3] = {1, 2, 3, 4, 5, 0, 6, 0, 0, 7, 8, 9}, lengths[4] = {3, 2, 1, 3};
+    // The loader's kind of batch: uint8 pixels at full width (the step normalises them).
+    const int64_t npx = (int64_t)B * 32 * 64 * 3;
+    uint8_t *px = malloc((size_t)npx);
+    int32_t labels[4 * 3] = {1, 2, 3, 4, 5, 0, 6, 0, 0, 7, 8, 9}, lengths[4] = {3, 2, 1, 3}, widths[4] = {64, 64, 64, 64};
+    FeedBatch fb = {.capacity = B, .count = B, .height = 32, .width = 64, .channels = 3, .max_len = L,
+                    .pixels = px, .labels = labels, .lengths = lengths, .widths = widths};
+    FeedDeviceBatch db;
+    feed_batch_view(&fb, &db);
     for (int s = 0; s < 3; s++) {
-        fill_images(&x, 20 + (uint64_t)s);
+        for (int64_t i = 0; i < npx; i++) px[i] = (uint8_t)(ocr_rng_uniform(20 + (uint64_t)s, 3, (uint64_t)i) * 256.0f);
         StepOutcome out;
-        ck_assert(step_run(&sc, &x, labels, lengths, L, 0.01, &out) == OCR_OK);
+        ck_assert(step_run(&sc, &db, 0.01, &out) == OCR_OK);
         ck_assert(!out.skipped);
     }
     CkptState st;
@@ -552,7 +557,7 @@ START_TEST(test_o2_model_file_is_masters) {
     optim_free(&o2);
     amp_engine_free(&amp2);
     ocr_model_free(m2);
-    ocr_tensor_free(&x);
+    free(px);
     step_ctx_free(&sc);
     optim_free(&o);
     amp_engine_free(&amp);

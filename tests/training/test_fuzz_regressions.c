@@ -39,7 +39,7 @@ START_TEST(test_state_counts_out_of_range_refused) {
     CkptState s;
     ck_assert_int_eq(load_with("120", "5", &s), OCR_OK);
     ck_assert_int_eq(s.iter, 120);
-    ck_assert_int_eq(s.scaler_good, 5);
+    ck_assert_int_eq(s.amp.scaler.good_steps, 5);
     const char *bad[][2] = {{"1e300", "5"}, {"1e999", "5"}, {"120", "1e19"}, {"120", "-1e300"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         ck_assert_int_eq(load_with(bad[i][0], bad[i][1], &s), OCR_ERR_FORMAT);

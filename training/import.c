@@ -1,0 +1,84 @@
+#include "training/import.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/fileio.h"
+
+// OUT.safetensors → OUT.dict.txt (any other name gets .dict.txt appended).
+static void dict_path_for(const char *out, char *buf, size_t n) {
+    size_t len = strlen(out);
+    const char *ext = ".safetensors";
+    size_t el = strlen(ext);
+    if (len > el && strcmp(out + len - el, ext) == 0)
+        snprintf(buf, n, "%.*s.dict.txt", (int)(len - el), out);
+    else
+        snprintf(buf, n, "%s.dict.txt", out);
+}
+
+// The dictionary as one line per entry with a final newline.
+static ocr_status_t write_dictionary(const char *path, const char *dictionary) {
+    size_t n = strlen(dictionary);
+    int nl = n && dictionary[n - 1] != '\n';
+    char *text = malloc(n + 2);
+    if (!text) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    memcpy(text, dictionary, n);
+    if (nl) text[n++] = '\n';
+    ocr_status_t st = ocr_write_file_atomic(path, text, n);
+    free(text);
+    return st;
+}
+
+ocr_status_t import_onnx(ImportOnnx *r, const char *in, const char *out, const char *dict_out) {
+    memset(r, 0, sizeof *r);
+    OCR_TRY(ocr_onnx_load(&r->onnx, in));
+    OcrModel *m;
+    OCR_TRY(ocr_import_onnx(&m, r->onnx, in, &r->info));
+    r->m = m;
+    const OcrArch *a = ocr_model_arch(m);
+    r->have_dict = r->info.dictionary && r->info.dictionary_lines > 0;
+    if (r->have_dict) {
+        if (dict_out)
+            snprintf(r->dict_path, sizeof r->dict_path, "%s", dict_out);
+        else
+            dict_path_for(out, r->dict_path, sizeof r->dict_path);
+        r->dict_fits = r->info.dictionary_lines + 1 == a->num_classes || r->info.dictionary_lines + 2 == a->num_classes;
+    }
+    OCR_TRY(ocr_model_save_weights(m, out));
+    if (r->have_dict) OCR_TRY(write_dictionary(r->dict_path, r->info.dictionary));
+    return OCR_OK;
+}
+
+void import_onnx_free(ImportOnnx *r) {
+    ocr_model_free(r->m);
+    if (r->onnx) ocr_onnx_free(r->onnx);
+    memset(r, 0, sizeof *r);
+}
+
+ocr_status_t import_pdparams(ImportPdparams *r, const char *in, const char *out) {
+    memset(r, 0, sizeof *r);
+    size_t n = strlen(in);
+    if (n >= 9 && strcmp(in + n - 9, ".pdparams") == 0)
+        snprintf(r->path, sizeof r->path, "%s", in);
+    else
+        snprintf(r->path, sizeof r->path, "%s.pdparams", in);
+    OCR_TRY(ocr_pdparams_load(&r->p, r->path));
+    OCR_TRY(ocr_pdparams_arch(r->p, &r->arch, r->desc, sizeof r->desc));
+    r->arch_ok = 1;
+    OCR_TRY(ocr_model_create(&r->m, &r->arch));
+    OCR_TRY(ocr_pdparams_load_into(r->m, r->p, &r->rep));
+    r->rep_ok = 1;
+    if (r->rep.missing)
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: %d of the network's tensors are not in the file (first: %s)%s",
+                             r->path, r->rep.missing, r->rep.first_missing,
+                             r->rep.shape_mismatch ? "; some have another shape, listed below" : "");
+    return ocr_model_save_weights(r->m, out);
+}
+
+void import_pdparams_free(ImportPdparams *r) {
+    ocr_pdparams_report_free(&r->rep);
+    ocr_model_free(r->m);
+    if (r->p) ocr_pdparams_free(r->p);
+    memset(r, 0, sizeof *r);
+}

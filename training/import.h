@@ -1,0 +1,57 @@
+// `ocrtrain import`: PaddleOCR's PP-OCRv3/v4 recognizers as users get them, turned into
+// ocrtrain weights (safetensors):
+//   ONNX       a paddle2onnx export: the graph is walked layer by layer and the matching network
+//              is built (models/onnx_import.h); the dictionary embedded in the metadata
+//              ("character") is written next to the weights;
+//   .pdparams  a PaddleOCR training checkpoint: the unfused training-form network with its BN
+//              statistics (models/pdparams.h); MultiHead checkpoints give their CTC branch.
+// A file that does not match is rejected and nothing is written.
+#ifndef OCR_TRAINING_IMPORT_H
+#define OCR_TRAINING_IMPORT_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+#include "models/model.h"
+#include "models/onnx.h"
+#include "models/onnx_import.h"
+#include "models/pdparams.h"
+
+#define IMPORT_PATH_MAX 1200
+
+typedef struct {
+    OcrOnnxModel *onnx;      // the file (NULL: it could not be read)
+    OcrModel *m;             // the network recognised (NULL: none matched; nothing was written)
+    OcrOnnxImportInfo info;
+    int have_dict;           // the metadata holds a dictionary, written to dict_path
+    char dict_path[IMPORT_PATH_MAX];
+    int dict_fits;           // its lines fit the head: classes = blank + lines (+ space)
+} ImportOnnx;
+
+// Reads `in`, builds the network it holds and writes its weights to `out` and its dictionary to
+// dict_out (NULL: `out` with .safetensors replaced by .dict.txt). Free r with import_onnx_free,
+// also after an error (r says how far it came).
+ocr_status_t import_onnx(ImportOnnx *r, const char *in, const char *out, const char *dict_out);
+void import_onnx_free(ImportOnnx *r);
+
+typedef struct {
+    char path[IMPORT_PATH_MAX];  // the file read: `in`, with ".pdparams" added to a prefix
+    OcrPdparams *p;              // NULL: it could not be read
+    int arch_ok;                 // the network was recognised from its tensors (arch, desc)
+    OcrArch arch;
+    char desc[300];
+    OcrModel *m;
+    int rep_ok;                  // the tensors were matched against the network (rep)
+    OcrPdLoadReport rep;         // loaded, not loaded (with why), missing
+} ImportPdparams;
+
+// Reads `in`, recognises the network from its tensors, loads them and writes the weights to
+// `out`. A network tensor missing from the file is OCR_ERR_FORMAT (rep lists them) and nothing is
+// written. Free r with import_pdparams_free, also after an error (r says how far it came).
+ocr_status_t import_pdparams(ImportPdparams *r, const char *in, const char *out);
+void import_pdparams_free(ImportPdparams *r);
+
+// PaddleOCR's classes for a dictionary of `lines` lines: blank + lines, + 1 with use_space_char.
+static inline int import_dict_uses_space(int lines, int classes) { return classes == lines + 2; }
+
+#endif
