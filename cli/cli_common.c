@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "training/run_config.h"
+#include "training/training.h"
 
 // Python's True/False (PaddleOCR command lines) become JSON's true/false.
 static char *make_assignment(const char *key, const char *value) {

@@ -5,12 +5,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "training/capacity_run.h"
+#include "training/training.h"
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "training/run_config.h"
-#include "training/trainer.h"
 #include "core/memory.h"
 
 int cmd_capacity(int argc, char **argv) {

@@ -16,9 +16,7 @@
 #include "cli/flags.h"
 #include "core/fileio.h"
 #include "distributed/dist.h"
-#include "training/compare.h"
-#include "training/report.h"
-#include "training/run_config.h"
+#include "training/training.h"
 
 // The terminal summary: each leg's figures at the first seed, every seed's accuracy, each
 // candidate's effect over the seeds with its interval, and the verdict sentence.

@@ -14,7 +14,7 @@
 #include "cli/flags.h"
 #include "core/config.h"
 #include "data/utf8.h"
-#include "training/data_scan.h"
+#include "training/training.h"
 
 #define TOP_MISSING 20
 
@@ -72,7 +72,7 @@ static void print_text(const DataSection *r) {
     }
 }
 
-static cJSON *report_json(const DataSection *r) {
+static cJSON *data_json(const DataSection *r) {
     cJSON *o = cJSON_CreateObject();
     cJSON_AddStringToObject(o, "section", r->section);
     cJSON_AddNumberToObject(o, "samples", (double)r->valid_lines);
@@ -169,7 +169,7 @@ int cmd_data(int argc, char **argv) {
         cJSON_AddNumberToObject(o, "samples", (double)scan.delivered);
         cJSON_AddNumberToObject(o, "seconds", scan.seconds);
         cJSON *arr = cJSON_AddArrayToObject(o, "sections");
-        for (int k = 0; k < scan.n; k++) cJSON_AddItemToArray(arr, report_json(&scan.sections[k]));
+        for (int k = 0; k < scan.n; k++) cJSON_AddItemToArray(arr, data_json(&scan.sections[k]));
         char *text = cJSON_Print(o);
         printf("%s\n", text ? text : "{}");
         free(text);

@@ -9,14 +9,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "training/compare.h"
-#include "training/eval_tsv.h"
-#include "training/report.h"
-#include "training/evaluate.h"
-#include "training/feed.h"
-#include "training/inference.h"
-#include "training/run_config.h"
-#include "training/trainer.h"
+#include "training/training.h"
 
 // --baseline: both models on the same lines, the candidate (W) judged against the baseline per
 // line (training/compare.h, compare_models).

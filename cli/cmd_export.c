@@ -25,10 +25,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "training/inference.h"
-#include "training/report.h"
-#include "training/run_config.h"
-#include "training/export.h"
+#include "training/training.h"
 #include "models/onnx_export.h"
 #include "models/pdparams_write.h"
 

@@ -17,7 +17,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/fileio.h"
-#include "training/import.h"
+#include "training/training.h"
 
 static void print_train_hint(const OcrArch *a, const char *dict_path, int dict_lines) {
     char ov[512];

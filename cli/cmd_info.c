@@ -14,10 +14,9 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "training/run_config.h"
+#include "training/training.h"
 #include "core/config.h"
 #include "kernels/backend.h"
-#include "training/model_info.h"
 
 static const char *fmt_count(int64_t v, char *buf, size_t n) {
     char tmp[32];

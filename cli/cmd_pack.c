@@ -15,7 +15,7 @@
 #include "cli/commands.h"
 #include "cli/flags.h"
 #include "core/config.h"
-#include "training/pack_section.h"
+#include "training/training.h"
 
 static void print_skipped(const OcrPackWriteStats *stats) {
     for (int k = 0; k < OCR_SKIP_REASON_COUNT; k++)

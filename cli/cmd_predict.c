@@ -14,9 +14,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "training/predict.h"
-#include "training/run_config.h"
-#include "training/trainer.h"
+#include "training/training.h"
 
 static void print_json(const PredictInputs *in, const PredictResults *r, int bad) {
     cJSON *root = cJSON_CreateObject();

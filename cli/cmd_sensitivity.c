@@ -16,9 +16,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "training/run_config.h"
-#include "training/sensitivity.h"
-#include "training/trainer.h"
+#include "training/training.h"
 
 // "0.0123", or "non-finite (N)".
 static const char *fmt_e(char *buf, size_t cap, const SensMeasure *m) {

@@ -8,8 +8,7 @@
 #include "cli/cli_common.h"
 #include "cli/commands.h"
 #include "cli/flags.h"
-#include "training/run_config.h"
-#include "training/trainer.h"
+#include "training/training.h"
 #include "core/memory.h"
 
 extern volatile sig_atomic_t train_stop_requested;
@@ -66,9 +65,10 @@ int cmd_train(int argc, char **argv) {
     }
     char mem[32];
     printf("trained %lld steps (%s %s) in %.1f s: %.1f samples/s, median step %.3f s, final loss %.4f, "
-           "skipped steps %lld, peak memory %s\n",
+           "skipped steps %lld, recomputed %lld, peak memory %s\n",
            (long long)res.history.n_steps, res.config.amp_level, res.config.amp_dtype, res.throughput.train_seconds, res.throughput.samples_per_s,
            res.throughput.median_step_s, res.outcome.final_loss, (long long)res.amp.skipped_steps,
+           (long long)res.amp.recomputed_steps,
            ocr_format_bytes(res.memory.stats.peak_total, mem, sizeof mem));
     if (res.outcome.best_acc >= 0)
         printf("best eval accuracy %.4f at step %lld (%s/best)\n", res.outcome.best_acc, (long long)res.outcome.best_iter,

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "training/run_config.h"
+#include "training/training.h"
 
 #define USAGE_WIDTH 100   // the synopsis wraps before this column
 #define HELP_COLUMN_MAX 22  // wider left columns push only their own help further right

@@ -3,8 +3,7 @@
 #include <string.h>
 
 #include "cli/commands.h"
-#include "training/run_config.h"
-#include "training/runtime.h"
+#include "training/training.h"
 #include "kernels/backend.h"
 
 #ifndef OCR_VERSION

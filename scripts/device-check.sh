@@ -18,7 +18,7 @@
 # build-device), TEST_TIMEOUT (seconds per test, default 180; gpu_train gets 3x), CUDA_ARCHS
 # (default 90), BENCH_TIMEOUT (default 420 s), BENCH_ARGS (extra bench_train_gpu arguments),
 # COMPARE_TIMEOUT (default 300 s), SKIP_BENCH=1 / SKIP_COMPARE=1 to leave those out.
-# dist_nccl (tests/distributed/test_nccl.c) is the 1-GPU NCCL all-reduce check; with SKIP_COMPARE unset
+# distributed_nccl (tests/distributed/test_nccl.c) is the 1-GPU NCCL all-reduce check; with SKIP_COMPARE unset
 # the run also trains 20 steps of the demo network through the NCCL gradient path on one GPU
 # (Distributed.backend nccl, a world of one: no MPI runtime needed) next to a plain run.
 set -uo pipefail
@@ -32,7 +32,7 @@ OUT=${OUT:-$ROOT/device-check-out}
 
 log() { printf '[device-check] %s\n' "$*" >&2; }
 
-gpu_targets() { ls "$ROOT"/tests/gpu/test_*.c | sed 's|.*/test_\(.*\)\.c|gpu_\1|'; echo dist_nccl; }
+gpu_targets() { ls "$ROOT"/tests/gpu/test_*.c | sed 's|.*/test_\(.*\)\.c|gpu_\1|'; echo distributed_nccl; }
 # Programs besides the tests: the CLI (compare, synth) and the training benchmark.
 tool_targets() { echo ocrtrain bench_train_gpu; }
 BENCH_TIMEOUT=${BENCH_TIMEOUT:-420}

@@ -611,7 +611,7 @@ static ocr_status_t score_start(Report *rep, const OcrConfig *cfg, const RunConf
 
 // Trains one run and scores its final weights line by line. A training or scoring error is the
 // run's (status FAILED with the message), not the comparison's: the caller goes on.
-static void train_one(Report *rep, int leg_index, const Leg *g, uint64_t seed, const char *dir, const CompareOptions *o,
+static void train_one(const Leg *g, uint64_t seed, const char *dir, const CompareOptions *o,
                       const EvalSet *set, const OcrDict *dict, const OcrLoaderConfig *elc, const char *dev,
                       const RunConfig *base_rc, ReportSeedRun *s, EvalLine *lines, TrainResult *keep, int *kept,
                       EvalPaths *paths) {
@@ -639,6 +639,7 @@ static void train_one(Report *rep, int leg_index, const Leg *g, uint64_t seed, c
         s->final_loss = r.outcome.final_loss;
         s->peak_bytes = r.memory.stats.peak_total;
         s->skipped_steps = r.amp.skipped_steps;
+        s->recomputed_steps = r.amp.recomputed_steps;
         s->steps = r.history.n_steps;
         // The final weights (save_model_dir/latest) under the run's precision.
         char wpath[4400];
@@ -694,8 +695,6 @@ static void train_one(Report *rep, int leg_index, const Leg *g, uint64_t seed, c
             train_result_free(&r);
         }
     }
-    (void)rep;
-    (void)leg_index;
     if (cfg) ocr_config_free(cfg);
 }
 
@@ -847,15 +846,16 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
             if (progress)
                 fprintf(progress, "== run %d/%d: %s seed %llu (batch %d) ==\n", done, total, legs[i].name,
                         (unsigned long long)o->seeds[k], legs[i].batch > 0 ? legs[i].batch : legs[i].rc.train.batch_size);
-            train_one(rep, i, &legs[i], o->seeds[k] + (i > 0 ? o->candidate_seed_offset : 0), dir, o, &set, &dict, &elc, dev, rc, s, lines[i][k], &run->r, &kept[i],
+            train_one(&legs[i], o->seeds[k] + (i > 0 ? o->candidate_seed_offset : 0), dir, o, &set, &dict, &elc, dev, rc, s, lines[i][k], &run->r, &kept[i],
                       &run->eval_paths);
             if (progress) {
                 if (s->status == REPORT_SEED_FAILED)
                     fprintf(progress, "%s seed %llu: FAILED: %s\n", legs[i].name, (unsigned long long)o->seeds[k], s->error);
                 else
                     fprintf(progress, "%s seed %llu: accuracy %.4f, CER %.4f, %.1f samples/s, peak memory %.1f MiB, %lld "
-                            "skipped steps%s%s\n", legs[i].name, (unsigned long long)o->seeds[k], s->acc, s->cer,
+                            "skipped steps, %lld recomputed%s%s\n", legs[i].name, (unsigned long long)o->seeds[k], s->acc, s->cer,
                             s->samples_per_s, (double)s->peak_bytes / 1048576.0, (long long)s->skipped_steps,
+                            (long long)s->recomputed_steps,
                             s->status == REPORT_SEED_DIVERGED ? "; DIVERGED: " : "",
                             s->status == REPORT_SEED_DIVERGED ? s->error : "");
             }

@@ -172,16 +172,13 @@ static void html_seeds(Buf *b, const Report *rep) {
         char ca[80], cc[80], sn[32], ln[32];
         fmt_ci(ca, sizeof ca, a->delta, a->ci);
         fmt_ci(cc, sizeof cc, c->delta, c->ci);
-        int64_t sneed = a->verdict == PAIRED_INCONCLUSIVE ? a->seeds_needed : c->seeds_needed;
-        int64_t lneed = a->verdict == PAIRED_INCONCLUSIVE ? a->lines_needed : c->lines_needed;
-        snprintf(sn, sizeof sn, v == PAIRED_INCONCLUSIVE ? (sneed >= 0 ? "%lld" : "none would") : "-", (long long)sneed);
-        snprintf(ln, sizeof ln, v == PAIRED_INCONCLUSIVE ? (lneed >= 0 ? "%lld" : "none would") : "-", (long long)lneed);
-        double tot = a->share_seed + a->share_line + a->share_resid;
+        double share;
+        seeded_cells(sd, v, sn, sizeof sn, ln, sizeof ln, &share);
         bprintf(b, "</td><td>%d%s</td><td>%s</td><td>", sd->pairs, sd->res.seeds < 2 ? " (noise assumed)" : "", ca);
         if (isfinite(a->base_sd)) bprintf(b, "%.4f", a->base_sd);
         else bprintf(b, "-");
         bprintf(b, "</td><td>%s</td><td>%.0f%%</td><td class=\"%s\">%s</td><td>%s</td><td>%s</td></tr>\n", cc,
-                tot > 0 ? 100 * a->share_seed / tot : 0.0, cls, verdict_upper(v), sn, ln);
+                100 * share, cls, verdict_upper(v), sn, ln);
         if (sd->reason[0]) {
             bprintf(b, "<tr><td></td><td colspan=\"8\" class=\"bad\">");
             besc(b, sd->reason);
@@ -268,15 +265,19 @@ static void html_training(Buf *b, const Report *rep) {
     report_chart_accuracy(b, rep);
     report_chart_scale(b, rep);
     int any = 0;
-    for (int i = 0; i < rep->n_runs; i++) any |= rep->runs[i].r.amp.skipped_steps > 0;
+    for (int i = 0; i < rep->n_runs; i++) any |= rep->runs[i].r.amp.skipped_steps > 0 || rep->runs[i].r.amp.recomputed_steps > 0;
     if (any) {
         bprintf(b, "<ul>\n");
         for (int i = 0; i < rep->n_runs; i++) {
             const TrainResult *r = &rep->runs[i].r;
-            if (!r->amp.skipped_steps) continue;
+            if (!r->amp.skipped_steps && !r->amp.recomputed_steps) continue;
             bprintf(b, "<li>");
             besc(b, rep->runs[i].name);
-            bprintf(b, ": %lld skipped step(s); first overflowing layer: ", (long long)r->amp.skipped_steps);
+            bprintf(b, ": %lld skipped step(s)", (long long)r->amp.skipped_steps);
+            if (r->amp.recomputed_steps)
+                bprintf(b, ", %lld overflowed attempt(s) recomputed at a lower scale (%.2f s)",
+                        (long long)r->amp.recomputed_steps, r->amp.recompute_seconds);
+            if (r->amp.n_overflow_layers) bprintf(b, "; first overflowing layer: ");
             for (int k = 0; k < r->amp.n_overflow_layers; k++) {
                 bprintf(b, "%s<code>", k ? ", " : "");
                 besc(b, r->amp.overflow_layer[k]);

@@ -106,6 +106,24 @@ static inline void fmt_ci(char *buf, size_t cap, double d, PairedInterval ci) {
     snprintf(buf, cap, "%+.4f [%+.4f, %+.4f]", d, ci.lo, ci.hi);
 }
 
+// The seeds and lines an inconclusive run needs (from the inconclusive metric, accuracy first) as
+// table cells: "12", "none would", or "-" when the run's verdict is not inconclusive. tot: the
+// accuracy interval's variance, for the training share.
+static inline void seeded_cells(const ReportSeeded *sd, paired_verdict_t v, char *sn, size_t sncap, char *ln,
+                                size_t lncap, double *training_share) {
+    const SeedsMetric *a = &sd->res.acc, *c = &sd->res.cer;
+    int64_t sneed = a->verdict == PAIRED_INCONCLUSIVE ? a->seeds_needed : c->seeds_needed;
+    int64_t lneed = a->verdict == PAIRED_INCONCLUSIVE ? a->lines_needed : c->lines_needed;
+    if (v != PAIRED_INCONCLUSIVE) snprintf(sn, sncap, "-");
+    else if (sneed >= 0) snprintf(sn, sncap, "%lld", (long long)sneed);
+    else snprintf(sn, sncap, "none would");
+    if (v != PAIRED_INCONCLUSIVE) snprintf(ln, lncap, "-");
+    else if (lneed >= 0) snprintf(ln, lncap, "%lld", (long long)lneed);
+    else snprintf(ln, lncap, "none would");
+    double tot = a->share_seed + a->share_line + a->share_resid;
+    *training_share = tot > 0 ? a->share_seed / tot : 0.0;
+}
+
 // Run i's colour in every chart and in the HTML runs table.
 static const char *const COLORS[] = {"#1f6fb4", "#e4572e", "#2e9e44", "#9c4dcc", "#c48a00", "#17a2b8", "#7f7f7f",
                                      "#d62a8a"};

@@ -54,6 +54,8 @@ static cJSON *run_json(const ReportRun *run) {
     if (run->eval_paths.lines > 0) cJSON_AddItemToObject(o, "eval_lines", eval_paths_json(&run->eval_paths));
     add_num_or_null(o, "final_loss", r->outcome.final_loss);
     cJSON_AddNumberToObject(o, "skipped_steps", (double)r->amp.skipped_steps);
+    cJSON_AddNumberToObject(o, "recomputed_steps", (double)r->amp.recomputed_steps);
+    cJSON_AddNumberToObject(o, "recompute_seconds", r->amp.recompute_seconds);
     cJSON_AddNumberToObject(o, "final_loss_scale", r->amp.final_scale);
     cJSON_AddNumberToObject(o, "infeasible_samples", (double)r->outcome.infeasible_samples);
     {

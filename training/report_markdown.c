@@ -123,13 +123,10 @@ static void md_seeds(Buf *b, const Report *rep) {
         fmt_ci(ca, sizeof ca, a->delta, a->ci);
         fmt_ci(cc, sizeof cc, c->delta, c->ci);
         snprintf(sdv, sizeof sdv, isfinite(a->base_sd) ? "%.4f" : "-", a->base_sd);
-        int64_t sneed = a->verdict == PAIRED_INCONCLUSIVE ? a->seeds_needed : c->seeds_needed;
-        int64_t lneed = a->verdict == PAIRED_INCONCLUSIVE ? a->lines_needed : c->lines_needed;
-        snprintf(sn, sizeof sn, v == PAIRED_INCONCLUSIVE ? (sneed >= 0 ? "%lld" : "none would") : "-", (long long)sneed);
-        snprintf(ln, sizeof ln, v == PAIRED_INCONCLUSIVE ? (lneed >= 0 ? "%lld" : "none would") : "-", (long long)lneed);
-        double tot = a->share_seed + a->share_line + a->share_resid;
+        double share;
+        seeded_cells(sd, v, sn, sizeof sn, ln, sizeof ln, &share);
         bprintf(b, "| %s | %d%s | %s | %s | %s | %.0f%% | **%s** | %s | %s |\n", rep->runs[i].name, sd->pairs,
-                sd->res.seeds < 2 ? " (noise assumed)" : "", ca, sdv, cc, tot > 0 ? 100 * a->share_seed / tot : 0.0,
+                sd->res.seeds < 2 ? " (noise assumed)" : "", ca, sdv, cc, 100 * share,
                 verdict_upper(v), sn, ln);
         if (sd->reason[0]) bprintf(b, "\n%s: %s\n", rep->runs[i].name, sd->reason);
     }
@@ -215,17 +212,22 @@ static void md_memory(Buf *b, const Report *rep) {
     bprintf(b, "\nEach category's own peak; the total is the peak of the sum (categories peak at different moments).\n");
 }
 
-// Where the skipped steps' gradients first overflowed, per run.
+// Where the skipped steps' gradients first overflowed, per run; the attempts recomputed at a
+// lower scale (Global.amp_overflow: recompute) and their cost.
 static void md_skipped(Buf *b, const Report *rep) {
     int any = 0;
-    for (int i = 0; i < rep->n_runs; i++) any |= rep->runs[i].r.amp.skipped_steps > 0;
+    for (int i = 0; i < rep->n_runs; i++) any |= rep->runs[i].r.amp.skipped_steps > 0 || rep->runs[i].r.amp.recomputed_steps > 0;
     if (any) {
         bprintf(b, "\n## Skipped steps (inf/NaN gradients)\n\n");
         for (int i = 0; i < rep->n_runs; i++) {
             const TrainResult *r = &rep->runs[i].r;
-            if (!r->amp.skipped_steps) continue;
-            bprintf(b, "- %s: %lld skipped, final loss scale %g; first overflowing layer:", rep->runs[i].name,
-                    (long long)r->amp.skipped_steps, (double)r->amp.final_scale);
+            if (!r->amp.skipped_steps && !r->amp.recomputed_steps) continue;
+            bprintf(b, "- %s: %lld skipped", rep->runs[i].name, (long long)r->amp.skipped_steps);
+            if (r->amp.recomputed_steps)
+                bprintf(b, ", %lld overflowed attempt(s) recomputed at a lower scale (%.2f s)",
+                        (long long)r->amp.recomputed_steps, r->amp.recompute_seconds);
+            bprintf(b, ", final loss scale %g", (double)r->amp.final_scale);
+            if (r->amp.n_overflow_layers) bprintf(b, "; first overflowing layer:");
             for (int k = 0; k < r->amp.n_overflow_layers; k++)
                 bprintf(b, "%s `%s` (%lld)", k ? "," : "", r->amp.overflow_layer[k], (long long)r->amp.overflow_count[k]);
             bprintf(b, "\n");

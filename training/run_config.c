@@ -33,7 +33,7 @@ static const char *const GLOBAL_KEYS[] = {
     "pretrained_strict", "freeze_norm", "freeze_norm_affine", "freeze_params",
     // AMP (validated by the AMP engine)
     "use_amp", "amp_level", "amp_dtype", "scale_loss", "use_dynamic_loss_scaling", "amp_custom_black_list",
-    "amp_custom_white_list", "amp_fp32_layers", "amp_stochastic_rounding", "amp_activation_stats_every",
+    "amp_custom_white_list", "amp_fp32_layers", "amp_stochastic_rounding", "amp_activation_stats_every", "amp_overflow",
     "incr_every_n_steps", "incr_ratio", "decr_ratio", "decr_every_n_nan_or_inf", "min_loss_scale", "max_loss_scale",
     // PaddleOCR keys with no effect here: NO_EFFECT_KEYS below
     NULL};

@@ -651,8 +651,8 @@ static ocr_status_t device_readback(StepCtx *s, int r) {
     return OCR_OK;
 }
 
-// Waits for slot r's readback and records the step in the AMP engine and the optimizer.
-static ocr_status_t device_collect(StepCtx *s, int r, StepOutcome *out) {
+// The host waits for slot r's readback.
+static ocr_status_t device_wait_readback(StepCtx *s, int r) {
     StepDevice *d = s->dev;
     // Data parallelism: the readback follows the step's NCCL all-reduces, so a peer that hangs
     // would hold it forever; this wait gives up after Distributed.timeout_s and ends the job.
@@ -661,6 +661,69 @@ static ocr_status_t device_collect(StepCtx *s, int r, StepOutcome *out) {
                                            "the GPU step (its gradient all-reduce)"));
     if (ocr_backend_event_synchronize(d->dev, d->rb_done[r]) != OCR_OK)
         return ocr_wrap_error(OCR_ERR_CUDA, "step readback");
+    return OCR_OK;
+}
+
+// Recompute mode on a GPU: the step just enqueued into slot r is waited for; while it overflowed
+// and can be recomputed (amp_engine_can_recompute on the device's figures, which already include
+// the steps still in flight before it), the device state is put back as it was before the attempt
+// but at the lowered scale, and the same batch runs again (it is still in its upload slot; the
+// device-held inputs, and with them the stochastic-rounding seed and the dropout offset of a
+// graph, are this step's). The device's own update skipped the attempt's Adam update (its
+// counter did not move) and restored the BN statistics; what its scaler did is overwritten:
+// the scale becomes one backoff of the attempt's, good and bad counters 0, the step and overflow
+// counters as before. The host mirror learns the attempts when the step is collected (in order).
+// model_step: the model's dropout counter before the first attempt; t0: when that attempt began.
+static ocr_status_t device_recompute(StepCtx *s, const FeedDeviceBatch *b, double lr, int slot, step_mode_t *mode,
+                                     uint64_t model_step, double t0) {
+    StepDevice *d = s->dev;
+    AmpEngine *amp = s->amp;
+    d->attempts[slot] = 0;
+    d->attempt_seconds[slot] = 0;
+    for (;;) {
+        OCR_TRY(device_wait_readback(s, slot));
+        OcrDevStep *st = (OcrDevStep *)d->rb_pinned[slot];
+        const int *nonfinite = (const int *)(d->rb_pinned[slot] + sizeof(OcrDevStep));
+        const int k = d->attempts[slot];
+        if (!st->found_inf || !amp_engine_can_recompute(amp, st->scale_used, (double)st->loss + s->gtc_sum[slot], k))
+            return OCR_OK;
+        int bad = 0;
+        for (int i = 0; i < d->nparams; i++) bad += nonfinite[i] != 0;
+        d->attempt_bad[slot][k] = bad;
+        d->attempt_layer[slot][k] = amp_engine_bad_layer(amp, nonfinite);
+        d->attempts[slot] = k + 1;
+        st->scale = amp_scaler_lowered(&amp->scaler.cfg, st->scale_used);
+        st->inv_scale = (float)(1.0 / (double)st->scale);
+        st->found_inf = 0;
+        st->event = 0;
+        st->good_steps = 0;
+        st->bad_steps = 0;
+        st->steps -= 1;
+        st->overflow_steps -= 1;
+        // Ordered on the compute stream before the attempt; the pinned slot is not touched again
+        // until the attempt's own readback, which the stream orders after this copy.
+        if (ocr_backend_memcpy_async(d->dev, d->state, st, sizeof *st, d->stream) != OCR_OK)
+            return ocr_wrap_error(OCR_ERR_CUDA, "step recompute");
+        const double now = ocr_now_seconds();
+        d->attempt_seconds[slot] += now - t0;
+        t0 = now;
+        ocr_model_set_step(s->m, model_step);
+        OCR_TRY(device_run(s, b, lr, slot, mode));
+        OCR_TRY(device_readback(s, slot));
+    }
+}
+
+// Waits for slot r's readback and records the step in the AMP engine and the optimizer.
+static ocr_status_t device_collect(StepCtx *s, int r, StepOutcome *out) {
+    StepDevice *d = s->dev;
+    OCR_TRY(device_wait_readback(s, r));
+    // Recompute mode: the attempts that ran again come first in the host mirror (their backoffs).
+    for (int k = 0; k < d->attempts[r]; k++)
+        amp_engine_record_device_attempt(s->amp, d->attempt_bad[r][k], d->attempt_layer[r][k]);
+    out->recomputed = d->attempts[r];
+    out->recompute_seconds = d->attempt_seconds[r];
+    out->recompute_layer = d->attempts[r] ? d->attempt_layer[r][0] : -1;
+    d->attempts[r] = 0;
     const char *rb = d->rb_pinned[r];
     OcrDevStep st;
     memcpy(&st, rb, sizeof st);
@@ -695,6 +758,37 @@ static ocr_status_t device_collect(StepCtx *s, int r, StepOutcome *out) {
 
 int step_in_flight(const StepCtx *s) { return s->dev ? STEP_MAX_IN_FLIGHT : 1; }
 
+// Whether an overflowed step may run again (recompute mode with a dynamic loss scale).
+static int recompute_mode(const StepCtx *s) {
+    const AmpEngine *a = s->amp;
+    return a->cfg.overflow_recompute && a->scaler.cfg.enabled && a->scaler.cfg.dynamic;
+}
+
+// The CPU's step: while host_update finds that the attempt overflowed and can be recomputed, the
+// batch runs again from the state it started from (the AMP engine restored the BN statistics and
+// lowered the scale; the dropout counter is set back here).
+static ocr_status_t cpu_step(StepCtx *s, const FeedDeviceBatch *b, double lr, int slot) {
+    StepOutcome *o = &s->done[slot];
+    const uint64_t model_step = ocr_model_get_step(s->m);
+    int recomputed = 0, layer = -1;
+    double seconds = 0;
+    for (s->attempt = 0;; s->attempt++) {
+        const double t0 = ocr_now_seconds();
+        memset(o, 0, sizeof *o);
+        s->retry = 0;
+        OCR_TRY(step_body(s, b, lr, slot, o));
+        if (!s->retry) break;
+        if (!recomputed) layer = o->overflow_layer;
+        recomputed++;
+        seconds += ocr_now_seconds() - t0;
+        ocr_model_set_step(s->m, model_step);
+    }
+    o->recomputed = recomputed;
+    o->recompute_seconds = seconds;
+    o->recompute_layer = layer;
+    return OCR_OK;
+}
+
 int step_pending(const StepCtx *s) { return s->npend; }
 
 ocr_status_t step_enqueue(StepCtx *s, const FeedDeviceBatch *b, double lr, step_mode_t *mode) {
@@ -706,13 +800,14 @@ ocr_status_t step_enqueue(StepCtx *s, const FeedDeviceBatch *b, double lr, step_
     OCR_TRY(set_guide_batch(s, b));
     const int slot = s->slot_next;
     if (s->dev) {
+        const uint64_t model_step = ocr_model_get_step(s->m);
+        const double t0 = ocr_now_seconds();
         OCR_TRY(device_inputs(s, lr));
         OCR_TRY(device_run(s, b, lr, slot, mode));
         OCR_TRY(device_readback(s, slot));
+        if (recompute_mode(s)) OCR_TRY(device_recompute(s, b, lr, slot, mode, model_step, t0));
     } else {
-        StepOutcome *o = &s->done[slot];
-        memset(o, 0, sizeof *o);
-        OCR_TRY(step_body(s, b, lr, slot, o));
+        OCR_TRY(cpu_step(s, b, lr, slot));
     }
     s->npend++;
     s->slot_next = (slot + 1) % STEP_MAX_IN_FLIGHT;

@@ -711,7 +711,8 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
     cJSON_AddNumberToObject(o, "lr", sig7(r->lr));
     cJSON_AddNumberToObject(o, "loss_scale", r->scale);
     cJSON_AddBoolToObject(o, "skipped", r->skipped);
-    if (r->skipped && overflow_layer >= 0)
+    if (r->recomputed) cJSON_AddNumberToObject(o, "recomputed", r->recomputed);
+    if ((r->skipped || r->recomputed) && overflow_layer >= 0)
         cJSON_AddStringToObject(o, "overflow_layer", amp_engine_layer_name(&t->amp, overflow_layer));
     if (isfinite(r->grad_norm)) cJSON_AddNumberToObject(o, "grad_norm", sig7(r->grad_norm));
     else cJSON_AddNullToObject(o, "grad_norm");
@@ -739,11 +740,13 @@ static void progress_line(Trainer *t, const StepRecord *r, double avg, double ac
     fmt_duration(eta, e, sizeof e);
     char accs[32] = "";
     if (acc >= 0) snprintf(accs, sizeof accs, "  acc %.3f", acc);
+    char rec[64] = "";
+    if (r->recomputed) snprintf(rec, sizeof rec, "  (overflowed: recomputed %dx at a lower scale)", r->recomputed);
     fprintf(f, "%s%s%s%sepoch %lld/%lld  step %lld/%lld  loss %.4f%s  lr %.6f  scale %g  %.1f samples/s  ETA %s%s",
             tty ? "\r\033[K" : "", t->opt->label ? "[" : "", t->opt->label ? t->opt->label : "",
             t->opt->label ? "] " : "", (long long)t->train.epoch + 1, (long long)t->rc->epoch_num,
             (long long)in_epoch, (long long)t->steps_per_epoch, avg, accs, r->lr, (double)r->scale, sps, e,
-            r->skipped ? "  (skipped: inf/NaN gradients)" : "");
+            r->skipped ? "  (skipped: inf/NaN gradients)" : rec);
     if (!tty || last) fputc('\n', f);
     fflush(f);
 }
@@ -838,6 +841,7 @@ static void summarize(Trainer *t) {
         if (!r->history.steps[i].skipped && isfinite(r->history.steps[i].loss)) s += r->history.steps[i].loss, m++;
     r->outcome.final_loss = m ? s / m : NAN;
     r->amp.skipped_steps = t->amp.stats.skipped_steps;
+    r->amp.recomputed_steps = t->amp.stats.recomputed_steps;  // recompute_seconds: collect_one
     r->amp.final_scale = amp_engine_loss_scale(&t->amp);
     // Where overflows were first located, most frequent first.
     r->amp.n_overflow_layers = 0;
@@ -908,6 +912,8 @@ static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, 
     rec.lr = q[0].lr;
     rec.scale = o.scale;
     rec.skipped = o.skipped;
+    rec.recomputed = o.recomputed;
+    t->res->amp.recompute_seconds += o.recompute_seconds;
     rec.grad_norm = (float)o.grad_norm;
     rec.train_acc = q[0].train_acc;
     rec.train_norm_edit_dis = q[0].train_norm_edit_dis;
@@ -916,7 +922,8 @@ static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, 
     Inflight done = q[0];
     for (int i = 1; i < *nq; i++) q[i - 1] = q[i];
     (*nq)--;
-    return record_step(t, &rec, done.count, o.infeasible, o.overflow_layer, done.in_epoch, stop, ema);
+    return record_step(t, &rec, done.count, o.infeasible, o.skipped ? o.overflow_layer : o.recompute_layer,
+                       done.in_epoch, stop, ema);
 }
 
 static ocr_status_t drain(Trainer *t, Inflight *q, int *nq, int64_t stop, double *ema, double *t_last) {

@@ -36,7 +36,8 @@ typedef struct {
     int64_t iter;
     float loss, lr, scale;
     int skipped;
-    float step_seconds;
+    int recomputed;     // overflowed attempts run again at a lower scale first (Global.amp_overflow)
+    float step_seconds; // the recomputed attempts included
     float grad_norm;
     // Global.cal_metric_during_train: greedy decode of this batch against its labels
     // (RecMetric), as PaddleOCR logs it; -1 when not computed.
@@ -137,6 +138,10 @@ typedef struct {
 
 typedef struct {
     int64_t skipped_steps;
+    // Global.amp_overflow recompute: overflowed attempts that ran again at a lower scale (over the
+    // whole run, a resumed one's included) and their time (this process's).
+    int64_t recomputed_steps;
+    double recompute_seconds;
     float final_scale;
     int n_overflow_layers;      // where overflows were first located, most frequent first
     char overflow_layer[TRAIN_MAX_OVERFLOW_LAYERS][128];

@@ -4,6 +4,7 @@
 // masters, moments and BN statistics unchanged, the layer named in the log), a natural f16
 // overflow, op statistics, and a few hundred training steps in FP32, FP16-O1, FP16-O2 and
 // BF16-O2 whose losses must agree.
+#include <cjson/cJSON.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
@@ -202,6 +203,9 @@ static void adam_fill(void *user, int i, AdamParams *p) {
     p->step = e->step + 1;
 }
 
+// 1: an overflowed net_step ends with amp_engine_end_attempt (recompute mode's) instead of end_step.
+static int g_end_attempt;
+
 static StepOut net_step(Net *n, AmpEngine *e, const Inject *inj, int ninj) {
     StepOut out = {0};
     ocr_dtype_t dt[NOPS];
@@ -284,7 +288,10 @@ static StepOut net_step(Net *n, AmpEngine *e, const Inject *inj, int ninj) {
     out.skipped = amp_engine_check_grads(e);
     int ran = amp_engine_adam_step(e, n->m, n->v, adam_fill, e);
     ck_assert_int_eq(ran, !out.skipped);
-    amp_engine_end_step(e);
+    if (out.skipped && g_end_attempt)
+        amp_engine_end_attempt(e);
+    else
+        amp_engine_end_step(e);
 
     OcrTensor *tmp[] = {&x0c, &y1, &smean, &srstd, &y2, &y3, &y4, &x5c, &logits, &dl32, &dlogits, &dfin, &dy4, &dy3,
                         &dy2, &dy1};
@@ -475,6 +482,69 @@ START_TEST(injected_overflow_skips_and_names_layer) {
 }
 END_TEST
 
+// Recompute mode (Global.amp_overflow): when an overflowed step may run again, and an attempt
+// that does leaves nothing behind: weights, masters, moments and BN statistics as before, the
+// step counter (the stochastic-rounding seed) and the skip statistics unmoved, the scale backed
+// off once with the scaler's counters those of a scaler started there; counted and logged.
+START_TEST(recompute_attempt_leaves_nothing) {
+    Net n;
+    net_build(&n);
+    AmpEngine e;
+    AmpScalerConfig sc = amp_scaler_config_default();  // floor 1
+    sc.init_scale = 1024.0f;
+    attach(&n, &e, OCR_AMP_O2, OCR_F16, sc);
+    ck_assert(!amp_engine_can_recompute(&e, 1024.0f, 1.0, 0));  // skip mode (amp_config_init_off)
+    e.cfg.overflow_recompute = 1;
+    ck_assert(amp_engine_can_recompute(&e, 1024.0f, 1.0, 0));
+    ck_assert(!amp_engine_can_recompute(&e, 1024.0f, NAN, 0));       // the forward's, not the scale's
+    ck_assert(!amp_engine_can_recompute(&e, 1024.0f, INFINITY, 0));
+    ck_assert(!amp_engine_can_recompute(&e, 1024.0f, 1.0, AMP_MAX_RECOMPUTES));
+    ck_assert(!amp_engine_can_recompute(&e, 1.0f, 1.0, 0));          // at the floor
+    for (int s = 0; s < 3; s++) ck_assert(!net_step(&n, &e, NULL, 0).skipped);
+    char *params, *master;
+    float *mv, *bn;
+    copy_state(&n, &e, &params, &master, &mv, &bn);
+    const AmpScalerState before = amp_scaler_state(&e.scaler);
+    const int64_t step = e.step;
+    const Inject inj = {P_CW, 3, INFINITY};
+    int saved;
+    capture_stderr_begin(&saved);
+    g_end_attempt = 1;
+    StepOut o = net_step(&n, &e, &inj, 1);
+    g_end_attempt = 0;
+    char *log = capture_stderr_end(saved);
+    ck_assert(o.skipped && o.bn_stats_moved);
+    expect_unchanged(&n, &e, params, master, mv, bn);
+    ck_assert_int_eq(e.step, step);
+    ck_assert_int_eq(e.stats.steps, step);
+    ck_assert_int_eq(e.stats.skipped_steps, 0);
+    ck_assert_int_eq(e.stats.recomputed_steps, 1);
+    ck_assert_float_eq(amp_engine_loss_scale(&e), 512.0f);
+    ck_assert(e.scaler.good_steps == 0 && e.scaler.bad_steps == 0 && e.scaler.steps == before.steps &&
+              e.scaler.overflow_steps == before.overflow_steps);
+    ck_assert_msg(strstr(log, "step 3: inf/NaN gradients") && strstr(log, "net.conv") &&
+                      strstr(log, "recomputed at 512"),
+                  "log: %s", log);
+    // The step again, clean: it trains, and is step 3.
+    ck_assert(!net_step(&n, &e, NULL, 0).skipped);
+    ck_assert_int_eq(e.step, step + 1);
+    // The count survives a checkpoint; a state without it (an older checkpoint) reads as 0.
+    AmpEngineState st = amp_engine_state(&e), back;
+    ck_assert_int_eq(st.recomputed_steps, 1);
+    cJSON *j = cJSON_CreateObject();
+    amp_engine_state_to_json(&st, j);
+    ck_assert_int_eq(amp_engine_state_from_json(&back, j, "state.json"), OCR_OK);
+    ck_assert_int_eq(back.recomputed_steps, 1);
+    cJSON_DeleteItemFromObject(j, "recomputed_steps");
+    ck_assert_int_eq(amp_engine_state_from_json(&back, j, "state.json"), OCR_OK);
+    ck_assert_int_eq(back.recomputed_steps, 0);
+    cJSON_Delete(j);
+    free(params), free(master), free(mv), free(bn);
+    amp_engine_free(&e);
+    net_free(&n);
+}
+END_TEST
+
 // A static scale far too large overflows the f16 loss gradient itself: every gradient is
 // non-finite and the head, the first layer in backward order, is named.
 START_TEST(natural_f16_overflow) {
@@ -606,6 +676,7 @@ int main(void) {
     tcase_add_test(tc, attach_o2_converts_tables);
     tcase_add_test(tc, injected_overflow_skips_and_names_layer);
     tcase_add_test(tc, natural_f16_overflow);
+    tcase_add_test(tc, recompute_attempt_leaves_nothing);
     tcase_add_test(tc, training_agrees_across_precisions);
     tcase_add_test(tc, bf16_stochastic_rounding_trains);
     suite_add_tcase(s, tc);

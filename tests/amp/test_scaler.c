@@ -208,6 +208,56 @@ START_TEST(presets_and_restore) {
 }
 END_TEST
 
+// Recompute mode's backoff (Global.amp_overflow: recompute): at once, whatever
+// decr_every_n_nan_or_inf says; the counters as a scaler started at the lowered scale; the
+// floor (or a static/disabled scaler, or f32 underflow without a floor) refuses it unchanged.
+START_TEST(recompute_backoff) {
+    AmpScalerConfig p = amp_scaler_config_paddle();  // decr_every_n_nan_or_inf = 2, floor 1
+    AmpScaler s, fresh;
+    amp_scaler_init(&s, &p);
+    for (int i = 0; i < 5; i++) amp_scaler_update(&s, 0);
+    amp_scaler_update(&s, 1);  // bad = 1: PaddleOCR's kernel would wait for a second overflow
+    AmpScalerState before = amp_scaler_state(&s);
+    ck_assert_int_eq(amp_scaler_backoff(&s), AMP_SCALE_BACKED_OFF);
+    ck_assert_float_eq(amp_scaler_scale(&s), 16384.0f);
+    ck_assert(s.good_steps == 0 && s.bad_steps == 0 && s.steps == before.steps &&
+              s.overflow_steps == before.overflow_steps);
+    AmpScalerConfig at = p;
+    at.init_scale = 16384.0f;
+    amp_scaler_init(&fresh, &at);
+    for (int i = 0; i < 1200; i++) {  // the same growth from here on as a scaler started there
+        ck_assert_int_eq(amp_scaler_update(&s, 0), amp_scaler_update(&fresh, 0));
+        ck_assert(amp_scaler_scale(&s) == amp_scaler_scale(&fresh) && s.good_steps == fresh.good_steps);
+    }
+    // The floor: 3 → 1.5 → clamped to 1 (a backoff), then refused.
+    AmpScalerConfig c = {1, 1, 3.0f, 2.0, 0.5, 10, 1, 1.0, 0.0};
+    amp_scaler_init(&s, &c);
+    ck_assert_int_eq(amp_scaler_backoff(&s), AMP_SCALE_BACKED_OFF);
+    ck_assert_float_eq(amp_scaler_scale(&s), 1.5f);
+    ck_assert_float_eq(amp_scaler_lowered(&c, 1.5f), 1.0f);
+    ck_assert_int_eq(amp_scaler_backoff(&s), AMP_SCALE_BACKED_OFF);
+    ck_assert_float_eq(amp_scaler_scale(&s), 1.0f);
+    ck_assert_float_eq(amp_scaler_lowered(&c, 1.0f), 1.0f);
+    ck_assert_int_eq(amp_scaler_backoff(&s), AMP_SCALE_AT_FLOOR);
+    ck_assert_float_eq(amp_scaler_scale(&s), 1.0f);
+    // No floor (PyTorch): down to the smallest f32, never to 0.
+    AmpScalerConfig t = amp_scaler_config_pytorch();
+    amp_scaler_init(&s, &t);
+    int n = 0;
+    while (amp_scaler_backoff(&s) == AMP_SCALE_BACKED_OFF) n++;
+    ck_assert_int_eq(n, 16 + 149);
+    ck_assert(amp_scaler_scale(&s) == ldexpf(1.0f, -149));
+    // Static and disabled scalers never back off.
+    c.dynamic = 0;
+    amp_scaler_init(&s, &c);
+    ck_assert_int_eq(amp_scaler_backoff(&s), AMP_SCALE_AT_FLOOR);
+    ck_assert_float_eq(amp_scaler_scale(&s), 3.0f);
+    AmpScalerConfig off = amp_scaler_config_off();
+    amp_scaler_init(&s, &off);
+    ck_assert_int_eq(amp_scaler_backoff(&s), AMP_SCALE_AT_FLOOR);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("amp_scaler");
     TCase *tc = tcase_create("scaler");
@@ -215,6 +265,7 @@ int main(void) {
     tcase_add_test(tc, hand_table_floor_ceiling);
     tcase_add_test(tc, static_and_disabled);
     tcase_add_test(tc, presets_and_restore);
+    tcase_add_test(tc, recompute_backoff);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }

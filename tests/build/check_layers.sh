@@ -4,7 +4,8 @@
 # in its third column, the folders that folder may include (itself among them). Data flows one
 # way, core <- kernels <- amp <- models <- training <- cli, with data, eval and distributed
 # beside; the CUDA backend's headers (kernels/cuda/) are included only inside kernels/, with no
-# exception: everything above it drives a device through kernels/backend.h.
+# exception: everything above it drives a device through kernels/backend.h. cli/ reaches the
+# training library through its public header, training/training.h, alone.
 # Usage: check_layers.sh SOURCE_DIR
 set -eu
 src=${1:?usage: check_layers.sh SOURCE_DIR}
@@ -48,6 +49,10 @@ for layer in $layers; do
             *" $top "*) ;;
             *) echo "$f:${line%%:*}: $layer/ must not include $inc ($layer may include: $ok)" ;;
             esac
+            # The training library has one public header: a front end includes nothing else of it.
+            if [ "$layer" = cli ] && [ "$top" = training ] && [ "$inc" != training/training.h ]; then
+                echo "$f:${line%%:*}: cli/ includes the training library through training/training.h only, not $inc"
+            fi
             case $inc in
             kernels/cuda/*)
                 [ "$layer" = kernels ] ||

@@ -145,7 +145,7 @@ static int run_train(const char *dir, const char *cfg, int ranks, const char *lo
 typedef struct {
     int n;
     double loss[256], scale[256];
-    int skipped[256], batch[256];
+    int skipped[256], batch[256], recomputed[256];
 } Metrics;
 
 static void read_metrics(const char *path, Metrics *m) {
@@ -164,6 +164,8 @@ static void read_metrics(const char *path, Metrics *m) {
             m->scale[i] = cJSON_GetObjectItemCaseSensitive(o, "loss_scale")->valuedouble;
             m->skipped[i] = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(o, "skipped"));
             m->batch[i] = (int)cJSON_GetObjectItemCaseSensitive(o, "batch")->valuedouble;
+            const cJSON *rec = cJSON_GetObjectItemCaseSensitive(o, "recomputed");
+            m->recomputed[i] = cJSON_IsNumber(rec) ? rec->valueint : 0;
         }
         cJSON_Delete(o);
     }
@@ -450,9 +452,10 @@ START_TEST(fp16_o2_same_skips_and_scales) {
     char cfg[1024];
     char *dir = at_setup_digits(cfg, sizeof cfg, "\"epoch_num\": 4,");
     // 2^20 as the first scale: the first steps overflow in f16 (on this network at least up to
-    // 2^17) and the scale comes down, so skips, halvings and then updates all happen.
-    const char *common[] = {FROZEN_BN, "--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16",
-                            "--scale_loss", "1048576", "--max-steps", "16", NULL};
+    // 2^17) and the scale comes down, so skips, halvings and then updates all happen. Skip mode
+    // (PaddleOCR's and PyTorch's); recompute mode is checked below.
+    const char *common[] = {FROZEN_BN, "Global.amp_overflow=skip", "--use_amp", "true", "--amp_level", "O2",
+                            "--amp_dtype", "float16", "--scale_loss", "1048576", "--max-steps", "16", NULL};
     Metrics m1, m2;
     two_vs_one(dir, cfg, common, "o2", &m1, &m2, NULL);
     ck_assert_int_eq(m1.n, 16);
@@ -467,6 +470,22 @@ START_TEST(fp16_o2_same_skips_and_scales) {
     }
     ck_assert_msg(skipped > 0 && skipped < m1.n, "%d of %d steps skipped: the scale schedule was not exercised",
                   skipped, m1.n);
+    // Recompute mode (the float16 default): every rank recomputes the same steps as often (the
+    // found-inf flag and the loss are the reduced ones), and no step is skipped.
+    const char *rec[] = {FROZEN_BN, "--use_amp", "true", "--amp_level", "O2", "--amp_dtype", "float16",
+                         "--scale_loss", "1048576", "--max-steps", "16", NULL};
+    Metrics r1, r2;
+    two_vs_one(dir, cfg, rec, "o2rec", &r1, &r2, NULL);
+    ck_assert_int_eq(r1.n, 16);
+    ck_assert_int_eq(r2.n, 16);
+    int recomputed = 0;
+    for (int i = 0; i < r1.n; i++) {
+        ck_assert(!r1.skipped[i] && !r2.skipped[i]);
+        ck_assert_int_eq(r1.recomputed[i], r2.recomputed[i]);
+        ck_assert_msg(r1.scale[i] == r2.scale[i], "recompute step %d: scale %g vs %g", i + 1, r1.scale[i], r2.scale[i]);
+        recomputed += r1.recomputed[i];
+    }
+    ck_assert_msg(recomputed > 0, "no step recomputed: recompute mode was not exercised");
     // Bytes: the O2 gradients are f16 except the norms' f32 ones. The exact expectation from the
     // two runs' own tables is not available here; the f32 share of this network's gradients is
     // its BN scales and shifts (2 · channels per BN, under 2 % of the values), so the ratio lies
