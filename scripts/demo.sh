@@ -82,6 +82,11 @@ if [ "$scratch" != 1 ]; then
         else
             rm -rf "$DATA_DIR/$1"
             "$OCR" synth --style receipt --count "$2" --seed "$3" --out "$DATA_DIR/$1"
+            # Runs trained or scored on other lines cannot be reused: start the comparison over.
+            if [ -e "$OUT_DIR/compare.json" ]; then
+                echo "demo: $DATA_DIR/$1 changed: the earlier runs in $OUT_DIR/runs are not reused"
+                rm -rf "$OUT_DIR/runs" "$OUT_DIR/compare.json"
+            fi
         fi
     done
     # ---- 4. the AMP dtype this CPU (or GPU) computes natively ------------------------------------
@@ -89,7 +94,7 @@ if [ "$scratch" != 1 ]; then
     if [ -z "$AMP_DTYPE" ]; then
         isa=$("$OCR" info -c "$CONFIG" -o Global.pretrained_model=null 2>/dev/null | grep -m1 'cpu GEMMs' || true)
         # float16 only where it alone has hardware; emulated, bfloat16 costs the same time and
-        # needs no loss scaling (float16 skips overflowing steps while the scale settles).
+        # needs no loss scaling (float16 recomputes the steps that overflow while the scale settles).
         AMP_DTYPE=bfloat16
         case "$isa" in *"bf16: emulated"*) case "$isa" in *"fp16: emulated"*) ;; *"fp16:"*) AMP_DTYPE=float16 ;; esac ;; esac
         echo "demo: ${isa:-cpu ISA unknown}; AMP dtype $AMP_DTYPE"
@@ -192,7 +197,7 @@ case $rc in
     3) echo "verdict: REGRESSION: AMP is worse than FP32 beyond the tolerance over the seeds, training noise included" \
             "(or an AMP run failed or diverged; see the report)" ;;
     4) echo "verdict: INCONCLUSIVE: these seeds and eval lines cannot decide at the tolerance; the line above says" \
-            "how many seeds would (DEMO_SEEDS=N; the finished runs are reused)" ;;
+            "how many seeds or eval lines would (DEMO_SEEDS=N, DEMO_EVAL_LINES; finished runs are reused)" ;;
 esac
 FIRST=$(ls -d "$OUT_DIR"/runs/fp32/seed-* 2>/dev/null | head -n 1)
 echo "predict with a fine-tuned model (paths, folders or label files):"
