@@ -18,7 +18,7 @@ static void print_usage(FILE *out) {
             "\n"
             "commands:\n"
             "  info     -c CFG [--json]                      model summary: params, FLOPs, layer table\n"
-            "  synth    --style receipt|document|zh --count N --seed S --out DIR\n"
+            "  synth    [--style receipt|document|zh] --count N [--seed S] --out DIR\n"
             "  data     -c CFG [--json]                      scan + benchmark the datasets through the loader\n"
             "  pack     -c CFG --out FILE | --lmdb DIR       decoded images in one mmap file, or a PaddleOCR LMDB\n"
             "  train    -c CFG [-o Key.path=value ...]       CFG: JSON or PaddleOCR's .yml\n"
