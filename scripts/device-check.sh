@@ -77,7 +77,7 @@ pack() {
         esac
     done
     git -C "$ROOT" rev-parse HEAD >"$stage/COMMIT" 2>/dev/null || echo unknown >"$stage/COMMIT"
-    (cd "$ROOT" && git status --short -- kernels tests/gpu amp models app bench) >"$stage/DIRTY" 2>/dev/null || true
+    (cd "$ROOT" && git status --short -- kernels tests/gpu amp models training cli distributed bench) >"$stage/DIRTY" 2>/dev/null || true
     tar -C "$BUILD_DIR" -cJf "$BUNDLE" bundle
     log "packed $(du -h "$BUNDLE" | cut -f1) into $BUNDLE ($(ls "$stage/bin" | wc -l) tests, $(ls "$stage/lib" | wc -l) libraries)"
     log "on the GPU machine: carry $BUNDLE and run: bash scripts/device-check.sh run"
