@@ -162,15 +162,12 @@ int cmd_compare(int argc, char **argv) {
         return cli_usage_error(&cmd, "--candidate compares two configs as they are: put the precision in them "
                                      "(Global.use_amp, amp_dtype, amp_level) instead of --dtypes/--levels");
     }
-    char dbuf[256] = "", lbuf[64] = "";
-    for (int i = 0; i < dtypes.n; i++)
-        snprintf(dbuf + strlen(dbuf), sizeof dbuf - strlen(dbuf), "%s%s", i ? "," : "", dtypes.items[i]);
-    for (int i = 0; i < levels.n; i++)
-        snprintf(lbuf + strlen(lbuf), sizeof lbuf - strlen(lbuf), "%s%s", i ? "," : "", levels.items[i]);
     CompareOptions o = {0};
     o.out_dir = out_dir;
-    o.dtypes = dtypes.n ? dbuf : NULL;
-    o.levels = levels.n ? lbuf : NULL;
+    o.dtypes = dtypes.items;
+    o.n_dtypes = dtypes.n;
+    o.levels = levels.items;
+    o.n_levels = levels.n;
     o.memory = memory;
     o.max_steps = max_steps;
     if (batch_arg) {

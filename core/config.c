@@ -295,6 +295,15 @@ ocr_status_t ocr_config_parse(OcrConfig **out, const char *json_text, const char
     return make_config(out, root, name, "JSON object");
 }
 
+ocr_status_t ocr_config_clone(OcrConfig **out, const OcrConfig *cfg) {
+    // Through the JSON text: the copy is exactly what a reload of the effective config gives.
+    char *json = ocr_config_to_json(cfg);
+    if (!json) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    ocr_status_t st = ocr_config_parse(out, json, ocr_config_source(cfg));
+    free(json);
+    return st;
+}
+
 ocr_status_t ocr_config_parse_yaml(OcrConfig **out, const char *text, size_t len, const char *name) {
     *out = NULL;
     if (!name) name = "<config>";

@@ -26,6 +26,8 @@ ocr_status_t ocr_config_parse_yaml(OcrConfig **out, const char *text, size_t len
 // 1 when the path ends in .yml or .yaml.
 int ocr_config_path_is_yaml(const char *path);
 void ocr_config_free(OcrConfig *cfg);
+// An independent copy of cfg (same keys, values and source name), for per-run overrides.
+ocr_status_t ocr_config_clone(OcrConfig **out, const OcrConfig *cfg);
 // File name (or the name given to parse) for messages.
 const char *ocr_config_source(const OcrConfig *cfg);
 

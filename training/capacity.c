@@ -35,13 +35,9 @@ const char *const *capacity_precision_overrides(const char *name) {
 static ocr_status_t clone_for(OcrConfig **out, const OcrConfig *cfg, const char *precision) {
     const char *const *ov = capacity_precision_overrides(precision);
     if (!ov) return ocr_set_error(OCR_ERR_INVALID_ARG, "unknown precision %s (fp32, fp16-o1, fp16-o2, bf16-o2)", precision);
-    char *json = ocr_config_to_json(cfg);
-    if (!json) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    ocr_status_t st = ocr_config_parse(out, json, ocr_config_source(cfg));
-    free(json);
-    OCR_TRY(st);
+    OCR_TRY(ocr_config_clone(out, cfg));
     for (int i = 0; ov[i]; i++) {
-        st = ocr_config_apply_override(*out, ov[i]);
+        ocr_status_t st = ocr_config_apply_override(*out, ov[i]);
         if (st != OCR_OK) {
             ocr_config_free(*out);
             return st;

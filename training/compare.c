@@ -19,6 +19,7 @@
 #include "kernels/backend.h"
 #include "models/model.h"
 #include "training/capacity.h"
+#include "training/capacity_run.h"
 #include "training/evaluate.h"
 #include "training/inference.h"
 #include "training/trainer.h"
@@ -94,14 +95,6 @@ typedef struct {
     RunConfig rc;
 } Leg;
 
-static ocr_status_t copy_config(OcrConfig **out, const OcrConfig *base) {
-    char *json = ocr_config_to_json(base);
-    if (!json) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    ocr_status_t st = ocr_config_parse(out, json, ocr_config_source(base));
-    free(json);
-    return st;
-}
-
 static ocr_status_t apply(OcrConfig *cfg, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static ocr_status_t apply(OcrConfig *cfg, const char *fmt, ...) {
     char ov[4400];
@@ -115,7 +108,7 @@ static ocr_status_t apply(OcrConfig *cfg, const char *fmt, ...) {
 // The leg's config: precision (AMP legs) and batch; checkpoints off (every run starts from the
 // configured start, never from a checkpoint a leg left).
 static ocr_status_t leg_config(Leg *g) {
-    OCR_TRY(copy_config(&g->cfg, g->source));
+    OCR_TRY(ocr_config_clone(&g->cfg, g->source));
     ocr_status_t st = OCR_OK;
     if (g->level || (!g->dtype && strcmp(g->name, "fp32") == 0)) {
         st = apply(g->cfg, "Global.use_amp=%s", g->level ? "true" : "false");
@@ -130,7 +123,7 @@ static ocr_status_t leg_config(Leg *g) {
 
 // One run's config: the leg's at this seed, written under OUT/runs/<leg>/seed-<s>.
 static ocr_status_t seed_config(OcrConfig **out, RunConfig *rc, const Leg *g, uint64_t seed, const char *dir) {
-    OCR_TRY(copy_config(out, g->cfg));
+    OCR_TRY(ocr_config_clone(out, g->cfg));
     ocr_status_t st = apply(*out, "Global.seed=%llu", (unsigned long long)seed);
     if (st == OCR_OK) st = apply(*out, "Global.save_model_dir=\"%s\"", dir);
     if (st == OCR_OK) st = run_config_read(rc, *out, RUN_NEED_TRAIN | RUN_NEED_EVAL);
@@ -171,14 +164,7 @@ static ocr_status_t plan_batch(const OcrConfig *cfg, const char *pname, int64_t 
     return OCR_OK;
 }
 
-static int split_list(char *s, const char **out, int max) {
-    int n = 0;
-    for (char *tok = strtok(s, ","); tok && n < max; tok = strtok(NULL, ",")) out[n++] = tok;
-    return n;
-}
-
-static ocr_status_t make_legs(const OcrConfig *cfg, const CompareOptions *o, Leg *legs, int *nlegs, char *dbuf,
-                              size_t dcap, char *lbuf, size_t lcap) {
+static ocr_status_t make_legs(const OcrConfig *cfg, const CompareOptions *o, Leg *legs, int *nlegs) {
     *nlegs = 0;
     if (o->candidate) {
         snprintf(legs[0].name, sizeof legs[0].name, "baseline");
@@ -194,12 +180,8 @@ static ocr_status_t make_legs(const OcrConfig *cfg, const CompareOptions *o, Leg
     const char *cfg_dtype, *cfg_level;
     OCR_TRY(ocr_config_get_string(cfg, "Global.amp_dtype", "float16", &cfg_dtype));
     OCR_TRY(ocr_config_get_string(cfg, "Global.amp_level", "O2", &cfg_level));
-    snprintf(dbuf, dcap, "%s", o->dtypes ? o->dtypes : cfg_dtype);
-    snprintf(lbuf, lcap, "%s", o->levels ? o->levels : cfg_level);
-    const char *dts[4], *lvs[2];
-    int nd = split_list(dbuf, dts, 4), nl = split_list(lbuf, lvs, 2);
-    if (nd == 0) return ocr_set_error(OCR_ERR_INVALID_ARG, "--dtypes: empty (float16, bfloat16 or both)");
-    if (nl == 0) return ocr_set_error(OCR_ERR_INVALID_ARG, "--levels: empty (O1, O2 or both)");
+    const char *const *dts = o->n_dtypes ? o->dtypes : &cfg_dtype, *const *lvs = o->n_levels ? o->levels : &cfg_level;
+    const int nd = o->n_dtypes ? o->n_dtypes : 1, nl = o->n_levels ? o->n_levels : 1;
     for (int l = 0; l < nl; l++) {
         if (strcmp(lvs[l], "O1") != 0 && strcmp(lvs[l], "O2") != 0)
             return ocr_set_error(OCR_ERR_INVALID_ARG, "--levels: %s is not O1 or O2", lvs[l]);
@@ -699,19 +681,11 @@ static void train_one(const Leg *g, uint64_t seed, const char *dir, const Compar
 }
 
 ocr_status_t compare_default_memory(const RunConfig *rc, int64_t *memory) {
-    *memory = 0;
     char dev[32];
     OCR_TRY(training_resolve_device(rc->device_name, dev, sizeof dev));
-#ifdef OCR_HAVE_CUDA
-    if (strncmp(dev, "cuda", 4) == 0) {
-        // The device's free memory less 10 % for the CUDA context's growth and the libraries'
-        // handles, which the tracker does not see.
-        ocr_device_t d;
-        OcrDeviceInfo ci;
-        if (ocr_device_parse(dev, &d) == OCR_OK && ocr_backend_device_info(d, &ci) == OCR_OK)
-            *memory = (int64_t)((double)ci.free_memory * 0.9);
-    }
-#endif
+    // 90 % of a GPU's free memory: the CUDA context's growth and the libraries' handles, which
+    // the tracker does not see, take the rest.
+    *memory = (int64_t)((double)capacity_default_budget(dev) * 0.9);
     if (*memory == 0) return ocr_set_error(OCR_ERR_INVALID_ARG, "--batch max needs --memory SIZE on the CPU");
     return OCR_OK;
 }
@@ -738,8 +712,7 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
     Leg legs[REPORT_MAX_RUNS];
     memset(legs, 0, sizeof legs);
     int nlegs = 0;
-    char dbuf[256], lbuf[64];
-    ocr_status_t st = make_legs(cfg, o, legs, &nlegs, dbuf, sizeof dbuf, lbuf, sizeof lbuf);
+    ocr_status_t st = make_legs(cfg, o, legs, &nlegs);
     RunConfig cand_rc;
     if (st == OCR_OK && o->candidate) {
         st = run_config_read(&cand_rc, o->candidate, RUN_NEED_TRAIN | RUN_NEED_EVAL);

@@ -32,9 +32,10 @@
 
 typedef struct {
     const char *out_dir;
-    // FP32 against AMP (candidate == NULL): comma-separated dtypes and levels (NULL: the
-    // config's Global.amp_dtype / amp_level, else float16 / O2).
-    const char *dtypes, *levels;
+    // FP32 against AMP (candidate == NULL): the AMP dtypes ("float16", "bfloat16") and levels
+    // ("O1", "O2"); none given: the config's Global.amp_dtype / amp_level, else float16 / O2.
+    const char *const *dtypes, *const *levels;
+    int n_dtypes, n_levels;
     // A baseline config against a candidate config: the candidate (validated like the baseline;
     // NULL: FP32 against AMP). Its runs are named "candidate", the baseline's "baseline".
     const OcrConfig *candidate;

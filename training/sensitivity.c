@@ -445,15 +445,11 @@ static ocr_status_t check_options(const SensOptions *o) {
 
 // A copy of cfg with the AMP setting of the measurement.
 static ocr_status_t amp_config_copy(OcrConfig **out, const OcrConfig *cfg, const SensOptions *o) {
-    char *json = ocr_config_to_json(cfg);
-    if (!json) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    ocr_status_t st = ocr_config_parse(out, json, ocr_config_source(cfg));
-    free(json);
-    OCR_TRY(st);
+    OCR_TRY(ocr_config_clone(out, cfg));
     char lv[64], dt[64];
     snprintf(lv, sizeof lv, "Global.amp_level=%s", amp_level_name(o->level));
     snprintf(dt, sizeof dt, "Global.amp_dtype=%s", o->dtype == OCR_BF16 ? "bfloat16" : "float16");
-    st = ocr_config_apply_override(*out, "Global.use_amp=true");
+    ocr_status_t st = ocr_config_apply_override(*out, "Global.use_amp=true");
     if (st == OCR_OK) st = ocr_config_apply_override(*out, lv);
     if (st == OCR_OK) st = ocr_config_apply_override(*out, dt);
     if (st != OCR_OK) {
@@ -1103,11 +1099,8 @@ ocr_status_t sensitivity_compare(const SensResult *r, const char *weights, const
     const int runs = r->proposal_cfg ? 3 : 2;
     for (int i = 0; i < runs && st == OCR_OK; i++) {
         const OcrConfig *base = i == 2 ? r->proposal_cfg : r->amp_cfg;
-        char *json = ocr_config_to_json(base);
         OcrConfig *cfg = NULL;
-        st = json ? ocr_config_parse(&cfg, json, ocr_config_source(r->amp_cfg))
-                  : ocr_set_error(OCR_ERR_OOM, "out of host memory");
-        free(json);
+        st = ocr_config_clone(&cfg, base);
         if (st != OCR_OK) break;
         char sd[4400], pm[4400];
         snprintf(sd, sizeof sd, "Global.save_model_dir=\"%s/compare/%s\"", dir, dirs[i]);
