@@ -391,8 +391,8 @@ static ocr_status_t read_lines(const char *dir, EvalLine *lines, int64_t n) {
 }
 
 // The training's result as this build laid it out: a reused run shows its loss curve and figures
-// in the report like a fresh one. A file of another build (another layout) is not read: the run
-// is then retrained.
+// in the report like a fresh one. A file of another build (another layout) is not read (a warning
+// says so): the run's scores (run.json, lines.tsv) are still reused.
 #define TRAIN_RESULT_MAGIC "ocrtr-v1"
 typedef struct {
     char magic[8];
@@ -421,7 +421,7 @@ static ocr_status_t write_train_result(const char *dir, const TrainResult *r) {
     return ocr_atomic_commit(&af);
 }
 
-// 1 read; 0 absent or of another layout (retrain); -1 error.
+// 1 read; 0 absent or of another layout; -1 error.
 static int read_train_result(const char *dir, TrainResult *r) {
     char path[4300];
     snprintf(path, sizeof path, "%s/train_result.bin", dir);
@@ -809,6 +809,12 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
                     if (rr == 1) {
                         run->r = r;
                         kept[i] = 1;
+                    } else {
+                        // The scores and the verdict do not need it; the report's training figures do.
+                        ocr_log(OCR_LOG_WARN, "%s/train_result.bin %s: the report keeps this run's scores and "
+                                "seed figures, and takes its training history from another seed of %s if one has it",
+                                dir, rr == 0 ? "is missing or from another build's layout" : "cannot be read",
+                                legs[i].name);
                     }
                 }
                 if (progress)
