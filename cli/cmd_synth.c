@@ -1,7 +1,8 @@
 // ocrtrain synth --style receipt|document|zh --count N --seed S --out DIR [--height H]
-//                [--max-width W] [--threads N] [--font-dir DIR]
-// Writes a synthetic PaddleOCR dataset (DIR/images/*.png, DIR/labels.txt, DIR/dict.txt);
-// see data/synth.h. The output is the same for any thread count.
+//                [--max-width W] [--threads N] [--font-dir DIR] [--compare-fonts FONTS.TSV]
+// Writes a synthetic PaddleOCR dataset (DIR/images/*.png, DIR/labels.txt, DIR/dict.txt,
+// DIR/fonts.tsv); see data/synth.h. The output is the same for any thread count; a font set
+// that differs from DIR's earlier fonts.tsv or from --compare-fonts is warned about on stderr.
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,7 +28,7 @@ int cmd_synth(int argc, char **argv) {
         {CLI_UINT64, "--seed", .meta = "S", .dest = &opt.seed,
          .help = "the same seed writes the same dataset (default 0)"},
         {CLI_STRING, "--out", "-o", .meta = "DIR", .dest = &out, .required = 1,
-         .help = "DIR/images/*.png, DIR/labels.txt, DIR/dict.txt"},
+         .help = "DIR/images/*.png, DIR/labels.txt, DIR/dict.txt, DIR/fonts.tsv"},
         {CLI_INT, "--height", .meta = "H", .dest = &opt.height, .lo = 16, .hi = 256,
          .help = "output line height in pixels (16..256, default 48)"},
         {CLI_INT, "--max-width", .meta = "W", .dest = &opt.max_width, .lo = 0, .hi = 8192,
@@ -35,8 +36,10 @@ int cmd_synth(int argc, char **argv) {
         {CLI_INT, "--threads", "-j", .meta = "N", .dest = &opt.threads, .lo = 1, .hi = 256,
          .help = "worker threads (default: the online CPUs, at most 16); the output does not depend on it"},
         {CLI_STRING, "--font-dir", .meta = "DIR", .dest = &opt.font_dir,
-         .help = "use every .ttf/.otf/.ttc font there instead of the Debian font packages\n"
+         .help = "use every .ttf/.otf/.ttc font there instead of the declared Debian fonts\n"
                  "(default: $OCR_SYNTH_FONT_DIR when set)"},
+        {CLI_STRING, "--compare-fonts", .meta = "FONTS.TSV", .dest = &opt.fonts_reference,
+         .help = "warn when the fonts differ from this manifest (another dataset's fonts.tsv)"},
         {0}};
     const CliCommand cmd = {.name = "synth", .flags = flags};
     int rc0 = cli_parse(&cmd, argc, argv);
@@ -58,5 +61,15 @@ int cmd_synth(int argc, char **argv) {
            stats.rgb_images, (double)stats.png_bytes / 1e6, stats.seconds,
            stats.seconds > 0 ? (double)stats.lines / stats.seconds : 0.0, opt.threads, opt.threads == 1 ? "" : "s");
     printf("  labels: %s/labels.txt  dictionary: %s/dict.txt (train with use_space_char: true)\n", out, out);
+    printf("  fonts: %s/fonts.tsv (%d face%s with their sha256)\n", out, stats.num_fonts,
+           stats.num_fonts == 1 ? "" : "s");
+    if (stats.fonts_missing[0])
+        fprintf(stderr, "synth: warning: declared fonts not installed (the data differs from machines that have "
+                        "them; scripts/setup.sh installs them): %s\n", stats.fonts_missing);
+    if (stats.fonts_fallback[0])
+        fprintf(stderr, "synth: warning: declared fonts taken from an older package (the data differs from machines "
+                        "with the newer one, e.g. fonts-liberation2): %s\n", stats.fonts_fallback);
+    if (stats.fonts_warning[0])
+        fprintf(stderr, "synth: warning: %s; the same seed gives other images with other fonts\n", stats.fonts_warning);
     return 0;
 }

@@ -93,6 +93,7 @@ ocr_status_t ocr_synth_create(OcrSynth **out, const OcrSynthOptions *opt) {
     s->words_path_ = dup_or_null(opt->words_path, &oom);
     s->fortunes_dir_ = dup_or_null(opt->fortunes_dir, &oom);
     s->opt.font_dir = s->font_dir_, s->opt.words_path = s->words_path_, s->opt.fortunes_dir = s->fortunes_dir_;
+    s->opt.fonts_reference = NULL;  // only the writer reads it, from its own options
     ocr_status_t st = oom ? ocr_set_error(OCR_ERR_OOM, "synth: out of memory") : OCR_OK;
     if (st == OCR_OK) st = synth_dict_build(&s->dict_text, opt->style);
     if (st == OCR_OK) {
@@ -120,6 +121,9 @@ ocr_status_t ocr_synth_create(OcrSynth **out, const OcrSynthOptions *opt) {
 
 const char *ocr_synth_dict_text(const OcrSynth *s) { return s->dict_text; }
 int ocr_synth_num_fonts(const OcrSynth *s) { return s->fonts.num_fonts; }
+const char *ocr_synth_fonts_manifest(const OcrSynth *s) { return s->fonts.manifest ? s->fonts.manifest : ""; }
+const char *ocr_synth_fonts_missing(const OcrSynth *s) { return s->fonts.missing ? s->fonts.missing : ""; }
+const char *ocr_synth_fonts_fallback(const OcrSynth *s) { return s->fonts.fallback ? s->fonts.fallback : ""; }
 
 struct OcrSynthWorker {
     const OcrSynth *synth;
@@ -139,6 +143,8 @@ ocr_status_t ocr_synth_worker_create(OcrSynthWorker **out, const OcrSynth *synth
     *out = w;
     return OCR_OK;
 }
+
+SynthRenderer *synth_worker_renderer(OcrSynthWorker *w) { return w->renderer; }
 
 void ocr_synth_worker_destroy(OcrSynthWorker *w) {
     if (!w) return;
@@ -280,17 +286,48 @@ ocr_status_t ocr_synth_write(const char *out_dir, const OcrSynthOptions *opt, Oc
     OCR_TRY(ocr_synth_create(&synth, opt));  // fonts and corpora first: nothing is written when they are missing
 
     size_t dl = strlen(out_dir) + 32;
-    char *images_dir = malloc(dl), *dict_path = malloc(dl), *labels_path = malloc(dl);
+    char *images_dir = malloc(dl), *dict_path = malloc(dl), *labels_path = malloc(dl), *fonts_path = malloc(dl);
     char(*texts)[OCR_SYNTH_TEXT_CAP] = calloc((size_t)opt->count, sizeof *texts);
+    char warning[1536] = "";
     ocr_status_t st = OCR_OK;
-    if (!images_dir || !dict_path || !labels_path || !texts)
+    if (!images_dir || !dict_path || !labels_path || !fonts_path || !texts)
         st = ocr_set_error(OCR_ERR_OOM, "synth: out of memory for %lld labels", (long long)opt->count);
     if (st == OCR_OK) {
         snprintf(images_dir, dl, "%s/images", out_dir);
         snprintf(dict_path, dl, "%s/dict.txt", out_dir);
         snprintf(labels_path, dl, "%s/labels.txt", out_dir);
-        st = ocr_make_dirs(images_dir);
+        snprintf(fonts_path, dl, "%s/fonts.tsv", out_dir);
+        // The font set against a given manifest (an error when it cannot be read: the caller
+        // asked for the comparison) and against the one an earlier run left in out_dir.
+        const char *refs[2] = {opt->fonts_reference, fonts_path};
+        for (int i = 0; i < 2 && st == OCR_OK; i++) {
+            if (!refs[i] || (i == 1 && !ocr_file_exists(refs[i]))) continue;
+            if (i == 1 && opt->fonts_reference && strcmp(refs[0], refs[1]) == 0) continue;
+            char *before = NULL;
+            size_t n = 0;
+            st = ocr_read_file(refs[i], &before, &n);
+            if (st != OCR_OK) {
+                if (i == 1) {  // an unreadable old manifest is replaced, and said so
+                    ocr_clear_error();
+                    st = OCR_OK;
+                    snprintf(warning, sizeof warning, "%s could not be read and is replaced", refs[i]);
+                } else {
+                    char why[512];
+                    snprintf(why, sizeof why, "%s", ocr_last_error());
+                    st = ocr_set_error(st, "synth: the fonts manifest to compare with: %s", why);
+                }
+                continue;
+            }
+            int differs = 0;
+            char diff[1200];
+            st = ocr_synth_manifest_diff(before, ocr_synth_fonts_manifest(synth), diff, sizeof diff, &differs);
+            free(before);
+            if (st == OCR_OK && differs && !warning[0])
+                snprintf(warning, sizeof warning, "fonts differ from %s%s: %s", refs[i],
+                         i == 1 ? " (an earlier run)" : "", diff);
+        }
     }
+    if (st == OCR_OK) st = ocr_make_dirs(images_dir);
     WriteJob job;
     memset(&job, 0, sizeof job);
     if (st == OCR_OK) {
@@ -311,16 +348,25 @@ ocr_status_t ocr_synth_write(const char *out_dir, const OcrSynthOptions *opt, Oc
     }
     if (st == OCR_OK) st = sync_dir_fs(images_dir);
     if (st == OCR_OK) st = ocr_write_file_atomic(dict_path, synth->dict_text, strlen(synth->dict_text));
+    if (st == OCR_OK) {
+        const char *m = ocr_synth_fonts_manifest(synth);
+        st = ocr_write_file_atomic(fonts_path, m, strlen(m));
+    }
     if (st == OCR_OK) st = write_labels(labels_path, texts, opt->count);
     if (st == OCR_OK && stats) {
         stats->lines = opt->count;
         stats->gray_images = job.gray, stats->rgb_images = job.rgb;
         stats->png_bytes = job.bytes;
         stats->seconds = now_s() - t0;
+        stats->num_fonts = ocr_synth_num_fonts(synth);
+        snprintf(stats->fonts_missing, sizeof stats->fonts_missing, "%s", ocr_synth_fonts_missing(synth));
+        snprintf(stats->fonts_fallback, sizeof stats->fonts_fallback, "%s", ocr_synth_fonts_fallback(synth));
+        snprintf(stats->fonts_warning, sizeof stats->fonts_warning, "%s", warning);
     }
     free(images_dir);
     free(dict_path);
     free(labels_path);
+    free(fonts_path);
     free(texts);
     ocr_synth_destroy(synth);
     return st;

@@ -3,6 +3,7 @@
 // `ocr_synth_write` renders `count` text lines of a style into a PaddleOCR dataset:
 //   DIR/images/00000000.png ...   8-bit gray (or RGB when a colour was drawn) PNGs, height H
 //   DIR/dict.txt                  one character per line, the last line a single space
+//   DIR/fonts.tsv                 the faces that drew the images, with their SHA-256 (see Fonts below)
 //   DIR/labels.txt                "images/00000000.png<TAB>text" lines, written last
 // Styles:
 //   receipt   store receipts: items, quantities, prices, totals, dates, ids, phones, masked
@@ -19,8 +20,14 @@
 // byte-identical for any thread count and any line can be re-rendered alone.
 // Labels hold 1..OCR_SYNTH_MAX_CHARS code points, no tabs, no leading/trailing or double spaces.
 //
-// Fonts (FreeType) come from the Debian packages fonts-dejavu-core, fonts-liberation2 and
-// (zh) fonts-wqy-microhei, or from every .ttf/.otf/.ttc file in `font_dir`. Corpora from
+// Fonts (FreeType): a declared set per style (data/synth_render.c, DECLARED_FONTS), one face per
+// entry, each the first present of its candidate files from the Debian packages
+// fonts-dejavu-core, fonts-liberation2 (then fonts-liberation) and (zh) fonts-wqy-microhei, so
+// installing another font package does not change the data; or every .ttf/.otf/.ttc face in
+// `font_dir`, sorted by file name. DIR/fonts.tsv lists the faces used with their SHA-256.
+// Spacing: every line keeps the gaps between words clearly wider than any gap inside a word
+// (SYNTH_GAP_RATIO in data/synth_internal.h), so the label's spaces are where the image's are.
+// Corpora from
 // wamerican (/usr/share/dict/american-english) and fortunes-min (/usr/share/games/fortunes).
 // A missing font or corpus is OCR_ERR_NOT_FOUND with a message naming the package.
 #ifndef OCR_DATA_SYNTH_H
@@ -49,6 +56,7 @@ typedef struct {
     const char *font_dir;      // NULL: the Debian font directories
     const char *words_path;    // NULL: /usr/share/dict/american-english
     const char *fortunes_dir;  // NULL: /usr/share/games/fortunes
+    const char *fonts_reference;  // NULL or a fonts.tsv to compare the font set with (ocr_synth_write)
 } OcrSynthOptions;
 
 // style receipt, count 1000, seed 0, height 48, max_width 0, threads 1, default paths.
@@ -68,6 +76,17 @@ void ocr_synth_destroy(OcrSynth *synth);
 // The contents of dict.txt (NUL-terminated) and the number of fonts in use.
 const char *ocr_synth_dict_text(const OcrSynth *synth);
 int ocr_synth_num_fonts(const OcrSynth *synth);
+// fonts.tsv: "# comment" line, then "family<TAB>face index<TAB>sha256<TAB>path" per face in use,
+// in the order the generator picks from.
+const char *ocr_synth_fonts_manifest(const OcrSynth *synth);
+// Declared faces of the style that are not installed ("family, family"; "" when all are, and
+// with font_dir), and those taken from an older package than the first candidate (fonts-liberation
+// for fonts-liberation2): either way the images differ from those of a machine that has them.
+const char *ocr_synth_fonts_missing(const OcrSynth *synth);
+const char *ocr_synth_fonts_fallback(const OcrSynth *synth);
+// Compares two fonts.tsv texts by face (sha256 + face index, in order): *differs 1 when the sets
+// differ, msg then names the faces only in `before` and only in `now` (family and path).
+ocr_status_t ocr_synth_manifest_diff(const char *before, const char *now, char *msg, size_t cap, int *differs);
 
 // ---- per-thread renderer: FreeType faces and glyph-bitmap caches --------------------------
 typedef struct OcrSynthWorker OcrSynthWorker;
@@ -85,11 +104,19 @@ typedef struct {
     int64_t gray_images, rgb_images;
     int64_t png_bytes;
     double seconds;  // wall time of rendering + encoding + writing
+    int num_fonts;   // faces in DIR/fonts.tsv
+    char fonts_missing[512];   // ocr_synth_fonts_missing
+    char fonts_fallback[512];  // ocr_synth_fonts_fallback
+    // When DIR/fonts.tsv of an earlier run, or opt->fonts_reference, lists other faces than
+    // this run uses: what differs (ocr_synth_manifest_diff); "" when nothing does.
+    char fonts_warning[1536];
 } OcrSynthStats;
 
-// Writes the dataset described at the top of this file. Images go to temporary names and are
-// renamed; after all of them the file system is synced once, then dict.txt and labels.txt are
-// written atomically, so a labels.txt that exists lists only complete images. stats may be NULL.
+// Writes the dataset described at the top of this file, and DIR/fonts.tsv. Images go to
+// temporary names and are renamed; after all of them the file system is synced once, then
+// dict.txt, fonts.tsv and labels.txt are written atomically, so a labels.txt that exists lists
+// only complete images. A font set that differs from an earlier DIR/fonts.tsv or from
+// opt->fonts_reference is not an error: stats->fonts_warning says what differs. stats may be NULL.
 ocr_status_t ocr_synth_write(const char *out_dir, const OcrSynthOptions *opt, OcrSynthStats *stats);
 
 #endif

@@ -2,7 +2,9 @@
 // layout, a projective warp into the output, and paper/ink/printer effects.
 //
 // A line is drawn in three steps. (1) Glyph coverage bitmaps are laid out into a mask at a
-// render pixel size px_r. (2) Every output pixel maps back into the mask through one projective
+// render pixel size px_r; the layout is measured from the glyph boxes and re-laid out with wider
+// spaces (or less tracking) until its word gaps are clearly wider than its letter gaps
+// (layout_main, SYNTH_GAP_RATIO). (2) Every output pixel maps back into the mask through one projective
 // map (scale to the target size, squeeze, shear, rotation, perspective) and samples it
 // bilinearly; rendering small and scaling up (px_r < target) gives the soft, blocky look of
 // low-resolution scans and 203-dpi thermal prints. (3) Coverage becomes ink over a background
@@ -35,12 +37,44 @@
 
 // ---- fonts --------------------------------------------------------------------------------
 
-static const char *const DEFAULT_FONT_DIRS[] = {
-    "/usr/share/fonts/truetype/dejavu",       // fonts-dejavu-core
-    "/usr/share/fonts/truetype/liberation2",  // fonts-liberation2
-    "/usr/share/fonts/truetype/liberation",   // fonts-liberation (older name)
-    "/usr/share/fonts/truetype/wqy",          // fonts-wqy-microhei
+// The declared font set: one face per entry, the first candidate file that exists (newest
+// package first), so the faces, and with them the data of a seed, do not depend on which other
+// font packages a machine has. Only the packages scripts/setup.sh installs are declared
+// (fonts-dejavu-extra, for instance, would add condensed and oblique DejaVu faces on machines
+// that have it and not on others). The order is the order pick_font draws from.
+#define DV "/usr/share/fonts/truetype/dejavu/"
+#define LIB2 "/usr/share/fonts/truetype/liberation2/"
+#define LIB1 "/usr/share/fonts/truetype/liberation/"
+#define LATIN ((1u << OCR_SYNTH_RECEIPT) | (1u << OCR_SYNTH_DOCUMENT))
+static const SynthDeclaredFont DECLARED_FONTS[] = {
+    {"DejaVu Sans", LATIN, 0, {DV "DejaVuSans.ttf"}},  // fonts-dejavu-core
+    {"DejaVu Sans Bold", LATIN, 0, {DV "DejaVuSans-Bold.ttf"}},
+    {"DejaVu Sans Mono", LATIN, 0, {DV "DejaVuSansMono.ttf"}},
+    {"DejaVu Sans Mono Bold", LATIN, 0, {DV "DejaVuSansMono-Bold.ttf"}},
+    {"DejaVu Serif", LATIN, 0, {DV "DejaVuSerif.ttf"}},
+    {"DejaVu Serif Bold", LATIN, 0, {DV "DejaVuSerif-Bold.ttf"}},
+    {"Liberation Mono", LATIN, 0, {LIB2 "LiberationMono-Regular.ttf", LIB1 "LiberationMono-Regular.ttf"}},
+    {"Liberation Mono Bold", LATIN, 0, {LIB2 "LiberationMono-Bold.ttf", LIB1 "LiberationMono-Bold.ttf"}},
+    {"Liberation Mono Italic", LATIN, 0, {LIB2 "LiberationMono-Italic.ttf", LIB1 "LiberationMono-Italic.ttf"}},
+    {"Liberation Mono Bold Italic", LATIN, 0,
+     {LIB2 "LiberationMono-BoldItalic.ttf", LIB1 "LiberationMono-BoldItalic.ttf"}},
+    {"Liberation Sans", LATIN, 0, {LIB2 "LiberationSans-Regular.ttf", LIB1 "LiberationSans-Regular.ttf"}},
+    {"Liberation Sans Bold", LATIN, 0, {LIB2 "LiberationSans-Bold.ttf", LIB1 "LiberationSans-Bold.ttf"}},
+    {"Liberation Sans Italic", LATIN, 0, {LIB2 "LiberationSans-Italic.ttf", LIB1 "LiberationSans-Italic.ttf"}},
+    {"Liberation Sans Bold Italic", LATIN, 0,
+     {LIB2 "LiberationSans-BoldItalic.ttf", LIB1 "LiberationSans-BoldItalic.ttf"}},
+    {"Liberation Serif", LATIN, 0, {LIB2 "LiberationSerif-Regular.ttf", LIB1 "LiberationSerif-Regular.ttf"}},
+    {"Liberation Serif Bold", LATIN, 0, {LIB2 "LiberationSerif-Bold.ttf", LIB1 "LiberationSerif-Bold.ttf"}},
+    {"Liberation Serif Italic", LATIN, 0, {LIB2 "LiberationSerif-Italic.ttf", LIB1 "LiberationSerif-Italic.ttf"}},
+    {"Liberation Serif Bold Italic", LATIN, 0,
+     {LIB2 "LiberationSerif-BoldItalic.ttf", LIB1 "LiberationSerif-BoldItalic.ttf"}},
+    {"WenQuanYi Micro Hei", 1u << OCR_SYNTH_ZH, 0, {"/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"}},
+    {"WenQuanYi Micro Hei Mono", 1u << OCR_SYNTH_ZH, 1, {"/usr/share/fonts/truetype/wqy/wqy-microhei.ttc"}},
 };
+#undef DV
+#undef LIB2
+#undef LIB1
+#undef LATIN
 
 static int has_font_ext(const char *name) {
     const char *dot = strrchr(name, '.');
@@ -92,52 +126,65 @@ static int covers(FT_Face face, const char *charset) {
 
 void synth_fonts_free(SynthFontSet *fs) {
     if (!fs) return;
-    for (int i = 0; i < fs->num_fonts; i++) free(fs->fonts[i].path);
+    for (int i = 0; i < fs->num_fonts; i++) free(fs->fonts[i].path), free(fs->fonts[i].family);
     for (int i = 0; i < fs->num_files; i++) free(fs->files[i]);
     free(fs->fonts);
     free(fs->files);
+    free(fs->manifest);
+    free(fs->missing);
+    free(fs->fallback);
     memset(fs, 0, sizeof *fs);
 }
 
-// Adds the faces of one file that cover the charset. Returns OOM only; unreadable or
-// unusable files are skipped (they are noted in *skipped for the message).
+// Adds the faces of one file that cover the charset: every face (only_face < 0, named by
+// FreeType's family and style) or face only_face named `family`. *added counts them. Returns
+// OOM only; unreadable or unusable files add nothing.
 static ocr_status_t add_font_file(SynthFontSet *fs, FT_Library lib, const char *path, ocr_synth_style_t style,
-                                  const char *charset, int default_dirs) {
-    if (default_dirs && (strstr(path, "MathTeXGyre") || strstr(path, "ExtraLight"))) return OCR_OK;
+                                  const char *charset, int only_face, const char *family, int *added) {
+    *added = 0;
     char *data = NULL;
     size_t size = 0;
-    if (ocr_read_file(path, &data, &size) != OCR_OK) {
+    int shared = 0;  // a second face of a file already read
+    for (int i = 0; i < fs->num_fonts && !shared; i++)
+        if (strcmp(fs->fonts[i].path, path) == 0)
+            data = (char *)fs->fonts[i].data, size = fs->fonts[i].size, shared = 1;
+    if (!shared && ocr_read_file(path, &data, &size) != OCR_OK) {
         ocr_clear_error();
         return OCR_OK;
     }
     FT_Face probe;
-    if (FT_New_Memory_Face(lib, (const FT_Byte *)data, (FT_Long)size, 0, &probe) != 0) {
-        free(data);
-        return OCR_OK;
+    long num_faces = 0;
+    if (FT_New_Memory_Face(lib, (const FT_Byte *)data, (FT_Long)size, 0, &probe) == 0) {
+        num_faces = probe->num_faces;
+        FT_Done_Face(probe);
     }
-    long num_faces = probe->num_faces;
-    FT_Done_Face(probe);
-    int added = 0;
-    for (long fi = 0; fi < num_faces && fi < 16; fi++) {
+    ocr_status_t st = OCR_OK;
+    for (long fi = only_face < 0 ? 0 : only_face; fi < num_faces && fi < 16 && st == OCR_OK; fi++) {
+        if (only_face >= 0 && fi != only_face) break;
         FT_Face face;
         if (FT_New_Memory_Face(lib, (const FT_Byte *)data, (FT_Long)size, fi, &face) != 0) continue;
         int ok = FT_IS_SCALABLE(face) && face->units_per_EM > 0 && face->ascender - face->descender > 0 &&
                  covers(face, charset);
         unsigned flags = ok ? face_flags(face) : 0;
+        char name[160];
+        snprintf(name, sizeof name, "%s %s", face->family_name ? face->family_name : "?",
+                 face->style_name ? face->style_name : "");
         FT_Done_Face(face);
         if (!ok) continue;
         SynthFont *nf = realloc(fs->fonts, (size_t)(fs->num_fonts + 1) * sizeof *nf);
         if (!nf) {
-            free(data);
-            return ocr_set_error(OCR_ERR_OOM, "synth: out of memory listing fonts");
+            st = ocr_set_error(OCR_ERR_OOM, "synth: out of memory listing fonts");
+            break;
         }
         fs->fonts = nf;
         SynthFont *f = &fs->fonts[fs->num_fonts];
         memset(f, 0, sizeof *f);
         f->path = strdup(path);
-        if (!f->path) {
-            free(data);
-            return ocr_set_error(OCR_ERR_OOM, "synth: out of memory listing fonts");
+        f->family = strdup(family ? family : name);
+        if (!f->path || !f->family) {
+            free(f->path), free(f->family);
+            st = ocr_set_error(OCR_ERR_OOM, "synth: out of memory listing fonts");
+            break;
         }
         f->face_index = (int)fi;
         f->flags = flags;
@@ -146,24 +193,30 @@ static ocr_status_t add_font_file(SynthFontSet *fs, FT_Library lib, const char *
         f->size = size;
         fs->total_weight += f->weight;
         fs->num_fonts++;
-        added = 1;
+        (*added)++;
     }
-    if (!added) {
+    if (shared) return st;
+    if (*added == 0) {
         free(data);
-        return OCR_OK;
+        return st;
     }
     uint8_t **nfiles = realloc(fs->files, (size_t)(fs->num_files + 1) * sizeof *nfiles);
-    if (!nfiles) {
+    if (!nfiles) {  // the faces already point at data: drop them with it
+        fs->num_fonts -= *added;
+        for (int i = 0; i < *added; i++) {
+            SynthFont *f = &fs->fonts[fs->num_fonts + i];
+            free(f->path), free(f->family);
+        }
         free(data);
         return ocr_set_error(OCR_ERR_OOM, "synth: out of memory listing fonts");
     }
     fs->files = nfiles;
     fs->files[fs->num_files++] = (uint8_t *)data;
-    return OCR_OK;
+    return st;
 }
 
 static ocr_status_t scan_dir(SynthFontSet *fs, FT_Library lib, const char *dirpath, ocr_synth_style_t style,
-                             const char *charset, int default_dirs) {
+                             const char *charset) {
     DIR *dir = opendir(dirpath);
     if (!dir) return OCR_OK;
     char **names = NULL;
@@ -191,30 +244,58 @@ static ocr_status_t scan_dir(SynthFontSet *fs, FT_Library lib, const char *dirpa
     }
     closedir(dir);
     if (st == OCR_OK && n > 1) qsort(names, (size_t)n, sizeof *names, cmp_str);  // readdir order is not stable
-    for (int i = 0; i < n && st == OCR_OK; i++) st = add_font_file(fs, lib, names[i], style, charset, default_dirs);
+    for (int i = 0; i < n && st == OCR_OK; i++) {
+        int added;
+        st = add_font_file(fs, lib, names[i], style, charset, -1, NULL, &added);
+    }
     for (int i = 0; i < n; i++) free(names[i]);
     free(names);
     return st;
 }
 
+// The declared faces of the style; those without a usable candidate go into fs->missing.
+static ocr_status_t load_declared(SynthFontSet *fs, FT_Library lib, ocr_synth_style_t style, const char *charset,
+                                  const SynthDeclaredFont *table, int n) {
+    size_t cap = 1, k = 0;
+    for (int i = 0; i < n; i++) cap += strlen(table[i].family) + 2;
+    fs->missing = malloc(cap);
+    fs->fallback = malloc(cap);
+    if (!fs->missing || !fs->fallback) return ocr_set_error(OCR_ERR_OOM, "synth: out of memory listing fonts");
+    fs->missing[0] = fs->fallback[0] = '\0';
+    size_t kf = 0;
+    for (int i = 0; i < n; i++) {
+        const SynthDeclaredFont *d = &table[i];
+        if (!(d->styles & (1u << style))) continue;
+        fs->num_declared++;
+        int added = 0, c = 0;
+        for (; c < SYNTH_COUNT(d->files) && d->files[c] && !added; c++)
+            OCR_TRY(add_font_file(fs, lib, d->files[c], style, charset, d->face_index, d->family, &added));
+        if (!added) k += (size_t)snprintf(fs->missing + k, cap - k, "%s%s", k ? ", " : "", d->family);
+        else if (c > 1) kf += (size_t)snprintf(fs->fallback + kf, cap - kf, "%s%s", kf ? ", " : "", d->family);
+    }
+    return OCR_OK;
+}
+
 ocr_status_t synth_fonts_load(SynthFontSet *fs, ocr_synth_style_t style, const char *font_dir, const char *charset) {
+    return synth_fonts_load_table(fs, style, font_dir, charset, DECLARED_FONTS, SYNTH_COUNT(DECLARED_FONTS));
+}
+
+ocr_status_t synth_fonts_load_table(SynthFontSet *fs, ocr_synth_style_t style, const char *font_dir,
+                                    const char *charset, const SynthDeclaredFont *table, int n) {
     memset(fs, 0, sizeof *fs);
     FT_Library lib;
     if (FT_Init_FreeType(&lib) != 0) return ocr_set_error(OCR_ERR_INTERNAL, "synth: FreeType failed to start");
-    ocr_status_t st = OCR_OK;
-    if (font_dir) {
-        st = scan_dir(fs, lib, font_dir, style, charset, 0);
-    } else {
-        for (int i = 0; i < SYNTH_COUNT(DEFAULT_FONT_DIRS) && st == OCR_OK; i++)
-            st = scan_dir(fs, lib, DEFAULT_FONT_DIRS[i], style, charset, 1);
-    }
+    ocr_status_t st =
+        font_dir ? scan_dir(fs, lib, font_dir, style, charset) : load_declared(fs, lib, style, charset, table, n);
     FT_Done_FreeType(lib);
+    if (st == OCR_OK && fs->num_fonts > 0) st = synth_manifest_build(&fs->manifest, fs, style);
     if (st != OCR_OK) {
         synth_fonts_free(fs);
         return st;
     }
     if (fs->num_fonts > 0) return OCR_OK;
-    const char *where = font_dir ? font_dir : "/usr/share/fonts/truetype/{dejavu,liberation2,wqy}";
+    synth_fonts_free(fs);
+    const char *where = font_dir ? font_dir : "/usr/share/fonts/truetype/{dejavu,liberation2,liberation,wqy}";
     if (style == OCR_SYNTH_ZH)
         return ocr_set_error(OCR_ERR_NOT_FOUND,
                              "synth: the zh style needs a CJK font and none in %s can draw its characters: "
@@ -261,7 +342,12 @@ struct SynthRenderer {
     float *col, *row;
     size_t col_cap, row_cap;
     Placed placed[MAX_PLACED];
+    int guard_off;        // synth_renderer_set_guard(r, 0): tests only
+    SynthLineInfo info;   // the last line (synth_renderer_last_line)
 };
+
+void synth_renderer_set_guard(SynthRenderer *r, int on) { r->guard_off = !on; }
+const SynthLineInfo *synth_renderer_last_line(const SynthRenderer *r) { return &r->info; }
 
 void synth_renderer_destroy(SynthRenderer *r) {
     if (!r) return;
@@ -394,18 +480,21 @@ typedef struct {
     float spacing;     // extra advance per glyph, in em
     float space_scale; // word-space multiplier
     float gap;         // '\t' column gap, in em
+    float space_add;   // em added to every space and column gap by the spacing guard
 } LayoutStyle;
 
 typedef struct {
     int x0, y0, x1, y1;  // ink box, exclusive max; empty when x1 <= x0
 } Box;
 
-// Lays out text starting at (x, baseline) into r->placed[*n...]; returns the ink box of the added glyphs.
+// Lays out text starting at (x, baseline) into r->placed[*n...]; returns the ink box of the
+// added glyphs, and when cb is given, every character's ink columns into cb[*ncb...].
 static ocr_status_t layout(SynthRenderer *r, int f, int px, const char *text, const LayoutStyle *ls, int x,
-                           int baseline, int *n, Box *box) {
+                           int baseline, int *n, Box *box, SynthCharBox *cb, int *ncb) {
     box->x0 = box->y0 = 1 << 30, box->x1 = box->y1 = -(1 << 30);
     int32_t pen = x * 64;
     int32_t extra = (int32_t)lrintf(ls->spacing * (float)px * 64.0f);
+    int32_t add = (int32_t)lrintf(ls->space_add * (float)px * 64.0f);
     size_t len = strlen(text);
     const char *p = text;
     while (len > 0) {
@@ -413,8 +502,10 @@ static ocr_status_t layout(SynthRenderer *r, int f, int px, const char *text, co
         int k = ocr_utf8_decode(p, len, &cp);
         if (k <= 0) return ocr_set_error(OCR_ERR_INTERNAL, "synth: generated text is not UTF-8");
         p += k, len -= (size_t)k;
+        SynthCharBox *c = cb && *ncb < OCR_SYNTH_MAX_CHARS ? &cb[(*ncb)++] : NULL;
+        if (c) c->cp = cp, c->x0 = c->x1 = 0;
         if (cp == '\t') {
-            pen += (int32_t)lrintf(ls->gap * (float)px * 64.0f);
+            pen += (int32_t)lrintf(ls->gap * (float)px * 64.0f) + add;
             continue;
         }
         Glyph g;
@@ -422,7 +513,7 @@ static ocr_status_t layout(SynthRenderer *r, int f, int px, const char *text, co
         if (cp == ' ') {
             // Never narrower than a quarter em: the label has a space, so must the image.
             float adv = fmaxf((float)g.adv * ls->space_scale, 0.25f * 64.0f * (float)px);
-            pen += (int32_t)lrintf(adv) + (extra > 0 ? extra : 0);
+            pen += (int32_t)lrintf(adv) + (extra > 0 ? extra : 0) + add;
             continue;
         }
         if (g.w > 0 && g.h > 0 && *n < MAX_PLACED) {
@@ -434,10 +525,106 @@ static ocr_status_t layout(SynthRenderer *r, int f, int px, const char *text, co
             if (pl->y < box->y0) box->y0 = pl->y;
             if (pl->x + g.w > box->x1) box->x1 = pl->x + g.w;
             if (pl->y + g.h > box->y1) box->y1 = pl->y + g.h;
+            // Ink columns: the coverage bitmap's columns that hold any coverage.
+            if (c) {
+                const uint8_t *src = r->arena + g.off;
+                int lo = g.w, hi = -1;
+                for (int yy = 0; yy < g.h; yy++)
+                    for (int xx = 0; xx < g.w; xx++)
+                        if (src[yy * g.w + xx]) {
+                            if (xx < lo) lo = xx;
+                            if (xx > hi) hi = xx;
+                        }
+                if (hi >= lo) c->x0 = pl->x + lo, c->x1 = pl->x + hi + 1;
+            }
         }
         pen += g.adv + extra;
     }
     return OCR_OK;
+}
+
+// ---- spacing ---------------------------------------------------------------------------------
+
+void synth_measure_gaps(const SynthCharBox *b, int n, SynthGaps *g) {
+    g->max_intra = -(1 << 30), g->min_inter = 1 << 30;
+    g->n_intra = g->n_inter = 0;
+    int prev = -1, brk = 0;
+    for (int i = 0; i < n; i++) {
+        if (b[i].cp == ' ' || b[i].cp == '\t') {
+            brk = 1;
+            continue;
+        }
+        if (b[i].x1 <= b[i].x0) continue;
+        if (prev >= 0) {
+            int gap = b[i].x0 - b[prev].x1;
+            if (brk) {
+                g->n_inter++;
+                if (gap < g->min_inter) g->min_inter = gap;
+            } else {
+                g->n_intra++;
+                if (gap > g->max_intra) g->max_intra = gap;
+            }
+        }
+        prev = i, brk = 0;
+    }
+}
+
+int synth_gaps_ok(const SynthGaps *g) {
+    if (g->n_inter == 0) return 1;
+    if (g->min_inter < 1) return 0;
+    return g->n_intra == 0 || (float)g->max_intra <= SYNTH_GAP_RATIO * (float)g->min_inter;
+}
+
+// A word space wider than this (em, with the tracking it carries) reads as a column gap: past
+// it the guard reduces the tracking instead of widening spaces further.
+#define SPACE_CAP_EM 1.6f
+
+// Lays out the main line at (0, 0) and keeps the spacing rule (SYNTH_GAP_RATIO): while the
+// widest gap inside a word is too close to the narrowest gap between words, every space and
+// column gap is widened by the shortfall (wide tracking stays, with spaces widened in
+// proportion); when that would make spaces wider than SPACE_CAP_EM, the tracking is halved
+// instead. Each step re-lays the line out and measures it again from the glyph boxes, so no
+// line leaves here violating the rule. ls keeps the changes (in em) for later layouts.
+static ocr_status_t layout_main(SynthRenderer *r, int f, int px, const char *text, LayoutStyle *ls, int *n_main,
+                                Box *box, int first) {
+    SynthLineInfo *li = &r->info;
+    for (int iter = 0;; iter++) {
+        *n_main = 0, li->n = 0;
+        OCR_TRY(layout(r, f, px, text, ls, 0, 0, n_main, box, li->box, &li->n));
+        synth_measure_gaps(li->box, li->n, &li->gaps);
+        if (first && iter == 0) li->gaps_drawn = li->gaps;
+        if (r->guard_off || synth_gaps_ok(&li->gaps)) return OCR_OK;
+        if (iter == 40)
+            return ocr_set_error(OCR_ERR_INTERNAL, "synth: cannot space '%s' at %d px (intra %d, inter %d px)", text,
+                                 px, li->gaps.max_intra, li->gaps.min_inter);
+        int intra = li->gaps.n_intra ? (li->gaps.max_intra > 0 ? li->gaps.max_intra : 0) : 0;
+        float short_px = (float)intra / SYNTH_GAP_RATIO - (float)li->gaps.min_inter + 1.0f;
+        if (short_px < 1.0f) short_px = 1.0f;
+        Glyph sp;
+        OCR_TRY(glyph_get(r, f, px, ' ', &sp));
+        float space_em = fmaxf((float)sp.adv * ls->space_scale / (64.0f * (float)px), 0.25f) + ls->space_add +
+                         fmaxf(ls->spacing, 0.0f);
+        if (ls->spacing > 0.01f && space_em + short_px / (float)px > SPACE_CAP_EM) {
+            ls->spacing *= 0.5f;
+            li->guard = 2;
+        } else {
+            ls->space_add += short_px / (float)px;
+            if (li->guard < 1) li->guard = 1;
+        }
+    }
+}
+
+// Output position (continuous pixels) of mask point (u, v) for the warp that maps output
+// (xc, yc) around (cx, cy) to mask u = (a1·xc + a2·yc)/w + mcx, v = (b1·xc + b2·yc)/w + mcy,
+// w = 1 + pxc·xc + pyc·yc (the inverse of that projective map, by Cramer's rule).
+static void warp_forward(const float m[10], float u, float v, float *x, float *y) {
+    const float a1 = m[0], a2 = m[1], b1 = m[2], b2 = m[3], pxc = m[4], pyc = m[5];
+    float U = u - m[6], V = v - m[7];
+    float p = a1 - U * pxc, q = a2 - U * pyc, s = b1 - V * pxc, t = b2 - V * pyc;
+    float det = p * t - q * s;
+    if (fabsf(det) < 1e-12f) det = 1e-12f;
+    *x = (U * t - q * V) / det + m[8];
+    *y = (p * V - U * s) / det + m[9];
 }
 
 // ---- small fast noise (seeded from the Philox stream; used per pixel) ----------------------
@@ -591,6 +778,7 @@ static inline float sample(const uint8_t *m, int mw, int mh, float u, float v) {
 ocr_status_t synth_render_line(SynthRenderer *r, const char *text, ocr_synth_style_t style, int height,
                                int max_width, OcrRng *rng, OcrImage *img) {
     memset(img, 0, sizeof *img);
+    memset(&r->info, 0, sizeof r->info);
     if (r->arena_len > ARENA_LIMIT) cache_clear(r);
     const SynthFontSet *fs = r->fonts;
     const float H = (float)height;
@@ -620,6 +808,7 @@ ocr_status_t synth_render_line(SynthRenderer *r, const char *text, ocr_synth_sty
     ls.spacing = synth_chance(rng, 0.15f) ? synth_unif(rng, 0.08f, 0.3f) : synth_unif(rng, -0.03f, 0.06f);
     ls.space_scale = synth_unif(rng, 0.8f, 1.6f);
     ls.gap = synth_unif(rng, 0.8f, 4.0f);
+    ls.space_add = 0.0f;
     float sx = 1.0f;  // horizontal squeeze
 
     // Layout at the render size; if the line is too wide, shrink it (and squeeze a little).
@@ -637,7 +826,7 @@ ocr_status_t synth_render_line(SynthRenderer *r, const char *text, ocr_synth_sty
         if (px > 400) px = 400;
         s = px_target / (float)px;
         n_main = 0;
-        OCR_TRY(layout(r, f, px, text, &ls, 0, 0, &n_main, &box));
+        OCR_TRY(layout_main(r, f, px, text, &ls, &n_main, &box, attempt == 0));
         if (box.x1 <= box.x0) box.x0 = 0, box.x1 = 1, box.y0 = -1, box.y1 = 0;
         float room = 0.97f * ((float)max_width - ml - mr);  // 3% for slant and tilt
         float need = room / ((float)(box.x1 - box.x0) * s);
@@ -663,7 +852,7 @@ ocr_status_t synth_render_line(SynthRenderer *r, const char *text, ocr_synth_sty
         char other[2 * OCR_SYNTH_TEXT_CAP];
         snprintf(other, sizeof other, "%s %s", text + start, text);
         Box b2;
-        OCR_TRY(layout(r, f, px, other, &ls, dx, dy, &n_all, &b2));
+        OCR_TRY(layout(r, f, px, other, &ls, dx, dy, &n_all, &b2, NULL, NULL));
     }
 
     // Mask: every placed glyph, with a 2-pixel zero border.
@@ -729,6 +918,21 @@ ocr_status_t synth_render_line(SynthRenderer *r, const char *text, ocr_synth_sty
     // linear along a row, and v is monotone there, so rows that miss the mask are skipped.
     const float a1 = (ct + shear * st) * inv_sx, a2 = (st - shear * ct) * inv_sx;
     const float b1 = -st * inv_s, b2 = ct * inv_s;
+    {  // where the main line's characters land in the output (for tests)
+        SynthLineInfo *li = &r->info;
+        const float m[10] = {a1, a2, b1, b2, pxc, pyc, mcx, mcy, cx, cy};
+        float v0 = (float)(box.y0 - my0), v1 = (float)(box.y1 - my0), yy;
+        for (int i = 0; i < li->n; i++) {
+            const SynthCharBox *c = &li->box[i];
+            float u0 = (float)(c->x0 - mx0), u1 = (float)(c->x1 - mx0), uc = 0.5f * (u0 + u1);
+            warp_forward(m, u0, mcy, &li->ox0[i], &yy);
+            warp_forward(m, u1, mcy, &li->ox1[i], &yy);
+            warp_forward(m, uc, v0, &yy, &li->oy0[i]);
+            warp_forward(m, uc, v1, &yy, &li->oy1[i]);
+        }
+        li->px = px, li->spacing = ls.spacing, li->space_add = ls.space_add;
+        li->width = W, li->height = height;
+    }
     for (int y = 0; y < height; y++) {
         uint8_t *arow = alpha + (size_t)y * W;
         float yc = (float)y + 0.5f - cy, xc0 = 0.5f - cx, xc1 = (float)W - 0.5f - cx;
@@ -751,6 +955,7 @@ ocr_status_t synth_render_line(SynthRenderer *r, const char *text, ocr_synth_sty
     float blur_p = synth_unif(rng, 0.0f, 1.0f);
     if (blur_p < 0.3f) blur121(alpha, W, height, tmp);
     if (blur_p < 0.08f) blur121(alpha, W, height, tmp);
+    r->info.coverage = alpha;  // final: what follows reads alpha and writes img
     float gamma = synth_chance(rng, 0.5f) ? synth_unif(rng, 0.6f, 1.5f) : 1.0f;  // <1 bolder, >1 thinner
     float lut[256];
     for (int i = 0; i < 256; i++) lut[i] = powf((float)i / 255.0f, gamma);
@@ -843,7 +1048,11 @@ ocr_status_t synth_render_line(SynthRenderer *r, const char *text, ocr_synth_sty
 
 void synth_fonts_free(SynthFontSet *fs) { (void)fs; }
 ocr_status_t synth_fonts_load(SynthFontSet *fs, ocr_synth_style_t style, const char *font_dir, const char *charset) {
-    (void)style, (void)font_dir, (void)charset;
+    return synth_fonts_load_table(fs, style, font_dir, charset, NULL, 0);
+}
+ocr_status_t synth_fonts_load_table(SynthFontSet *fs, ocr_synth_style_t style, const char *font_dir,
+                                    const char *charset, const SynthDeclaredFont *table, int n) {
+    (void)style, (void)font_dir, (void)charset, (void)table, (void)n;
     memset(fs, 0, sizeof *fs);
     return ocr_set_error(OCR_ERR_UNSUPPORTED, "synth: ocrtrain was built without FreeType: install the Debian "
                                               "package libfreetype-dev and rebuild (scripts/setup.sh does both)");
