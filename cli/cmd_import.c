@@ -1,10 +1,10 @@
-// ocrtrain import (--onnx FILE | --pdparams FILE) --out W.safetensors [--dict-out FILE]
+// ocrtrain import (--onnx FILE [--dict FILE] | --pdparams FILE) --out W.safetensors [--dict-out FILE]
 //
-// PaddleOCR's PP-OCRv3/v4 recognizers as users get them → ocrtrain weights (training/import.h):
+// PaddleOCR's PP-OCRv3/v4/v5-mobile recognizers as users get them → ocrtrain weights (training/import.h):
 //   --onnx      a paddle2onnx export (PaddleOCR's, RapidOCR's wheels, ...): the graph is walked
 //               layer by layer and the matching network is built (models/onnx_import.h); the
-//               dictionary embedded in the metadata ("character") is written next to the
-//               weights (OUT.dict.txt, or --dict-out);
+//               dictionary embedded in the metadata ("character"), or the file --dict names,
+//               is written next to the weights (OUT.dict.txt, or --dict-out);
 //   --pdparams  a PaddleOCR training checkpoint (best_accuracy.pdparams, latest.pdparams): the
 //               unfused training-form network with its BN statistics (models/pdparams.h);
 //               MultiHead checkpoints give their CTC branch, the guidance branch is listed as
@@ -37,14 +37,14 @@ static void print_train_hint(const OcrArch *a, const char *dict_path, int dict_l
            extra[0] ? extra + 1 : "", extra[0] ? " " : "");
 }
 
-static int do_onnx(const char *in, const char *out, const char *dict_out) {
+static int do_onnx(const char *in, const char *out, const char *dict_out, const char *dict_in) {
     ImportOnnx r;
-    ocr_status_t st = import_onnx(&r, in, out, dict_out);
+    ocr_status_t st = import_onnx(&r, in, out, dict_out, dict_in);
     const OcrOnnxImportInfo *info = &r.info;
     if (r.m && r.have_dict && !r.dict_fits) {
         const OcrArch *a = ocr_model_arch(r.m);
         fprintf(stderr,
-                "ocrtrain import: warning: the embedded dictionary has %d lines, the head %d classes (blank + lines "
+                "ocrtrain import: warning: the metadata's dictionary has %d lines, the head %d classes (blank + lines "
                 "[+ space] would be %d or %d)\n",
                 info->dictionary_lines, a->num_classes, info->dictionary_lines + 1, info->dictionary_lines + 2);
     }
@@ -80,10 +80,15 @@ static int do_onnx(const char *in, const char *out, const char *dict_out) {
     if (info->unused_helpers > OCR_ONNX_MAX_LISTED)
         printf("  ... and %d more helpers\n", info->unused_helpers - OCR_ONNX_MAX_LISTED);
     if (r.have_dict)
-        printf("dictionary: %d lines from the metadata (\"character\") -> %s\n", info->dictionary_lines, r.dict_path);
+        printf("dictionary: %d lines from %s%s -> %s\n", info->dictionary_lines,
+               info->dictionary_from_file ? dict_in : "the metadata (\"character\")",
+               info->dictionary_known ? " (PaddleOCR's ppocrv5_dict.txt)" : "", r.dict_path);
     else
-        printf("dictionary: none in the file's metadata (use PaddleOCR's %s)\n",
-               a->num_classes == 97 ? "en_dict.txt with use_space_char" : a->num_classes == 6625 ? "ppocr_keys_v1.txt with use_space_char" : "dictionary");
+        printf("dictionary: none in the file's metadata (use PaddleOCR's %s; --dict FILE names one)\n",
+               a->num_classes == 97     ? "en_dict.txt with use_space_char"
+               : a->num_classes == 6625 ? "ppocr_keys_v1.txt with use_space_char"
+               : a->num_classes == OCR_PPOCRV5_CLASSES ? "ppocrv5_dict.txt with use_space_char: configs/dicts/ppocrv5_dict.txt"
+                                                       : "dictionary");
     print_train_hint(a, r.have_dict ? r.dict_path : NULL, info->dictionary_lines);
     import_onnx_free(&r);
     return 0;
@@ -130,25 +135,30 @@ static int do_pdparams(const char *in, const char *out) {
 }
 
 int cmd_import(int argc, char **argv) {
-    const char *onnx_path = NULL, *pd_path = NULL, *out_path = NULL, *dict_out = NULL;
+    const char *onnx_path = NULL, *pd_path = NULL, *out_path = NULL, *dict_out = NULL, *dict_in = NULL;
     const CliFlag flags[] = {
         {CLI_STRING, "--onnx", .meta = "FILE", .dest = &onnx_path,
-         .help = "PaddleOCR PP-OCRv3/v4 recognizer exported to ONNX (paddle2onnx)"},
+         .help = "PaddleOCR PP-OCRv3/v4/v5-mobile recognizer exported to ONNX (paddle2onnx)"},
         {CLI_STRING, "--pdparams", .meta = "FILE", .dest = &pd_path,
          .help = "PaddleOCR training checkpoint (.pdparams, or its prefix)"},
         {CLI_STRING, "--out", .meta = "FILE", .dest = &out_path, .help = "the weights to write (safetensors)"},
+        {CLI_STRING, "--dict", .meta = "FILE", .dest = &dict_in,
+         .help = "the model's dictionary when its metadata has none (one entry a line; checked\n"
+                 "against the head's classes, written next to the weights)"},
         {CLI_STRING, "--dict-out", .meta = "FILE", .dest = &dict_out,
          .help = "where the dictionary embedded in the ONNX metadata goes (default: OUT\n"
                  "with .safetensors replaced by .dict.txt)"},
         {0}};
     const CliCommand cmd = {.name = "import", .flags = flags,
-                            .synopsis = "(--onnx FILE | --pdparams FILE) --out W.safetensors [--dict-out FILE]"};
+                            .synopsis = "(--onnx FILE [--dict FILE] | --pdparams FILE) --out W.safetensors [--dict-out FILE]"};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_CONTINUE) return rc;
     if (!out_path || (!onnx_path) == (!pd_path))
         return cli_usage_error(&cmd, "--out and exactly one of --onnx and --pdparams are required");
     if (dict_out && pd_path) return cli_fail(&cmd, 2, "--dict-out applies to --onnx (a .pdparams carries no dictionary)");
+    if (dict_in && pd_path) return cli_fail(&cmd, 2, "--dict applies to --onnx (a .pdparams import writes no dictionary)");
+    if (dict_in && !ocr_file_exists(dict_in)) return cli_fail(&cmd, 2, "%s does not exist", dict_in);
     const char *in = onnx_path ? onnx_path : pd_path;
     if (!ocr_file_exists(in) && !(pd_path && strlen(in) < 1100)) return cli_fail(&cmd, 2, "%s does not exist", in);
-    return onnx_path ? do_onnx(onnx_path, out_path, dict_out) : do_pdparams(pd_path, out_path);
+    return onnx_path ? do_onnx(onnx_path, out_path, dict_out, dict_in) : do_pdparams(pd_path, out_path);
 }

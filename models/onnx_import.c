@@ -25,9 +25,11 @@ typedef struct {
     unsigned char *used;     // nodes the walk consumed
     int *rstart, *readers;   // CSR: the nodes reading tensor t are readers[rstart[t] .. rstart[t + 1])
     int nindexed;            // tensors in the index (names interned later have no readers)
-    OcrOnnxTensor *folded;   // constants computed from constants (Reshape / Unsqueeze of a weight)
-    const OcrOnnxTensor **folded_src;
-    int nfolded;
+    OcrOnnxTensor *folded;   // constants computed from constants (Reshape / Unsqueeze / Transpose of a weight)
+    const OcrOnnxTensor **folded_src;  // the graph constant each was computed from (for the unused listing)
+    int nfolded, fcap;
+    void **owned;            // data the folds allocated (a transposed weight, a Constant's value_floats)
+    int nowned;
 } G;
 
 static uint64_t fnv(const char *s) {
@@ -66,6 +68,262 @@ static int is_passthrough(const OcrOnnxNode *n) {
            n->noutputs >= 1;
 }
 
+// ---- constants computed from constants, and nodes that compute nothing ------------------------
+// Exporters differ in how they spell a weight (an initializer, a Constant node, a constant
+// reshaped, unsqueezed or transposed by a node) and in the no-op plumbing they leave on the data
+// path (Identity, Add 0, Unsqueeze then Squeeze of the same axis, two Transposes that cancel).
+// The index resolves both while it is built, so the walk sees what the graph computes.
+
+static int64_t attr_i(const OcrOnnxNode *n, const char *name, int64_t def);
+
+static OcrOnnxTensor *new_folded(G *g, const OcrOnnxTensor *src, const char *name) {
+    if (g->nfolded == g->fcap) return NULL;
+    const OcrOnnxTensor *root = src;
+    if (src >= g->folded && src < g->folded + g->nfolded) root = g->folded_src[src - g->folded];
+    g->folded_src[g->nfolded] = root;
+    OcrOnnxTensor *t = &g->folded[g->nfolded++];
+    *t = *src;
+    t->name = (char *)name;
+    return t;
+}
+
+static void *own(G *g, size_t bytes) {
+    void *p = malloc(bytes ? bytes : 1);
+    OCR_ASSERT(p, "out of host memory");
+    g->owned = realloc(g->owned, ((size_t)g->nowned + 1) * sizeof *g->owned);
+    OCR_ASSERT(g->owned, "out of host memory");
+    g->owned[g->nowned++] = p;
+    return p;
+}
+
+// A node's axes (attribute before opset 13, constant input after): 1 and the list, 0 when none
+// or not constant.
+static int node_axes(const G *g, int i, const int64_t **axes, int *n) {
+    const OcrOnnxAttr *a = ocr_onnx_attr(&g->m->nodes[i], "axes");
+    if (a && a->nints > 0) {
+        *axes = a->ints;
+        *n = a->nints;
+        return 1;
+    }
+    const OcrOnnxTensor *c = g->m->nodes[i].ninputs > 1 && g->in[i][1] >= 0 ? g->konst[g->in[i][1]] : NULL;
+    if (c && c->i64 && c->numel > 0) {
+        *axes = c->i64;
+        *n = (int)c->numel;
+        return 1;
+    }
+    return 0;
+}
+
+// Transpose's permutation (default: reversed axes of an `nd`-D input).
+static int node_perm(const OcrOnnxNode *n, int nd, int64_t perm[OCR_ONNX_MAX_DIMS]) {
+    const OcrOnnxAttr *a = ocr_onnx_attr(n, "perm");
+    if (a) {
+        if (a->nints > OCR_ONNX_MAX_DIMS) return -1;
+        for (int k = 0; k < a->nints; k++) perm[k] = a->ints[k];
+        return a->nints;
+    }
+    if (nd < 0) return -1;
+    for (int k = 0; k < nd; k++) perm[k] = nd - 1 - k;
+    return nd;
+}
+
+// A Constant node's value: `value` (a tensor) or, from opset 12, value_float(s) / value_int(s).
+static const OcrOnnxTensor *constant_value(G *g, const OcrOnnxNode *n) {
+    const OcrOnnxAttr *v = ocr_onnx_attr(n, "value");
+    if (v && v->t) return v->t;
+    static const char *const keys[] = {"value_float", "value_floats", "value_int", "value_ints"};
+    for (int k = 0; k < 4; k++) {
+        const OcrOnnxAttr *a = ocr_onnx_attr(n, keys[k]);
+        if (!a || g->nfolded == g->fcap) continue;
+        OcrOnnxTensor z;
+        memset(&z, 0, sizeof z);
+        OcrOnnxTensor *t = new_folded(g, &z, n->noutputs ? n->outputs[0] : "");
+        g->folded_src[g->nfolded - 1] = t;  // its own source: nothing else holds it
+        int list = k == 1 || k == 3;
+        t->ndim = list;
+        t->numel = list ? (k == 1 ? a->nfloats : a->nints) : 1;
+        if (list) t->dims[0] = t->numel;
+        if (k < 2) {
+            t->data_type = OCR_ONNX_FLOAT;
+            t->f32 = own(g, (size_t)t->numel * sizeof(float));
+            for (int64_t e = 0; e < t->numel; e++) t->f32[e] = list ? a->floats[e] : a->f;
+        } else {
+            t->data_type = OCR_ONNX_INT64;
+            t->i64 = own(g, (size_t)t->numel * sizeof(int64_t));
+            for (int64_t e = 0; e < t->numel; e++) t->i64[e] = list ? a->ints[e] : a->i;
+        }
+        return t;
+    }
+    return NULL;
+}
+
+// Reshape / Unsqueeze / Squeeze / Flatten / Transpose of a float constant: the constant it
+// computes (NULL when the node is not one, or its shape arguments are not constant).
+static const OcrOnnxTensor *fold_node(G *g, int i) {
+    const OcrOnnxNode *n = &g->m->nodes[i];
+    const char *op = n->op_type;
+    const OcrOnnxTensor *src = n->ninputs >= 1 && g->in[i][0] >= 0 ? g->konst[g->in[i][0]] : NULL;
+    if (!src || !src->f32 || n->noutputs != 1 || g->nfolded == g->fcap) return NULL;
+    int64_t dims[OCR_ONNX_MAX_DIMS];
+    int nd = 0;
+    const int64_t *ax;
+    int nax;
+    if (strcmp(op, "Reshape") == 0) {
+        const OcrOnnxTensor *sh = n->ninputs > 1 && g->in[i][1] >= 0 ? g->konst[g->in[i][1]] : NULL;
+        int ok = sh && sh->i64 && sh->numel <= OCR_ONNX_MAX_DIMS;
+        int64_t known = 1;
+        int infer = -1;
+        for (int k = 0; ok && k < sh->numel; k++) {
+            int64_t d = sh->i64[k];
+            if (d == 0 && !attr_i(n, "allowzero", 0)) d = k < src->ndim ? src->dims[k] : -2;
+            if (d == -1 && infer < 0) infer = k;
+            else if (d < 0) ok = 0;
+            else known *= d;
+            dims[nd++] = d;
+        }
+        if (ok && infer >= 0) {
+            ok = known != 0 && src->numel % known == 0;
+            if (ok) dims[infer] = src->numel / known;
+        }
+        if (ok) {
+            int64_t numel = 1;
+            for (int k = 0; k < nd; k++) numel *= dims[k];
+            ok = numel == src->numel;
+        }
+        if (!ok) {
+            // Older paddle2onnx writes a conv bias as Reshape(b, [1, C, 1, 1]) + Add with the
+            // shape computed at run time: a Reshape of a constant holds its values whatever the
+            // shape (only the count matters where a bias is read).
+            OcrOnnxTensor *t = new_folded(g, src, n->outputs[0]);
+            t->ndim = 1;
+            t->dims[0] = src->numel;
+            return t;
+        }
+    } else if (strcmp(op, "Unsqueeze") == 0 || strcmp(op, "Squeeze") == 0) {
+        int sq = op[0] == 'S', have = node_axes(g, i, &ax, &nax);
+        if (!have && !sq) return NULL;
+        int out_nd = sq ? src->ndim : src->ndim + nax;
+        if (out_nd > OCR_ONNX_MAX_DIMS) return NULL;
+        unsigned char hit[OCR_ONNX_MAX_DIMS] = {0};
+        for (int k = 0; have && k < nax; k++) {
+            int64_t a = ax[k] < 0 ? ax[k] + out_nd : ax[k];
+            if (a < 0 || a >= out_nd) return NULL;
+            hit[a] = 1;
+        }
+        for (int k = 0, s = 0; k < out_nd; k++) {
+            if (sq) {
+                if ((have ? hit[k] : src->dims[k] == 1) && src->dims[k] == 1) continue;
+                if (have && hit[k]) return NULL;  // squeezing a dimension that is not 1
+                dims[nd++] = src->dims[k];
+            } else {
+                dims[nd++] = hit[k] ? 1 : src->dims[s++];
+            }
+        }
+    } else if (strcmp(op, "Flatten") == 0) {
+        int64_t axis = attr_i(n, "axis", 1), a = axis < 0 ? axis + src->ndim : axis, lead = 1;
+        if (a < 0 || a > src->ndim) return NULL;
+        for (int k = 0; k < a; k++) lead *= src->dims[k];
+        dims[nd++] = lead;
+        dims[nd++] = lead ? src->numel / lead : 0;
+    } else if (strcmp(op, "Transpose") == 0) {
+        int64_t perm[OCR_ONNX_MAX_DIMS];
+        if (node_perm(n, src->ndim, perm) != src->ndim) return NULL;
+        int64_t stride[OCR_ONNX_MAX_DIMS], idx[OCR_ONNX_MAX_DIMS] = {0};
+        for (int k = src->ndim - 1; k >= 0; k--) stride[k] = k == src->ndim - 1 ? 1 : stride[k + 1] * src->dims[k + 1];
+        unsigned char seen[OCR_ONNX_MAX_DIMS] = {0};
+        for (int k = 0; k < src->ndim; k++) {
+            if (perm[k] < 0 || perm[k] >= src->ndim || seen[perm[k]]++) return NULL;  // not a permutation
+            dims[nd++] = src->dims[perm[k]];
+        }
+        OcrOnnxTensor *t = new_folded(g, src, n->outputs[0]);
+        t->f32 = own(g, (size_t)src->numel * sizeof(float));
+        t->ndim = nd;
+        memcpy(t->dims, dims, sizeof dims);
+        for (int64_t e = 0; e < src->numel; e++) {  // e walks the output in order
+            int64_t off = 0;
+            for (int k = 0; k < nd; k++) off += idx[k] * stride[perm[k]];
+            t->f32[e] = src->f32[off];
+            for (int k = nd - 1; k >= 0 && ++idx[k] == dims[k]; k--) idx[k] = 0;
+        }
+        return t;
+    } else {
+        return NULL;
+    }
+    int64_t numel = 1;
+    for (int k = 0; k < nd; k++) numel *= dims[k];
+    if (numel != src->numel) return NULL;
+    OcrOnnxTensor *t = new_folded(g, src, n->outputs[0]);
+    t->ndim = nd;
+    memcpy(t->dims, dims, (size_t)nd * sizeof *dims);
+    return t;
+}
+
+static int is_zero_scalar(const OcrOnnxTensor *c) { return c && c->f32 && c->numel == 1 && c->ndim <= 1 && c->f32[0] == 0.0f; }
+
+// The tensor a node passes on unchanged, or -1: Identity / Dropout; Add of a one-element zero
+// (Sub of one); Squeeze of the axes an Unsqueeze just added; a Transpose undoing the one before
+// it, or with the identity permutation. `*dead` receives the node the pair made redundant.
+// An Add 0 right after a Mul by a one-element constant is left alone: that is a learnable
+// affine block (or an attention scale) whose bias is a parameter that happens to be zero.
+static int noop_input(const G *g, int i, int *dead) {
+    const OcrOnnxNode *n = &g->m->nodes[i];
+    const char *op = n->op_type;
+    *dead = -1;
+    if (n->noutputs < 1 || n->ninputs < 1 || g->in[i][0] < 0) return -1;
+    if (is_passthrough(n)) return g->in[i][0];
+    if ((strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0) && n->ninputs == 2 && g->in[i][1] >= 0) {
+        for (int k = 0; k < 2; k++) {
+            int x = g->in[i][k], z = g->in[i][1 - k];
+            if ((op[0] == 'S' && k == 1) || g->konst[x] || !is_zero_scalar(g->konst[z])) continue;
+            int p = g->producer[x];
+            if (p >= 0 && strcmp(g->m->nodes[p].op_type, "Mul") == 0 && g->m->nodes[p].ninputs == 2) {
+                const OcrOnnxTensor *a = g->in[p][0] >= 0 ? g->konst[g->in[p][0]] : NULL;
+                const OcrOnnxTensor *b = g->in[p][1] >= 0 ? g->konst[g->in[p][1]] : NULL;
+                if ((a && a->numel == 1) || (b && b->numel == 1)) return -1;
+            }
+            return x;
+        }
+        return -1;
+    }
+    int p = g->producer[g->in[i][0]];
+    if (strcmp(op, "Squeeze") == 0 && p >= 0 && !g->skip[p] && strcmp(g->m->nodes[p].op_type, "Unsqueeze") == 0 &&
+        g->in[p][0] >= 0) {
+        const int64_t *a, *b;
+        int na, nb;
+        if (!node_axes(g, i, &a, &na) || !node_axes(g, p, &b, &nb) || na != nb) return -1;
+        for (int k = 0; k < na; k++)
+            if (a[k] != b[k]) return -1;
+        *dead = p;
+        return g->in[p][0];
+    }
+    if (strcmp(op, "Transpose") == 0) {
+        int64_t q[OCR_ONNX_MAX_DIMS], r[OCR_ONNX_MAX_DIMS];
+        int nq = node_perm(n, -1, q), ident = nq > 0;
+        for (int k = 0; k < nq; k++) ident &= q[k] == k;
+        if (ident) return g->in[i][0];
+        if (nq > 0 && p >= 0 && !g->skip[p] && strcmp(g->m->nodes[p].op_type, "Transpose") == 0 && g->in[p][0] >= 0 &&
+            node_perm(&g->m->nodes[p], -1, r) == nq) {
+            for (int k = 0; k < nq; k++)  // out[k] = mid[q[k]] = in[r[q[k]]]
+                if (q[k] < 0 || q[k] >= nq || r[q[k]] != k) return -1;
+            *dead = p;
+            return g->in[p][0];
+        }
+    }
+    return -1;
+}
+
+// A node is only redundant when nothing but the pair reads its output.
+static int read_by_compute(const G *g, int t) {
+    for (int i = 0; i < g->m->nnodes; i++) {
+        if (g->skip[i]) continue;
+        for (int k = 0; k < g->m->nodes[i].ninputs; k++)
+            if (g->in[i][k] == t) return 1;
+    }
+    for (int k = 0; k < g->m->noutputs; k++)
+        if (strcmp(g->m->outputs[k], g->tname[t]) == 0) return 1;
+    return 0;
+}
+
 static void g_build(G *g, const OcrOnnxModel *m, const char *file) {
     memset(g, 0, sizeof *g);
     g->m = m;
@@ -87,9 +345,12 @@ static void g_build(G *g, const OcrOnnxModel *m, const char *file) {
     g->out = calloc((size_t)m->nnodes + 1, sizeof *g->out);
     g->skip = calloc((size_t)m->nnodes + 1, 1);
     g->used = calloc((size_t)m->nnodes + 1, 1);
-    g->folded = calloc((size_t)m->nnodes + 1, sizeof *g->folded);
-    g->folded_src = calloc((size_t)m->nnodes + 1, sizeof *g->folded_src);
-    OCR_ASSERT(g->in && g->out && g->skip && g->used && g->folded && g->folded_src, "out of host memory");
+    // One fold per node, plus a 2-D view or a transposed copy for each linear layer's weight.
+    g->fcap = 2 * m->nnodes + 16;
+    g->folded = calloc((size_t)g->fcap, sizeof *g->folded);
+    g->folded_src = calloc((size_t)g->fcap, sizeof *g->folded_src);
+    int *dead_cand = malloc(((size_t)m->nnodes + 1) * sizeof *dead_cand), ndead = 0;
+    OCR_ASSERT(g->in && g->out && g->skip && g->used && g->folded && g->folded_src && dead_cand, "out of host memory");
     for (int i = 0; i < m->nnodes; i++) {
         const OcrOnnxNode *n = &m->nodes[i];
         // Padded with -1 so that reading a missing optional input (a Conv's bias, a BN's
@@ -111,28 +372,30 @@ static void g_build(G *g, const OcrOnnxModel *m, const char *file) {
         }
         if (strcmp(n->op_type, "Constant") == 0) {
             g->skip[i] = 1;
-            const OcrOnnxAttr *v = ocr_onnx_attr(n, "value");
-            if (n->noutputs >= 1 && v && v->t) g->konst[g->out[i][0]] = v->t;
-        } else if (is_passthrough(n) && g->in[i][0] >= 0 && g->out[i][0] >= 0) {
+            const OcrOnnxTensor *v = constant_value(g, n);
+            if (n->noutputs >= 1 && v) g->konst[g->out[i][0]] = v;
+            continue;
+        }
+        const OcrOnnxTensor *f = fold_node(g, i);
+        if (f) {
             g->skip[i] = 1;
-            g->canon[g->out[i][0]] = g->in[i][0];
-            if (!g->konst[g->out[i][0]]) g->konst[g->out[i][0]] = g->konst[g->in[i][0]];
-        } else if ((strcmp(n->op_type, "Reshape") == 0 || strcmp(n->op_type, "Unsqueeze") == 0) && n->ninputs >= 1 &&
-                   n->noutputs == 1 && g->in[i][0] >= 0 && g->konst[g->in[i][0]]) {
-            // Older paddle2onnx writes a conv bias as Reshape(b, [1, C, 1, 1]) + Add: a constant
-            // with the same values (its shape only matters for the element count here).
-            const OcrOnnxTensor *src = g->konst[g->in[i][0]];
-            if (!src->f32 || g->nfolded == m->nnodes) continue;
-            g->folded_src[g->nfolded] = src;
-            OcrOnnxTensor *t = &g->folded[g->nfolded++];
-            *t = *src;
-            t->name = n->outputs[0];
-            t->ndim = 1;
-            t->dims[0] = src->numel;
+            g->konst[g->out[i][0]] = f;
+            continue;
+        }
+        int dead, x = noop_input(g, i, &dead);
+        if (x >= 0 && g->out[i][0] >= 0) {
             g->skip[i] = 1;
-            g->konst[g->out[i][0]] = t;
+            g->canon[g->out[i][0]] = x;
+            if (!g->konst[g->out[i][0]]) g->konst[g->out[i][0]] = g->konst[x];
+            if (dead >= 0) dead_cand[ndead++] = dead;
         }
     }
+    // The Unsqueeze (Transpose) of a cancelling pair computes nothing once the pair is seen
+    // through, unless something else reads it.
+    for (int k = 0; k < ndead; k++)
+        if (!g->skip[dead_cand[k]] && g->out[dead_cand[k]][0] >= 0 && !read_by_compute(g, g->out[dead_cand[k]][0]))
+            g->skip[dead_cand[k]] = 1;
+    free(dead_cand);
     // Readers of every tensor, in node order (a node reading a tensor twice is listed once), so
     // that finding what consumes a tensor does not scan the graph.
     g->nindexed = g->nt;
@@ -176,6 +439,8 @@ static void g_free(G *g) {
     free(g->used);
     free(g->folded);
     free(g->folded_src);
+    for (int k = 0; k < g->nowned; k++) free(g->owned[k]);
+    free(g->owned);
     free(g->rstart);
     free(g->readers);
     free(g->tname);
@@ -493,23 +758,62 @@ typedef struct {
     int out;
 } Lin;
 
+// A weight as the (in, out) matrix a linear layer multiplies by: a 2-D constant, or one with
+// leading dimensions of 1 (an Unsqueeze folded into it) seen as 2-D; `trans` gives the transposed
+// copy (Gemm with transB = 1 stores (out, in)). NULL when t is not such a constant.
+static const OcrOnnxTensor *as_matrix(G *g, int t, int trans) {
+    const OcrOnnxTensor *w = K(g, t);
+    if (!w || !w->f32 || w->ndim < 2) return NULL;
+    for (int k = 0; k + 2 < w->ndim; k++)
+        if (w->dims[k] != 1) return NULL;
+    int64_t r = w->dims[w->ndim - 2], c = w->dims[w->ndim - 1];
+    if (w->ndim == 2 && !trans) return w;
+    OcrOnnxTensor *v = new_folded(g, w, w->name);
+    if (!v) return NULL;
+    v->ndim = 2;
+    v->dims[0] = trans ? c : r;
+    v->dims[1] = trans ? r : c;
+    if (trans) {
+        v->f32 = own(g, (size_t)w->numel * sizeof(float));
+        for (int64_t i = 0; i < r; i++)
+            for (int64_t j = 0; j < c; j++) v->f32[j * r + i] = w->f32[i * c + j];
+    } else {
+        g->konst[t] = v;  // the 2-D view from now on (each reader would otherwise make its own)
+    }
+    return v;
+}
+
+// y = x·W + b reading t: MatMul(t, W) or Gemm(t, W[ᵀ], C) (alpha = beta = 1, no transA), the
+// weight a constant however it is spelled, the bias a constant of `out` values either as
+// Gemm's C or as an Add with the product in either order.
 static ocr_status_t match_linear(G *g, int t, Lin *l, const char *what) {
-    int n = -1;
+    int n = -1, gemm = -1;
+    const OcrOnnxTensor *w = NULL;
     for (int i = 0; i < g->m->nnodes && n < 0; i++) {
-        if (g->skip[i] || strcmp(N(g, i)->op_type, "MatMul") != 0 || g->in[i][0] != t) continue;
-        const OcrOnnxTensor *w = K(g, g->in[i][1]);
-        if (w && w->f32 && w->ndim == 2) n = i;
+        if (g->skip[i] || g->in[i][0] != t) continue;
+        if (strcmp(N(g, i)->op_type, "MatMul") == 0 && (w = as_matrix(g, g->in[i][1], 0))) n = i;
+        if (strcmp(N(g, i)->op_type, "Gemm") == 0) {
+            const OcrOnnxNode *gn = N(g, i);
+            if (attr_i(gn, "transA", 0) || attr_f(gn, "alpha", 1.0f) != 1.0f || attr_f(gn, "beta", 1.0f) != 1.0f)
+                return fail_node(g, i, "%s: Gemm with transA, alpha or beta other than 0, 1, 1", what);
+            if (!(w = as_matrix(g, g->in[i][1], (int)attr_i(gn, "transB", 0))))
+                return fail_node(g, i, "%s: the Gemm's weight is not a constant 2-D float tensor", what);
+            n = gemm = i;
+        }
     }
-    if (n < 0) {
-        int gemm = consumer(g, t, "Gemm", 0);
-        if (gemm >= 0) return fail_node(g, gemm, "Gemm is not supported for %s (expected MatMul + Add)", what);
-        return fail_tensor(g, t, "expected a MatMul with a constant 2-D weight (%s)", what);
-    }
+    if (n < 0) return fail_tensor(g, t, "expected a MatMul or Gemm with a constant 2-D weight (%s)", what);
     use(g, n);
     l->node = n;
-    l->w = K(g, g->in[n][1]);
+    l->w = w;
     l->b = NULL;
     l->out = O(g, n);
+    if (gemm >= 0 && N(g, gemm)->ninputs > 2 && g->in[gemm][2] >= 0) {
+        const OcrOnnxTensor *c = K(g, g->in[gemm][2]);
+        if (!c || !c->f32 || c->numel != w->dims[1])
+            return fail_node(g, gemm, "%s: the Gemm's C is not a constant of %lld values", what, (long long)w->dims[1]);
+        l->b = c;
+        return OCR_OK;
+    }
     for (int i = 0; i < g->m->nnodes; i++) {
         if (g->skip[i] || strcmp(N(g, i)->op_type, "Add") != 0) continue;
         int o = other_input(g, i, l->out);
@@ -653,7 +957,7 @@ static ocr_status_t match_attention(G *g, Blk *b) {
         int hit = 0;
         for (int k = 0; k < n->ninputs; k++) hit |= g->in[i][k] >= 0 && reach[g->in[i][k]];
         if (!hit) continue;
-        if (strcmp(n->op_type, "MatMul") == 0 && K(g, g->in[i][1]) && K(g, g->in[i][1])->ndim == 2) {
+        if ((strcmp(n->op_type, "MatMul") == 0 && as_matrix(g, g->in[i][1], 0)) || strcmp(n->op_type, "Gemm") == 0) {
             proj_in = g->in[i][0];
             break;
         }
@@ -759,7 +1063,8 @@ static ocr_status_t walk(G *g, Net *net) {
             OCR_TRY(match_ln(g, h, &ln));
             int mm = -1;
             for (int i = 0; i < g->m->nnodes && mm < 0; i++)
-                if (!g->skip[i] && strcmp(N(g, i)->op_type, "MatMul") == 0 && g->in[i][0] == ln.out && K(g, g->in[i][1]))
+                if (!g->skip[i] && (strcmp(N(g, i)->op_type, "MatMul") == 0 || strcmp(N(g, i)->op_type, "Gemm") == 0) &&
+                    g->in[i][0] == ln.out && K(g, g->in[i][1]))
                     mm = i;
             if (mm < 0) {
                 net->norm = ln;
@@ -798,15 +1103,16 @@ static ocr_status_t walk(G *g, Net *net) {
     }
     t = follow_shape_ops(g, t);
     OCR_TRY(match_linear(g, t, &net->head, "the CTC head"));
-    t = net->head.out;
+    t = follow_shape_ops(g, net->head.out);  // a Gemm's 2-D output reshaped back to (N, T, C)
     int after = consumer(g, t, "MatMul", 0);
+    if (after < 0) after = consumer(g, t, "Gemm", 0);
     if (after >= 0) return fail_node(g, after, "a second MatMul after the CTC head (Head.mid_channels is not supported)");
     net->softmax_node = consumer(g, t, "Softmax", 0);
     if (net->softmax_node >= 0) {
         use(g, net->softmax_node);
         int64_t ax = attr_i(N(g, net->softmax_node), "axis", -1);
         if (ax != 2 && ax != -1) return fail_node(g, net->softmax_node, "the head's Softmax runs over axis %lld, not the classes", (long long)ax);
-        t = O(g, net->softmax_node);
+        t = follow_shape_ops(g, O(g, net->softmax_node));
     }
     int is_out = 0;
     for (int i = 0; i < g->m->noutputs; i++) {
@@ -867,7 +1173,22 @@ static double lcnet_scale(const Net *net) {
     return 0;
 }
 
-static ocr_status_t identify(const G *g, const Net *net, OcrArch *a, OcrOnnxImportInfo *info) {
+static int count_lines(const char *s);
+
+// FNV-1a (64-bit) of a dictionary's text with CR before LF dropped and without the final
+// newline: the same for the file with CRLF or LF line ends, with or without the last newline.
+static uint64_t dict_fnv(const char *d) {
+    size_t n = strlen(d);
+    while (n && (d[n - 1] == '\n' || d[n - 1] == '\r')) n--;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) {
+        if (d[i] == '\r' && d[i + 1] == '\n') continue;
+        h = (h ^ (unsigned char)d[i]) * 1099511628211ull;
+    }
+    return h;
+}
+
+static ocr_status_t identify(const G *g, const Net *net, OcrArch *a, OcrOnnxImportInfo *info, const char *dict) {
     memset(a, 0, sizeof *a);
     snprintf(a->algorithm, sizeof a->algorithm, "SVTR_LCNet");
     a->in_channels = (int)net->units[net->stem].w->dims[1];
@@ -960,8 +1281,22 @@ static ocr_status_t identify(const G *g, const Net *net, OcrArch *a, OcrOnnxImpo
     a->num_classes = (int)net->head.w->dims[1];
     if (a->num_classes < 2) return fail_node(g, net->head.node, "the head has %d classes", a->num_classes);
     info->language = a->num_classes == 97 ? "en" : a->num_classes == 6625 ? "ch" : "other";
-    snprintf(info->variant, sizeof info->variant, "%s %s: %s + %s + CTC head (%d classes)", info->version, info->language, bb,
-             neck, a->num_classes);
+    // PP-OCRv5 mobile is PP-OCRv4 mobile's network, conv for conv, with the 18,385 classes of
+    // ppocrv5_dict.txt (18,383 lines + blank + space); the dictionary, when there is one, must
+    // be that file for the name to hold.
+    char dict_note[96] = "";
+    info->dictionary_known = dict && dict_fnv(dict) == OCR_PPOCRV5_DICT_FNV ? "ppocrv5_dict" : NULL;
+    if (a->backbone == OCR_BACKBONE_LCNETV3 && a->num_classes == OCR_PPOCRV5_CLASSES) {
+        if (!dict || info->dictionary_known) {
+            info->version = "PP-OCRv5";
+            info->language = "mobile";
+            snprintf(dict_note, sizeof dict_note, "; dictionary %s", dict ? "ppocrv5_dict (18383 lines)" : "not given");
+        } else {
+            snprintf(dict_note, sizeof dict_note, "; a dictionary of %d lines that is not ppocrv5_dict", count_lines(dict));
+        }
+    }
+    snprintf(info->variant, sizeof info->variant, "%s %s: %s + %s + CTC head (%d classes)%s", info->version, info->language, bb,
+             neck, a->num_classes, dict_note);
     return OCR_OK;
 }
 
@@ -1042,8 +1377,16 @@ static ocr_status_t put_pair(Ctx *c, const OcrOpInfo *o, const OcrOnnxTensor *w,
     int wi = ocr_params_find(c->params, ocr_name(buf, sizeof buf, "%s.%s", o->name, wn));
     if (wi < 0) return fail_node(c->g, node, "the network's %s has no %s", o->name, wn);
     const OcrParamInfo *p = &c->params->items[wi];
-    int same = w->ndim == p->ndim || (p->numel == 1 && w->numel == 1);
-    for (int d = 0; same && d < p->ndim && p->numel > 1; d++) same = w->dims[d] == p->shape[d];
+    // The same dimensions once those of size 1 are dropped (a LayerNorm scale may come as
+    // (1, 1, C) when the exporter reshaped it; a learnable affine scalar as () or (1)).
+    int64_t wd[OCR_ONNX_MAX_DIMS] = {0}, pd[OCR_ONNX_MAX_DIMS] = {0};
+    int nw = 0, np = 0;
+    for (int d = 0; d < w->ndim; d++)
+        if (w->dims[d] != 1) wd[nw++] = w->dims[d];
+    for (int d = 0; d < p->ndim && np < OCR_ONNX_MAX_DIMS; d++)
+        if (p->shape[d] != 1) pd[np++] = p->shape[d];
+    int same = nw == np;
+    for (int d = 0; same && d < nw; d++) same = wd[d] == pd[d];
     if (!same) {
         char a[64];
         return fail_node(c->g, node, "%s is %s, %s needs %lld values (%d-D)", tname(w), dims_str(w, a, sizeof a), p->name,
@@ -1166,9 +1509,16 @@ static int count_lines(const char *s) {
 }
 
 ocr_status_t ocr_import_onnx(OcrModel **out, const OcrOnnxModel *m, const char *name, OcrOnnxImportInfo *info_out) {
+    return ocr_import_onnx_dict(out, m, name, NULL, info_out);
+}
+
+ocr_status_t ocr_import_onnx_dict(OcrModel **out, const OcrOnnxModel *m, const char *name, const char *dictionary,
+                                  OcrOnnxImportInfo *info_out) {
     *out = NULL;
     OcrOnnxImportInfo info;
     memset(&info, 0, sizeof info);
+    const char *meta_dict = ocr_onnx_metadata(m, "character");
+    const char *dict = dictionary ? dictionary : meta_dict && *meta_dict ? meta_dict : NULL;
     G g;
     g_build(&g, m, name);
     Net *net = calloc(1, sizeof *net);
@@ -1176,7 +1526,7 @@ ocr_status_t ocr_import_onnx(OcrModel **out, const OcrOnnxModel *m, const char *
     OcrArch arch;
     OcrModel *model = NULL;
     ocr_status_t st = walk(&g, net);
-    if (st == OCR_OK) st = identify(&g, net, &arch, &info);
+    if (st == OCR_OK) st = identify(&g, net, &arch, &info, dict);
     if (st == OCR_OK) st = check_units(&g, net, &arch);
     if (st == OCR_OK) st = ocr_model_create(&model, &arch);
     Ctx c = {&g, model, model ? ocr_model_params(model) : NULL, model ? ocr_model_stats(model) : NULL, 0, 0, NULL};
@@ -1193,7 +1543,8 @@ ocr_status_t ocr_import_onnx(OcrModel **out, const OcrOnnxModel *m, const char *
         info.tensors_loaded = c.loaded;
         info.values_loaded = c.values;
         info.softmax_output = net->softmax_node >= 0;
-        info.dictionary = ocr_onnx_metadata(m, "character");
+        info.dictionary = dict;
+        info.dictionary_from_file = dictionary != NULL;
         info.dictionary_lines = count_lines(info.dictionary);
         info.config = ocr_import_suggest_config(&arch, NULL, 0);
         for (int i = 0; i < m->ninits + m->nnodes; i++) {
@@ -1239,7 +1590,8 @@ ocr_status_t ocr_import_ppocrv4_onnx(OcrModel **out, const OcrOnnxModel *onnx, c
     return ocr_import_onnx(out, onnx, name, NULL);
 }
 
-// Our configs' architectures (configs/rec_ppocrv3_en.json, rec_ppocrv4_{ch,en}.json): the
+// Our configs' architectures (configs/rec_ppocrv3_en.json, rec_ppocrv4_{ch,en}.json,
+// rec_ppocrv5_mobile.json): the
 // variant decides the file; what differs from it becomes -o overrides.
 const char *ocr_import_suggest_config(const OcrArch *a, char *ov, size_t size) {
     const char *cfg = NULL;
@@ -1258,7 +1610,9 @@ const char *ocr_import_suggest_config(const OcrArch *a, char *ov, size_t size) {
         else if (a->mv1e.last_pool_kernel[0] != 2 || a->mv1e.last_pool_kernel[1] != 2)
             OV(" Architecture.Backbone.last_pool_kernel_size=[%d,%d]", a->mv1e.last_pool_kernel[0], a->mv1e.last_pool_kernel[1]);
     } else if (a->backbone == OCR_BACKBONE_LCNETV3) {
-        cfg = a->num_classes == 97 ? "configs/rec_ppocrv4_en.json" : "configs/rec_ppocrv4_ch.json";
+        cfg = a->num_classes == 97                    ? "configs/rec_ppocrv4_en.json"
+              : a->num_classes == OCR_PPOCRV5_CLASSES ? "configs/rec_ppocrv5_mobile.json"
+                                                      : "configs/rec_ppocrv4_ch.json";
         if (a->lcnet.scale != 0.95) OV(" Architecture.Backbone.scale=%g", a->lcnet.scale);
         if (a->lcnet.deploy) OV(" Architecture.Backbone.deploy=true");
     }

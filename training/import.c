@@ -17,24 +17,31 @@ static void dict_path_for(const char *out, char *buf, size_t n) {
         snprintf(buf, n, "%s.dict.txt", out);
 }
 
-// The dictionary as one line per entry with a final newline.
+// The dictionary as one line per entry with a final newline (a CRLF file's line ends become LF).
 static ocr_status_t write_dictionary(const char *path, const char *dictionary) {
-    size_t n = strlen(dictionary);
-    int nl = n && dictionary[n - 1] != '\n';
-    char *text = malloc(n + 2);
+    size_t len = strlen(dictionary), n = 0;
+    char *text = malloc(len + 2);
     if (!text) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    memcpy(text, dictionary, n);
-    if (nl) text[n++] = '\n';
+    for (size_t i = 0; i < len; i++)
+        if (!(dictionary[i] == '\r' && dictionary[i + 1] == '\n')) text[n++] = dictionary[i];
+    if (n && text[n - 1] != '\n') text[n++] = '\n';
     ocr_status_t st = ocr_write_file_atomic(path, text, n);
     free(text);
     return st;
 }
 
-ocr_status_t import_onnx(ImportOnnx *r, const char *in, const char *out, const char *dict_out) {
+ocr_status_t import_onnx(ImportOnnx *r, const char *in, const char *out, const char *dict_out, const char *dict_in) {
     memset(r, 0, sizeof *r);
+    if (dict_in) {
+        size_t size;
+        OCR_TRY(ocr_read_file(dict_in, &r->dict_text, &size));
+        if (strlen(r->dict_text) != size)
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: a NUL byte at offset %zu: not a dictionary (UTF-8 text, one entry a line)",
+                                 dict_in, strlen(r->dict_text));
+    }
     OCR_TRY(ocr_onnx_load(&r->onnx, in));
     OcrModel *m;
-    OCR_TRY(ocr_import_onnx(&m, r->onnx, in, &r->info));
+    OCR_TRY(ocr_import_onnx_dict(&m, r->onnx, in, r->dict_text, &r->info));
     r->m = m;
     const OcrArch *a = ocr_model_arch(m);
     r->have_dict = r->info.dictionary && r->info.dictionary_lines > 0;
@@ -45,6 +52,17 @@ ocr_status_t import_onnx(ImportOnnx *r, const char *in, const char *out, const c
             dict_path_for(out, r->dict_path, sizeof r->dict_path);
         r->dict_fits = r->info.dictionary_lines + 1 == a->num_classes || r->info.dictionary_lines + 2 == a->num_classes;
     }
+    if (dict_in && !r->dict_fits) {
+        // The user's dictionary must fit the head; nothing is written (the CLI says so when r->m is NULL).
+        ocr_status_t st = ocr_set_error(OCR_ERR_FORMAT,
+                                        "%s has %d lines, the head of %s has %d classes (blank + lines [+ space] would be "
+                                        "%d or %d)",
+                                        dict_in, r->info.dictionary_lines, in, a->num_classes, r->info.dictionary_lines + 1,
+                                        r->info.dictionary_lines + 2);
+        ocr_model_free(r->m);
+        r->m = NULL;
+        return st;
+    }
     OCR_TRY(ocr_model_save_weights(m, out));
     if (r->have_dict) OCR_TRY(write_dictionary(r->dict_path, r->info.dictionary));
     return OCR_OK;
@@ -52,6 +70,7 @@ ocr_status_t import_onnx(ImportOnnx *r, const char *in, const char *out, const c
 
 void import_onnx_free(ImportOnnx *r) {
     ocr_model_free(r->m);
+    free(r->dict_text);
     if (r->onnx) ocr_onnx_free(r->onnx);
     memset(r, 0, sizeof *r);
 }

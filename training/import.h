@@ -1,4 +1,4 @@
-// `ocrtrain import`: PaddleOCR's PP-OCRv3/v4 recognizers as users get them, turned into
+// `ocrtrain import`: PaddleOCR's PP-OCRv3/v4/v5-mobile recognizers as users get them, turned into
 // ocrtrain weights (safetensors):
 //   ONNX       a paddle2onnx export: the graph is walked layer by layer and the matching network
 //              is built (models/onnx_import.h); the dictionary embedded in the metadata
@@ -23,15 +23,18 @@ typedef struct {
     OcrOnnxModel *onnx;      // the file (NULL: it could not be read)
     OcrModel *m;             // the network recognised (NULL: none matched; nothing was written)
     OcrOnnxImportInfo info;
-    int have_dict;           // the metadata holds a dictionary, written to dict_path
+    int have_dict;           // a dictionary was given or is in the metadata, written to dict_path
     char dict_path[IMPORT_PATH_MAX];
     int dict_fits;           // its lines fit the head: classes = blank + lines (+ space)
+    char *dict_text;         // the file dict_in, read (NULL: none named)
 } ImportOnnx;
 
 // Reads `in`, builds the network it holds and writes its weights to `out` and its dictionary to
-// dict_out (NULL: `out` with .safetensors replaced by .dict.txt). Free r with import_onnx_free,
-// also after an error (r says how far it came).
-ocr_status_t import_onnx(ImportOnnx *r, const char *in, const char *out, const char *dict_out);
+// dict_out (NULL: `out` with .safetensors replaced by .dict.txt). The dictionary is the file
+// dict_in when given (it also names the variant: PP-OCRv5 mobile with ppocrv5_dict.txt; one
+// whose lines fit no head is refused with both counts and nothing is written), else the
+// metadata's. Free r with import_onnx_free, also after an error (r says how far it came).
+ocr_status_t import_onnx(ImportOnnx *r, const char *in, const char *out, const char *dict_out, const char *dict_in);
 void import_onnx_free(ImportOnnx *r);
 
 typedef struct {

