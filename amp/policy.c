@@ -12,9 +12,11 @@
 static const char *const KNOWN_TYPES[] = {
     "conv2d", "linear", "attention", "batchnorm", "layernorm", "activation", "add", "affine", "mul",
     "concat", "pool", "softmax", "dropout", "droppath", "embedding", "lstm",
+    "pad",  // PPLCNetV4's SAME padding (grey: a copy, exact in any dtype)
     "sar_attention",
     "log_softmax", "exp", "log", "pow", "reduce_mean", "reduce_sum", "mean", "sum", "ctc_loss",
     "cross_entropy", "mse_loss", "cast",
+    "distill_loss",  // the distillation losses (kernels/ops.h): black, computed in f32/double
     // aliases (expanded below)
     "matmul", "matmul_v2", "elementwise_add", "elementwise_mul", "batch_norm", "layer_norm",
     "depthwise_conv2d", "pool2d", "warpctc", "softmax_with_cross_entropy", "lookup_table", "lookup_table_v2", "rnn", NULL};
@@ -51,12 +53,15 @@ static const struct {
 // Convolutions and GEMMs gain from tensor cores and accumulate in f32 anyway.
 static const char *const DEFAULT_WHITE[] = {"conv2d", "linear", "attention", NULL};
 // Ops whose result needs f32 range or precision: exponentials and logs, long reductions,
-// normalisations over a row, losses (CTC included: PaddleOCR's to_float32, PyTorch's CPU list).
+// normalisations over a row, losses (CTC included: PaddleOCR's to_float32, PyTorch's CPU list;
+// the distillation losses, "distill_loss": their kernels compute softmax, logs and sums in double
+// whatever the logits' dtype, so under O1 and O2 the teacher's and student's logits may arrive in
+// low precision and the KL terms still never see it).
 // Pooling is NOT here: the kernels sum in f32 and only the mean is rounded (as PyTorch's CUDA
 // autocast and Paddle leave pooling to follow its input).
 static const char *const DEFAULT_BLACK[] = {"softmax", "log_softmax", "layernorm", "reduce_mean", "reduce_sum",
                                             "mean", "sum", "exp", "log", "pow", "ctc_loss", "cross_entropy",
-                                            "mse_loss", "lstm", "sar_attention", NULL};
+                                            "mse_loss", "lstm", "sar_attention", "distill_loss", NULL};
 
 const char *const *amp_known_op_types(void) { return KNOWN_TYPES; }
 

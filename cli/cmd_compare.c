@@ -62,6 +62,18 @@ static void print_summary(const Report *rep) {
         else printf("; training noise not measured (1 seed): assumed seed SD %.4f", sd->res.prior_seed_sd_acc);
         printf("\n");
         if (sd->reason[0]) printf("  %s\n", sd->reason);
+        // The general set (EvalGeneral): the same verdict on general text, next to the target's.
+        const ReportSeeded *ge = &rep->runs[i].general_exact, *gn = &rep->runs[i].general_nospace;
+        if (rep->has_general && ge->has && gn->has)
+            printf("  general text (EvalGeneral): exact match %+.4f [%+.4f, %+.4f] %s; spaces ignored %+.4f [%+.4f, "
+                   "%+.4f] %s\n", ge->res.acc.delta, ge->res.acc.ci.lo, ge->res.acc.ci.hi,
+                   paired_verdict_name(ge->res.acc.verdict), gn->res.acc.delta, gn->res.acc.ci.lo, gn->res.acc.ci.hi,
+                   paired_verdict_name(gn->res.acc.verdict));
+    }
+    for (int i = 0; rep->has_general && i < rep->n_runs; i++) {
+        char gl[512];
+        report_forgetting_line(rep, i, gl, sizeof gl);
+        if (gl[0]) printf("%s\n", gl);
     }
     char line[2048];
     report_verdict_line(rep, line, sizeof line);

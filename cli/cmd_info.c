@@ -42,6 +42,13 @@ static const char *backbone_desc(const OcrArch *a) {
     switch (a->backbone) {
     case OCR_BACKBONE_MV1E: return "MobileNetV1Enhance";
     case OCR_BACKBONE_LCNETV3: return a->lcnet.deploy ? "PPLCNetV3 (deploy: fused rep layers)" : "PPLCNetV3 (training form)";
+    case OCR_BACKBONE_LCNETV4:
+        switch (a->lcnet4.size) {
+        case OCR_LCNETV4_TINY: return a->lcnet4.deploy ? "PPLCNetV4 tiny (deploy: fused)" : "PPLCNetV4 tiny (training form)";
+        case OCR_LCNETV4_SMALL:
+            return a->lcnet4.deploy ? "PPLCNetV4 small (deploy: fused)" : "PPLCNetV4 small (training form)";
+        default: return a->lcnet4.deploy ? "PPLCNetV4 medium (deploy: fused)" : "PPLCNetV4 medium (training form)";
+        }
     default: return "SVTRNet";
     }
 }
@@ -139,8 +146,9 @@ int cmd_info(int argc, char **argv) {
         free(text);
         cJSON_Delete(root);
     } else {
-        printf("model: %s, backbone %s, neck %s, CTC head with %d classes\n", arch->algorithm, backbone_desc(arch),
-               arch->neck_svtr ? "EncoderWithSVTR" : "Im2Seq", arch->num_classes);
+        printf("model: %s, backbone %s, neck %s, %sCTC head with %d classes\n", arch->algorithm, backbone_desc(arch),
+               arch->neck_svtr ? "EncoderWithSVTR" : arch->neck_light ? "EncoderWithLightSVTR" : "Im2Seq",
+               arch->head_guide ? "guided " : "", arch->num_classes);
         printf("input: %dx%dx%d (C x H x W); tensors below are NHWC with batch 1; sequence length %d\n",
                arch->in_channels, arch->img_h, arch->img_w, plan->seq_len);
         if (pol->level == OCR_AMP_O0)

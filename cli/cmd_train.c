@@ -73,6 +73,9 @@ int cmd_train(int argc, char **argv) {
     if (res.outcome.best_acc >= 0)
         printf("best eval accuracy %.4f at step %lld (%s/best)\n", res.outcome.best_acc, (long long)res.outcome.best_iter,
                rc.save_model_dir);
+    char forgetting[512];
+    train_forgetting_line(&res.outcome, forgetting, sizeof forgetting);
+    if (forgetting[0]) printf("%s\n", forgetting);
     printf("checkpoint: %s/latest   metrics: %s/metrics.jsonl\n", rc.save_model_dir, rc.save_model_dir);
     int interrupted = train_stop_requested;
     ocr_config_free(cfg);

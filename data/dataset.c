@@ -612,6 +612,11 @@ void ocr_dataset_set_epoch(OcrDataset *ds, uint64_t epoch) {
 int64_t ocr_dataset_size(const OcrDataset *ds) { return ds->num_active_; }
 int64_t ocr_dataset_num_valid(const OcrDataset *ds) { return ds->num_entries_; }
 
+void ocr_dataset_file_sizes(const OcrDataset *ds, int64_t *sizes) {
+    for (int f = 0; f < ds->num_files; f++) sizes[f] = 0;
+    for (int64_t i = 0; i < ds->num_active_; i++) sizes[ds->entries_[ds->active_[i]].file]++;
+}
+
 ocr_status_t ocr_dataset_get(const OcrDataset *ds, int64_t index, OcrSample *sample) {
     memset(sample, 0, sizeof *sample);
     if (index < 0 || index >= ds->num_active_)

@@ -174,6 +174,9 @@ void ocr_dataset_set_epoch(OcrDataset *ds, uint64_t epoch);
 int64_t ocr_dataset_size(const OcrDataset *ds);
 // Valid label lines in all files (independent of ratios).
 int64_t ocr_dataset_num_valid(const OcrDataset *ds);
+// Samples of each file in the current epoch (sizes: num_files entries). The epoch's indices hold
+// the files back to back, in order (the per-batch mix of data/sampler.h draws from them).
+void ocr_dataset_file_sizes(const OcrDataset *ds, int64_t *sizes);
 
 typedef struct {
     const char *path;        // the image path (data_dir joined; one pick of a JSON list); LMDB: its environment

@@ -184,6 +184,22 @@ static void source_set_epoch(Source *s, uint64_t epoch) {
 
 static int64_t source_size(const Source *s) { return s->is_pack ? s->num_active : ocr_dataset_size(&s->ds); }
 
+// The epoch's samples per label file (the per-batch mix's sources), n entries.
+static ocr_status_t source_file_sizes(const Source *s, int64_t *sizes, int n) {
+    if (!s->is_pack) {
+        if (s->ds.num_files != n)
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "loader: %d label files for a mix of %d", s->ds.num_files, n);
+        ocr_dataset_file_sizes(&s->ds, sizes);
+        return OCR_OK;
+    }
+    if (s->pack.num_files != n)
+        return ocr_set_error(OCR_ERR_CONFIG, "batch_ratio_list has %d entries but the pack holds %d label files", n,
+                             s->pack.num_files);
+    for (int f = 0; f < n; f++) sizes[f] = 0;
+    for (int64_t k = 0; k < s->num_active; k++) sizes[s->file_of[s->active[k]]]++;
+    return OCR_OK;
+}
+
 // The label of sample idx: class indices, their count and the raw text length (code points).
 static ocr_status_t source_label(const Source *s, int64_t idx, const int32_t **label, int *len, int *raw_len) {
     if (s->is_pack) {
@@ -499,7 +515,11 @@ ocr_status_t ocr_loader_create(OcrLoader **out, const OcrLoaderConfig *lc, const
     pthread_cond_init(&l->work_cv, NULL);
     pthread_cond_init(&l->done_cv, NULL);
     if (st == OCR_OK) st = source_open(&l->src, &l->lc, dict);
-    if (st == OCR_OK) st = ocr_sampler_init(&l->sampler, &l->lc.sampler);
+    if (st == OCR_OK) {
+        st = ocr_sampler_init(&l->sampler, &l->lc.sampler);
+        if (st != OCR_OK && l->lc.sampler.num_sources)
+            st = ocr_wrap_error(st, "%s.dataset.batch_ratio_list", l->lc.section);
+    }
     // The ring of batch buffers, each sized for the largest scale.
     if (st == OCR_OK) {
         l->num_slots = l->lc.prefetch + 1 < 2 ? 2 : l->lc.prefetch + 1;
@@ -587,7 +607,16 @@ ocr_status_t ocr_loader_start_epoch(OcrLoader *l, uint64_t epoch, int64_t first_
     pthread_mutex_lock(&l->mu);
     quiesce_locked(l);
     source_set_epoch(&l->src, epoch);
-    ocr_status_t st = ocr_sampler_set_epoch(&l->sampler, epoch, source_size(&l->src));
+    ocr_status_t st;
+    if (l->lc.sampler.num_sources) {
+        int64_t sizes[OCR_SAMPLER_MAX_SOURCES];
+        st = source_file_sizes(&l->src, sizes, l->lc.sampler.num_sources);
+        if (st == OCR_OK) st = ocr_sampler_set_epoch_sources(&l->sampler, epoch, sizes, l->lc.sampler.num_sources);
+        if (st != OCR_OK)
+            st = ocr_wrap_error(st, "%s.dataset.batch_ratio_list", l->lc.section);
+    } else {
+        st = ocr_sampler_set_epoch(&l->sampler, epoch, source_size(&l->src));
+    }
     if (st == OCR_OK && (first_batch < 0 || first_batch > l->sampler.num_batches))
         st = ocr_set_error(OCR_ERR_INVALID_ARG, "loader: resume at batch %lld of %lld", (long long)first_batch,
                            (long long)l->sampler.num_batches);

@@ -133,8 +133,9 @@ ocr_status_t ocr_loader_config_parse(OcrLoaderConfig *lc, const OcrConfig *cfg, 
         st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s is missing", src, base);
         goto fail;
     }
-    static const char *const dkeys[] = {"name",       "data_dir",  "label_file_list",      "ratio_list",
-                                        "delimiter",  "transforms", "ext_op_transform_idx", "ds_width", NULL};
+    static const char *const dkeys[] = {"name",       "data_dir",   "label_file_list",      "ratio_list",
+                                        "delimiter",  "transforms", "ext_op_transform_idx", "ds_width",
+                                        "batch_ratio_list", NULL};
     TRY_CFG(ocr_config_check_keys(cfg, base, dkeys));
     const char *name;
     snprintf(p, sizeof p, "%s.name", base);
@@ -191,6 +192,41 @@ ocr_status_t ocr_loader_config_parse(OcrLoaderConfig *lc, const OcrConfig *cfg, 
             st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s.%d must be in (0, 1], got %g", src, p, i, lc->ratios[i]);
             goto fail;
         }
+    // batch_ratio_list: every batch mixed from the label files (ours; PaddleOCR has no per-batch
+    // mix). Checked here so that a bad value stops the run before anything is read.
+    snprintf(p, sizeof p, "%s.batch_ratio_list", base);
+    if (ocr_config_has(cfg, p) && !cJSON_IsNull(ocr_config_node(cfg, p))) {
+        double mix[OCR_SAMPLER_MAX_SOURCES + 1];
+        int nmix = 0;
+        TRY_CFG(ocr_config_get_double_list(cfg, p, mix, OCR_SAMPLER_MAX_SOURCES + 1, &nmix));
+        if (strcmp(section, "Train") != 0) {
+            st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s: only Train batches are mixed (evaluation scores every line)",
+                               src, p);
+            goto fail;
+        }
+        if (lc->lmdb) {
+            st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s needs label_file_list (one fraction per label file); "
+                               "LMDBDataSet has none", src, p);
+            goto fail;
+        }
+        if (nmix != lc->num_label_files) {
+            st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s has %d entries for %d label files (one fraction of every batch "
+                               "per label file)", src, p, nmix, lc->num_label_files);
+            goto fail;
+        }
+        if (nmix >= 2) {
+            if (ocr_sampler_mix_check(mix, nmix) != OCR_OK) {
+                st = ocr_wrap_error(OCR_ERR_CONFIG, "%s: %s", src, p);
+                goto fail;
+            }
+            lc->sampler.num_sources = nmix;
+            memcpy(lc->sampler.mix, mix, sizeof(double) * (size_t)nmix);
+        } else if (!(mix[0] == 1.0)) {
+            st = ocr_set_error(OCR_ERR_CONFIG, "%s: %s: one label file takes the whole batch (1.0), got %g", src, p,
+                               mix[0]);
+            goto fail;
+        }
+    }
     snprintf(p, sizeof p, "%s.delimiter", base);
     TRY_CFG(ocr_config_get_string(cfg, p, "\t", &s));
     if (!s[0]) {
@@ -278,6 +314,15 @@ ocr_status_t ocr_loader_config_parse(OcrLoaderConfig *lc, const OcrConfig *cfg, 
         TRY_CFG(ocr_config_check_range(cfg, p, (double)v, 1, 65536));
         lc->sampler.num_scales = 1;
         lc->sampler.scales[0] = (OcrBatchShape){lc->transforms.resize_w, lc->transforms.resize_h, (int)v};
+    }
+    // Every batch shape must give each mixed source at least one sample.
+    for (int i = 0; lc->sampler.num_sources && i < lc->sampler.num_scales; i++) {
+        int counts[OCR_SAMPLER_MAX_SOURCES];
+        int bs = lc->sampler.scales[i].batch_size;
+        if (ocr_sampler_mix_counts(lc->sampler.mix, lc->sampler.num_sources, bs, counts) != OCR_OK) {
+            st = ocr_wrap_error(OCR_ERR_CONFIG, "%s: %s.dataset.batch_ratio_list", src, section);
+            goto fail;
+        }
     }
     lc->pack_height = 0;
     for (int i = 0; i < lc->sampler.num_scales; i++)

@@ -43,7 +43,9 @@ typedef struct {
 //   Global: max_text_length (25), seed (1024)
 //   <section>.dataset: name (SimpleDataSet | MultiScaleDataSet), data_dir, label_file_list,
 //     ratio_list, delimiter, transforms (see ocr_transforms_parse), ext_op_transform_idx
-//     (1), ds_width (false only)
+//     (1), ds_width (false only); Train only: batch_ratio_list (each label file's fraction of
+//     every batch, sampler.mix; refused outside (0, 1], not summing to 1, or rounding to no
+//     sample of a batch)
 //   <section>.sampler (MultiScaleDataSet): name MultiScaleSampler, scales [[w,h],...],
 //     first_bs, fix_bs, divided_factor [8,16], is_training
 //   <section>.loader: shuffle, batch_size_per_card, drop_last, num_workers,

@@ -1,6 +1,7 @@
 // Epoch plans: permutation, sharding, batching, multi-scale shapes. See sampler.h.
 #include "data/sampler.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,44 @@ int ocr_sampler_max_batch(const OcrSamplerOptions *opt) {
     return m;
 }
 
+ocr_status_t ocr_sampler_mix_check(const double *mix, int n) {
+    if (n < 2 || n > OCR_SAMPLER_MAX_SOURCES)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "%d sources: a mix takes 2 to %d", n, OCR_SAMPLER_MAX_SOURCES);
+    double sum = 0;
+    for (int i = 0; i < n; i++) {
+        if (!(mix[i] > 0.0 && mix[i] <= 1.0))
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "entry %d is %g: each fraction must be in (0, 1]", i, mix[i]);
+        sum += mix[i];
+    }
+    if (fabs(sum - 1.0) > 1e-6)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "the fractions sum to %.9g: they must sum to 1 (within 1e-6)", sum);
+    return OCR_OK;
+}
+
+ocr_status_t ocr_sampler_mix_counts(const double *mix, int n, int batch, int *counts) {
+    double rem[OCR_SAMPLER_MAX_SOURCES];
+    int given = 0;
+    for (int i = 0; i < n; i++) {
+        double x = mix[i] * (double)batch;
+        counts[i] = (int)floor(x);
+        rem[i] = x - counts[i];
+        given += counts[i];
+    }
+    while (given < batch) {  // the sum of the remainders is batch − given (an integer) up to rounding
+        int best = 0;
+        for (int i = 1; i < n; i++)
+            if (rem[i] > rem[best] + 1e-9) best = i;
+        counts[best]++;
+        rem[best] = -1;
+        given++;
+    }
+    for (int i = 0; i < n; i++)
+        if (counts[i] < 1)
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "entry %d (%g) gives no sample of a batch of %d (raise it to at "
+                                 "least %.3g or use larger batches)", i, mix[i], batch, 0.5 / batch);
+    return OCR_OK;
+}
+
 ocr_status_t ocr_sampler_init(OcrSampler *s, const OcrSamplerOptions *opt) {
     memset(s, 0, sizeof *s);
     if (opt->world_size < 1 || opt->rank < 0 || opt->rank >= opt->world_size)
@@ -46,6 +85,12 @@ ocr_status_t ocr_sampler_init(OcrSampler *s, const OcrSamplerOptions *opt) {
         if (opt->scales[i].batch_size < 1 || opt->scales[i].width < 1 || opt->scales[i].height < 1)
             return ocr_set_error(OCR_ERR_INVALID_ARG, "sampler: scale %d is %dx%d with batch size %d", i,
                                  opt->scales[i].width, opt->scales[i].height, opt->scales[i].batch_size);
+    if (opt->num_sources != 0) {
+        OCR_TRY(ocr_sampler_mix_check(opt->mix, opt->num_sources));
+        int counts[OCR_SAMPLER_MAX_SOURCES];
+        for (int i = 0; i < opt->num_scales; i++) OCR_TRY(ocr_sampler_mix_counts(opt->mix, opt->num_sources,
+                                                                                  opt->scales[i].batch_size, counts));
+    }
     s->opt = *opt;
     return OCR_OK;
 }
@@ -81,6 +126,9 @@ static ocr_status_t reserve(OcrSampler *s, int64_t n, int64_t batches) {
 }
 
 ocr_status_t ocr_sampler_set_epoch(OcrSampler *s, uint64_t epoch, int64_t n) {
+    if (s->opt.num_sources != 0)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "sampler: a mixed plan needs each source's size "
+                             "(ocr_sampler_set_epoch_sources)");
     if (n < 1 || n > INT32_MAX)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "sampler: %lld samples (1..2^31-1 supported)", (long long)n);
     const OcrSamplerOptions *o = &s->opt;
@@ -171,4 +219,116 @@ void ocr_sampler_batch(const OcrSampler *s, int64_t b, OcrSamplerBatch *out) {
     out->height = sh->height;
     out->size = (int)(s->batch_off_[b + 1] - s->batch_off_[b]);
     out->slots = s->slots_ + s->batch_off_[b];
+}
+
+// One source's draw order for a mixed epoch: a permutation of its n samples, taken in turn and
+// re-shuffled from the source's own stream whenever it runs out (the target is never re-shuffled:
+// the epoch ends first).
+typedef struct {
+    int32_t *perm;
+    int64_t n, next, base;
+    OcrRng rng;
+    int shuffle;
+} MixSource;
+
+static int32_t mix_draw(MixSource *m) {
+    if (m->next == m->n) {
+        if (m->shuffle) ocr_rng_shuffle_i32(&m->rng, m->perm, (size_t)m->n);
+        m->next = 0;
+    }
+    return (int32_t)(m->base + m->perm[m->next++]);
+}
+
+ocr_status_t ocr_sampler_set_epoch_sources(OcrSampler *s, uint64_t epoch, const int64_t *sizes, int n) {
+    const OcrSamplerOptions *o = &s->opt;
+    if (o->num_sources == 0 || n != o->num_sources)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "sampler: %d source sizes for a mix of %d sources", n,
+                             o->num_sources);
+    int64_t total = 0;
+    for (int i = 0; i < n; i++) {
+        if (sizes[i] < 1)
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "label file %d has no usable sample this epoch (entry %d)", i,
+                                 i);
+        total += sizes[i];
+    }
+    if (total > INT32_MAX)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "sampler: %lld samples (1..2^31-1 supported)", (long long)total);
+    int64_t world = o->world_size, r = o->rank;
+    int counts[OCR_SAMPLER_MAX_SCALES][OCR_SAMPLER_MAX_SOURCES];
+    int min_target = INT32_MAX, max_bs = 0;
+    for (int c = 0; c < o->num_scales; c++) {
+        OCR_TRY(ocr_sampler_mix_counts(o->mix, n, o->scales[c].batch_size, counts[c]));
+        if (counts[c][0] < min_target) min_target = counts[c][0];
+        if (o->scales[c].batch_size > max_bs) max_bs = o->scales[c].batch_size;
+    }
+    // Upper bounds: every global round takes at least world · min_target target samples.
+    int64_t rounds_max = sizes[0] / (world * min_target) + 1;
+    int64_t slots_max = rounds_max * world * max_bs;
+    if (slots_max > INT32_MAX)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "sampler: a mixed epoch of %lld slots (2^31-1 supported)",
+                             (long long)slots_max);
+    OCR_TRY(reserve(s, slots_max, rounds_max + 1));
+    MixSource src[OCR_SAMPLER_MAX_SOURCES];
+    memset(src, 0, sizeof src);
+    ocr_status_t st = OCR_OK;
+    int64_t base = 0;
+    for (int i = 0; i < n && st == OCR_OK; i++) {
+        src[i].perm = malloc(sizeof(int32_t) * (size_t)sizes[i]);
+        if (!src[i].perm) {
+            st = ocr_set_error(OCR_ERR_OOM, "sampler: out of memory for %lld samples", (long long)sizes[i]);
+            break;
+        }
+        src[i].n = sizes[i];
+        src[i].base = base;
+        src[i].shuffle = o->shuffle;
+        src[i].rng = ocr_rng_make(o->seed, OCR_SAMPLER_MIX_STREAM + ((uint64_t)i << 32) + epoch);
+        for (int64_t j = 0; j < sizes[i]; j++) src[i].perm[j] = (int32_t)j;
+        if (o->shuffle) ocr_rng_shuffle_i32(&src[i].rng, src[i].perm, (size_t)sizes[i]);
+        base += sizes[i];
+    }
+    // The scale cycle (as the multi-scale plan), then global rounds until the target runs out.
+    int order[OCR_SAMPLER_MAX_SCALES];
+    OcrRng rng = ocr_rng_make(o->seed, OCR_SAMPLER_STREAM + epoch);
+    for (int i = 0; i < o->num_scales; i++) order[i] = i;
+    if (o->shuffle)
+        for (int i = o->num_scales - 1; i > 0; i--) {
+            int j = (int)ocr_rng_next_int(&rng, 0, i);
+            int t = order[i]; order[i] = order[j]; order[j] = t;
+        }
+    int64_t nb = 0, taken = 0, slot = 0, target_left = sizes[0];
+    for (int c = 0; st == OCR_OK; c = (c + 1) % o->num_scales) {
+        int sc = order[c];
+        int k[OCR_SAMPLER_MAX_SOURCES];
+        memcpy(k, counts[sc], sizeof(int) * (size_t)n);
+        if (target_left < world * k[0]) {
+            // The last, smaller round: the target's remainder shared out, the others in proportion,
+            // rounded down (at least one each): never more than a full batch (part <= mix[0]·B, so
+            // each source's share is at most its full count).
+            int64_t part = target_left / world;
+            if (part < 1 || o->drop_last) break;
+            k[0] = (int)part;
+            for (int i = 1; i < n; i++) {
+                int64_t x = (int64_t)floor((double)part * o->mix[i] / o->mix[0]);
+                k[i] = (int)(x < 1 ? 1 : x > k[i] ? k[i] : x);
+            }
+        }
+        s->batch_off_[nb] = taken;
+        s->batch_scale_[nb++] = sc;
+        for (int64_t q = 0; q < world; q++)
+            for (int i = 0; i < n; i++)
+                for (int j = 0; j < k[i]; j++) {
+                    s->perm_[slot] = mix_draw(&src[i]);
+                    if (q == r) s->slots_[taken++] = (int32_t)slot;
+                    slot++;
+                }
+        target_left -= world * k[0];
+    }
+    for (int i = 0; i < n; i++) free(src[i].perm);
+    if (st != OCR_OK) return st;
+    s->epoch = epoch;
+    s->num_samples = slot;
+    s->batch_off_[nb] = taken;
+    s->num_batches = nb;
+    s->rank_samples = taken;
+    return OCR_OK;
 }

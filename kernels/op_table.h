@@ -133,6 +133,10 @@ OCR_OP(elementwise, permute_forward, (OcrTensor *out, const OcrTensor *inp, cons
        DEVICE_OF(out, inp))
 OCR_OP(elementwise, permute_backward, (OcrTensor *dinp, const OcrTensor *dout, const int *perm),
        (dinp, dout, perm), DEVICE_OF(dinp, dout))
+OCR_OP(pad, pad2d_forward, (OcrTensor *out, const OcrTensor *inp, int top, int left, float value),
+       (out, inp, top, left, value), DEVICE_OF(out, inp))
+OCR_OP(pad, pad2d_backward, (OcrTensor *dinp, const OcrTensor *dout, int top, int left), (dinp, dout, top, left),
+       DEVICE_OF(dinp, dout))
 
 // ---- scalar affine, fused affine → activation → affine, positional embedding -------------------
 OCR_OP(affine, scalar_affine_forward,
@@ -223,6 +227,41 @@ OCR_OP(cross_entropy, cross_entropy_forward,
 OCR_OP(cross_entropy, cross_entropy_backward,
        (OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets, CrossEntropyParams p),
        (dlogits, logits, targets, p), DEVICE_OF(dlogits, logits, targets))
+
+// ---- distillation losses -----------------------------------------------------------------------
+OCR_OP(distill, dml_loss_forward, (OcrTensor *loss, const OcrTensor *x1, const OcrTensor *x2, DmlLossParams p),
+       (loss, x1, x2, p), DEVICE_OF(x1, x2, loss))
+OCR_OP(distill, dml_loss_backward,
+       (OcrTensor *dx1, OcrTensor *dx2, const OcrTensor *x1, const OcrTensor *x2, DmlLossParams p),
+       (dx1, dx2, x1, x2, p), DEVICE_OF(x1, x2, dx1, dx2))
+OCR_OP(distill, kl_div_loss_forward,
+       (OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher, const OcrTensor *targets,
+        KlDivLossParams p),
+       (loss, student, teacher, targets, p), DEVICE_OF(student, teacher, targets, loss))
+OCR_OP(distill, kl_div_loss_backward,
+       (OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher, const OcrTensor *targets,
+        KlDivLossParams p),
+       (dstudent, student, teacher, targets, p), DEVICE_OF(student, teacher, targets, dstudent))
+OCR_OP(distill, ctc_logits_kl_forward,
+       (OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher, CtcLogitsKlParams p),
+       (loss, student, teacher, p), DEVICE_OF(student, teacher, loss))
+OCR_OP(distill, ctc_logits_kl_backward,
+       (OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher, CtcLogitsKlParams p),
+       (dstudent, student, teacher, p), DEVICE_OF(student, teacher, dstudent))
+OCR_OP(distill, dkd_loss_forward,
+       (OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher, const OcrTensor *targets,
+        DkdLossParams p),
+       (loss, student, teacher, targets, p), DEVICE_OF(student, teacher, targets, loss))
+OCR_OP(distill, dkd_loss_backward,
+       (OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher, const OcrTensor *targets,
+        DkdLossParams p),
+       (dstudent, student, teacher, targets, p), DEVICE_OF(student, teacher, targets, dstudent))
+OCR_OP(distill, distance_loss_forward,
+       (OcrTensor *loss, const OcrTensor *x, const OcrTensor *y, DistanceLossParams p), (loss, x, y, p),
+       DEVICE_OF(x, y, loss))
+OCR_OP(distill, distance_loss_backward,
+       (OcrTensor *dx, OcrTensor *dy, const OcrTensor *x, const OcrTensor *y, DistanceLossParams p),
+       (dx, dy, x, y, p), DEVICE_OF(x, y, dx, dy))
 
 // ---- LSTM cell ----------------------------------------------------------------------------------
 OCR_OP(lstm, lstm_cell_forward, (OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev),

@@ -13,7 +13,8 @@
 //   cuda/device.cu (devices, streams, scratch, error checks), cuda/cublas_loader.cu and
 //   cuda/train_step.cu (the GPU training step's device side).
 // - Shared between the backends: kernels/activation_math.h (the activation formulas, compiled
-//   by both). Composed of other ops, so on either device: kernels/lstm_layer.c.
+//   by both) and kernels/distill_math.h (the distillation losses' per-element formulas).
+//   Composed of other ops, so on either device: kernels/lstm_layer.c.
 //
 // Conventions (read these before adding an op):
 // - Outputs first, then inputs, then parameters. Shapes are in the comment above each pair.
@@ -264,6 +265,13 @@ void ocr_concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *
 void ocr_permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm);
 void ocr_permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm);
 
+// out (N, Ho, Wo, C) = inp (N, H, W, C) placed at row `top`, column `left`, `value` elsewhere
+// (Ho >= top + H, Wo >= left + W; the other sides' padding is what the shapes leave). One float
+// dtype for both; elements are copied as raw bits. Paddle's padding="SAME" of even kernels.
+void ocr_pad2d_forward(OcrTensor *out, const OcrTensor *inp, int top, int left, float value);
+// dinp (assigned) = the (H, W) window of dout at (top, left).
+void ocr_pad2d_backward(OcrTensor *dinp, const OcrTensor *dout, int top, int left);
+
 // ---- softmax, attention ----------------------------------------------------------------
 // Over the last dimension; out may alias inp.
 void ocr_softmax_forward(OcrTensor *out, const OcrTensor *inp);
@@ -329,6 +337,99 @@ void ocr_cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *co
 // others (assigned): the gradient of the mean loss.
 void ocr_cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
                                 CrossEntropyParams p);
+
+// ---- distillation losses (PaddleOCR's ppocr/losses: DML, KL, CTC-logit KL, DKD, distance) ------
+// The losses a distillation run adds between two networks' outputs; docs/DISTILLATION.md maps each
+// to its PaddleOCR class and config key. Every loss reads its logits in fp32 (any float dtype) and
+// computes softmax, logs and every sum in double whatever the AMP level (op type "distill_loss",
+// black in amp/policy.c), so the only roundings are the f32 loss and the gradient's dtype. The
+// formulas, the small epsilons and the reductions are PaddleOCR's, quirks included (noted per op).
+// Rows are the last dimension; B is the first dimension (PaddleOCR's "batch mean" divides by it,
+// not by the row count, where it says so). loss (1 or B values) is f32 on the op's device. A
+// backward computes the gradient of grad_scale · loss (grad_scale: the loss weight times the AMP
+// loss scale), assigned into any float dtype; any gradient may be NULL.
+
+// DistillationDMLLoss (DMLLoss, act "softmax"): mutual learning between two networks' logits
+// x1, x2 (B, ..., C), both trainable. With q = softmax(x) + 1e-10:
+//   use_log = 1 (recognition): loss (1) = Σ_rows Σ_j [q2·(log(q2 + 1e-10) − log q1) +
+//                                q1·(log(q1 + 1e-10) − log q2)] / (2·B);
+//   use_log = 0 (KLJSLoss "kl", detection): e = ½[q2·log((q2 + 1e-5)/(q1 + 1e-5) + 1e-5) +
+//                                q1·log((q1 + 1e-5)/(q2 + 1e-5) + 1e-5)], loss (B) = per-sample
+//                                mean of e (x must be 3-D); the backward is that of Σ_b loss_b.
+typedef struct {
+    int use_log;
+    float grad_scale;
+} DmlLossParams;
+void ocr_dml_loss_forward(OcrTensor *loss, const OcrTensor *x1, const OcrTensor *x2, DmlLossParams p);
+// dx1, dx2 (B, ..., C): the gradients through both softmaxes (each side's q is both a target
+// and a prediction, as in PaddleOCR, where neither is detached).
+void ocr_dml_loss_backward(OcrTensor *dx1, OcrTensor *dx2, const OcrTensor *x1, const OcrTensor *x2, DmlLossParams p);
+
+// DistillationKLDivLoss (KLDivLoss): KL(teacher || student) on logits s, t (B, ..., C), with
+// ps = softmax(s/T), pt = softmax(t/T): a row's value is Σ_j pt_j·(log(pt_j + 1e-10) − log ps_j);
+// loss (1) = T²·Σ_rows / B (no mask) or T²·mean over the rows whose targets (rows, int32) entry is
+// not pad_id (pad_id >= 0: PaddleOCR's NRTR non-pad mask; 0 when every row is padding, where
+// PaddleOCR's empty mean is NaN). PaddleOCR has no temperature: T = 1 is its loss exactly.
+typedef struct {
+    float temperature;
+    int pad_id;  // < 0: no mask (targets may be NULL)
+    float grad_scale;
+} KlDivLossParams;
+void ocr_kl_div_loss_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                             const OcrTensor *targets, KlDivLossParams p);
+// dstudent (B, ..., C) only: the teacher is a constant.
+void ocr_kl_div_loss_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                              const OcrTensor *targets, KlDivLossParams p);
+
+// DistillCTCLogits (KLCTCLogits, mode "mean", PP-OCRv4): the CTC heads' logits s, t (B, L, C).
+// The blank column's logit is NEGATED (PaddleOCR multiplies it by −1, its "blank mask"), then
+// S = mean over the L steps of softmax(s'/T), P likewise for t (T = 0.5 there), and
+// loss (1) = Σ_b Σ_c P·log((P + 1e-6)/(S + 1e-6) + 1e-6) / B (no T² factor).
+typedef struct {
+    float temperature;  // PaddleOCR: 0.5
+    int blank;          // the negated column (PaddleOCR: 0); < 0: none
+    float grad_scale;
+} CtcLogitsKlParams;
+void ocr_ctc_logits_kl_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                               CtcLogitsKlParams p);
+// dstudent (B, L, C) only (the teacher is frozen in PP-OCRv4's config).
+void ocr_ctc_logits_kl_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                                CtcLogitsKlParams p);
+
+// DistillationDKDLoss (DKDLoss, decoupled KD on the NRTR head): per row n of s, t (N = rows, C)
+// with target g = targets[n] (int32 in [0, C)), ps = softmax(s/T), pt = softmax(t/T):
+//   TCKD_n = KL of the binary split [p_g, Σ_{j≠g} p_j] (teacher || student), +1e-10 in the
+//            teacher's log;
+//   NCKD_n = KL(pt2 || ps2), p2 = softmax(x/T − 1000·onehot(g)) (PaddleOCR's way of removing the
+//            target class), +1e-10 in the teacher's log;
+//   loss (1) = T²·(α·mean_n TCKD_n + β·mean_n NCKD_n), the mean over every row (pad_id < 0:
+//   PaddleOCR, whose DKDLoss receives the non-pad mask and does not use it) or over the rows
+//   whose target is not pad_id (0 when none is).
+typedef struct {
+    float temperature, alpha, beta;
+    int pad_id;
+    float grad_scale;
+} DkdLossParams;
+void ocr_dkd_loss_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                          const OcrTensor *targets, DkdLossParams p);
+// dstudent (N, C) only (PP-OCRv4's teacher is frozen).
+void ocr_dkd_loss_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                           const OcrTensor *targets, DkdLossParams p);
+
+// DistillationDistanceLoss (DistanceLoss: Paddle's MSELoss / L1Loss / SmoothL1Loss, reduction
+// "mean"): loss (1) = mean over every element of f(x − y), x, y any equal shapes (the backbone
+// features for PP-OCRv3). l2: d²; l1: |d|; smooth_l1: ½d² when |d| < delta, else
+// delta·(|d| − ½delta) (Paddle's form, delta 1.0 by default).
+typedef enum { OCR_DISTANCE_L2 = 0, OCR_DISTANCE_L1, OCR_DISTANCE_SMOOTH_L1 } ocr_distance_mode_t;
+typedef struct {
+    ocr_distance_mode_t mode;
+    float delta;
+    float grad_scale;
+} DistanceLossParams;
+void ocr_distance_loss_forward(OcrTensor *loss, const OcrTensor *x, const OcrTensor *y, DistanceLossParams p);
+// dx = grad_scale·f'(x − y)/n, dy = −dx (both networks trainable in PP-OCRv3; |d|' at 0 is 0).
+void ocr_distance_loss_backward(OcrTensor *dx, OcrTensor *dy, const OcrTensor *x, const OcrTensor *y,
+                                DistanceLossParams p);
 
 // ---- LSTM cell (SAR's encoder and decoder; Paddle's nn.LSTM step) ------------------------------
 // The elementwise part of one LSTM step; the GEMMs are the caller's linears: gates (B, 4H) =

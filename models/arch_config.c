@@ -192,6 +192,47 @@ static ocr_status_t parse_lcnet(const OcrConfig *cfg, OcrArch *a) {
     return OCR_OK;
 }
 
+// PPLCNetV4 (ppocr/modeling/backbones/rec_lcnetv4.py, recognition form): model_size picks the
+// network of NET_CONFIG_REC (PaddleOCR's default "small").
+static ocr_status_t parse_lcnet4(const OcrConfig *cfg, OcrArch *a) {
+    static const char *const keys[] = {"name",     "model_size", "det",         "in_channels",   "lr_mult_list",
+                                       "deploy",   "use_rep",    "stem_type",   "config_name",   "stem_channels",
+                                       NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Backbone", keys));
+    Lcnet4Spec *s = &a->lcnet4;
+    static const char *const sizes[] = {"tiny", "small", "medium", NULL};
+    const char *size;
+    OCR_TRY(require_string(cfg, "Architecture.Backbone.model_size", "small", sizes, &size));
+    s->size = strcmp(size, "tiny") == 0 ? OCR_LCNETV4_TINY : strcmp(size, "small") == 0 ? OCR_LCNETV4_SMALL
+                                                                                        : OCR_LCNETV4_MEDIUM;
+    OCR_TRY(require_off(cfg, "Architecture.Backbone.det", "only the recognition form of PPLCNetV4 is built"));
+    int in_ch;
+    OCR_TRY(get_i(cfg, "Architecture.Backbone.in_channels", 3, 3, 3, &in_ch));
+    if (ocr_config_has(cfg, "Architecture.Backbone.in_channels"))
+        ocr_config_record_ignored(cfg, "Architecture.Backbone.in_channels",
+                                  "the recognition form's stem takes 3 channels whatever it says (rec_lcnetv4.py)");
+    int n = 0;
+    OCR_TRY(ocr_config_get_double_list(cfg, "Architecture.Backbone.lr_mult_list", s->lr_mult_list, 6, &n));
+    if (n == 0) {
+        for (int i = 0; i < 6; i++) s->lr_mult_list[i] = 1.0;
+    } else if (n != 6) {
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Backbone.lr_mult_list must have 6 entries, got %d",
+                             ocr_config_source(cfg), n);
+    }
+    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Backbone.deploy", 0, &s->deploy));
+    // Keys of earlier PP-OCRv6 configs that PPLCNetV4.__init__ takes in **kwargs and never reads.
+    static const char *const kw[] = {"use_rep", "stem_type", "config_name", "stem_channels", NULL};
+    for (int i = 0; kw[i]; i++) {
+        char k[96];
+        snprintf(k, sizeof k, "Architecture.Backbone.%s", kw[i]);
+        if (ocr_config_has(cfg, k))
+            ocr_config_record_ignored(cfg, k,
+                                      "PPLCNetV4 takes it in **kwargs and ignores it; model_size picks the network "
+                                      "(default small)");
+    }
+    return OCR_OK;
+}
+
 static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
     static const char *const keys[] = {"name",          "img_size",       "in_channels", "embed_dim",
                                        "depth",         "num_heads",      "mixer",       "local_mixer",
@@ -296,6 +337,41 @@ static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
     return OCR_OK;
 }
 
+// EncoderWithLightSVTR (ppocr/modeling/necks/rnn.py, PP-OCRv6 small/medium) under p, with its
+// defaults (dims 64, depth 1, 8 heads, mlp_ratio 4, dropouts 0.1, local_kernel 7).
+static ocr_status_t parse_lightsvtr(const OcrConfig *cfg, OcrArch *a, const char *p) {
+    LightSvtrSpec *s = &a->light;
+    char k[192];
+#define K(key) (snprintf(k, sizeof k, "%s.%s", p, key), k)
+    OCR_TRY(get_i(cfg, K("dims"), 64, 1, 65536, &s->dims));
+    OCR_TRY(get_i(cfg, K("depth"), 1, 0, 64, &s->depth));
+    OCR_TRY(get_i(cfg, K("num_heads"), 8, 1, 256, &s->heads));
+    double v;
+    OCR_TRY(get_d(cfg, K("mlp_ratio"), 4.0, 0.25, 16.0, &v));
+    s->mlp_ratio = (float)v;
+    OCR_TRY(get_d(cfg, K("drop_rate"), 0.1, 0.0, 0.99, &v));
+    s->drop = (float)v;
+    OCR_TRY(get_d(cfg, K("attn_drop_rate"), 0.1, 0.0, 0.99, &v));
+    s->attn_drop = (float)v;
+    OCR_TRY(get_d(cfg, K("drop_path"), 0.0, 0.0, 0.0, &v));
+    OCR_TRY(get_i(cfg, K("local_kernel"), 7, 1, 63, &s->local_kernel));
+    if (s->local_kernel % 2 == 0) return cfg_error(cfg, "%s must be odd%s", K("local_kernel"), "");
+    OCR_TRY(ocr_config_get_bool(cfg, K("use_guide"), 0, &s->use_guide));
+    int qkv_bias;
+    OCR_TRY(ocr_config_get_bool(cfg, K("qkv_bias"), 1, &qkv_bias));
+    if (!qkv_bias) return cfg_error(cfg, "%s: only true is supported%s", K("qkv_bias"), "");
+    OCR_TRY(require_off(cfg, K("qk_scale"), "the scale is head_dim^-0.5"));
+    static const char *const kw[] = {"hidden_dims", "kernel_size", "hidden_size", NULL};
+    for (int i = 0; kw[i]; i++)
+        if (ocr_config_has(cfg, K(kw[i])))
+            ocr_config_record_ignored(cfg, k, "EncoderWithLightSVTR takes it in **kwargs and ignores it");
+    if (s->dims % s->heads)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.dims %d is not divisible by num_heads %d", ocr_config_source(cfg), p,
+                             s->dims, s->heads);
+#undef K
+    return OCR_OK;
+}
+
 // The SVTR neck's keys under p: "Architecture.Neck" (SequenceEncoder, the encoder type in
 // encoder_type) or, in a MultiHead, "Architecture.Head.head_list.0.CTCHead.Neck" (PaddleOCR pops
 // `name` as the encoder type there).
@@ -308,12 +384,13 @@ static ocr_status_t parse_neck_at(const OcrConfig *cfg, OcrArch *a, const char *
     static const char *const keys[] = {"name",      "encoder_type", "dims",      "depth",          "hidden_dims",
                                        "use_guide", "num_heads",    "mlp_ratio", "drop_rate",      "attn_drop_rate",
                                        "drop_path", "kernel_size",  "qkv_bias",  "qk_scale",       "hidden_size",
-                                       NULL};
+                                       "local_kernel", NULL};
     static const char *const mh_keys[] = {"name",      "dims",      "depth",     "hidden_dims",    "use_guide",
                                           "num_heads", "mlp_ratio", "drop_rate", "attn_drop_rate", "drop_path",
-                                          "kernel_size", "qkv_bias", "qk_scale", NULL};
+                                          "kernel_size", "qkv_bias", "qk_scale", "local_kernel", NULL};
     OCR_TRY(ocr_config_check_keys(cfg, p, multihead ? mh_keys : keys));
-    static const char *const names[] = {"SequenceEncoder", NULL}, *const types[] = {"svtr", "reshape", NULL};
+    static const char *const names[] = {"SequenceEncoder", NULL},
+                             *const types[] = {"svtr", "lightsvtr", "reshape", NULL};
     const char *name, *type;
     char k[192];
 #define K(key) (snprintf(k, sizeof k, "%s.%s", p, key), k)
@@ -324,6 +401,13 @@ static ocr_status_t parse_neck_at(const OcrConfig *cfg, OcrArch *a, const char *
         OCR_TRY(require_string(cfg, K("encoder_type"), "reshape", types, &type));
     }
     a->neck_svtr = strcmp(type, "svtr") == 0;
+    if (strcmp(type, "lightsvtr") == 0) {
+        a->neck_light = 1;
+        OCR_TRY(parse_lightsvtr(cfg, a, p));
+        return OCR_OK;
+    }
+    if (ocr_config_has(cfg, K("local_kernel")))
+        return cfg_error(cfg, "%s is an option of the lightsvtr encoder only%s", K("local_kernel"), "");
     SvtrNeckSpec *s = &a->neck;
     OCR_TRY(get_i(cfg, K("dims"), 64, 1, 65536, &s->dims));
     OCR_TRY(get_i(cfg, K("depth"), 2, 0, 64, &s->depth));
@@ -440,7 +524,7 @@ static ocr_status_t parse_multihead(const OcrConfig *cfg, OcrArch *a) {
     if (!ocr_config_has(cfg, MH_CTC ".Neck"))
         return ocr_set_error(OCR_ERR_CONFIG, "%s: " MH_CTC ".Neck is missing (PaddleOCR's MultiHead requires it)", src);
     OCR_TRY(parse_neck_at(cfg, a, MH_CTC ".Neck", 1));
-    static const char *const fc_keys[] = {"fc_decay", "mid_channels", "return_feats", NULL};
+    static const char *const fc_keys[] = {"fc_decay", "mid_channels", "return_feats", "use_guide", NULL};
     OCR_TRY(ocr_config_check_keys(cfg, MH_CTC ".Head", fc_keys));
     MultiHeadSpec *m = &a->multihead;
     int64_t L;
@@ -502,7 +586,8 @@ static ocr_status_t parse_multihead(const OcrConfig *cfg, OcrArch *a) {
 }
 
 static ocr_status_t parse_head(const OcrConfig *cfg, OcrArch *a) {
-    static const char *const keys[] = {"name", "fc_decay", "mid_channels", "out_channels", "return_feats", NULL};
+    static const char *const keys[] = {"name",         "fc_decay",     "mid_channels", "out_channels",
+                                       "return_feats", "use_guide",    NULL};
     static const char *const names[] = {"CTCHead", "MultiHead", NULL};
     const char *name;
     // The name first: another head's keys (MultiHead's head_list) are not typos.
@@ -526,6 +611,8 @@ static ocr_status_t parse_head(const OcrConfig *cfg, OcrArch *a) {
     a->head_mid = 0;
     if (mid && !cJSON_IsNull(mid)) OCR_TRY(get_i(cfg, K("mid_channels"), 0, 1, 65536, &a->head_mid));
     OCR_TRY(require_off(cfg, K("return_feats"), "the head returns logits"));
+    // use_guide: PP-OCRv6 tiny's guide layer (depthwise Conv1D k5, BN, hardswish, 1x1, BN, hardswish).
+    OCR_TRY(ocr_config_get_bool(cfg, K("use_guide"), 0, &a->head_guide));
     // Classes: the dictionary (Global.character_dict_path + use_space_char) as PaddleOCR
     // counts them, or Head.out_channels when given explicitly.
     const char *dict;
@@ -580,7 +667,7 @@ ocr_status_t ocr_arch_from_config(OcrArch *a, const OcrConfig *cfg) {
         return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Backbone is missing", ocr_config_source(cfg));
     if (!ocr_config_has(cfg, "Architecture.Head"))
         return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Head is missing", ocr_config_source(cfg));
-    static const char *const backbones[] = {"MobileNetV1Enhance", "PPLCNetV3", "SVTRNet", NULL};
+    static const char *const backbones[] = {"MobileNetV1Enhance", "PPLCNetV3", "PPLCNetV4", "SVTRNet", NULL};
     const char *bb;
     OCR_TRY(require_string(cfg, "Architecture.Backbone.name", NULL, backbones, &bb));
     a->img_h = 48;
@@ -592,6 +679,9 @@ ocr_status_t ocr_arch_from_config(OcrArch *a, const OcrConfig *cfg) {
     } else if (strcmp(bb, "PPLCNetV3") == 0) {
         a->backbone = OCR_BACKBONE_LCNETV3;
         OCR_TRY(parse_lcnet(cfg, a));
+    } else if (strcmp(bb, "PPLCNetV4") == 0) {
+        a->backbone = OCR_BACKBONE_LCNETV4;
+        OCR_TRY(parse_lcnet4(cfg, a));
     } else {
         a->backbone = OCR_BACKBONE_SVTRNET;
         OCR_TRY(parse_svtrnet(cfg, a));

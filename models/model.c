@@ -39,6 +39,10 @@ static void build(OcrModel *m) {
         svtrnet_build(&b, &m->svtr, "backbone", a->in_channels, a->svtr);
         feat = m->svtr.out_channels;
         break;
+    case OCR_BACKBONE_LCNETV4:
+        lcnet4_build(&b, &m->lcnet4, "backbone", a->in_channels, a->lcnet4);
+        feat = m->lcnet4.out_channels;
+        break;
     }
     // MultiHead keeps PaddleOCR's names: head.ctc_encoder.encoder.*, head.ctc_head.fc.*, then
     // the guidance branch (head.before_gtc.*, head.gtc_head.*).
@@ -50,6 +54,13 @@ static void build(OcrModel *m) {
         svtrneck_build(&b, &m->neck, multi ? "head.ctc_encoder.encoder" : "neck.encoder", s);
         feat = s.dims;
     }
+    if (a->neck_light) {
+        LightSvtrSpec s = a->light;
+        s.in_channels = feat;
+        lightsvtr_build(&b, &m->light, multi ? "head.ctc_encoder.encoder" : "neck.encoder", s);
+        feat = s.dims;
+    }
+    if (a->head_guide) ctcguide_build(&b, &m->ctc_guide, multi ? "head.ctc_head.guide_layer" : "head.guide_layer", feat);
     ctchead_build(&b, &m->head, multi ? "head.ctc_head" : "head",
                   (CtcHeadSpec){.in = feat, .classes = a->num_classes, .mid = a->head_mid,
                                 .fc_decay = (float)a->fc_decay});
@@ -90,6 +101,7 @@ void ocr_model_free(OcrModel *m) {
     ocr_ops_free(&m->ops);
     svtrnet_free(&m->svtr);
     svtrneck_free(&m->neck);
+    lightsvtr_free(&m->light);
     if (m->arch.multihead.kind != OCR_GUIDE_NONE) guide_free(&m->guide);
     free(m->guide_ratios);
     ocr_arena_release(&m->arena);
@@ -197,6 +209,7 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     case OCR_BACKBONE_MV1E: f = mv1e_forward(c, &m->mv1e, x); break;
     case OCR_BACKBONE_LCNETV3: f = lcnet_forward(c, &m->lcnet, x); break;
     case OCR_BACKBONE_SVTRNET: f = svtrnet_forward(c, &m->svtr, x); break;
+    case OCR_BACKBONE_LCNETV4: f = lcnet4_forward(c, &m->lcnet4, x); break;
     }
     m->xin = *x;
     if (f->data != x->data) ocr_ctx_release(c, &m->xin);  // inference: only arena memory is released
@@ -210,6 +223,16 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     OcrTensor *backbone_out = f;
     if (m->arch.neck_svtr) {
         OcrTensor *g = svtrneck_forward(c, &m->neck, f);
+        ocr_ctx_release(c, f);
+        f = g;
+    }
+    if (m->arch.neck_light) {
+        OcrTensor *g = lightsvtr_forward(c, &m->light, f);
+        ocr_ctx_release(c, f);
+        f = g;
+    }
+    if (m->arch.head_guide) {
+        OcrTensor *g = ctcguide_forward(c, &m->ctc_guide, f);
         ocr_ctx_release(c, f);
         f = g;
     }
@@ -240,6 +263,16 @@ static void backward_body(OcrModel *m) {
     OcrTensor dseq = ctchead_backward(c, &m->head, &m->dlogits, 1);
     ocr_ctx_free(c, &m->dlogits);
     OcrTensor dfeat = ocr_tensor_reshape(&dseq, 4, (int64_t[]){dseq.shape[0], 1, dseq.shape[1], dseq.shape[2]});
+    if (m->arch.head_guide) {
+        OcrTensor d = ctcguide_backward(c, &m->ctc_guide, &dfeat, 1);
+        ocr_ctx_free(c, &dfeat);
+        dfeat = d;
+    }
+    if (m->arch.neck_light) {
+        OcrTensor d = lightsvtr_backward(c, &m->light, &dfeat, 1);
+        ocr_ctx_free(c, &dfeat);
+        dfeat = d;
+    }
     if (m->arch.neck_svtr) {
         OcrTensor d = svtrneck_backward(c, &m->neck, &dfeat, 1);
         ocr_ctx_free(c, &dfeat);
@@ -263,6 +296,7 @@ static void backward_body(OcrModel *m) {
     case OCR_BACKBONE_MV1E: dx = mv1e_backward(c, &m->mv1e, &dfeat, need); break;
     case OCR_BACKBONE_LCNETV3: dx = lcnet_backward(c, &m->lcnet, &dfeat, need); break;
     case OCR_BACKBONE_SVTRNET: dx = svtrnet_backward(c, &m->svtr, &dfeat, need); break;
+    case OCR_BACKBONE_LCNETV4: dx = lcnet4_backward(c, &m->lcnet4, &dfeat, need); break;
     }
     ocr_ctx_free(c, &dfeat);
     release_input(m);
@@ -571,12 +605,17 @@ static ocr_status_t fuse_rep(OcrModel *d, const RepLayer *dl, const OcrParamTabl
 
 ocr_status_t ocr_model_fuse(OcrModel **out, const OcrModel *t) {
     *out = NULL;
-    if (t->arch.backbone != OCR_BACKBONE_LCNETV3)
-        return ocr_set_error(OCR_ERR_INVALID_ARG, "fuse: only PPLCNetV3 has rep layers (this is %s)",
+    const int v4 = t->arch.backbone == OCR_BACKBONE_LCNETV4;
+    if (t->arch.backbone != OCR_BACKBONE_LCNETV3 && !v4)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "fuse: only PPLCNetV3 and PPLCNetV4 have rep layers (this is %s)",
                              backbone_name(t->arch.backbone));
-    if (t->arch.lcnet.deploy) return ocr_set_error(OCR_ERR_INVALID_ARG, "fuse: the model is already in deploy form");
+    if (v4 ? t->arch.lcnet4.deploy : t->arch.lcnet.deploy)
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "fuse: the model is already in deploy form");
     OcrArch a = t->arch;
-    a.lcnet.deploy = 1;
+    if (v4)
+        a.lcnet4.deploy = 1;
+    else
+        a.lcnet.deploy = 1;
     OcrModel *d;
     OCR_TRY(ocr_model_create(&d, &a));
     // The deploy model is built on the CPU from host copies and then moved to t's device.
@@ -592,7 +631,9 @@ ocr_status_t ocr_model_fuse(OcrModel **out, const OcrModel *t) {
     }
     st = copy_table(&d->params, &hp);
     if (st == OCR_OK) st = copy_table(&d->stats, &hs);
-    for (int i = 0; st == OCR_OK && i < t->lcnet.nblocks; i++) {
+    // PPLCNetV4: Conv2D_BN, ConvBNAct and RepDWConv layers fused as PPLCNetV4.rep() does.
+    if (st == OCR_OK && v4) lcnet4_fuse(&t->lcnet4, &hp, &hs, &d->lcnet4, &d->params);
+    for (int i = 0; st == OCR_OK && !v4 && i < t->lcnet.nblocks; i++) {
         st = fuse_rep(d, &d->lcnet.blocks[i].dw, &hp, &hs, &t->lcnet.blocks[i].dw);
         if (st == OCR_OK) st = fuse_rep(d, &d->lcnet.blocks[i].pw, &hp, &hs, &t->lcnet.blocks[i].pw);
     }

@@ -23,9 +23,10 @@
 #include "amp/weights.h"
 #include "models/params.h"
 #include "models/svtr/backbones.h"
+#include "models/svtr/lcnetv4.h"
 #include "models/svtr/multihead.h"
 
-typedef enum { OCR_BACKBONE_MV1E = 0, OCR_BACKBONE_LCNETV3, OCR_BACKBONE_SVTRNET } ocr_backbone_kind_t;
+typedef enum { OCR_BACKBONE_MV1E = 0, OCR_BACKBONE_LCNETV3, OCR_BACKBONE_SVTRNET, OCR_BACKBONE_LCNETV4 } ocr_backbone_kind_t;
 
 typedef struct {
     char algorithm[32];  // "SVTR_LCNet" or "SVTR"
@@ -37,6 +38,10 @@ typedef struct {
     SvtrNetSpec svtr;
     int neck_svtr;  // Neck.encoder_type: svtr (1) or reshape (0)
     SvtrNeckSpec neck;
+    Lcnet4Spec lcnet4;    // PPLCNetV4 (PP-OCRv6)
+    int neck_light;       // MultiHead CTC Neck name lightsvtr (EncoderWithLightSVTR)
+    LightSvtrSpec light;
+    int head_guide;       // CTCHead use_guide: the guide layer before the FC(s) (PP-OCRv6 tiny)
     int num_classes;   // CTC classes including the blank
     int head_mid;      // Head.mid_channels (0: none)
     double fc_decay;   // Head.fc_decay

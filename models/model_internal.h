@@ -11,6 +11,9 @@ struct OcrModel {
     OcrOpTable ops;
     Mv1e mv1e;
     Lcnet lcnet;
+    Lcnet4 lcnet4;
+    LightSvtr light;
+    CtcGuide ctc_guide;
     SvtrNet svtr;
     SvtrNeck neck;
     CtcHead head;
@@ -42,7 +45,10 @@ struct OcrModel {
 };
 
 static inline const char *backbone_name(ocr_backbone_kind_t k) {
-    return k == OCR_BACKBONE_MV1E ? "MobileNetV1Enhance" : k == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3" : "SVTRNet";
+    return k == OCR_BACKBONE_MV1E      ? "MobileNetV1Enhance"
+           : k == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3"
+           : k == OCR_BACKBONE_LCNETV4 ? "PPLCNetV4"
+                                       : "SVTRNet";
 }
 
 #endif

@@ -602,6 +602,10 @@ static ocr_status_t check_exportable(const OcrModel *m) {
                              "ONNX export: the SVTRNet backbone (algorithm %s) is not exported; PP-OCRv3 (MobileNetV1Enhance) "
                              "and PP-OCRv4 (PPLCNetV3) recognizers are",
                              a->algorithm);
+    if (a->backbone == OCR_BACKBONE_LCNETV4 || a->neck_light || a->head_guide)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED,
+                             "ONNX export: PP-OCRv6 networks (PPLCNetV4, LightSVTR neck, guided CTC head) are not "
+                             "exported yet; PP-OCRv3 (MobileNetV1Enhance) and PP-OCRv4 (PPLCNetV3) recognizers are");
     if (a->in_channels != 3)
         return ocr_set_error(OCR_ERR_UNSUPPORTED, "ONNX export: the network reads %d input channels; the export's x is (N, 3, H, W)",
                              a->in_channels);

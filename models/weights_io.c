@@ -69,7 +69,10 @@ ocr_status_t ocr_model_save_weights_from(const OcrModel *m, const char *path, co
         if (st != OCR_OK) break;
     }
     char deploy[8];
-    snprintf(deploy, sizeof deploy, "%d", m->arch.backbone == OCR_BACKBONE_LCNETV3 ? m->arch.lcnet.deploy : 0);
+    snprintf(deploy, sizeof deploy, "%d",
+             m->arch.backbone == OCR_BACKBONE_LCNETV3   ? m->arch.lcnet.deploy
+             : m->arch.backbone == OCR_BACKBONE_LCNETV4 ? m->arch.lcnet4.deploy
+                                                        : 0);
     OcrMetadataEntry meta[4] = {{"format", "ocrtrain"},
                                 {"algorithm", m->arch.algorithm},
                                 {"backbone", backbone_name(m->arch.backbone)},

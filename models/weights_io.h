@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "core/tensor.h"
+#include "models/head_remap.h"
 #include "models/model.h"
 
 // What a weights file gave a model (PaddleOCR's load_pretrained_params semantics: weights only):
@@ -23,6 +24,9 @@ typedef struct {
     char first_missing[OCR_LOAD_NAME_MAX];
     char first_mismatched[OCR_LOAD_NAME_MAX];  // "name: (file shape) in the file, (model shape) in the model"
     char first_unexpected[OCR_LOAD_NAME_MAX];
+    // Fine-tuning with another dictionary (training/checkpoint.c): the head's per-class tensors
+    // rebuilt by character count as loaded, not as of another shape; dict.applied says so.
+    OcrHeadRemapReport dict;
 } OcrLoadReport;
 
 void ocr_load_report_init(OcrLoadReport *r);

@@ -12,7 +12,9 @@
 
 #include "core/fileio.h"
 #include "core/safetensors.h"
+#include "data/dict.h"
 #include "kernels/ops.h"
+#include "models/head_remap.h"
 #include "models/pdparams.h"
 
 // dir + "/" + name into out; 0 when it does not fit (the caller reports it).
@@ -22,8 +24,10 @@ static int path_join(char *out, size_t cap, const char *dir, const char *name) {
 }
 
 // state.json first: a directory whose removal a kill interrupts never looks like a checkpoint
-// (ckpt_resolve goes by state.json).
-static const char *const CKPT_FILES[] = {"state.json", "model.safetensors", "optimizer.safetensors", NULL};
+// (ckpt_resolve goes by state.json). model.dict.txt: the dictionary the head was trained with
+// (the sidecar name of model.safetensors, see weights_dict_path).
+static const char *const CKPT_FILES[] = {"state.json", "model.safetensors", "optimizer.safetensors", "model.dict.txt",
+                                         NULL};
 
 static int is_dir(const char *p) {
     struct stat s;
@@ -153,6 +157,35 @@ static ocr_status_t save_model(const char *path, const OcrModel *m, AmpEngine *a
     return st;
 }
 
+// PaddleOCR's default charset (no Global.character_dict_path), one class a line.
+static const char DEFAULT_CHARSET_LINES[] =
+    "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\na\nb\nc\nd\ne\nf\ng\nh\ni\nj\nk\nl\nm\nn\no\np\nq\nr\ns\nt\nu\nv\nw\nx\ny\nz\n";
+
+// The dictionary the model's head was built from (Architecture's Global.character_dict_path, as
+// a copy of the file; the default charset's lines without one), so fine-tuning from this
+// checkpoint with another dictionary carries the head's rows over by character. use_space_char is
+// not written: the head's class count tells it (lines + 1 or lines + 2).
+static ocr_status_t save_dictionary(const char *path, const OcrModel *m) {
+    const OcrArch *a = ocr_model_arch(m);
+    if (!a->dict_path[0]) return ocr_write_file_atomic(path, DEFAULT_CHARSET_LINES, strlen(DEFAULT_CHARSET_LINES));
+    char *text;
+    size_t n;
+    if (ocr_read_file(a->dict_path, &text, &n) != OCR_OK) {
+        // A dictionary gone since the run started costs the record, not the checkpoint.
+        ocr_log(OCR_LOG_WARN, "checkpoint %s: the dictionary is not recorded: %s", path, ocr_last_error());
+        return OCR_OK;
+    }
+    char *t = realloc(text, n + 2);
+    if (!t) {
+        free(text);
+        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
+    if (n && t[n - 1] != '\n') t[n++] = '\n';
+    ocr_status_t st = ocr_write_file_atomic(path, t, n);
+    free(t);
+    return st;
+}
+
 static char *state_json(const CkptState *s) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "format", "ocrtrain-train-state");
@@ -195,6 +228,10 @@ ocr_status_t ckpt_save(const char *dir, const OcrModel *m, const Optimizer *opt,
     OCR_TRY(ocr_make_dirs(tmp));
     path_join(p, sizeof p, tmp, "model.safetensors");
     ocr_status_t st = save_model(p, m, amp);
+    if (st == OCR_OK) {
+        path_join(p, sizeof p, tmp, "model.dict.txt");
+        st = save_dictionary(p, m);
+    }
     if (st == OCR_OK && opt) {
         path_join(p, sizeof p, tmp, "optimizer.safetensors");
         st = save_optimizer(p, opt, amp, ocr_model_params((OcrModel *)m));
@@ -430,7 +467,277 @@ ocr_status_t ckpt_weights_path(const char *path, char *out, size_t cap) {
     return OCR_OK;
 }
 
+// ---- fine-tuning with another dictionary ---------------------------------------------------------
+
+// The dictionary recorded next to a weights file: X.safetensors or X.pdparams → X.dict.txt (the
+// name `ocrtrain import` writes, and model.dict.txt in a checkpoint directory); any other name
+// gets .dict.txt appended.
+static void weights_dict_path(const char *file, char *out, size_t cap) {
+    static const char *const exts[] = {".safetensors", ".pdparams", NULL};
+    size_t n = strlen(file);
+    for (int i = 0; exts[i]; i++) {
+        size_t e = strlen(exts[i]);
+        if (n > e && strcmp(file + n - e, exts[i]) == 0) {
+            snprintf(out, cap, "%.*s.dict.txt", (int)(n - e), file);
+            return;
+        }
+    }
+    snprintf(out, cap, "%s.dict.txt", file);
+}
+
+// The weights being loaded: a safetensors file (our names and layouts) or a PaddleOCR .pdparams
+// (PaddleOCR's names; per-class tensors are linear weights, biases and embeddings, whose layouts
+// are the same on both sides).
+typedef struct {
+    OcrSafetensors *st;
+    OcrPdparams *pd;
+} WeightsFile;
+
+// The file's tensor for model tensor `name` as f32 (*owned: a converted copy to free), or NULL.
+static ocr_status_t file_tensor(const WeightsFile *w, const char *name, const float **data, int *ndim,
+                                const int64_t **shape, float **owned) {
+    *data = NULL;
+    *owned = NULL;
+    if (w->pd) {
+        char ours[512];
+        for (int i = 0; i < w->pd->count; i++) {
+            const OcrPdTensor *t = &w->pd->tensors[i];
+            ocr_pdparams_map_name(t->name, ours, sizeof ours);
+            // A MultiHead model keeps PaddleOCR's own names (as ocr_pdparams_load_into matches).
+            if (t->ndim > OCR_MAX_DIMS || (strcmp(ours, name) != 0 && strcmp(t->name, name) != 0)) continue;
+            *data = t->f32;
+            *ndim = t->ndim;
+            *shape = t->shape;
+            return OCR_OK;
+        }
+        return OCR_OK;
+    }
+    const OcrNamedTensor *nt = ocr_safetensors_find(w->st, name);
+    if (!nt || !ocr_dtype_is_float(nt->dtype)) return OCR_OK;
+    OcrTensor v = ocr_tensor_view((void *)nt->data, nt->dtype, ocr_cpu(), nt->ndim, nt->shape);
+    int64_t numel = ocr_tensor_numel(&v);
+    float *f = malloc((size_t)(numel ? numel : 1) * sizeof *f);
+    if (!f) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    ocr_tensor_to_f32(&v, f);
+    *data = *owned = f;
+    *ndim = nt->ndim;
+    *shape = nt->shape;
+    return OCR_OK;
+}
+
+// The model's classes: its dictionary (or the default charset), with the space class when the
+// head has one more class than the lines (use_space_char).
+static ocr_status_t model_dict(const OcrModel *m, OcrDict *d) {
+    const OcrArch *a = ocr_model_arch(m);
+    const char *path = a->dict_path[0] ? a->dict_path : NULL;
+    OCR_TRY(ocr_dict_load(d, path, 0));
+    if (d->num_classes == a->num_classes) return OCR_OK;
+    int plain = d->num_classes;
+    ocr_dict_free(d);
+    if (path && a->num_classes == plain + 1) return ocr_dict_load(d, path, 1);
+    return ocr_set_error(OCR_ERR_CONFIG, "the model's head has %d classes, its dictionary %s %d", a->num_classes,
+                         path ? path : "(the default charset)", plain);
+}
+
+// The weights' classes from their dictionary file: `lines` + blank, + the space when the file's
+// head has one more (the dictionary names no use_space_char; the head's class count tells it).
+static ocr_status_t weights_dict(OcrDict *d, const char *path, const char *what, const char *file, int classes) {
+    OCR_TRY(ocr_dict_load(d, path, 0));
+    int lines = d->num_classes - 1;
+    if (classes == lines + 1) return OCR_OK;
+    ocr_dict_free(d);
+    if (classes == lines + 2) return ocr_dict_load(d, path, 1);
+    return ocr_set_error(OCR_ERR_FORMAT,
+                         "%s %s has %d lines but the head of %s has %d classes (blank + the lines would be %d, with "
+                         "use_space_char %d): not the dictionary these weights were trained with",
+                         what, path, lines, file, classes, lines + 1, lines + 2);
+}
+
+// A model tensor's shape against a file tensor's.
+static int same_shape(const OcrParamInfo *p, int ndim, const int64_t *shape) {
+    if (p->ndim != ndim) return 0;
+    for (int d = 0; d < ndim; d++)
+        if (p->shape[d] != shape[d]) return 0;
+    return 1;
+}
+
+// After the load by name: when the weights' dictionary is known (Global.pretrained_dict_path, or
+// the one recorded next to the file) and differs from the model's, the head's per-class tensors
+// (models/head_remap.h) are rebuilt by character and count as loaded; *remapped[i] marks them
+// (parameter table indices; NULL when nothing was rebuilt). Without a known dictionary, a head of
+// another class count cannot be carried over: an error when strict, else the warning names the key.
+static ocr_status_t remap_head(OcrModel *m, const char *file, const WeightsFile *w, const char *dict_key_path,
+                               int strict, OcrLoadReport *report, unsigned char **remapped) {
+    *remapped = NULL;
+    OcrParamTable *t = ocr_model_params(m);
+    const OcrArch *arch = ocr_model_arch(m);
+    // The weights' class count, from every per-class tensor that is in the file with the model's
+    // other dimensions (one with another input size is a plain mismatch, not the dictionary's).
+    int old_classes = 0, n_class = 0;
+    const char *first = NULL;
+    for (int i = 0; i < t->count; i++) {
+        OcrClassTensor ct;
+        const OcrParamInfo *p = &t->items[i];
+        if (!ocr_head_class_tensor(p->name, &ct) || ct.axis >= p->ndim) continue;
+        const float *data;
+        const int64_t *shape;
+        float *owned;
+        int ndim;
+        OCR_TRY(file_tensor(w, p->name, &data, &ndim, &shape, &owned));
+        free(owned);
+        if (!data || ndim != p->ndim) continue;
+        int other_same = 1;
+        for (int d = 0; d < ndim; d++) other_same &= d == ct.axis || shape[d] == p->shape[d];
+        if (!other_same) continue;
+        int c = ocr_class_tensor_classes(&ct, shape[ct.axis]);
+        if (first && c != old_classes)
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: the head's tensors disagree on the class count: %s gives %d, %s %d",
+                                 file, first, old_classes, p->name, c);
+        if (c < 1)
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: %s has %lld entries on its class axis, too few for a head", file,
+                                 p->name, (long long)shape[ct.axis]);
+        first = p->name;
+        old_classes = c;
+        n_class++;
+    }
+    if (!n_class) return OCR_OK;
+    // The weights' dictionary: the config's key first, then the record next to the file.
+    char side[4300];
+    const char *dpath = NULL, *what = NULL;
+    if (dict_key_path) {
+        dpath = dict_key_path;
+        what = "Global.pretrained_dict_path";
+    } else {
+        weights_dict_path(file, side, sizeof side);
+        if (ocr_file_exists(side)) {
+            dpath = side;
+            what = "the dictionary recorded with the weights,";
+        }
+    }
+    if (!dpath) {
+        if (old_classes == arch->num_classes) return OCR_OK;  // nothing tells otherwise: by position, as before
+        if (strict)
+            return ocr_set_error(OCR_ERR_CONFIG,
+                                 "%s has a head of %d classes, the config's dictionary gives %d, and the weights' "
+                                 "dictionary is unknown (no %s): name it with Global.pretrained_dict_path so the head's "
+                                 "rows are carried over by character",
+                                 file, old_classes, arch->num_classes, side);
+        ocr_log(OCR_LOG_WARN, "%s: a head of %d classes, the config's dictionary gives %d, and the weights' dictionary "
+                "is unknown: the head keeps its initial values (Global.pretrained_dict_path names the weights' "
+                "dictionary and carries its rows over by character)", file, old_classes, arch->num_classes);
+        return OCR_OK;
+    }
+    OcrDict od, nd;
+    OCR_TRY(weights_dict(&od, dpath, what, file, old_classes));
+    ocr_status_t s = model_dict(m, &nd);
+    if (s != OCR_OK) {
+        ocr_dict_free(&od);
+        return s;
+    }
+    OcrClassMap map;
+    s = ocr_class_map_build(&map, od.classes, od.num_classes, nd.classes, nd.num_classes);
+    if (s == OCR_OK && ocr_class_map_is_identity(&map)) {
+        ocr_class_map_free(&map);
+        ocr_dict_free(&od);
+        ocr_dict_free(&nd);
+        return OCR_OK;
+    }
+    OcrParamTable h = {0};
+    unsigned char *marks = NULL;
+    if (s == OCR_OK) s = ocr_params_host_copy(t, &h);
+    if (s == OCR_OK && !(marks = calloc((size_t)t->count + 1, 1))) s = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    int tensors = 0;
+    for (int i = 0; s == OCR_OK && i < t->count; i++) {
+        OcrClassTensor ct;
+        const OcrParamInfo *p = &t->items[i];
+        if (!ocr_head_class_tensor(p->name, &ct) || ct.axis >= p->ndim) continue;
+        const float *data;
+        const int64_t *shape;
+        float *owned;
+        int ndim;
+        s = file_tensor(w, p->name, &data, &ndim, &shape, &owned);
+        if (s != OCR_OK) break;
+        int fits = data && ndim == p->ndim;
+        for (int d = 0; fits && d < ndim; d++) fits = d == ct.axis || shape[d] == p->shape[d];
+        if (!fits) {
+            free(owned);
+            continue;
+        }
+        OcrTensor dst = ocr_params_tensor(&h, i);
+        float *cur = malloc((size_t)(p->numel ? p->numel : 1) * sizeof *cur);
+        if (!cur) {
+            free(owned);
+            s = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+            break;
+        }
+        ocr_tensor_to_f32(&dst, cur);
+        s = ocr_head_remap_tensor(&ct, &map, data, ndim, shape, cur, p->shape);
+        if (s == OCR_OK) {
+            ocr_tensor_from_f32(&dst, cur);
+            // Of another shape, the load counted it as such; of the same shape it loaded by position.
+            if (!same_shape(p, ndim, shape)) {
+                report->mismatched--;
+                report->loaded++;
+            }
+            marks[i] = 1;
+            tensors++;
+        }
+        free(cur);
+        free(owned);
+    }
+    if (s == OCR_OK) {
+        ocr_params_upload(t, h.data);
+        OcrHeadRemapReport *r = &report->dict;
+        ocr_head_remap_report_fill(r, &map, od.classes, nd.classes);
+        r->applied = 1;
+        r->tensors = tensors;
+        snprintf(r->dict_source, sizeof r->dict_source, "%.511s", dpath);
+        *remapped = marks;
+        marks = NULL;
+    }
+    free(marks);
+    if (h.data) ocr_params_host_release(&h);
+    ocr_class_map_free(&map);
+    ocr_dict_free(&od);
+    ocr_dict_free(&nd);
+    return s;
+}
+
+// 1 when a model tensor name (ours, or PaddleOCR's before mapping) is one remap_head rebuilt.
+static int is_remapped(const OcrModel *m, const unsigned char *remapped, const char *name) {
+    if (!remapped) return 0;
+    const OcrParamTable *t = ocr_model_params((OcrModel *)m);
+    char ours[512];
+    ocr_pdparams_map_name(name, ours, sizeof ours);
+    int k = ocr_params_find(t, name);
+    if (k < 0) k = ocr_params_find(t, ours);
+    return k >= 0 && remapped[k];
+}
+
+// The first tensor of another shape, the rebuilt per-class tensors left out (safetensors).
+static void first_mismatch(OcrModel *m, const WeightsFile *w, const unsigned char *remapped, OcrLoadReport *report) {
+    OcrParamTable *tabs[2] = {ocr_model_params(m), ocr_model_stats(m)};
+    report->first_mismatched[0] = '\0';
+    for (int k = 0; k < 2; k++)
+        for (int i = 0; i < tabs[k]->count; i++) {
+            const OcrParamInfo *p = &tabs[k]->items[i];
+            if (k == 0 && remapped[i]) continue;
+            const OcrNamedTensor *nt = ocr_safetensors_find(w->st, p->name);
+            if (!nt || (same_shape(p, nt->ndim, nt->shape) && ocr_dtype_is_float(nt->dtype))) continue;
+            OcrLoadReport one;
+            ocr_load_report_init(&one);
+            ocr_load_report_add_mismatched(&one, p->name, nt->ndim, nt->shape, p->ndim, p->shape);
+            snprintf(report->first_mismatched, sizeof report->first_mismatched, "%s", one.first_mismatched);
+            return;
+        }
+}
+
 ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, OcrLoadReport *report) {
+    return ckpt_load_pretrained_dict(m, path, NULL, strict, report);
+}
+
+ocr_status_t ckpt_load_pretrained_dict(OcrModel *m, const char *path, const char *dict_path, int strict,
+                                       OcrLoadReport *report) {
     char file[4200], what[1200];
     ocr_load_report_init(report);
     OCR_TRY(ckpt_weights_path(path, file, sizeof file));
@@ -448,6 +755,8 @@ ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, Ocr
         saved[k] = h.data;
     }
     ocr_status_t s;
+    WeightsFile w = {0};
+    unsigned char *remapped = NULL;
     size_t flen = strlen(file);
     if (flen >= 9 && strcmp(file + flen - 9, ".pdparams") == 0) {
         // PaddleOCR's training checkpoint, names mapped by models/pdparams.h. Its MultiHead
@@ -455,7 +764,9 @@ ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, Ocr
         // and named in the log, not held against strictness (PaddleOCR drops them the same way
         // when a CTC-only config loads a MultiHead checkpoint).
         OcrPdLoadReport pr;
-        s = ocr_pdparams_load_model(m, file, &pr);
+        memset(&pr, 0, sizeof pr);
+        s = ocr_pdparams_load(&w.pd, file);
+        if (s == OCR_OK) s = ocr_pdparams_load_into(m, w.pd, &pr);
         if (s == OCR_OK) {
             report->loaded = pr.loaded;
             report->missing = pr.missing - pr.shape_mismatch;
@@ -464,20 +775,30 @@ ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, Ocr
             snprintf(report->first_missing, sizeof report->first_missing, "%.*s", OCR_LOAD_NAME_MAX - 1, pr.first_missing);
             snprintf(report->first_unexpected, sizeof report->first_unexpected, "%.*s", OCR_LOAD_NAME_MAX - 1,
                      pr.first_unexpected);
-            for (int i = 0; i < pr.n_not_loaded && !report->first_mismatched[0]; i++)
-                if (strstr(pr.not_loaded[i], "shape")) {
-                    snprintf(report->first_mismatched, sizeof report->first_mismatched, "%s", pr.not_loaded[i]);
-                }
-            if (pr.guidance > 0)
-                ocr_log(OCR_LOG_INFO, "%s: %d MultiHead guidance-branch tensors are not part of this model and were "
-                        "not loaded", file, pr.guidance);
-            if (pr.other > 0)
-                ocr_log(OCR_LOG_INFO, "%s: %d non-tensor entries skipped (PaddleOCR's name table)", file, pr.other);
-            ocr_pdparams_report_free(&pr);
+            s = remap_head(m, file, &w, dict_path, strict, report, &remapped);
         }
+        for (int i = 0; s == OCR_OK && i < pr.n_not_loaded && !report->first_mismatched[0]; i++) {
+            // "name: shape ..."; the per-class tensors rebuilt by character are not mismatches.
+            char name[512];
+            snprintf(name, sizeof name, "%.*s", (int)strcspn(pr.not_loaded[i], ":"), pr.not_loaded[i]);
+            if (strstr(pr.not_loaded[i], "shape") && !is_remapped(m, remapped, name))
+                snprintf(report->first_mismatched, sizeof report->first_mismatched, "%s", pr.not_loaded[i]);
+        }
+        if (s == OCR_OK && pr.guidance > 0)
+            ocr_log(OCR_LOG_INFO, "%s: %d MultiHead guidance-branch tensors are not part of this model and were "
+                    "not loaded", file, pr.guidance);
+        if (s == OCR_OK && pr.other > 0)
+            ocr_log(OCR_LOG_INFO, "%s: %d non-tensor entries skipped (PaddleOCR's name table)", file, pr.other);
+        ocr_pdparams_report_free(&pr);
+        if (w.pd) ocr_pdparams_free(w.pd);
     } else {
         s = ocr_model_load_partial(m, file, report);
+        if (s == OCR_OK) s = ocr_safetensors_open(&w.st, file);
+        if (s == OCR_OK) s = remap_head(m, file, &w, dict_path, strict, report, &remapped);
+        if (s == OCR_OK && remapped && report->mismatched > 0) first_mismatch(m, &w, remapped, report);
+        if (w.st) ocr_safetensors_close(w.st);
     }
+    free(remapped);
     ocr_load_report_describe(report, what, sizeof what);
     if (s == OCR_OK && report->loaded == 0)
         s = ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor of this model was found in it (wrong file or architecture?): "
@@ -490,6 +811,10 @@ ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, Ocr
     else if (s == OCR_OK && !ocr_load_report_complete(report))
         ocr_log(OCR_LOG_WARN, "%s (Global.pretrained_strict false): %s; the tensors that did not load keep their "
                 "initial values", file, what);
+    if (s == OCR_OK && report->dict.applied) {
+        char d[2400];
+        ocr_log(OCR_LOG_INFO, "%s: %s", file, ocr_head_remap_describe(&report->dict, d, sizeof d));
+    }
     if (s != OCR_OK && strict) {
         for (int k = 0; k < 2; k++)
             if (saved[k]) ocr_params_upload(tabs[k], saved[k]);

@@ -9,7 +9,10 @@
 //                          still resume.
 //   state.json             step, epoch, loader position, optimizer update count, loss scaler,
 //                          dropout step, AMP counters, seed, best accuracy (schema below)
-// All three are written into "<dir>.tmp", then "<dir>" is renamed to "<dir>.old", "<dir>.tmp"
+//   model.dict.txt         the dictionary the head was trained with (a copy of
+//                          Global.character_dict_path; the default charset's lines without one),
+//                          read when fine-tuning from it with another dictionary
+// All four are written into "<dir>.tmp", then "<dir>" is renamed to "<dir>.old", "<dir>.tmp"
 // to "<dir>", and "<dir>.old" removed, so a kill at any point leaves either the previous or
 // the new checkpoint whole; a reader that finds no "<dir>" falls back to "<dir>.old".
 #ifndef OCR_TRAINING_CHECKPOINT_H
@@ -66,6 +69,23 @@ ocr_status_t ckpt_weights_path(const char *path, char *out, size_t cap);
 // is OCR_ERR_FORMAT naming the first missing / mismatched / unexpected tensor with the counts,
 // and the model is left as it was; not strict: one warning with the counts and the tensors that
 // did not load keep their initial values. No tensor matching at all is an error either way.
+//
+// Another dictionary (fine-tuning a head for other characters): when the weights' dictionary is
+// known and differs from the model's (Architecture's Global.character_dict_path +
+// use_space_char), the head's per-class tensors (models/head_remap.h: the CTC classifier, NRTR's
+// and SAR's embeddings and output layers) are rebuilt by character: kept characters keep their
+// trained entries, new ones start from the init rule of head_remap.c, dropped ones are reported;
+// they count as loaded, so a strict load whose only mismatches they explain succeeds, and
+// report->dict holds the counts and the characters (also logged). The weights' dictionary is
+// dict_path (Global.pretrained_dict_path) or else the one recorded next to the file: X.dict.txt
+// for X.safetensors / X.pdparams (what `ocrtrain import` writes; model.dict.txt in a checkpoint
+// directory, written by ckpt_save). The head's class count tells whether it had the space class.
+// A dictionary whose line count fits no head is OCR_ERR_FORMAT with both counts. Without a known
+// dictionary a head of another class count is OCR_ERR_CONFIG naming Global.pretrained_dict_path
+// when strict (a warning naming it otherwise; the head keeps its initial values).
+ocr_status_t ckpt_load_pretrained_dict(OcrModel *m, const char *path, const char *dict_path, int strict,
+                                       OcrLoadReport *report);
+// The same with no dictionary named (the recorded one, if any).
 ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, OcrLoadReport *report);
 
 #endif

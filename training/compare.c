@@ -205,8 +205,10 @@ static ocr_status_t make_legs(const OcrConfig *cfg, const CompareOptions *o, Leg
 // Keys that differ between runs of one leg by design (set per run) or that do not change what a
 // run trains: left out of the resume check.
 static int key_ignored(const char *path) {
+    // EvalGeneral only adds a set to score: a run trained without it is rescored, not retrained.
     static const char *const ignored[] = {"Global.seed", "Global.save_model_dir", "Global.checkpoints",
-                                          "Global.compare_seeds", "Global.print_batch_step", "Global.threads", NULL};
+                                          "Global.compare_seeds", "Global.print_batch_step", "Global.threads",
+                                          "EvalGeneral", NULL};
     for (int i = 0; ignored[i]; i++)
         if (strcmp(path, ignored[i]) == 0) return 1;
     return 0;
@@ -347,40 +349,61 @@ static ocr_status_t check_out_dir(const char *out_dir, const Leg *legs, int nleg
 
 // ---- one run's results on disk: run.json (summary), lines.tsv (per line), train_result.bin -------
 
-// The per-line outcome a verdict needs.
-static ocr_status_t write_lines(const char *dir, const EvalLine *lines, int64_t n) {
+// The per-line outcome a verdict needs: lines.tsv (Eval), lines_general.tsv (EvalGeneral). The
+// general file names its set (the FNV-1a of its lines) in the header, so a changed EvalGeneral is
+// rescored rather than read.
+#define LINES_HEADER "scored\tcorrect\tedits\tref_chars\tcorrect_exact\tcorrect_nospace"
+static ocr_status_t write_lines(const char *dir, const char *name, const EvalLine *lines, int64_t n, const char *set_hash) {
     char path[4300];
-    snprintf(path, sizeof path, "%s/lines.tsv", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
     char *buf = NULL;
     size_t size = 0;
     FILE *f = open_memstream(&buf, &size);
     if (!f) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    fprintf(f, "scored\tcorrect\tedits\tref_chars\n");
+    fprintf(f, LINES_HEADER "%s%s\n", set_hash ? "\tset=" : "", set_hash ? set_hash : "");
     for (int64_t i = 0; i < n; i++)
-        fprintf(f, "%d\t%d\t%d\t%d\n", lines[i].scored, lines[i].correct, (int)lines[i].edits, (int)lines[i].ref_chars);
+        fprintf(f, "%d\t%d\t%d\t%d\t%d\t%d\n", lines[i].scored, lines[i].correct, (int)lines[i].edits,
+                (int)lines[i].ref_chars, lines[i].correct_exact, lines[i].correct_nospace);
     fclose(f);
     ocr_status_t st = buf ? ocr_write_file_atomic(path, buf, size) : ocr_set_error(OCR_ERR_OOM, "out of host memory");
     free(buf);
     return st;
 }
 
-static ocr_status_t read_lines(const char *dir, EvalLine *lines, int64_t n) {
+// *exact_known: the file has the exact / spaces-ignored columns (an earlier build wrote four).
+// set_hash non-NULL: the header must name this set (else *stale = 1 and nothing is read).
+static ocr_status_t read_lines(const char *dir, const char *name, EvalLine *lines, int64_t n, const char *set_hash,
+                               int *exact_known, int *stale) {
     char path[4300];
-    snprintf(path, sizeof path, "%s/lines.tsv", dir);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    *exact_known = 1;
+    if (stale) *stale = 0;
     char *text = NULL;
     size_t size;
     OCR_TRY(ocr_read_file(path, &text, &size));
     char *p = strchr(text, '\n');
+    if (set_hash) {
+        char want[64];
+        snprintf(want, sizeof want, "\tset=%s\n", set_hash);
+        if (!p || p - text < (ptrdiff_t)strlen(want) - 1 || strncmp(p - (strlen(want) - 1), want, strlen(want)) != 0) {
+            *stale = 1;
+            free(text);
+            return OCR_OK;
+        }
+    }
     int64_t i = 0;
     ocr_status_t st = OCR_OK;
     while (p && *++p && st == OCR_OK) {
-        int sc, co, ed, rf;
-        if (i >= n || sscanf(p, "%d\t%d\t%d\t%d", &sc, &co, &ed, &rf) != 4 || sc < 0 || sc > 1 || co < 0 || co > 1 ||
-            ed < 0 || rf < 0) {
+        int sc, co, ed, rf, ex = 0, ns = 0;
+        int got = i < n ? sscanf(p, "%d\t%d\t%d\t%d\t%d\t%d", &sc, &co, &ed, &rf, &ex, &ns) : 0;
+        if ((got != 4 && got != 6) || sc < 0 || sc > 1 || co < 0 || co > 1 || ed < 0 || rf < 0 || ex < 0 || ex > 1 ||
+            ns < 0 || ns > 1) {
             st = ocr_set_error(OCR_ERR_FORMAT, "%s:%lld: not a line of this comparison's eval set", path, (long long)i + 2);
             break;
         }
-        lines[i] = (EvalLine){.scored = (uint8_t)sc, .correct = (uint8_t)co, .edits = ed, .ref_chars = rf};
+        if (got == 4) *exact_known = 0;
+        lines[i] = (EvalLine){.scored = (uint8_t)sc, .correct = (uint8_t)co, .correct_exact = (uint8_t)ex,
+                              .correct_nospace = (uint8_t)ns, .edits = ed, .ref_chars = rf};
         i++;
         p = strchr(p, '\n');
     }
@@ -463,6 +486,23 @@ static int read_train_result(const char *dir, TrainResult *r) {
 
 static const char *const status_names[] = {"ok", "diverged", "failed"};
 
+// A set's scores from its per-line outcomes (as evaluate_set computes them).
+typedef struct {
+    double acc, acc_exact, acc_nospace, cer;
+    int64_t scored;
+} LineSums;
+
+static LineSums line_sums(const EvalLine *lines, int64_t n) {
+    int64_t scored = 0, co = 0, ex = 0, ns = 0, ed = 0, rf = 0;
+    for (int64_t i = 0; i < n; i++) {
+        if (!lines[i].scored) continue;
+        scored++, co += lines[i].correct, ex += lines[i].correct_exact, ns += lines[i].correct_nospace;
+        ed += lines[i].edits, rf += lines[i].ref_chars;
+    }
+    double d = (double)scored + 1e-5;
+    return (LineSums){co / d, ex / d, ns / d, rf > 0 ? (double)ed / (double)rf : (double)ed, scored};
+}
+
 static ocr_status_t write_run_json(const char *dir, const char *leg, const ReportSeedRun *s) {
     char path[4300];
     snprintf(path, sizeof path, "%s/run.json", dir);
@@ -474,6 +514,8 @@ static ocr_status_t write_run_json(const char *dir, const char *leg, const Repor
     cJSON_AddNumberToObject(o, "accuracy", s->acc);
     cJSON_AddNumberToObject(o, "cer", s->cer);
     cJSON_AddNumberToObject(o, "norm_edit_distance", s->norm_edit_dis);
+    if (isfinite(s->acc_exact)) cJSON_AddNumberToObject(o, "accuracy_exact", s->acc_exact);
+    if (isfinite(s->acc_nospace)) cJSON_AddNumberToObject(o, "accuracy_nospace", s->acc_nospace);
     cJSON_AddNumberToObject(o, "samples_per_s", s->samples_per_s);
     if (isfinite(s->final_loss)) cJSON_AddNumberToObject(o, "final_loss", s->final_loss);
     else cJSON_AddNullToObject(o, "final_loss");
@@ -531,7 +573,11 @@ static ocr_status_t read_run(const char *dir, const char *leg, uint64_t seed, Re
     s->eval_lines = (int64_t)num(o, "eval_lines", 0);
     s->reused = 1;
     cJSON_Delete(o);
-    OCR_TRY(read_lines(dir, lines, n));
+    int exact_known;
+    OCR_TRY(read_lines(dir, "lines.tsv", lines, n, NULL, &exact_known, NULL));
+    LineSums sums = line_sums(lines, n);
+    s->acc_exact = exact_known ? sums.acc_exact : NAN;
+    s->acc_nospace = exact_known ? sums.acc_nospace : NAN;
     *found = 1;
     return OCR_OK;
 }
@@ -565,18 +611,48 @@ static ocr_status_t model_facts(Report *rep, const OcrConfig *cfg, const RunConf
     return st;
 }
 
+// The general set (EvalGeneral), when the config has one: its lines, loader config and the
+// FNV-1a that names it in every run's lines_general.tsv.
+typedef struct {
+    int present;
+    EvalSet set;
+    OcrLoaderConfig lc;
+    char hash[32];
+} GeneralSet;
+
+// Scores the general set with a loaded model into s (and lines, paths when given).
+static ocr_status_t score_general(const GeneralSet *gs, InferModel *im, const OcrDict *dict, const RunConfig *rc,
+                                  ReportSeedRun *s, EvalLine *lines, EvalPaths *paths) {
+    EvalOptions eo;
+    EvalResult er;
+    eval_options_from_loader(&eo, &gs->lc, im->m, (RecMetricOptions){rc->ignore_space, rc->is_filter});
+    OCR_TRY(evaluate_set(im->m, &gs->set, dict, &eo, &er, lines));
+    s->has_general = 1;
+    s->general_acc = er.acc;
+    s->general_acc_exact = er.acc_exact;
+    s->general_acc_nospace = er.acc_nospace;
+    s->general_cer = er.cer;
+    s->general_lines = er.samples;
+    if (paths && paths->lines == 0) *paths = er.paths;
+    return OCR_OK;
+}
+
 // The configured start (Global.pretrained_model), scored in FP32 on the same lines before any
-// run trains: the report shows what training did as well as what the change did.
+// run trains (and on the general set): the report shows what training did as well as what the
+// change did.
 static ocr_status_t score_start(Report *rep, const OcrConfig *cfg, const RunConfig *rc, const EvalSet *set,
-                                const OcrDict *dict, const OcrLoaderConfig *elc, const char *dev, FILE *progress) {
+                                const OcrDict *dict, const OcrLoaderConfig *elc, const GeneralSet *gs, const char *dev,
+                                FILE *progress) {
     InferModel im = {0};
     EvalResult er;
+    ReportSeedRun g = {0};
     ocr_status_t st = infer_model_load(&im, cfg, rc->pretrained_model, 0, dev);
     if (st == OCR_OK) {
         EvalOptions eo;
         eval_options_from_loader(&eo, elc, im.m, (RecMetricOptions){rc->ignore_space, rc->is_filter});
         st = evaluate_set(im.m, set, dict, &eo, &er, NULL);
     }
+    if (st == OCR_OK && gs->present) st = score_general(gs, &im, dict, rc, &g, NULL, NULL);
     infer_model_free(&im);
     if (st != OCR_OK) return ocr_wrap_error(st, "Global.pretrained_model (evaluated before training)");
     rep->has_start = 1;
@@ -584,19 +660,70 @@ static ocr_status_t score_start(Report *rep, const OcrConfig *cfg, const RunConf
     rep->start_acc = er.acc;
     rep->start_cer = er.cer;
     rep->start_norm_edit_dis = er.norm_edit_dis;
+    rep->start_acc_exact = er.acc_exact;
+    rep->start_acc_nospace = er.acc_nospace;
     rep->start_samples = er.samples;
+    rep->start_general_acc = g.general_acc;
+    rep->start_general_acc_exact = g.general_acc_exact;
+    rep->start_general_acc_nospace = g.general_acc_nospace;
+    rep->start_general_cer = g.general_cer;
     if (progress)
         fprintf(progress, "pretrained %s before training: accuracy %.4f, CER %.4f on %lld eval lines\n", rc->pretrained_model,
                 er.acc, er.cer, (long long)er.samples);
+    if (progress && gs->present)
+        fprintf(progress, "pretrained %s on the general set: accuracy %.4f (exact %.4f), CER %.4f on %lld lines\n",
+                rc->pretrained_model, g.general_acc, g.general_acc_exact, g.general_cer, (long long)g.general_lines);
+    return OCR_OK;
+}
+
+// A reused run without the general set's lines (trained before EvalGeneral was added, or on
+// another general set): its final weights (save_model_dir/latest) are scored now; without them
+// the run must be trained again.
+static ocr_status_t general_for_reused(const Leg *g, uint64_t seed, const char *dir, const GeneralSet *gs,
+                                       const OcrDict *dict, const char *dev, ReportSeedRun *s, EvalLine *lines) {
+    int exact_known, stale = 0;
+    char path[4300];
+    snprintf(path, sizeof path, "%s/lines_general.tsv", dir);
+    if (ocr_file_exists(path)) {
+        OCR_TRY(read_lines(dir, "lines_general.tsv", lines, gs->set.n, gs->hash, &exact_known, &stale));
+        if (!stale) {
+            LineSums m = line_sums(lines, gs->set.n);
+            s->has_general = 1;
+            s->general_acc = m.acc;
+            s->general_acc_exact = m.acc_exact;
+            s->general_acc_nospace = m.acc_nospace;
+            s->general_cer = m.cer;
+            s->general_lines = m.scored;
+            return OCR_OK;
+        }
+    }
+    if (s->status == REPORT_SEED_FAILED) return OCR_OK;
+    char wpath[4400];
+    snprintf(wpath, sizeof wpath, "%s/latest/model.safetensors", dir);
+    if (!ocr_file_exists(wpath))
+        return ocr_set_error(OCR_ERR_NOT_FOUND, "%s was trained without this EvalGeneral set and its final weights "
+                             "(%s) are gone: remove %s/run.json to train that run again", dir, wpath, dir);
+    OcrConfig *cfg = NULL;
+    RunConfig rc;
+    OCR_TRY(seed_config(&cfg, &rc, g, seed, dir));
+    snprintf(wpath, sizeof wpath, "%s/latest", dir);
+    InferModel im = {0};
+    ocr_status_t st = infer_model_load(&im, cfg, wpath, 1, dev);
+    if (st == OCR_OK) st = score_general(gs, &im, dict, &rc, s, lines, NULL);
+    infer_model_free(&im);
+    ocr_config_free(cfg);
+    if (st == OCR_OK && ocr_dist_detect_world().rank == 0) st = write_lines(dir, "lines_general.tsv", lines, gs->set.n, gs->hash);
+    if (st != OCR_OK) return ocr_wrap_error(st, "%s: scoring the general set (EvalGeneral) with the run's final weights", dir);
+    ocr_log(OCR_LOG_INFO, "%s: the general set (EvalGeneral) scored from the saved final weights", dir);
     return OCR_OK;
 }
 
 // Trains one run and scores its final weights line by line. A training or scoring error is the
 // run's (status FAILED with the message), not the comparison's: the caller goes on.
 static void train_one(const Leg *g, uint64_t seed, const char *dir, const CompareOptions *o,
-                      const EvalSet *set, const OcrDict *dict, const OcrLoaderConfig *elc, const char *dev,
-                      const RunConfig *base_rc, ReportSeedRun *s, EvalLine *lines, TrainResult *keep, int *kept,
-                      EvalPaths *paths) {
+                      const EvalSet *set, const OcrDict *dict, const OcrLoaderConfig *elc, const GeneralSet *gs,
+                      const char *dev, const RunConfig *base_rc, ReportSeedRun *s, EvalLine *lines,
+                      EvalLine *glines, TrainResult *keep, int *kept, EvalPaths *paths, EvalPaths *gpaths) {
     memset(s, 0, sizeof *s);
     s->seed = seed;
     s->final_loss = NAN;
@@ -612,6 +739,7 @@ static void train_one(const Leg *g, uint64_t seed, const char *dir, const Compar
         opt.progress = o->progress;
         opt.max_iters = o->max_steps;
         opt.final_eval = 0;  // scored below, per line, from the final checkpoint
+        opt.skip_general = 1;  // the same for the general set
         opt.save_checkpoints = 1;
         opt.lr_scale = g->batch > 0 ? (double)g->batch / (double)base_rc->train.batch_size : 1.0;
         st = train_run(cfg, &rc, &opt, &r);
@@ -634,9 +762,12 @@ static void train_one(const Leg *g, uint64_t seed, const char *dir, const Compar
             eval_options_from_loader(&eo, elc, im.m, (RecMetricOptions){rc.ignore_space, rc.is_filter});
             st = evaluate_set(im.m, set, dict, &eo, &er, lines);
         }
+        if (st == OCR_OK && gs->present) st = score_general(gs, &im, dict, &rc, s, glines, gpaths);
         infer_model_free(&im);
         if (st == OCR_OK) {
             s->acc = er.acc;
+            s->acc_exact = er.acc_exact;
+            s->acc_nospace = er.acc_nospace;
             s->cer = er.cer;
             s->norm_edit_dis = er.norm_edit_dis;
             s->eval_lines = er.samples;
@@ -663,7 +794,8 @@ static void train_one(const Leg *g, uint64_t seed, const char *dir, const Compar
         }
         ocr_status_t ws = OCR_OK;
         if (ocr_dist_detect_world().rank == 0) {
-            ws = write_lines(dir, lines, set->n);
+            ws = write_lines(dir, "lines.tsv", lines, set->n, NULL);
+            if (ws == OCR_OK && gs->present) ws = write_lines(dir, "lines_general.tsv", glines, gs->set.n, gs->hash);
             if (ws == OCR_OK) ws = write_train_result(dir, &r);
             if (ws == OCR_OK) ws = write_run_json(dir, g->name, s);  // last: its presence marks a finished run
             if (ws != OCR_OK)
@@ -747,6 +879,15 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
         elc_ok = st == OCR_OK;
     }
     if (st == OCR_OK) st = eval_set_read(&set, &elc);
+    GeneralSet gs = {0};
+    int gs_lc_ok = 0;
+    if (st == OCR_OK && rc->eval_general.present) {
+        st = ocr_loader_config_parse(&gs.lc, cfg, "EvalGeneral");
+        gs_lc_ok = st == OCR_OK;
+        if (st == OCR_OK) st = eval_set_read(&gs.set, &gs.lc);
+        gs.present = st == OCR_OK;
+        snprintf(gs.hash, sizeof gs.hash, "%016llx", (unsigned long long)eval_set_hash(&gs.set));
+    }
     // Under mpirun every rank trains each run (data parallel) and scores its final weights (the
     // same work on every rank, so no rank waits in the next run's collectives for rank 0's
     // evaluation); rank 0 alone prints and writes.
@@ -779,15 +920,22 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
         for (int i = 0; i < nlegs; i++) snprintf(rep->runs[i].name, sizeof rep->runs[i].name, "%.31s", legs[i].name);
         rep->n_runs = nlegs;
     }
-    if (st == OCR_OK && rc->pretrained_model) st = score_start(rep, cfg, rc, &set, &dict, &elc, dev, progress);
+    if (st == OCR_OK) {
+        rep->has_general = gs.present;
+        rep->general_samples = gs.set.n;
+    }
+    if (st == OCR_OK && rc->pretrained_model) st = score_start(rep, cfg, rc, &set, &dict, &elc, &gs, dev, progress);
 
     // lines[leg][seed]: every run's per-line outcome, for the verdict.
-    EvalLine *lines[REPORT_MAX_RUNS][COMPARE_MAX_SEEDS];
+    EvalLine *lines[REPORT_MAX_RUNS][COMPARE_MAX_SEEDS], *glines[REPORT_MAX_RUNS][COMPARE_MAX_SEEDS];
     memset(lines, 0, sizeof lines);
+    memset(glines, 0, sizeof glines);
     for (int i = 0; i < nlegs && st == OCR_OK; i++)
         for (int k = 0; k < o->n_seeds && st == OCR_OK; k++) {
             lines[i][k] = calloc((size_t)(set.n ? set.n : 1), sizeof(EvalLine));
-            if (!lines[i][k]) st = ocr_set_error(OCR_ERR_OOM, "out of host memory for %lld eval lines", (long long)set.n);
+            glines[i][k] = calloc((size_t)(gs.set.n ? gs.set.n : 1), sizeof(EvalLine));
+            if (!lines[i][k] || !glines[i][k])
+                st = ocr_set_error(OCR_ERR_OOM, "out of host memory for %lld eval lines", (long long)set.n);
         }
     int kept[REPORT_MAX_RUNS] = {0};
     int total = nlegs * o->n_seeds, done = 0;
@@ -802,6 +950,11 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
             st = read_run(dir, legs[i].name, o->seeds[k] + (i > 0 ? o->candidate_seed_offset : 0), s, lines[i][k], set.n,
                           &got);
             if (st != OCR_OK) break;
+            if (got && gs.present) {
+                st = general_for_reused(&legs[i], o->seeds[k] + (i > 0 ? o->candidate_seed_offset : 0), dir, &gs, &dict,
+                                        dev, s, glines[i][k]);
+                if (st != OCR_OK) break;
+            }
             if (got) {
                 if (!kept[i]) {
                     TrainResult r = {0};
@@ -825,8 +978,8 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
             if (progress)
                 fprintf(progress, "== run %d/%d: %s seed %llu (batch %d) ==\n", done, total, legs[i].name,
                         (unsigned long long)o->seeds[k], legs[i].batch > 0 ? legs[i].batch : legs[i].rc.train.batch_size);
-            train_one(&legs[i], o->seeds[k] + (i > 0 ? o->candidate_seed_offset : 0), dir, o, &set, &dict, &elc, dev, rc, s, lines[i][k], &run->r, &kept[i],
-                      &run->eval_paths);
+            train_one(&legs[i], o->seeds[k] + (i > 0 ? o->candidate_seed_offset : 0), dir, o, &set, &dict, &elc, &gs, dev,
+                      rc, s, lines[i][k], glines[i][k], &run->r, &kept[i], &run->eval_paths, &run->general_paths);
             if (progress) {
                 if (s->status == REPORT_SEED_FAILED)
                     fprintf(progress, "%s seed %llu: FAILED: %s\n", legs[i].name, (unsigned long long)o->seeds[k], s->error);
@@ -837,6 +990,16 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
                             (long long)s->recomputed_steps,
                             s->status == REPORT_SEED_DIVERGED ? "; DIVERGED: " : "",
                             s->status == REPORT_SEED_DIVERGED ? s->error : "");
+                if (s->status != REPORT_SEED_FAILED && s->has_general)
+                    fprintf(progress, "%s seed %llu: general set (EvalGeneral) accuracy %.4f (exact %.4f, spaces ignored "
+                            "%.4f), CER %.4f\n", legs[i].name, (unsigned long long)o->seeds[k], s->general_acc,
+                            s->general_acc_exact, s->general_acc_nospace, s->general_cer);
+            }
+            if (i == 0 && k == 0 && progress && run->general_paths.lines > 0) {
+                char sum[1024];
+                eval_paths_summary(&run->general_paths, sum, sizeof sum);
+                ocr_log(OCR_LOG_INFO, "EvalGeneral: %s", sum);
+                ocr_skip_stats_log(&run->general_paths.skipped, "EvalGeneral lines");
             }
             if (i == 0 && k == 0 && progress && run->eval_paths.lines > 0) {
                 char sum[1024];
@@ -862,6 +1025,7 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
             if (kept[i]) rep->train_samples = run->r.config.train_samples;
         }
         st = report_judge(rep, lines, set.n);
+        if (st == OCR_OK && gs.present) st = report_judge_general(rep, glines, gs.set.n);
     }
     for (int i = 0; i < nlegs; i++)
         for (int k = 0; k < o->n_seeds; k++)
@@ -869,6 +1033,14 @@ ocr_status_t compare_run(const OcrConfig *cfg, const RunConfig *rc, const Compar
                 eval_lines_free(lines[i][k], set.n);
                 free(lines[i][k]);
             }
+    for (int i = 0; i < nlegs; i++)
+        for (int k = 0; k < o->n_seeds; k++)
+            if (glines[i][k]) {
+                eval_lines_free(glines[i][k], gs.set.n);
+                free(glines[i][k]);
+            }
+    eval_set_free(&gs.set);
+    if (gs_lc_ok) ocr_loader_config_free(&gs.lc);
     eval_set_free(&set);
     if (elc_ok) ocr_loader_config_free(&elc);
     if (dict_ok) ocr_dict_free(&dict);
@@ -922,6 +1094,8 @@ ocr_status_t compare_models(const OcrConfig *cfg, const RunConfig *rc, const cha
         ReportSeedRun *sr = &run->seeds[0];
         sr->seed = rc->seed;
         sr->acc = er.acc;
+        sr->acc_exact = er.acc_exact;
+        sr->acc_nospace = er.acc_nospace;
         sr->cer = er.cer;
         sr->norm_edit_dis = er.norm_edit_dis;
         sr->eval_lines = er.samples;

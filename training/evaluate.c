@@ -324,6 +324,7 @@ typedef struct {
     const OcrDict *dict;
     const EvalOptions *o;
     RecMetric metric;
+    int64_t exact, nospace;  // lines matching exactly / with every ' ' removed
     EvalPaths *paths;
     EvalLine *lines;     // caller's, or NULL
     char *text, *ref;
@@ -388,6 +389,17 @@ static ocr_status_t reference(Scorer *sc, const char *label) {
     return OCR_OK;
 }
 
+// Equal once every ' ' is removed from both.
+static int equal_nospace(const char *a, const char *b) {
+    for (;;) {
+        while (*a == ' ') a++;
+        while (*b == ' ') b++;
+        if (*a != *b) return 0;
+        if (!*a) return 1;
+        a++, b++;
+    }
+}
+
 // One batch: images[idx[0..cnt)] resized to H × W (padding keeps the aspect ratio and pads,
 // otherwise they are stretched), forward, decode, score.
 static ocr_status_t run_batch(Scorer *sc, OcrImage *images, const int64_t *idx, const uint8_t *kind, int cnt,
@@ -423,6 +435,9 @@ static ocr_status_t run_batch(Scorer *sc, OcrImage *images, const int64_t *idx, 
         RecMetric before = sc->metric;
         st = rec_metric_add(&sc->metric, sc->text, sc->ref);
         if (st != OCR_OK) break;
+        int exact = strcmp(sc->text, sc->ref) == 0, nospace = equal_nospace(sc->text, sc->ref);
+        sc->exact += exact;
+        sc->nospace += nospace;
         EvalPaths *p = sc->paths;
         p->scored++;
         if (kind[idx[j]] == EVAL_LINE_IN_SHAPE) p->in_shape++;
@@ -437,6 +452,8 @@ static ocr_status_t run_batch(Scorer *sc, OcrImage *images, const int64_t *idx, 
             l->flags = (uint8_t)flags;
             l->scored = 1;
             l->correct = sc->metric.correct > before.correct;
+            l->correct_exact = (uint8_t)exact;
+            l->correct_nospace = (uint8_t)nospace;
             l->width = W;
             l->edits = (int32_t)(sc->metric.edits - before.edits);
             l->ref_chars = (int32_t)(sc->metric.ref_chars - before.ref_chars);
@@ -549,6 +566,8 @@ ocr_status_t evaluate_set(OcrModel *m, const EvalSet *s, const OcrDict *dict, co
         out->acc = r.acc;
         out->norm_edit_dis = r.norm_edit_dis;
         out->cer = r.cer;
+        out->acc_exact = (double)sc.exact / ((double)sc.metric.count + 1e-5);
+        out->acc_nospace = (double)sc.nospace / ((double)sc.metric.count + 1e-5);
         out->samples = sc.metric.count;
         out->seconds = secs;
         out->samples_per_s = secs > 0 ? (double)sc.metric.count / secs : 0;
@@ -577,13 +596,17 @@ ocr_status_t evaluate(OcrModel *m, Feed *feed, const OcrDict *dict, RecMetricOpt
     eval_set_free(&s);
     if (st == OCR_OK) {
         // Once per distinct accounting (it changes only with the data), not at every evaluation.
-        static char last[1024];
+        // One memory per set: training evaluates Eval and EvalGeneral in turn.
+        static char last_by_set[2][1024];
+        char *last = last_by_set[strcmp(feed->lc.section, "Eval") != 0];
         char sum[1024];
         eval_paths_summary(&out->paths, sum, sizeof sum);
         if (strcmp(sum, last) != 0) {
             ocr_log(OCR_LOG_INFO, "%s: %s", feed->lc.section, sum);
-            ocr_skip_stats_log(&out->paths.skipped, "Eval lines");
-            snprintf(last, sizeof last, "%s", sum);
+            char what[48];
+            snprintf(what, sizeof what, "%s lines", feed->lc.section);
+            ocr_skip_stats_log(&out->paths.skipped, what);
+            snprintf(last, sizeof last_by_set[0], "%s", sum);
         }
     }
     return st;

@@ -28,6 +28,11 @@
 //                         empty label.
 // The reference text is the label as written with the dictionary's case folding (the default
 // 0-9a-z charset lower-cases); the metric options (ignore_space, is_filter) then apply to both.
+// Beside the configured metric, two accuracies that do not depend on Metric's options, so that
+// two sets (Eval, EvalGeneral) or two configs are read on the same scale:
+//   exact          prediction == reference (after case folding only, spaces kept);
+//   spaces ignored equal once every ' ' is removed from both (a receipt's "TOTAL 12.50" read as
+//                  "TOTAL12.50" counts; PaddleOCR's default ignore_space=True gives the same).
 #ifndef OCR_TRAINING_EVALUATE_H
 #define OCR_TRAINING_EVALUATE_H
 
@@ -90,6 +95,7 @@ typedef struct {
 
 typedef struct {
     double acc, norm_edit_dis, cer;
+    double acc_exact, acc_nospace;  // exact / spaces-ignored matches over scored lines (+1e-5, as acc)
     int64_t samples;       // scored lines
     double seconds;
     double samples_per_s;
@@ -104,6 +110,7 @@ typedef struct {
     uint8_t path;       // EVAL_LINE_*
     uint8_t flags;      // EVAL_FLAG_*
     uint8_t scored, correct;
+    uint8_t correct_exact, correct_nospace;  // exact match; equal with every ' ' removed
     int32_t width;      // the input width the line was evaluated at (0: not scored)
     int32_t edits, ref_chars;  // Levenshtein distance and reference characters after normalisation
     double norm_edit;

@@ -65,13 +65,22 @@ ocr_status_t report_pair(ReportPaired *out, const EvalLine *base, const EvalLine
 // verdict besides).
 static int run_finished(const ReportSeedRun *s) { return s->status != REPORT_SEED_FAILED; }
 
-ocr_status_t report_judge(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int64_t n) {
+// Which per-line outcome counts as correct: the configured metric, exact match, spaces ignored.
+enum { JUDGE_CONFIGURED = 0, JUDGE_EXACT, JUDGE_NOSPACE };
+
+static uint8_t line_correct(const EvalLine *l, int which) {
+    return which == JUDGE_EXACT ? l->correct_exact : which == JUDGE_NOSPACE ? l->correct_nospace : l->correct;
+}
+
+// Leg i against the baseline over the seeds (sd), and per line at the first paired seed (paired;
+// NULL: not wanted), counting `which` outcome as correct.
+static ocr_status_t judge_run(Report *rep, int i, EvalLine *lines[][REPORT_MAX_SEEDS], int64_t n, int which,
+                              ReportSeeded *sd, ReportPaired *paired) {
     const int nseeds = rep->runs[0].n_seeds;
-    for (int i = 1; i < rep->n_runs; i++) {
+    {
         ReportRun *run = &rep->runs[i];
-        ReportSeeded *sd = &run->seeded;
         memset(sd, 0, sizeof *sd);
-        memset(&run->paired, 0, sizeof run->paired);
+        if (paired) memset(paired, 0, sizeof *paired);
         for (int k = 0; k < nseeds; k++) {
             const ReportSeedRun *b = &rep->runs[0].seeds[k], *c = &run->seeds[k];
             if (c->status != REPORT_SEED_OK) {
@@ -111,8 +120,8 @@ ocr_status_t report_judge(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int6
                 for (int64_t l = 0; l < n; l++) {
                     if (!keep[l]) continue;
                     size_t at = (size_t)p * (size_t)m + (size_t)j;
-                    bc[at] = bl[l].correct;
-                    cc[at] = cl[l].correct;
+                    bc[at] = line_correct(&bl[l], which);
+                    cc[at] = line_correct(&cl[l], which);
                     be[at] = bl[l].edits;
                     ce[at] = cl[l].edits;
                     if (p == 0) ref[j] = bl[l].ref_chars;
@@ -134,8 +143,9 @@ ocr_status_t report_judge(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int6
                 sd->verdict = sd->res.verdict;
                 // The per-line detail at the first paired seed (the table of eval/paired.h).
                 int k0 = sd->pair_seed[0];
-                st = report_pair(&run->paired, lines[0][k0], lines[i][k0], n, rep->tolerance, rep->cer_tolerance,
-                                 rep->bootstrap_seed);
+                if (paired)
+                    st = report_pair(paired, lines[0][k0], lines[i][k0], n, rep->tolerance, rep->cer_tolerance,
+                                     rep->bootstrap_seed);
             }
         }
         free(keep);
@@ -150,6 +160,54 @@ ocr_status_t report_judge(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int6
         }
     }
     return OCR_OK;
+}
+
+ocr_status_t report_judge(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int64_t n) {
+    for (int i = 1; i < rep->n_runs; i++)
+        OCR_TRY(judge_run(rep, i, lines, n, JUDGE_CONFIGURED, &rep->runs[i].seeded, &rep->runs[i].paired));
+    return OCR_OK;
+}
+
+ocr_status_t report_judge_general(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int64_t n) {
+    for (int i = 1; i < rep->n_runs; i++) {
+        OCR_TRY(judge_run(rep, i, lines, n, JUDGE_EXACT, &rep->runs[i].general_exact, NULL));
+        OCR_TRY(judge_run(rep, i, lines, n, JUDGE_NOSPACE, &rep->runs[i].general_nospace, NULL));
+    }
+    return OCR_OK;
+}
+
+int report_run_means(const Report *rep, int i, double *acc_exact, double *acc_nospace, double *general_exact,
+                     double *general_nospace) {
+    const ReportRun *run = &rep->runs[i];
+    double a = 0, b = 0, c = 0, d = 0;
+    int k = 0;
+    for (int s = 0; s < run->n_seeds; s++) {
+        const ReportSeedRun *r = &run->seeds[s];
+        if (r->status == REPORT_SEED_FAILED) continue;
+        a += r->acc_exact, b += r->acc_nospace, c += r->general_acc_exact, d += r->general_acc_nospace;
+        k++;
+    }
+    *acc_exact = k ? a / k : 0;
+    *acc_nospace = k ? b / k : 0;
+    *general_exact = k ? c / k : 0;
+    *general_nospace = k ? d / k : 0;
+    return k;
+}
+
+void report_forgetting_line(const Report *rep, int i, char *buf, size_t cap) {
+    double ae, an, ge, gn;
+    if (!rep->has_general || report_run_means(rep, i, &ae, &an, &ge, &gn) == 0) {
+        snprintf(buf, cap, "%s", "");
+        return;
+    }
+    if (rep->has_start)
+        snprintf(buf, cap, "%s: target set (Eval) %+.1f points, general text (EvalGeneral) %+.1f points from the "
+                 "pretrained weights (exact match, %.3f -> %.3f and %.3f -> %.3f).", rep->runs[i].name,
+                 100 * (ae - rep->start_acc_exact), 100 * (ge - rep->start_general_acc_exact), rep->start_acc_exact, ae,
+                 rep->start_general_acc_exact, ge);
+    else
+        snprintf(buf, cap, "%s: target set (Eval) %.3f, general text (EvalGeneral) %.3f (exact match; no pretrained "
+                 "model to measure the change from).", rep->runs[i].name, ae, ge);
 }
 
 paired_verdict_t report_run_verdict(const Report *rep, int i) {

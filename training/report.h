@@ -17,7 +17,9 @@
 #define REPORT_SCHEMA "ocrtrain-compare-report"
 // 2: the verdict is paired per line with 95 % intervals (pass / regression / inconclusive).
 // 3: runs at several seeds; the verdict includes training noise (eval/seeds.h).
-#define REPORT_SCHEMA_VERSION 3
+// 4: exact and spaces-ignored accuracy beside the configured one; the general set (EvalGeneral):
+//    its scores per seed, its seed-aware verdicts, the pretrained start on both sets.
+#define REPORT_SCHEMA_VERSION 4
 #define REPORT_MAX_RUNS 8
 #define REPORT_MAX_SEEDS 32
 
@@ -51,6 +53,10 @@ typedef struct {
     char error[512];          // why it failed or diverged ("" when ok)
     int reused;               // finished by an earlier invocation on the same --out (run.json)
     double acc, cer, norm_edit_dis;  // on the eval lines (FAILED: not scored)
+    double acc_exact, acc_nospace;   // exact match; spaces ignored (evaluate.h)
+    int has_general;                 // the general set (EvalGeneral) was scored
+    double general_acc, general_acc_exact, general_acc_nospace, general_cer;
+    int64_t general_lines;
     double samples_per_s, final_loss;
     int64_t peak_bytes, skipped_steps, recomputed_steps, steps, eval_lines;
 } ReportSeedRun;
@@ -77,6 +83,11 @@ typedef struct {
     int n_seeds;
     ReportSeedRun seeds[REPORT_MAX_SEEDS];  // every seed, in the comparison's order
     ReportSeeded seeded;   // runs[i > 0] against runs[0] over the seeds: the verdict
+    // The general set (Report.has_general), runs[i > 0] against runs[0] over the seeds, counting
+    // exact matches / matches with spaces ignored as correct (CER is the same in both). What the
+    // change does to forgetting; it does not enter the exit code.
+    EvalPaths general_paths;
+    ReportSeeded general_exact, general_nospace;
 } ReportRun;
 
 typedef struct {
@@ -111,7 +122,13 @@ typedef struct {
     int has_start;
     char start_weights[1024];
     double start_acc, start_cer, start_norm_edit_dis;
+    double start_acc_exact, start_acc_nospace;
     int64_t start_samples;
+    // The general set (EvalGeneral): every run scored on it as on Eval (general_samples lines);
+    // with has_start, the pretrained weights' scores on it too.
+    int has_general;
+    int64_t general_samples;
+    double start_general_acc, start_general_acc_exact, start_general_acc_nospace, start_general_cer;
 } Report;
 
 // Pairs the per-line results of the baseline and a run (the same n lines, in the same order):
@@ -125,6 +142,18 @@ ocr_status_t report_pair(ReportPaired *out, const EvalLine *base, const EvalLine
 // run's seeded verdict (eval/seeds.h over the seeds where both finished, tolerances and the
 // one-seed allowance from rep) and its per-line pairing at the first such seed. OCR_ERR_OOM only.
 ocr_status_t report_judge(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int64_t n);
+// The same for the general set (lines: the EvalGeneral lines), into each run's general_exact and
+// general_nospace. OCR_ERR_OOM only.
+ocr_status_t report_judge_general(Report *rep, EvalLine *lines[][REPORT_MAX_SEEDS], int64_t n);
+// Run i's mean over its finished seeds of: target accuracy (exact, spaces ignored) and general
+// accuracy (exact, spaces ignored). 0 when no seed finished.
+int report_run_means(const Report *rep, int i, double *acc_exact, double *acc_nospace, double *general_exact,
+                     double *general_nospace);
+// The gain and the forgetting in one plain sentence per run (exact match, mean over seeds, in
+// points from the pretrained weights when there are some): "fp32: target set (Eval) +12.3 points,
+// general text (EvalGeneral) -2.1 points." "" without a general set.
+void report_forgetting_line(const Report *rep, int i, char *buf, size_t cap);
+
 // The verdict of run i (> 0) against the baseline: the seeded verdict (REGRESSION when a run of
 // the leg failed or diverged); INCONCLUSIVE when nothing could be paired.
 paired_verdict_t report_run_verdict(const Report *rep, int i);

@@ -75,6 +75,66 @@ static void html_start(Buf *b, const Report *rep) {
     }
 }
 
+// The target set next to the general one (EvalGeneral), as report.md's section.
+static void html_general(Buf *b, const Report *rep) {
+    if (!rep->has_general) return;
+    bprintf(b, "<h2>Target set and general text</h2>\n");
+    for (int i = 0; i < rep->n_runs; i++) {
+        char line[512];
+        report_forgetting_line(rep, i, line, sizeof line);
+        if (!line[0]) continue;
+        bprintf(b, "<p>");
+        besc(b, line);
+        bprintf(b, "</p>\n");
+    }
+    bprintf(b, "<table><tr><th></th><th>Eval exact</th><th>Eval spaces ignored</th><th>EvalGeneral exact</th>"
+               "<th>EvalGeneral spaces ignored</th></tr>\n");
+    if (rep->has_start)
+        bprintf(b, "<tr><td>pretrained</td><td>%.4f</td><td>%.4f</td><td>%.4f</td><td>%.4f</td></tr>\n",
+                rep->start_acc_exact, rep->start_acc_nospace, rep->start_general_acc_exact, rep->start_general_acc_nospace);
+    for (int i = 0; i < rep->n_runs; i++) {
+        double v[4];
+        int k = report_run_means(rep, i, &v[0], &v[1], &v[2], &v[3]);
+        double s0[4] = {rep->start_acc_exact, rep->start_acc_nospace, rep->start_general_acc_exact,
+                        rep->start_general_acc_nospace};
+        bprintf(b, "<tr><td>");
+        besc(b, rep->runs[i].name);
+        bprintf(b, " (%d seed%s)</td>", k, k == 1 ? "" : "s");
+        for (int c = 0; c < 4; c++) {
+            if (!k) bprintf(b, "<td>-</td>");
+            else if (rep->has_start) bprintf(b, "<td>%.4f (%+.1f)</td>", v[c], 100 * (v[c] - s0[c]));
+            else bprintf(b, "<td>%.4f</td>", v[c]);
+        }
+        bprintf(b, "</tr>\n");
+    }
+    bprintf(b, "</table>\n");
+    for (int i = 1; i < rep->n_runs; i++) {
+        const ReportSeeded *sd[2] = {&rep->runs[i].general_exact, &rep->runs[i].general_nospace};
+        const char *what[2] = {"exact match", "spaces ignored"};
+        bprintf(b, "<p>General text, ");
+        besc(b, rep->runs[i].name);
+        bprintf(b, " against ");
+        besc(b, rep->runs[0].name);
+        bprintf(b, " over seeds:");
+        for (int k = 0; k < 2; k++) {
+            if (sd[k]->has)
+                bprintf(b, "%s %s %+.2f points [%+.2f, %+.2f] <b>%s</b>", k ? ";" : "", what[k],
+                        100 * sd[k]->res.acc.delta, 100 * sd[k]->res.acc.ci.lo, 100 * sd[k]->res.acc.ci.hi,
+                        paired_verdict_name(sd[k]->res.acc.verdict));
+            else
+                bprintf(b, "%s %s not judged", k ? ";" : "", what[k]);
+        }
+        bprintf(b, " (not part of the exit code).</p>\n");
+    }
+    if (rep->runs[0].general_paths.lines > 0) {
+        char sum[1024];
+        eval_paths_summary(&rep->runs[0].general_paths, sum, sizeof sum);
+        bprintf(b, "<p class=\"muted\">General set: ");
+        besc(b, sum);
+        bprintf(b, ".</p>\n");
+    }
+}
+
 // One row per run: its configuration, speed, memory, accuracy and loss scaling.
 static void html_runs(Buf *b, const Report *rep) {
     char x[32], y[32];
@@ -365,6 +425,7 @@ void report_html(Buf *b, const Report *rep, const MachineInfo *mi) {
     html_head(b);
     html_title(b, rep);
     html_start(b, rep);
+    html_general(b, rep);
     html_runs(b, rep);
     html_allreduce(b, rep);
     html_seeds(b, rep);

@@ -52,6 +52,8 @@ static cJSON *run_json(const ReportRun *run) {
     cJSON_AddNumberToObject(o, "eval_samples", (double)r->outcome.eval_samples);
     cJSON_AddNumberToObject(o, "eval_samples_per_s", r->outcome.eval_samples_per_s);
     if (run->eval_paths.lines > 0) cJSON_AddItemToObject(o, "eval_lines", eval_paths_json(&run->eval_paths));
+    if (run->general_paths.lines > 0)
+        cJSON_AddItemToObject(o, "general_lines", eval_paths_json(&run->general_paths));
     add_num_or_null(o, "final_loss", r->outcome.final_loss);
     cJSON_AddNumberToObject(o, "skipped_steps", (double)r->amp.skipped_steps);
     cJSON_AddNumberToObject(o, "recomputed_steps", (double)r->amp.recomputed_steps);
@@ -130,7 +132,17 @@ static cJSON *run_json(const ReportRun *run) {
         cJSON_AddBoolToObject(so, "reused", sr->reused);
         if (sr->status != REPORT_SEED_FAILED) {
             cJSON_AddNumberToObject(so, "accuracy", sr->acc);
+            add_num_or_null(so, "accuracy_exact", sr->acc_exact);
+            add_num_or_null(so, "accuracy_nospace", sr->acc_nospace);
             cJSON_AddNumberToObject(so, "cer", sr->cer);
+            if (sr->has_general) {
+                cJSON *g = cJSON_AddObjectToObject(so, "general");
+                cJSON_AddNumberToObject(g, "accuracy", sr->general_acc);
+                cJSON_AddNumberToObject(g, "accuracy_exact", sr->general_acc_exact);
+                cJSON_AddNumberToObject(g, "accuracy_nospace", sr->general_acc_nospace);
+                cJSON_AddNumberToObject(g, "cer", sr->general_cer);
+                cJSON_AddNumberToObject(g, "lines", (double)sr->general_lines);
+            }
             cJSON_AddNumberToObject(so, "norm_edit_distance", sr->norm_edit_dis);
             cJSON_AddNumberToObject(so, "samples_per_s", sr->samples_per_s);
             add_num_or_null(so, "final_loss", sr->final_loss);
@@ -249,11 +261,55 @@ static void json_start(cJSON *root, const Report *rep) {
         cJSON *sp = cJSON_AddObjectToObject(root, "start");
         cJSON_AddStringToObject(sp, "weights", rep->start_weights);
         cJSON_AddNumberToObject(sp, "accuracy", rep->start_acc);
+        cJSON_AddNumberToObject(sp, "accuracy_exact", rep->start_acc_exact);
+        cJSON_AddNumberToObject(sp, "accuracy_nospace", rep->start_acc_nospace);
         cJSON_AddNumberToObject(sp, "norm_edit_dis", rep->start_norm_edit_dis);
         cJSON_AddNumberToObject(sp, "cer", rep->start_cer);
         cJSON_AddNumberToObject(sp, "eval_samples", (double)rep->start_samples);
+        if (rep->has_general) {
+            cJSON *g = cJSON_AddObjectToObject(sp, "general");
+            cJSON_AddNumberToObject(g, "accuracy", rep->start_general_acc);
+            cJSON_AddNumberToObject(g, "accuracy_exact", rep->start_general_acc_exact);
+            cJSON_AddNumberToObject(g, "accuracy_nospace", rep->start_general_acc_nospace);
+            cJSON_AddNumberToObject(g, "cer", rep->start_general_cer);
+        } else {
+            cJSON_AddNullToObject(sp, "general");
+        }
     } else {
         cJSON_AddNullToObject(root, "start");
+    }
+}
+
+// The gain next to the forgetting: every run's mean over seeds on the target set (Eval) and the
+// general set (EvalGeneral), both accuracies, and their change from the pretrained weights.
+static void json_general(cJSON *root, const Report *rep) {
+    if (!rep->has_general) {
+        cJSON_AddNullToObject(root, "general");
+        return;
+    }
+    cJSON *g = cJSON_AddObjectToObject(root, "general");
+    cJSON_AddNumberToObject(g, "lines", (double)rep->general_samples);
+    cJSON *runs = cJSON_AddArrayToObject(g, "runs");
+    for (int i = 0; i < rep->n_runs; i++) {
+        double ae, an, ge, gn;
+        int k = report_run_means(rep, i, &ae, &an, &ge, &gn);
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "run", rep->runs[i].name);
+        cJSON_AddNumberToObject(o, "seeds_scored", k);
+        cJSON *t = cJSON_AddObjectToObject(o, "target");
+        add_num_or_null(t, "accuracy_exact", k ? ae : NAN);
+        add_num_or_null(t, "accuracy_nospace", k ? an : NAN);
+        add_num_or_null(t, "change_exact", k && rep->has_start ? ae - rep->start_acc_exact : NAN);
+        add_num_or_null(t, "change_nospace", k && rep->has_start ? an - rep->start_acc_nospace : NAN);
+        cJSON *gg = cJSON_AddObjectToObject(o, "general");
+        add_num_or_null(gg, "accuracy_exact", k ? ge : NAN);
+        add_num_or_null(gg, "accuracy_nospace", k ? gn : NAN);
+        add_num_or_null(gg, "change_exact", k && rep->has_start ? ge - rep->start_general_acc_exact : NAN);
+        add_num_or_null(gg, "change_nospace", k && rep->has_start ? gn - rep->start_general_acc_nospace : NAN);
+        char line[512];
+        report_forgetting_line(rep, i, line, sizeof line);
+        cJSON_AddStringToObject(o, "summary", line);
+        cJSON_AddItemToArray(runs, o);
     }
 }
 
@@ -261,6 +317,8 @@ static void json_runs(cJSON *root, const Report *rep) {
     cJSON *runs = cJSON_AddArrayToObject(root, "runs");
     for (int i = 0; i < rep->n_runs; i++) cJSON_AddItemToArray(runs, run_json(&rep->runs[i]));
 }
+
+static void seeded_json(cJSON *sj, const Report *rep, const ReportSeeded *sd);
 
 // Run i (> 0) against the baseline: deltas, ratios, the paired results and the verdict.
 static cJSON *comparison_json(const Report *rep, int i) {
@@ -319,8 +377,19 @@ static cJSON *comparison_json(const Report *rep, int i) {
         if (p->cer_lines_needed >= 0) cJSON_AddNumberToObject(e, "lines_needed", (double)p->cer_lines_needed);
         else cJSON_AddNullToObject(e, "lines_needed");
     }
-    const ReportSeeded *sd = &rep->runs[i].seeded;
-    cJSON *sj = cJSON_AddObjectToObject(c, "seeded");
+    seeded_json(cJSON_AddObjectToObject(c, "seeded"), rep, &rep->runs[i].seeded);
+    if (rep->has_general) {
+        cJSON *g = cJSON_AddObjectToObject(c, "general");
+        seeded_json(cJSON_AddObjectToObject(g, "exact"), rep, &rep->runs[i].general_exact);
+        seeded_json(cJSON_AddObjectToObject(g, "spaces_ignored"), rep, &rep->runs[i].general_nospace);
+    }
+    cJSON_AddBoolToObject(c, "within_tolerance", v == PAIRED_PASS);
+    cJSON_AddStringToObject(c, "verdict", paired_verdict_name(v));
+    return c;
+}
+
+// A seed-aware verdict (eval/seeds.h) into sj: pairs, per-seed deltas, each metric's interval.
+static void seeded_json(cJSON *sj, const Report *rep, const ReportSeeded *sd) {
     cJSON_AddNumberToObject(sj, "pairs", sd->pairs);
     cJSON_AddNumberToObject(sj, "failed_or_diverged_runs", sd->failed_runs);
     cJSON_AddNumberToObject(sj, "baseline_runs_left_out", sd->failed_baseline);
@@ -375,9 +444,7 @@ static cJSON *comparison_json(const Report *rep, int i) {
             else cJSON_AddNullToObject(mo, "lines_needed");
         }
     }
-    cJSON_AddBoolToObject(c, "within_tolerance", v == PAIRED_PASS);
-    cJSON_AddStringToObject(c, "verdict", paired_verdict_name(v));
-    return c;
+    cJSON_AddStringToObject(sj, "verdict", paired_verdict_name(sd->verdict));
 }
 
 static void json_comparisons(cJSON *root, const Report *rep) {
@@ -448,6 +515,7 @@ char *report_json(const Report *rep) {
     json_dataset(root, rep);
     json_settings(root, rep);
     json_start(root, rep);
+    json_general(root, rep);
     json_runs(root, rep);
     json_comparisons(root, rep);
     json_verdict(root, rep);

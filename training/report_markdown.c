@@ -78,6 +78,61 @@ static void md_start(Buf *b, const Report *rep) {
     }
 }
 
+// The target set next to the general one (EvalGeneral): each run's mean over seeds, both
+// accuracies, the change from the pretrained weights, and the seed-aware verdicts on general text.
+static void md_general(Buf *b, const Report *rep) {
+    if (!rep->has_general) return;
+    bprintf(b, "\n## Target set and general text\n\n");
+    for (int i = 0; i < rep->n_runs; i++) {
+        char line[512];
+        report_forgetting_line(rep, i, line, sizeof line);
+        if (line[0]) bprintf(b, "%s\n", line);
+    }
+    bprintf(b, "\n| | Eval exact | Eval spaces ignored | EvalGeneral exact | EvalGeneral spaces ignored |\n"
+               "|---|---:|---:|---:|---:|\n");
+    if (rep->has_start)
+        bprintf(b, "| pretrained | %.4f | %.4f | %.4f | %.4f |\n", rep->start_acc_exact, rep->start_acc_nospace,
+                rep->start_general_acc_exact, rep->start_general_acc_nospace);
+    for (int i = 0; i < rep->n_runs; i++) {
+        double ae, an, ge, gn;
+        int k = report_run_means(rep, i, &ae, &an, &ge, &gn);
+        if (!k) {
+            bprintf(b, "| %s | - | - | - | - |\n", rep->runs[i].name);
+            continue;
+        }
+        bprintf(b, "| %s (%d seed%s) |", rep->runs[i].name, k, k == 1 ? "" : "s");
+        double v[4] = {ae, an, ge, gn}, s0[4] = {rep->start_acc_exact, rep->start_acc_nospace,
+                                                 rep->start_general_acc_exact, rep->start_general_acc_nospace};
+        for (int c = 0; c < 4; c++) {
+            if (rep->has_start) bprintf(b, " %.4f (%+.1f) |", v[c], 100 * (v[c] - s0[c]));
+            else bprintf(b, " %.4f |", v[c]);
+        }
+        bprintf(b, "\n");
+    }
+    if (rep->has_start) bprintf(b, "\nIn brackets: the change from the pretrained weights, in points.\n");
+    for (int i = 1; i < rep->n_runs; i++) {
+        const ReportSeeded *sd[2] = {&rep->runs[i].general_exact, &rep->runs[i].general_nospace};
+        const char *what[2] = {"exact match", "spaces ignored"};
+        bprintf(b, "\nGeneral text, %s against %s over seeds:", rep->runs[i].name, rep->runs[0].name);
+        for (int k = 0; k < 2; k++) {
+            if (sd[k]->has)
+                bprintf(b, "%s %s %+.2f points [%+.2f, %+.2f] %s", k ? ";" : "", what[k], 100 * sd[k]->res.acc.delta,
+                        100 * sd[k]->res.acc.ci.lo, 100 * sd[k]->res.acc.ci.hi, paired_verdict_name(sd[k]->res.acc.verdict));
+            else
+                bprintf(b, "%s %s not judged (%s)", k ? ";" : "", what[k], sd[k]->reason[0] ? sd[k]->reason : "no pair");
+        }
+        if (sd[0]->has)
+            bprintf(b, "; CER %+.2f points [%+.2f, %+.2f] %s", 100 * sd[0]->res.cer.delta, 100 * sd[0]->res.cer.ci.lo,
+                    100 * sd[0]->res.cer.ci.hi, paired_verdict_name(sd[0]->res.cer.verdict));
+        bprintf(b, ". (Not part of the exit code.)\n");
+    }
+    if (rep->runs[0].general_paths.lines > 0) {
+        char sum[1024];
+        eval_paths_summary(&rep->runs[0].general_paths, sum, sizeof sum);
+        bprintf(b, "\nGeneral set: %s.\n", sum);
+    }
+}
+
 static const char *const SEED_STATUS[] = {"ok", "DIVERGED", "FAILED"};
 
 // The verdict over seeds: what was measured, every seed's scores, the effect with its interval,
@@ -285,6 +340,7 @@ void report_markdown(Buf *b, const Report *rep, const MachineInfo *mi) {
     md_runs(b, rep);
     md_allreduce(b, rep);
     md_start(b, rep);
+    md_general(b, rep);
     md_seeds(b, rep);
     md_paired(b, rep);
     md_against(b, rep);

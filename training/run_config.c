@@ -20,7 +20,7 @@
 // ---- known keys ---------------------------------------------------------------------------
 
 static const char *const TOP_KEYS[] = {"Global", "Architecture", "Loss", "Optimizer", "PostProcess",
-                                       "Metric", "Train",        "Eval", "Distributed", NULL};
+                                       "Metric", "Train",        "Eval", "EvalGeneral", "Distributed", NULL};
 
 // The keys each section implements. PaddleOCR keys that are accepted but have no effect here
 // are not in these lists but in NO_EFFECT_KEYS below (one table, with the reasons).
@@ -30,7 +30,7 @@ static const char *const GLOBAL_KEYS[] = {
     "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cer_tolerance", "compare_seeds", "compare_seed_sd", "cuda_graph", "allow_tf32",
     "cpu_exact_numerics", "use_sync_bn",
     // fine-tuning (read_finetune)
-    "pretrained_strict", "freeze_norm", "freeze_norm_affine", "freeze_params",
+    "pretrained_strict", "pretrained_dict_path", "freeze_norm", "freeze_norm_affine", "freeze_params",
     // AMP (validated by the AMP engine)
     "use_amp", "amp_level", "amp_dtype", "scale_loss", "use_dynamic_loss_scaling", "amp_custom_black_list",
     "amp_custom_white_list", "amp_fp32_layers", "amp_stochastic_rounding", "amp_activation_stats_every", "amp_overflow",
@@ -381,6 +381,12 @@ static ocr_status_t read_patterns(const OcrConfig *cfg, const char *path, const 
 static ocr_status_t read_finetune(const OcrConfig *cfg, FinetuneConfig *f) {
     memset(f, 0, sizeof *f);
     OCR_TRY(ocr_config_get_bool(cfg, "Global.pretrained_strict", 1, &f->pretrained_strict));
+    // The pretrained weights' dictionary (checkpoint.h, ckpt_load_pretrained_dict): from the working
+    // directory, as Global.pretrained_model.
+    OCR_TRY(get_opt_string(cfg, "Global.pretrained_dict_path", &f->pretrained_dict_path));
+    if (f->pretrained_dict_path && !ocr_file_exists(f->pretrained_dict_path))
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Global.pretrained_dict_path %s does not exist", src(cfg),
+                             f->pretrained_dict_path);
     OCR_TRY(read_patterns(cfg, "Global.freeze_norm", f->freeze_norm, &f->n_freeze_norm, &f->freeze_norm_all, 1));
     OCR_TRY(ocr_config_get_bool(cfg, "Global.freeze_norm_affine", 1, &f->freeze_norm_affine));
     OCR_TRY(read_patterns(cfg, "Global.freeze_params", f->freeze_params, &f->n_freeze_params, NULL, 0));
@@ -513,6 +519,11 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     OCR_TRY(read_finetune(cfg, &rc->finetune));
     OCR_TRY(read_split(cfg, "Train", &rc->train, (need & RUN_NEED_TRAIN) != 0));
     OCR_TRY(read_split(cfg, "Eval", &rc->eval, (need & (RUN_NEED_TRAIN | RUN_NEED_EVAL)) != 0));
+    // The general set rides along wherever Eval is scored (training, compare).
+    OCR_TRY(read_split(cfg, "EvalGeneral", &rc->eval_general, (need & (RUN_NEED_TRAIN | RUN_NEED_EVAL)) != 0));
+    if (rc->eval_general.present && !rc->eval.present)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: EvalGeneral needs an Eval section (the general set is scored beside the "
+                             "target set, never alone)", src(cfg));
     if ((need & (RUN_NEED_TRAIN | RUN_NEED_TRAIN_SECTION)) && !rc->train.present)
         return ocr_set_error(OCR_ERR_CONFIG, "%s: the Train section is missing", src(cfg));
     if ((need & RUN_NEED_EVAL) && !rc->eval.present)
@@ -520,6 +531,8 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
     if (rc->pretrained_model && rc->checkpoints)
         ocr_log(OCR_LOG_INFO, "%s: Global.checkpoints is set; Global.pretrained_model is not used when resuming",
                 src(cfg));
+    if (rc->finetune.pretrained_dict_path && !rc->pretrained_model)
+        ocr_log(OCR_LOG_INFO, "%s: Global.pretrained_dict_path has no effect without Global.pretrained_model", src(cfg));
     return OCR_OK;
 }
 

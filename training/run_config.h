@@ -1,5 +1,5 @@
 // The application's view of a config: every key of Global, Optimizer, Loss, PostProcess,
-// Metric, Train and Eval read, type- and range-checked, before anything starts.
+// Metric, Train, Eval and EvalGeneral read, type- and range-checked, before anything starts.
 //
 // Architecture is validated by the model (ocr_arch_from_config), the transform lists by the
 // data library (ocr_transforms_parse) and the AMP keys by the AMP engine
@@ -53,6 +53,7 @@ typedef struct {
 #define RUN_MAX_PATTERNS 32
 typedef struct {
     int pretrained_strict;      // Global.pretrained_strict (default true): an incomplete file is an error
+    const char *pretrained_dict_path;  // Global.pretrained_dict_path: the weights' dictionary (NULL: the recorded one)
     int freeze_norm_all;        // Global.freeze_norm: true
     const char *freeze_norm[RUN_MAX_PATTERNS];  // Global.freeze_norm: [patterns] of batchnorm layer names
     int n_freeze_norm;
@@ -96,6 +97,9 @@ typedef struct {
     OptimConfig optim;
     FinetuneConfig finetune;
     DataConfig train, eval;
+    // EvalGeneral (optional, Eval's schema): a general-text set scored wherever Eval is, so that
+    // what fine-tuning costs outside the target data (forgetting) is reported next to the gain.
+    DataConfig eval_general;
     // Distributed: data parallelism under mpirun / srun (distributed/dist.h, distributed/grad_sync.h).
     struct {
         const char *backend;  // Distributed.backend: auto (default), single, mpi, nccl

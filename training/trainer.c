@@ -101,8 +101,8 @@ typedef struct {
 
     OcrDict dict;
     int dict_ok;
-    Feed train, eval;
-    int train_ok, eval_ok;
+    Feed train, eval, general;
+    int train_ok, eval_ok, general_ok;
     OcrModel *m;
     AmpEngine amp;
     int amp_ok;
@@ -361,6 +361,11 @@ static ocr_status_t setup_data(Trainer *t) {
         OCR_TRY(feed_open(&t->eval, cfg, "Eval", &t->dict, 0, 0));
         t->eval_ok = 1;
     }
+    if (rc->eval_general.present && !t->opt->skip_general) {
+        OCR_TRY(feed_open(&t->general, cfg, "EvalGeneral", &t->dict, 0, 0));
+        t->general_ok = 1;
+        t->res->outcome.has_general = 1;
+    }
     t->steps_per_epoch = feed_batches_per_epoch(&t->train);
     if (t->steps_per_epoch < 1)
         return ocr_set_error(OCR_ERR_CONFIG, "%s: the Train split makes no batch of %d", ocr_config_source(cfg),
@@ -401,7 +406,8 @@ static ocr_status_t setup_weights(Trainer *t) {
                     "augmentation change)", t->ckdir, (unsigned long long)rc->seed, (unsigned long long)t->st.seed);
     } else if (rc->pretrained_model) {
         OcrLoadReport rep;
-        ocr_status_t st = ckpt_load_pretrained(t->m, rc->pretrained_model, rc->finetune.pretrained_strict, &rep);
+        ocr_status_t st = ckpt_load_pretrained_dict(t->m, rc->pretrained_model, rc->finetune.pretrained_dict_path,
+                                                    rc->finetune.pretrained_strict, &rep);
         if (st != OCR_OK) return ocr_wrap_error(st, "Global.pretrained_model");
         ocr_log(OCR_LOG_INFO, "pretrained weights %s: %d tensors loaded%s", rc->pretrained_model, rep.loaded,
                 ocr_load_report_complete(&rep) ? " (all of the model's)" : "");
@@ -603,6 +609,7 @@ static void cleanup(Trainer *t) {
     if (t->amp_ok) amp_engine_free(&t->amp);
     if (t->m) ocr_model_free(t->m);
     if (t->eval_ok) feed_close(&t->eval);
+    if (t->general_ok) feed_close(&t->general);
     if (t->train_ok) feed_close(&t->train);
     if (t->dict_ok) ocr_dict_free(&t->dict);
     ocr_workspace_release();
@@ -762,22 +769,83 @@ static void merge_training_peak(Trainer *t) {
     if (s.peak_total > m->peak_total) m->peak_total = s.peak_total;
 }
 
-static ocr_status_t evaluate_now(Trainer *t, EvalResult *er) {
+static ocr_status_t evaluate_feed(Trainer *t, Feed *feed, EvalResult *er) {
     merge_training_peak(t);
     RecMetricOptions mo = {t->rc->ignore_space, t->rc->is_filter};
-    ocr_status_t st = evaluate(t->m, &t->eval, &t->dict, mo, er);
+    ocr_status_t st = evaluate(t->m, feed, &t->dict, mo, er);
     // The evaluation re-planned the activation arena: a captured training step is stale.
     step_invalidate_graph(&t->step);
     ocr_mem_reset_peak(t->device);
     return st;
 }
 
+static ocr_status_t evaluate_now(Trainer *t, EvalResult *er) { return evaluate_feed(t, &t->eval, er); }
+
+static TrainSetScore set_score(const EvalResult *er) {
+    return (TrainSetScore){er->acc, er->acc_exact, er->acc_nospace, er->cer, er->samples,
+                           er->paths.unknown_chars, er->paths.unreadable, er->paths.bad_lines};
+}
+
+// metrics.jsonl's view of one set's evaluation.
+static void add_eval_json(cJSON *o, const char *key, const EvalResult *er) {
+    cJSON *e = cJSON_AddObjectToObject(o, key);
+    cJSON_AddNumberToObject(e, "acc", er->acc);
+    cJSON_AddNumberToObject(e, "acc_exact", er->acc_exact);
+    cJSON_AddNumberToObject(e, "acc_nospace", er->acc_nospace);
+    cJSON_AddNumberToObject(e, "norm_edit_dis", er->norm_edit_dis);
+    cJSON_AddNumberToObject(e, "cer", er->cer);
+    cJSON_AddNumberToObject(e, "samples", (double)er->samples);
+    cJSON_AddNumberToObject(e, "samples_per_s", er->samples_per_s);
+    cJSON_AddNumberToObject(e, "unknown_chars", (double)er->paths.unknown_chars);
+    cJSON_AddNumberToObject(e, "unreadable", (double)er->paths.unreadable);
+    cJSON_AddNumberToObject(e, "bad_lines", (double)er->paths.bad_lines);
+}
+
+static void metrics_line(Trainer *t, cJSON *o) {
+    char *s = cJSON_PrintUnformatted(o);
+    if (s && t->metrics) fprintf(t->metrics, "%s\n", s);
+    free(s);
+    if (t->metrics) fflush(t->metrics);
+}
+
+// The pretrained weights on both sets before the first step (an EvalGeneral section and
+// Global.pretrained_model, not resuming): the start the gain and the forgetting are measured from.
+static ocr_status_t eval_start(Trainer *t) {
+    if (!t->general_ok || !t->eval_ok || !t->rc->pretrained_model || t->ckdir[0] || t->st.iter != 0) return OCR_OK;
+    EvalResult et, eg;
+    OCR_TRY(evaluate_now(t, &et));
+    OCR_TRY(evaluate_feed(t, &t->general, &eg));
+    TrainOutcome *out = &t->res->outcome;
+    out->has_start = 1;
+    out->start_target = set_score(&et);
+    out->start_general = set_score(&eg);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "iter", 0);
+    cJSON_AddStringToObject(o, "start", t->rc->pretrained_model);
+    add_eval_json(o, "eval", &et);
+    add_eval_json(o, "eval_general", &eg);
+    metrics_line(t, o);
+    cJSON_Delete(o);
+    if (t->progress)
+        fprintf(t->progress, "pretrained %s before training: Eval acc %.4f (exact %.4f), EvalGeneral acc %.4f (exact %.4f)\n",
+                t->rc->pretrained_model, et.acc, et.acc_exact, eg.acc, eg.acc_exact);
+    return OCR_OK;
+}
+
 static ocr_status_t run_eval(Trainer *t) {
     if (!t->eval_ok) return OCR_OK;
     FILE *f = t->progress;
     if (f && isatty(fileno(f))) fputc('\n', f);
-    EvalResult er;
+    EvalResult er, eg;
     OCR_TRY(evaluate_now(t, &er));
+    if (t->general_ok) {
+        OCR_TRY(evaluate_feed(t, &t->general, &eg));
+        TrainOutcome *out = &t->res->outcome;
+        out->has_last = 1;
+        out->last_iter = t->st.iter;
+        out->last_target = set_score(&er);
+        out->last_general = set_score(&eg);
+    }
     EvalRecord rec = {t->st.iter, er.acc, er.norm_edit_dis, er.cer};
     OCR_TRY(push_eval(t->res, &rec));
     int best = er.acc > t->st.best_acc;
@@ -789,24 +857,21 @@ static ocr_status_t run_eval(Trainer *t) {
     }
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "iter", (double)t->st.iter);
-    cJSON *e = cJSON_AddObjectToObject(o, "eval");
-    cJSON_AddNumberToObject(e, "acc", er.acc);
-    cJSON_AddNumberToObject(e, "norm_edit_dis", er.norm_edit_dis);
-    cJSON_AddNumberToObject(e, "cer", er.cer);
-    cJSON_AddNumberToObject(e, "samples", (double)er.samples);
-    cJSON_AddNumberToObject(e, "samples_per_s", er.samples_per_s);
+    add_eval_json(o, "eval", &er);
+    if (t->general_ok) add_eval_json(o, "eval_general", &eg);
     cJSON_AddNumberToObject(o, "best_acc", t->st.best_acc);
     cJSON_AddNumberToObject(o, "best_iter", (double)t->st.best_iter);
-    char *s = cJSON_PrintUnformatted(o);
-    if (s && t->metrics) fprintf(t->metrics, "%s\n", s);
-    free(s);
+    metrics_line(t, o);
     cJSON_Delete(o);
-    if (t->metrics) fflush(t->metrics);
     if (f)
         fprintf(f, "%s%seval at step %lld: acc %.4f  norm_edit_dis %.4f  cer %.4f  (%lld samples, %.1f samples/s)%s\n",
                 t->opt->label ? t->opt->label : "", t->opt->label ? ": " : "", (long long)t->st.iter, er.acc,
                 er.norm_edit_dis, er.cer, (long long)er.samples, er.samples_per_s,
                 best ? "  best so far" : "");
+    if (f && t->general_ok)
+        fprintf(f, "%s%sEvalGeneral at step %lld: acc %.4f  exact %.4f  spaces ignored %.4f  cer %.4f  (%lld samples)\n",
+                t->opt->label ? t->opt->label : "", t->opt->label ? ": " : "", (long long)t->st.iter, eg.acc,
+                eg.acc_exact, eg.acc_nospace, eg.cer, (long long)eg.samples);
     if (best) OCR_TRY(save_checkpoint(t, "best"));
     return OCR_OK;
 }
@@ -1033,12 +1098,17 @@ static ocr_status_t loop(Trainer *t) {
     double ema = 0;
     // Training memory is measured from here: the set-up's transients (an O2 conversion holds
     // both copies of the parameters for a moment) are not what a step needs.
+    OCR_TRY(eval_start(t));
     ocr_mem_reset_peak(t->device);
     OCR_TRY(train_steps(t, stop, &ema));
     res->throughput.train_seconds = ocr_now_seconds() - t_start;
     // A stop inside an epoch (--max-steps, Ctrl-C) leaves a resumable checkpoint.
     if (t->train.next_batch != 0 || train_stop_requested) OCR_TRY(save_checkpoint(t, "latest"));
     merge_training_peak(t);
+    // The general set's last word is the final weights': an evaluation at the end unless the
+    // schedule's last one was there (not after a stop request: that exits promptly).
+    if (t->general_ok && !train_stop_requested && !(res->outcome.has_last && res->outcome.last_iter == t->st.iter))
+        OCR_TRY(run_eval(t));
     if (t->opt->final_eval && t->eval_ok) {
         EvalResult er;
         OCR_TRY(evaluate_now(t, &er));
@@ -1149,7 +1219,30 @@ ocr_status_t train_run(const OcrConfig *cfg, const RunConfig *rc, const TrainOpt
             feed_skip_stats(&t.eval, &sk);
             ocr_skip_stats_log(&sk, "Eval images");
         }
+        if (t.general_ok) {
+            feed_skip_stats(&t.general, &sk);
+            ocr_skip_stats_log(&sk, "EvalGeneral images");
+        }
     }
     cleanup(&t);
     return st;
+}
+
+void train_forgetting_line(const TrainOutcome *o, char *buf, size_t cap) {
+    if (!o->has_general || (!o->has_start && !o->has_last)) {
+        snprintf(buf, cap, "%s", "");
+        return;
+    }
+    const TrainSetScore *st = &o->start_target, *sg = &o->start_general, *lt = &o->last_target, *lg = &o->last_general;
+    if (o->has_start && o->has_last)
+        snprintf(buf, cap, "From the pretrained weights, exact-match accuracy on the target set (Eval) went %.3f -> %.3f "
+                 "(%+.1f points) and on the general set (EvalGeneral) %.3f -> %.3f (%+.1f points).",
+                 st->acc_exact, lt->acc_exact, 100 * (lt->acc_exact - st->acc_exact), sg->acc_exact, lg->acc_exact,
+                 100 * (lg->acc_exact - sg->acc_exact));
+    else if (o->has_last)
+        snprintf(buf, cap, "Exact-match accuracy at the end: target set (Eval) %.3f, general set (EvalGeneral) %.3f (no "
+                 "pretrained score to measure the change from).", lt->acc_exact, lg->acc_exact);
+    else
+        snprintf(buf, cap, "The pretrained weights scored %.3f on the target set (Eval) and %.3f on the general set "
+                 "(EvalGeneral); training did not reach an evaluation.", st->acc_exact, sg->acc_exact);
 }

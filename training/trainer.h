@@ -28,6 +28,7 @@ typedef struct {
     double lr_scale;       // multiplies every learning rate (linear scaling with --batch max); 0 = 1
     int final_eval;        // evaluate the final weights on the Eval split (compare)
     int save_checkpoints;  // 0: no latest/best directories (compare runs keep only metrics)
+    int skip_general;      // 1: leave EvalGeneral out (compare scores it per line from the final weights)
     int steps_in_flight;   // steps the loop keeps in flight: 0 = the device's (2 on a GPU, 1 on the
                            // CPU); 2 on the CPU runs its loop as a GPU's (tests)
 } TrainOptions;
@@ -50,6 +51,17 @@ typedef struct {
     int64_t iter;
     double acc, norm_edit_dis, cer;
 } EvalRecord;
+
+// One set's scores at one evaluation (EvalResult's figures a report compares across sets).
+typedef struct {
+    double acc;          // the configured metric (Metric.ignore_space, is_filter)
+    double acc_exact;    // exact match
+    double acc_nospace;  // equal with every ' ' removed
+    double cer;
+    int64_t samples;     // scored lines
+    int64_t unknown_chars, unreadable, bad_lines;  // EvalPaths: lines with characters outside the
+                                                   // dictionary (scored), lines not scored
+} TrainSetScore;
 
 #define TRAIN_MAX_OVERFLOW_LAYERS 16
 #define TRAIN_MAX_RANKS 64
@@ -100,6 +112,14 @@ typedef struct {
     int64_t eval_samples;
     double best_acc;
     int64_t best_iter;
+    // With an EvalGeneral section: the target (Eval) and general (EvalGeneral) sets scored by the
+    // pretrained weights before the first step (has_start: Global.pretrained_model set and not
+    // resuming) and at the last evaluation (has_last, at iteration last_iter; training ends with
+    // one). What fine-tuning gained on its data and what it cost on general text.
+    int has_general;
+    int has_start, has_last;
+    int64_t last_iter;
+    TrainSetScore start_target, start_general, last_target, last_general;
 } TrainOutcome;
 
 typedef struct {
@@ -162,6 +182,12 @@ typedef struct {
 } TrainResult;
 
 void train_result_free(TrainResult *r);
+
+// The gain and the forgetting in one plain sentence (outcome's start and last scores, exact-match
+// accuracy in points): "From the pretrained weights, accuracy on the target set (Eval) went
+// 0.612 -> 0.903 (+29.1 points) and on the general set (EvalGeneral) 0.874 -> 0.851 (-2.3
+// points)." Without both start and last scores of both sets, what is known ("" with no general set).
+void train_forgetting_line(const TrainOutcome *o, char *buf, size_t cap);
 
 // Runs (or resumes) training as configured. cfg must have passed run_config_read (rc).
 // Files: Global.save_model_dir/{metrics.jsonl, config.json, latest/, best/}.

@@ -111,6 +111,10 @@ void ocr_cpu_concat_backward(OcrTensor *const *dinputs, int count, const OcrTens
 void ocr_cpu_permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm);
 void ocr_cpu_permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm);
 
+// kernels/cpu/pad.c
+void ocr_cpu_pad2d_forward(OcrTensor *out, const OcrTensor *inp, int top, int left, float value);
+void ocr_cpu_pad2d_backward(OcrTensor *dinp, const OcrTensor *dout, int top, int left);
+
 // kernels/cpu/softmax.c
 void ocr_cpu_softmax_forward(OcrTensor *out, const OcrTensor *inp);
 void ocr_cpu_softmax_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *out);
@@ -139,6 +143,26 @@ void ocr_cpu_cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor
                                    const OcrTensor *targets, CrossEntropyParams p);
 void ocr_cpu_cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
                                     CrossEntropyParams p);
+
+// kernels/cpu/distill.c
+void ocr_cpu_dml_loss_forward(OcrTensor *loss, const OcrTensor *x1, const OcrTensor *x2, DmlLossParams p);
+void ocr_cpu_dml_loss_backward(OcrTensor *dx1, OcrTensor *dx2, const OcrTensor *x1, const OcrTensor *x2,
+                               DmlLossParams p);
+void ocr_cpu_kl_div_loss_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                                 const OcrTensor *targets, KlDivLossParams p);
+void ocr_cpu_kl_div_loss_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                                  const OcrTensor *targets, KlDivLossParams p);
+void ocr_cpu_ctc_logits_kl_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                                   CtcLogitsKlParams p);
+void ocr_cpu_ctc_logits_kl_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                                    CtcLogitsKlParams p);
+void ocr_cpu_dkd_loss_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                              const OcrTensor *targets, DkdLossParams p);
+void ocr_cpu_dkd_loss_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                               const OcrTensor *targets, DkdLossParams p);
+void ocr_cpu_distance_loss_forward(OcrTensor *loss, const OcrTensor *x, const OcrTensor *y, DistanceLossParams p);
+void ocr_cpu_distance_loss_backward(OcrTensor *dx, OcrTensor *dy, const OcrTensor *x, const OcrTensor *y,
+                                    DistanceLossParams p);
 
 // kernels/cpu/lstm.c
 void ocr_cpu_lstm_cell_forward(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev);

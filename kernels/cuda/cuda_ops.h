@@ -97,6 +97,9 @@ void ocr_cuda_concat_forward(OcrTensor *out, const OcrTensor *const *inputs, int
 void ocr_cuda_concat_backward(OcrTensor *const *dinputs, int count, const OcrTensor *dout);
 void ocr_cuda_permute_forward(OcrTensor *out, const OcrTensor *inp, const int *perm);
 void ocr_cuda_permute_backward(OcrTensor *dinp, const OcrTensor *dout, const int *perm);
+// kernels/cuda/pad.cu
+void ocr_cuda_pad2d_forward(OcrTensor *out, const OcrTensor *inp, int top, int left, float value);
+void ocr_cuda_pad2d_backward(OcrTensor *dinp, const OcrTensor *dout, int top, int left);
 
 // ---- affine.cu: scalar affine (LearnableAffineBlock) and its fused affine → activation → affine,
 // batch broadcast add (positional embedding) -------------------------------------------------------
@@ -141,6 +144,26 @@ void ocr_cuda_cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTenso
                                     const OcrTensor *targets, CrossEntropyParams p);
 void ocr_cuda_cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits, const OcrTensor *targets,
                                      CrossEntropyParams p);
+
+// ---- distill.cu: the distillation losses ------------------------------------------------------------
+void ocr_cuda_dml_loss_forward(OcrTensor *loss, const OcrTensor *x1, const OcrTensor *x2, DmlLossParams p);
+void ocr_cuda_dml_loss_backward(OcrTensor *dx1, OcrTensor *dx2, const OcrTensor *x1, const OcrTensor *x2,
+                                DmlLossParams p);
+void ocr_cuda_kl_div_loss_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                                  const OcrTensor *targets, KlDivLossParams p);
+void ocr_cuda_kl_div_loss_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                                   const OcrTensor *targets, KlDivLossParams p);
+void ocr_cuda_ctc_logits_kl_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                                    CtcLogitsKlParams p);
+void ocr_cuda_ctc_logits_kl_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                                     CtcLogitsKlParams p);
+void ocr_cuda_dkd_loss_forward(OcrTensor *loss, const OcrTensor *student, const OcrTensor *teacher,
+                               const OcrTensor *targets, DkdLossParams p);
+void ocr_cuda_dkd_loss_backward(OcrTensor *dstudent, const OcrTensor *student, const OcrTensor *teacher,
+                                const OcrTensor *targets, DkdLossParams p);
+void ocr_cuda_distance_loss_forward(OcrTensor *loss, const OcrTensor *x, const OcrTensor *y, DistanceLossParams p);
+void ocr_cuda_distance_loss_backward(OcrTensor *dx, OcrTensor *dy, const OcrTensor *x, const OcrTensor *y,
+                                     DistanceLossParams p);
 
 // ---- lstm.cu: the LSTM cell ---------------------------------------------------------------------------
 void ocr_cuda_lstm_cell_forward(OcrTensor *h, OcrTensor *c, const OcrTensor *gates, const OcrTensor *c_prev);

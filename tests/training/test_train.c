@@ -126,7 +126,12 @@ START_TEST(test_finetune_loads_matching_tensors_only) {
     snprintf(ov, sizeof ov, "Global.save_model_dir=%s", out);
     const char *a[] = {"train", "-c", g_cfg, "--max-steps", "2", "-o", ov, NULL};
     ck_assert_int_eq(at_run(cmd_train, a), 0);
-    // Another dictionary (one more class): the head changes shape, the rest loads.
+    // Another dictionary (one more class) and weights whose dictionary is unknown (the checkpoint's
+    // record removed; with it the head's rows carry over by character: tests/training/test_head_remap.c):
+    // the head changes shape, the rest loads.
+    char rec[700];
+    snprintf(rec, sizeof rec, "%s/latest/model.dict.txt", out);
+    ck_assert_int_eq(unlink(rec), 0);
     snprintf(dict2, sizeof dict2, "%s/dict11.txt", g_dir);
     at_write_text(dict2, "0\n1\n2\n3\n4\n5\n6\n7\n8\n9\nx\n");
     snprintf(ft, sizeof ft, "%s/run_ft", g_dir);
@@ -137,7 +142,7 @@ START_TEST(test_finetune_loads_matching_tensors_only) {
     // Global.pretrained_strict (the default) refuses a file that does not cover the model...
     const char *bs[] = {"train", "-c", g_cfg, "--max-steps", "1", "-o", ov2, pre, dov, NULL};
     ck_assert_int_eq(at_run_capture(cmd_train, bs, err, sizeof err), 2);
-    ck_assert_msg(strstr(err, "head.fc.weight") && strstr(err, "pretrained_strict"), "%s", err);
+    ck_assert_msg(strstr(err, "Global.pretrained_dict_path"), "%s", err);
     // ...and with it off the rest loads and the head starts from its initial values.
     const char *b[] = {"train", "-c", g_cfg, "--max-steps", "1", "-o", ov2, pre, dov, "Global.pretrained_strict=false",
                        NULL};
