@@ -147,7 +147,8 @@ else
     # Receipts come out of thermal printers in one monospaced face: the demo set uses DejaVu Sans
     # Mono (regular and bold, from fonts-dejavu-core) at the model's height, 32 pixels, with the
     # generator's paper, fading, blur and geometry effects. One face keeps the task learnable within
-    # the CPU budget; `ocrtrain synth` without --font-dir draws from every installed face.
+    # the CPU budget; `ocrtrain synth` without --font-dir draws from its declared font set
+    # (docs/CONFIG.md, "Synthetic lines: spacing and fonts"), listed in DIR/fonts.tsv.
     DATA_DIR=${DATA_DIR:-train_data/receipts}
     if [ "$SYNTH_GPU" = 1 ]; then DATA_DIR=${DATA_DIR}_gpu; fi
     FONT_DIR="$DATA_DIR/fonts"
