@@ -107,8 +107,15 @@ int cmd_export(int argc, char **argv) {
     if (st == OCR_OK) {
         const OcrArch *a = ocr_model_arch(im.m);
         printf("model: %s, %s backbone%s, %d classes, input (N, 3, %d, W), %lld parameters\n", a->algorithm,
-               a->backbone == OCR_BACKBONE_MV1E ? "MobileNetV1Enhance" : a->backbone == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3" : "SVTRNet",
-               a->backbone == OCR_BACKBONE_LCNETV3 ? (a->lcnet.deploy ? " (deploy form)" : " (training form)") : "",
+               a->backbone == OCR_BACKBONE_MV1E      ? "MobileNetV1Enhance"
+               : a->backbone == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3"
+               : a->backbone == OCR_BACKBONE_LCNETV4 ? "PPLCNetV4"
+               : a->backbone == OCR_BACKBONE_HGNETV2 ? "PPHGNetV2_B4"
+                                                     : "SVTRNet",
+               a->backbone == OCR_BACKBONE_LCNETV3   ? (a->lcnet.deploy ? " (deploy form)" : " (training form)")
+               : a->backbone == OCR_BACKBONE_LCNETV4 ? (a->lcnet4.deploy ? " (deploy form)" : " (training form)")
+               : a->backbone == OCR_BACKBONE_HGNETV2 ? (a->hgnet2.deploy ? " (deploy form)" : " (training form)")
+                                                     : "",
                a->num_classes, a->img_h, (long long)ocr_model_param_count(im.m));
     }
     if (st == OCR_OK && onnx_path) {

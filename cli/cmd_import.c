@@ -1,6 +1,6 @@
-// ocrtrain import (--onnx FILE [--dict FILE] | --pdparams FILE) --out W.safetensors [--dict-out FILE]
+// ocrtrain import (--onnx FILE [--dict FILE] | --pdparams FILE [-c CFG]) --out W.safetensors [--dict-out FILE]
 //
-// PaddleOCR's PP-OCRv3/v4/v5-mobile recognizers as users get them → ocrtrain weights (training/import.h):
+// PaddleOCR's PP-OCRv3/v4/v5-mobile and PP-OCRv6 tiny/small recognizers as users get them → ocrtrain weights (training/import.h):
 //   --onnx      a paddle2onnx export (PaddleOCR's, RapidOCR's wheels, ...): the graph is walked
 //               layer by layer and the matching network is built (models/onnx_import.h); the
 //               dictionary embedded in the metadata ("character"), or the file --dict names,
@@ -9,6 +9,9 @@
 //               unfused training-form network with its BN statistics (models/pdparams.h);
 //               MultiHead checkpoints give their CTC branch, the guidance branch is listed as
 //               not loaded.
+//   --pdparams FILE -c CFG  the checkpoint into the config's network, every tensor (PaddleOCR 3.x's
+//               PP-OCRv5 server / PP-OCRv6 training form: MultiHead, NRTR included); the
+//               config's dictionary is written next to the weights.
 // Prints what it recognised, the tensors loaded, every tensor not loaded (counts and names),
 // and the config to train with. A file that does not match is rejected and nothing is written.
 #include <stdio.h>
@@ -35,6 +38,11 @@ static void print_train_hint(const OcrArch *a, const char *dict_path, int dict_l
     }
     printf("train with: ocrtrain train -c %s -o %s%s%s%sGlobal.pretrained_model=<the weights>\n", cfg, ov, ov[0] ? " " : "",
            extra[0] ? extra + 1 : "", extra[0] ? " " : "");
+    size_t cl = strlen(cfg);
+    if (cl > 9 && strcmp(cfg + cl - 9, "_ctc.json") == 0)
+        // PaddleOCR's own config is MultiHead: the CTC-only weights load into it (models/weights_names.h).
+        printf("  or with PaddleOCR's MultiHead config %.*s.json and the same overrides: the CTC branch loads, the NRTR "
+               "branch starts from its initialisation\n", (int)(cl - 9), cfg);
 }
 
 static int do_onnx(const char *in, const char *out, const char *dict_out, const char *dict_in) {
@@ -80,15 +88,20 @@ static int do_onnx(const char *in, const char *out, const char *dict_out, const 
     if (info->unused_helpers > OCR_ONNX_MAX_LISTED)
         printf("  ... and %d more helpers\n", info->unused_helpers - OCR_ONNX_MAX_LISTED);
     if (r.have_dict)
-        printf("dictionary: %d lines from %s%s -> %s\n", info->dictionary_lines,
+        printf("dictionary: %d lines from %s%s%s%s -> %s\n", info->dictionary_lines,
                info->dictionary_from_file ? dict_in : "the metadata (\"character\")",
-               info->dictionary_known ? " (PaddleOCR's ppocrv5_dict.txt)" : "", r.dict_path);
+               info->dictionary_known ? " (PaddleOCR's " : "", info->dictionary_known ? info->dictionary_known : "",
+               info->dictionary_known ? ".txt)" : "", r.dict_path);
     else
         printf("dictionary: none in the file's metadata (use PaddleOCR's %s; --dict FILE names one)\n",
                a->num_classes == 97     ? "en_dict.txt with use_space_char"
                : a->num_classes == 6625 ? "ppocr_keys_v1.txt with use_space_char"
                : a->num_classes == OCR_PPOCRV5_CLASSES ? "ppocrv5_dict.txt with use_space_char: configs/dicts/ppocrv5_dict.txt"
-                                                       : "dictionary");
+               : a->backbone == OCR_BACKBONE_LCNETV4 && a->num_classes == 6906
+                   ? "ppocrv6_tiny_dict.txt with use_space_char: configs/dicts/ppocrv6_tiny_dict.txt"
+               : a->backbone == OCR_BACKBONE_LCNETV4 && a->num_classes == 18710
+                   ? "ppocrv6_dict.txt with use_space_char: configs/dicts/ppocrv6_dict.txt"
+                   : "dictionary");
     print_train_hint(a, r.have_dict ? r.dict_path : NULL, info->dictionary_lines);
     import_onnx_free(&r);
     return 0;
@@ -134,23 +147,65 @@ static int do_pdparams(const char *in, const char *out) {
     return code;
 }
 
+// --pdparams with -c CFG: the checkpoint into the config's network, every tensor (the guidance
+// branch of a MultiHead config included; training/import.h import_pdparams_config).
+static int do_pdparams_config(const char *in, const char *out, const CliConfigArgs *ca) {
+    OcrConfig *cfg = NULL;
+    ocr_status_t st = ocr_config_load(&cfg, ca->config);
+    for (int i = 0; st == OCR_OK && i < ca->n_overrides; i++) st = ocr_config_apply_override(cfg, ca->overrides[i]);
+    if (st != OCR_OK) {
+        fprintf(stderr, "ocrtrain import: %s\nnothing was written\n", ocr_last_error());
+        ocr_config_free(cfg);
+        return 1;
+    }
+    ImportPdparams r;
+    st = import_pdparams_config(&r, in, cfg, ca->config, out);
+    ocr_config_free(cfg);
+    int code = st != OCR_OK;
+    FILE *f = code ? stderr : stdout;
+    if (code) fprintf(stderr, "ocrtrain import: %s\nnothing was written\n", ocr_last_error());
+    if (r.rep_ok) {
+        const OcrPdLoadReport *rep = &r.rep;
+        fprintf(f, "into: %s\n", r.desc);
+        fprintf(f, "  from %s: pickle protocol %d, %d arrays, %d other entries\n", r.path, r.p->protocol, r.p->count,
+                r.p->nother);
+        if (!code)
+            fprintf(f, "loaded: %d tensors (%lld values; every tensor of the network) -> %s\n", rep->loaded,
+                    (long long)rep->values, out);
+        for (int i = 0; i < rep->n_not_loaded; i++) fprintf(f, "  not loaded: %s\n", rep->not_loaded[i]);
+        for (int i = 0; i < rep->n_missing_names && i < 20; i++) fprintf(f, "  missing: %s\n", rep->missing_names[i]);
+        if (rep->n_missing_names > 20) fprintf(f, "  ... and %d more missing\n", rep->n_missing_names - 20);
+    }
+    if (!code) {
+        if (r.dict_path[0]) printf("dictionary: the config's %s -> %s\n", r.arch.dict_path, r.dict_path);
+        printf("train with: ocrtrain train -c %s -o Global.pretrained_model=%s\n", ca->config, out);
+    }
+    import_pdparams_free(&r);
+    return code;
+}
+
 int cmd_import(int argc, char **argv) {
+    CliConfigArgs ca = {0};
     const char *onnx_path = NULL, *pd_path = NULL, *out_path = NULL, *dict_out = NULL, *dict_in = NULL;
     const CliFlag flags[] = {
         {CLI_STRING, "--onnx", .meta = "FILE", .dest = &onnx_path,
-         .help = "PaddleOCR PP-OCRv3/v4/v5-mobile recognizer exported to ONNX (paddle2onnx)"},
+         .help = "PaddleOCR PP-OCRv3/v4/v5-mobile or PP-OCRv6 tiny/small recognizer exported\n"
+                 "to ONNX (paddle2onnx)"},
         {CLI_STRING, "--pdparams", .meta = "FILE", .dest = &pd_path,
          .help = "PaddleOCR training checkpoint (.pdparams, or its prefix)"},
         {CLI_STRING, "--out", .meta = "FILE", .dest = &out_path, .help = "the weights to write (safetensors)"},
         {CLI_STRING, "--dict", .meta = "FILE", .dest = &dict_in,
          .help = "the model's dictionary when its metadata has none (one entry a line; checked\n"
                  "against the head's classes, written next to the weights)"},
+        {CLI_CONFIG, .dest = &ca,
+         .help = "with --pdparams: the training config whose network the checkpoint holds (PP-OCRv5\n"
+                 "server, PP-OCRv6 training form, MultiHead); every tensor loads, NRTR included"},
         {CLI_STRING, "--dict-out", .meta = "FILE", .dest = &dict_out,
          .help = "where the dictionary embedded in the ONNX metadata goes (default: OUT\n"
                  "with .safetensors replaced by .dict.txt)"},
         {0}};
     const CliCommand cmd = {.name = "import", .flags = flags,
-                            .synopsis = "(--onnx FILE [--dict FILE] | --pdparams FILE) --out W.safetensors [--dict-out FILE]"};
+                            .synopsis = "(--onnx FILE [--dict FILE] | --pdparams FILE [-c CFG]) --out W.safetensors [--dict-out FILE]"};
     int rc = cli_parse(&cmd, argc, argv);
     if (rc != CLI_CONTINUE) return rc;
     if (!out_path || (!onnx_path) == (!pd_path))
@@ -160,5 +215,10 @@ int cmd_import(int argc, char **argv) {
     if (dict_in && !ocr_file_exists(dict_in)) return cli_fail(&cmd, 2, "%s does not exist", dict_in);
     const char *in = onnx_path ? onnx_path : pd_path;
     if (!ocr_file_exists(in) && !(pd_path && strlen(in) < 1100)) return cli_fail(&cmd, 2, "%s does not exist", in);
-    return onnx_path ? do_onnx(onnx_path, out_path, dict_out, dict_in) : do_pdparams(pd_path, out_path);
+    if (ca.config && onnx_path) return cli_fail(&cmd, 2, "-c applies to --pdparams (an ONNX graph names its network)");
+    int code = ca.config  ? do_pdparams_config(pd_path, out_path, &ca)
+               : onnx_path ? do_onnx(onnx_path, out_path, dict_out, dict_in)
+                           : do_pdparams(pd_path, out_path);
+    cli_free(&cmd);
+    return code;
 }

@@ -49,6 +49,9 @@ static const char *backbone_desc(const OcrArch *a) {
             return a->lcnet4.deploy ? "PPLCNetV4 small (deploy: fused)" : "PPLCNetV4 small (training form)";
         default: return a->lcnet4.deploy ? "PPLCNetV4 medium (deploy: fused)" : "PPLCNetV4 medium (training form)";
         }
+    case OCR_BACKBONE_HGNETV2:
+        return a->hgnet2.deploy ? "PPHGNetV2_B4 text_rec (deploy: without the unused classifier)"
+                                : "PPHGNetV2_B4 text_rec (training form)";
     default: return "SVTRNet";
     }
 }

@@ -27,7 +27,7 @@ static void print_usage(FILE *out) {
             "  compare  -c CFG --out DIR [--seeds N] [--candidate CFG2]   FP32 vs AMP (or two configs) at N seeds\n"
             "  sensitivity -c CFG --weights W [--dtype D]    the layers AMP hurts, ranked; a proposal to keep in FP32\n"
             "  capacity -c CFG [--memory SIZE] [--json]      largest batch per precision\n"
-            "  import   --onnx FILE | --pdparams FILE --out W.safetensors   PaddleOCR PP-OCRv3/v4/v5-mobile rec weights\n"
+            "  import   --onnx FILE | --pdparams FILE --out W.safetensors   PaddleOCR PP-OCRv3/v4/v5/v6 rec weights\n"
             "  export   -c CFG --weights W --onnx F | --pdparams F   for deployment: ONNX, PaddleOCR's state dict\n"
             "\n"
             "options:\n"

@@ -693,7 +693,8 @@ ocr_status_t ocr_transforms_parse(OcrTransformList *out, const OcrConfig *cfg, c
             break;
         }
         case 4: {  // RecResizeImg
-            static const char *const keys[] = {"image_shape", "padding", "infer_mode", "character_dict_path", NULL};
+            static const char *const keys[] = {"image_shape", "padding", "infer_mode", "character_dict_path",
+                                               "eval_mode", NULL};
             OCR_TRY(ocr_config_check_keys(cfg, base, keys));
             int64_t shape[3];
             int n;
@@ -716,6 +717,14 @@ ocr_status_t ocr_transforms_parse(OcrTransformList *out, const OcrConfig *cfg, c
             if (infer)
                 return ocr_set_error(OCR_ERR_CONFIG,
                                      "%s: %s: infer_mode (variable width) is not supported in datasets", src, p);
+            // eval_mode: PaddleOCR resizes to the widest of image_shape and the image's own aspect
+            // (resize_norm_img_chinese), a variable width too.
+            snprintf(p, sizeof p, "%s.eval_mode", base);
+            OCR_TRY(ocr_config_get_bool(cfg, p, 0, &infer));
+            if (infer)
+                return ocr_set_error(OCR_ERR_CONFIG,
+                                     "%s: %s: eval_mode (variable width) is not supported in datasets; set it to false "
+                                     "(every line resized to image_shape)", src, p);
             const char *unused;
             snprintf(p, sizeof p, "%s.character_dict_path", base);
             OCR_TRY(ocr_config_get_string(cfg, p, NULL, &unused));

@@ -1,7 +1,8 @@
 // The body shared by fuzz_config.c (JSON) and fuzz_yaml.c (PaddleOCR YAML): after the text is
 // parsed, the `-o` overrides of the input are applied and the whole config is validated as
-// every command does (run_config_read: Global, Optimizer, Loss, PostProcess, Metric, the
-// Architecture, the AMP keys, the transform lists and the loaders).
+// every command does (a distillation config rewritten into its trained network's first,
+// training/distill_config.h; then run_config_read: Global, Optimizer, Loss, PostProcess, Metric,
+// the Architecture, the AMP keys, the transform lists and the loaders).
 //
 // Input: the config text, then optionally a NUL byte and NUL-separated `-o` assignments
 // ("Global.epoch_num=3").
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "training/distill_config.h"
 #include "training/run_config.h"
 #include "core/config.h"
 #include "fuzz/fuzz_util.h"
@@ -69,7 +71,10 @@ static void config_harness_run(const uint8_t *data, size_t size, const char *nam
     if (cJSON_IsString(dict)) OCR_ASSERT(ocr_config_set(cfg, "Global.character_dict_path", fuzz_dict_json) == OCR_OK,
                                          "%s", ocr_last_error());
     RunConfig rc;
-    if (run_config_read(&rc, cfg, RUN_NEED_TRAIN) != OCR_OK)
+    // A distillation config becomes its trained network's first (as run_config_load does).
+    if (distill_config_rewrite(cfg) != OCR_OK)
+        OCR_ASSERT(strstr(ocr_last_error(), name), "distillation error without the file name: %s", ocr_last_error());
+    else if (run_config_read(&rc, cfg, RUN_NEED_TRAIN) != OCR_OK)
         OCR_ASSERT(strstr(ocr_last_error(), name), "validation error without the file name: %s", ocr_last_error());
     char *json = ocr_config_to_json(cfg);
     if (json) {

@@ -233,6 +233,54 @@ static ocr_status_t parse_lcnet4(const OcrConfig *cfg, OcrArch *a) {
     return OCR_OK;
 }
 
+// PPHGNetV2_B4 (ppocr/modeling/backbones/rec_pphgnetv2.py) in its text_rec form. The keys PPHGNetV2
+// reads from the B4 function's **kwargs: lr_mult_list (5 entries), use_last_conv, class_expand and
+// class_num (the unused classifier's size), dropout_prob (its dropout, never run); det and text_rec
+// must keep the recognition form; deploy (ours) leaves the unused classifier out.
+static ocr_status_t parse_hgnet2(const OcrConfig *cfg, OcrArch *a) {
+    static const char *const keys[] = {"name",        "text_rec",     "det",       "lr_mult_list", "use_last_conv",
+                                       "class_expand", "class_num",   "dropout_prob", "out_indices", "deploy",
+                                       "in_channels",  NULL};
+    OCR_TRY(ocr_config_check_keys(cfg, "Architecture.Backbone", keys));
+    Hgnet2Spec *s = &a->hgnet2;
+    const char *src = ocr_config_source(cfg);
+    int text_rec;
+    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Backbone.text_rec", 0, &text_rec));
+    if (!text_rec)
+        return ocr_set_error(OCR_ERR_CONFIG,
+                             "%s: Architecture.Backbone.text_rec must be true (PPHGNetV2_B4 is built in its text "
+                             "recognition form, as PP-OCRv5_server_rec.yml sets it)",
+                             src);
+    OCR_TRY(require_off(cfg, "Architecture.Backbone.det", "only the text recognition form of PPHGNetV2_B4 is built"));
+    int in_ch;
+    OCR_TRY(get_i(cfg, "Architecture.Backbone.in_channels", 3, 3, 3, &in_ch));
+    if (ocr_config_has(cfg, "Architecture.Backbone.in_channels"))
+        ocr_config_record_ignored(cfg, "Architecture.Backbone.in_channels",
+                                  "PPHGNetV2_B4 takes it in **kwargs and ignores it; its stem reads 3 channels");
+    int n = 0;
+    OCR_TRY(ocr_config_get_double_list(cfg, "Architecture.Backbone.lr_mult_list", s->lr_mult_list, 5, &n));
+    if (n == 0) {
+        for (int i = 0; i < 5; i++) s->lr_mult_list[i] = 1.0;
+    } else if (n != 5) {
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Backbone.lr_mult_list must have 5 entries, got %d", src,
+                             n);
+    }
+    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Backbone.use_last_conv", 1, &s->use_last_conv));
+    OCR_TRY(get_i(cfg, "Architecture.Backbone.class_expand", 2048, 1, 65536, &s->class_expand));
+    OCR_TRY(get_i(cfg, "Architecture.Backbone.class_num", 1000, 1, 1 << 20, &s->class_num));
+    double dp;
+    OCR_TRY(get_d(cfg, "Architecture.Backbone.dropout_prob", 0.0, 0.0, 1.0, &dp));
+    static const char *const unused[] = {"dropout_prob", "out_indices", NULL};
+    for (int i = 0; unused[i]; i++) {
+        char k[96];
+        snprintf(k, sizeof k, "Architecture.Backbone.%s", unused[i]);
+        if (ocr_config_has(cfg, k))
+            ocr_config_record_ignored(cfg, k, "PPHGNetV2's recognition form never reads it");
+    }
+    OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Backbone.deploy", 0, &s->deploy));
+    return OCR_OK;
+}
+
 static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
     static const char *const keys[] = {"name",          "img_size",       "in_channels", "embed_dim",
                                        "depth",         "num_heads",      "mixer",       "local_mixer",
@@ -655,7 +703,7 @@ ocr_status_t ocr_arch_from_config(OcrArch *a, const OcrConfig *cfg) {
     if (!arch || !cJSON_IsObject(arch))
         return ocr_set_error(OCR_ERR_CONFIG, "%s: the Architecture section is missing", ocr_config_source(cfg));
     static const char *const keys[] = {"model_type", "algorithm", "Transform", "Backbone", "Neck", "Head", NULL};
-    static const char *const types[] = {"rec", NULL}, *const algos[] = {"SVTR_LCNet", "SVTR", NULL};
+    static const char *const types[] = {"rec", NULL}, *const algos[] = {"SVTR_LCNet", "SVTR", "SVTR_HGNet", NULL};
     const char *s;
     // Type and algorithm first: other algorithms' keys (in_channels, name) are not typos.
     OCR_TRY(require_string(cfg, "Architecture.model_type", "rec", types, &s));
@@ -667,7 +715,8 @@ ocr_status_t ocr_arch_from_config(OcrArch *a, const OcrConfig *cfg) {
         return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Backbone is missing", ocr_config_source(cfg));
     if (!ocr_config_has(cfg, "Architecture.Head"))
         return ocr_set_error(OCR_ERR_CONFIG, "%s: Architecture.Head is missing", ocr_config_source(cfg));
-    static const char *const backbones[] = {"MobileNetV1Enhance", "PPLCNetV3", "PPLCNetV4", "SVTRNet", NULL};
+    static const char *const backbones[] = {"MobileNetV1Enhance", "PPLCNetV3", "PPLCNetV4", "SVTRNet", "PPHGNetV2_B4",
+                                            NULL};
     const char *bb;
     OCR_TRY(require_string(cfg, "Architecture.Backbone.name", NULL, backbones, &bb));
     a->img_h = 48;
@@ -682,6 +731,9 @@ ocr_status_t ocr_arch_from_config(OcrArch *a, const OcrConfig *cfg) {
     } else if (strcmp(bb, "PPLCNetV4") == 0) {
         a->backbone = OCR_BACKBONE_LCNETV4;
         OCR_TRY(parse_lcnet4(cfg, a));
+    } else if (strcmp(bb, "PPHGNetV2_B4") == 0) {
+        a->backbone = OCR_BACKBONE_HGNETV2;
+        OCR_TRY(parse_hgnet2(cfg, a));
     } else {
         a->backbone = OCR_BACKBONE_SVTRNET;
         OCR_TRY(parse_svtrnet(cfg, a));

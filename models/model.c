@@ -43,6 +43,10 @@ static void build(OcrModel *m) {
         lcnet4_build(&b, &m->lcnet4, "backbone", a->in_channels, a->lcnet4);
         feat = m->lcnet4.out_channels;
         break;
+    case OCR_BACKBONE_HGNETV2:
+        hgnet2_build(&b, &m->hgnet2, "backbone", a->in_channels, a->hgnet2);
+        feat = m->hgnet2.out_channels;
+        break;
     }
     // MultiHead keeps PaddleOCR's names: head.ctc_encoder.encoder.*, head.ctc_head.fc.*, then
     // the guidance branch (head.before_gtc.*, head.gtc_head.*).
@@ -144,6 +148,11 @@ const Lcnet *ocr_model_layers_lcnet(const OcrModel *m) {
 }
 const SvtrNeck *ocr_model_layers_neck(const OcrModel *m) { return m->arch.neck_svtr ? &m->neck : NULL; }
 const CtcHead *ocr_model_layers_head(const OcrModel *m) { return &m->head; }
+const Lcnet4 *ocr_model_layers_lcnet4(const OcrModel *m) {
+    return m->arch.backbone == OCR_BACKBONE_LCNETV4 ? &m->lcnet4 : NULL;
+}
+const LightSvtr *ocr_model_layers_light(const OcrModel *m) { return m->arch.neck_light ? &m->light : NULL; }
+const CtcGuide *ocr_model_layers_guide(const OcrModel *m) { return m->arch.head_guide ? &m->ctc_guide : NULL; }
 int64_t ocr_model_param_count(const OcrModel *m) {
     int64_t n = 0;
     for (int i = 0; i < m->params.count; i++) n += m->params.items[i].numel;
@@ -210,6 +219,7 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     case OCR_BACKBONE_LCNETV3: f = lcnet_forward(c, &m->lcnet, x); break;
     case OCR_BACKBONE_SVTRNET: f = svtrnet_forward(c, &m->svtr, x); break;
     case OCR_BACKBONE_LCNETV4: f = lcnet4_forward(c, &m->lcnet4, x); break;
+    case OCR_BACKBONE_HGNETV2: f = hgnet2_forward(c, &m->hgnet2, x); break;
     }
     m->xin = *x;
     if (f->data != x->data) ocr_ctx_release(c, &m->xin);  // inference: only arena memory is released
@@ -221,6 +231,7 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
         return ocr_set_error(OCR_ERR_INVALID_ARG, "input %lldx%lld: %s", (long long)x->shape[1],
                              (long long)x->shape[2], c->error);
     OcrTensor *backbone_out = f;
+    m->backbone_out = *f;
     if (m->arch.neck_svtr) {
         OcrTensor *g = svtrneck_forward(c, &m->neck, f);
         ocr_ctx_release(c, f);
@@ -285,6 +296,9 @@ static void backward_body(OcrModel *m) {
         OcrTensor dg4 = ocr_tensor_reshape(&dg, 4, (int64_t[]){dg.shape[0], 1, dg.shape[1], dg.shape[2]});
         ocr_ctx_accumulate(c, &dfeat, &dg4);
     }
+    // Distillation on backbone features (ocr_model_set_backbone_grad): its gradient joins.
+    if (m->backbone_extra_grad && dfeat.data && !c->plan) ocr_accumulate(&dfeat, m->backbone_extra_grad);
+    m->backbone_extra_grad = NULL;
     if (!dfeat.data) {
         // use_guide: the backbone gets no gradient; its saved activations are simply dropped
         // with the rest of the arena.
@@ -297,6 +311,7 @@ static void backward_body(OcrModel *m) {
     case OCR_BACKBONE_LCNETV3: dx = lcnet_backward(c, &m->lcnet, &dfeat, need); break;
     case OCR_BACKBONE_SVTRNET: dx = svtrnet_backward(c, &m->svtr, &dfeat, need); break;
     case OCR_BACKBONE_LCNETV4: dx = lcnet4_backward(c, &m->lcnet4, &dfeat, need); break;
+    case OCR_BACKBONE_HGNETV2: dx = hgnet2_backward(c, &m->hgnet2, &dfeat, need); break;
     }
     ocr_ctx_free(c, &dfeat);
     release_input(m);
@@ -304,6 +319,12 @@ static void backward_body(OcrModel *m) {
     m->dinput = dx;
     m->dinput_valid = need && dx.data != NULL;
 }
+
+const OcrTensor *ocr_model_backbone_out(const OcrModel *m) {
+    return m->pass_valid && m->pass_training && m->backbone_out.data ? &m->backbone_out : NULL;
+}
+
+void ocr_model_set_backbone_grad(OcrModel *m, const OcrTensor *g) { m->backbone_extra_grad = g; }
 
 void ocr_model_want_input_grad(OcrModel *m, int on) {
     m->want_dinput = on;
@@ -606,13 +627,18 @@ static ocr_status_t fuse_rep(OcrModel *d, const RepLayer *dl, const OcrParamTabl
 ocr_status_t ocr_model_fuse(OcrModel **out, const OcrModel *t) {
     *out = NULL;
     const int v4 = t->arch.backbone == OCR_BACKBONE_LCNETV4;
-    if (t->arch.backbone != OCR_BACKBONE_LCNETV3 && !v4)
-        return ocr_set_error(OCR_ERR_INVALID_ARG, "fuse: only PPLCNetV3 and PPLCNetV4 have rep layers (this is %s)",
+    // PPHGNetV2: no rep layers; the deploy form is the same network without the unused classifier.
+    const int hg = t->arch.backbone == OCR_BACKBONE_HGNETV2;
+    if (t->arch.backbone != OCR_BACKBONE_LCNETV3 && !v4 && !hg)
+        return ocr_set_error(OCR_ERR_INVALID_ARG,
+                             "fuse: only PPLCNetV3, PPLCNetV4 and PPHGNetV2_B4 have a deploy form (this is %s)",
                              backbone_name(t->arch.backbone));
-    if (v4 ? t->arch.lcnet4.deploy : t->arch.lcnet.deploy)
+    if (hg ? t->arch.hgnet2.deploy : v4 ? t->arch.lcnet4.deploy : t->arch.lcnet.deploy)
         return ocr_set_error(OCR_ERR_INVALID_ARG, "fuse: the model is already in deploy form");
     OcrArch a = t->arch;
-    if (v4)
+    if (hg)
+        a.hgnet2.deploy = 1;
+    else if (v4)
         a.lcnet4.deploy = 1;
     else
         a.lcnet.deploy = 1;
@@ -633,7 +659,7 @@ ocr_status_t ocr_model_fuse(OcrModel **out, const OcrModel *t) {
     if (st == OCR_OK) st = copy_table(&d->stats, &hs);
     // PPLCNetV4: Conv2D_BN, ConvBNAct and RepDWConv layers fused as PPLCNetV4.rep() does.
     if (st == OCR_OK && v4) lcnet4_fuse(&t->lcnet4, &hp, &hs, &d->lcnet4, &d->params);
-    for (int i = 0; st == OCR_OK && !v4 && i < t->lcnet.nblocks; i++) {
+    for (int i = 0; st == OCR_OK && !v4 && !hg && i < t->lcnet.nblocks; i++) {
         st = fuse_rep(d, &d->lcnet.blocks[i].dw, &hp, &hs, &t->lcnet.blocks[i].dw);
         if (st == OCR_OK) st = fuse_rep(d, &d->lcnet.blocks[i].pw, &hp, &hs, &t->lcnet.blocks[i].pw);
     }

@@ -24,9 +24,16 @@
 #include "models/params.h"
 #include "models/svtr/backbones.h"
 #include "models/svtr/lcnetv4.h"
+#include "models/svtr/pphgnetv2.h"
 #include "models/svtr/multihead.h"
 
-typedef enum { OCR_BACKBONE_MV1E = 0, OCR_BACKBONE_LCNETV3, OCR_BACKBONE_SVTRNET, OCR_BACKBONE_LCNETV4 } ocr_backbone_kind_t;
+typedef enum {
+    OCR_BACKBONE_MV1E = 0,
+    OCR_BACKBONE_LCNETV3,
+    OCR_BACKBONE_SVTRNET,
+    OCR_BACKBONE_LCNETV4,
+    OCR_BACKBONE_HGNETV2,  // PPHGNetV2_B4 text_rec (PP-OCRv5 server)
+} ocr_backbone_kind_t;
 
 typedef struct {
     char algorithm[32];  // "SVTR_LCNet" or "SVTR"
@@ -39,6 +46,7 @@ typedef struct {
     int neck_svtr;  // Neck.encoder_type: svtr (1) or reshape (0)
     SvtrNeckSpec neck;
     Lcnet4Spec lcnet4;    // PPLCNetV4 (PP-OCRv6)
+    Hgnet2Spec hgnet2;    // PPHGNetV2_B4 (PP-OCRv5 server)
     int neck_light;       // MultiHead CTC Neck name lightsvtr (EncoderWithLightSVTR)
     LightSvtrSpec light;
     int head_guide;       // CTCHead use_guide: the guide layer before the FC(s) (PP-OCRv6 tiny)
@@ -84,6 +92,10 @@ const Mv1e *ocr_model_layers_mv1e(const OcrModel *m);
 const Lcnet *ocr_model_layers_lcnet(const OcrModel *m);
 const SvtrNeck *ocr_model_layers_neck(const OcrModel *m);
 const CtcHead *ocr_model_layers_head(const OcrModel *m);
+// PP-OCRv6's parts: PPLCNetV4, the LightSVTR neck, the tiny's CTC guide layer (NULL when absent).
+const Lcnet4 *ocr_model_layers_lcnet4(const OcrModel *m);
+const LightSvtr *ocr_model_layers_light(const OcrModel *m);
+const CtcGuide *ocr_model_layers_guide(const OcrModel *m);
 int64_t ocr_model_param_count(const OcrModel *m);
 
 // Sets the compute dtype of every op whose name matches the fnmatch(3) pattern (and whose
@@ -148,6 +160,13 @@ OcrTensor *ocr_model_guide_dlogits(OcrModel *m);
 CrossEntropyParams ocr_model_guide_loss_params(const OcrModel *m, float grad_scale);
 // Accumulates parameter gradients (allocates the gradient buffer on first use).
 ocr_status_t ocr_model_backward(OcrModel *m);
+// Distillation on backbone features (PaddleOCR's backbone_out): the backbone's output map
+// (B, 1, W, C) of the last training pass (NULL otherwise), and a gradient of it (its shape, any
+// float dtype, caller-owned) that the next ocr_model_backward adds to what the neck and the
+// guidance branch send the backbone, then forgets. Not for a network whose backbone gets no
+// gradient (use_guide without a MultiHead): there it is dropped.
+const OcrTensor *ocr_model_backbone_out(const OcrModel *m);
+void ocr_model_set_backbone_grad(OcrModel *m, const OcrTensor *g);
 // Also compute the gradient of the images in backward (part of the plan; off by default).
 void ocr_model_want_input_grad(OcrModel *m, int on);
 // (B, H, W, C) in the images' dtype after a backward (NULL when not wanted, or with use_guide
@@ -196,7 +215,8 @@ void ocr_model_reset_profile(OcrModel *m);
 void ocr_model_arena_usage(const OcrModel *m, int64_t *peak, int64_t *live);
 
 // Training form → deploy form: every LearnableRepLayer fused into one k×k conv with bias
-// (BN folded with its running statistics); everything else copied by name.
+// (BN folded with its running statistics); everything else copied by name. PPHGNetV2_B4 has no
+// rep layers: its deploy form copies everything but the unused classifier (last_conv, fc).
 ocr_status_t ocr_model_fuse(OcrModel **deploy, const OcrModel *train);
 
 // Fine-tuning: freezes the BN statistics of every batchnorm op whose name matches the fnmatch(3)

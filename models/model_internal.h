@@ -12,6 +12,7 @@ struct OcrModel {
     Mv1e mv1e;
     Lcnet lcnet;
     Lcnet4 lcnet4;
+    Hgnet2 hgnet2;
     LightSvtr light;
     CtcGuide ctc_guide;
     SvtrNet svtr;
@@ -42,12 +43,23 @@ struct OcrModel {
     OcrMemPlan plan;
     int plan_valid;
     uint64_t step;
+    // Distillation (ocr_model_set_weights_prefix / _companions, models/weights_io.c): the name
+    // prefix of this network's tensors in weights files ("Student."), and the frozen networks saved
+    // beside it under their own prefixes.
+    char weights_prefix[32];
+    const OcrModel *weights_companions[4];
+    int n_weights_companions;
+    // Distillation on backbone features: the backbone's output of the last training pass and an
+    // extra gradient for it (ocr_model_backbone_out / ocr_model_set_backbone_grad).
+    OcrTensor backbone_out;
+    const OcrTensor *backbone_extra_grad;
 };
 
 static inline const char *backbone_name(ocr_backbone_kind_t k) {
     return k == OCR_BACKBONE_MV1E      ? "MobileNetV1Enhance"
            : k == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3"
            : k == OCR_BACKBONE_LCNETV4 ? "PPLCNetV4"
+           : k == OCR_BACKBONE_HGNETV2 ? "PPHGNetV2_B4"
                                        : "SVTRNet";
 }
 

@@ -224,8 +224,9 @@ static const char *op_name(const Ex *e, int op) { return e->ops->items[op].name;
 // ---- layers ------------------------------------------------------------------------------------------------
 
 // A Conv; with `fold` the BN after it folded in (double precision, rounded to f32 once):
-// w' = w·γ/√(σ² + ε), b' = β + (b − μ)·γ/√(σ² + ε).
-static void conv(Ex *e, const LConv *l, const LBN *fold, const char *in, char *out) {
+// w' = w·γ/√(σ² + ε), b' = β + (b − μ)·γ/√(σ² + ε). `pads` (top, left, bottom, right; NULL:
+// the layer's own, symmetric) carries a pad layer in front of it (PPLCNetV4's SAME 2x2 convs).
+static void conv_pads(Ex *e, const LConv *l, const LBN *fold, const int *pads, const char *in, char *out) {
     const OcrParamInfo *w = &e->params.items[l->w];
     // Ours (OC, KH, KW, C/groups) → ONNX's OIHW.
     int64_t oc = w->shape[0], kh = w->shape[1], kw = w->shape[2], cg = w->shape[3];
@@ -289,12 +290,16 @@ static void conv(Ex *e, const LConv *l, const LBN *fold, const char *in, char *o
     attr_ints(&n, "dilations", 2, (int64_t[]){1, 1});
     attr_int(&n, "group", l->p.groups);
     attr_ints(&n, "kernel_shape", 2, (int64_t[]){kh, kw});
-    attr_ints(&n, "pads", 4, (int64_t[]){l->p.pad_h, l->p.pad_w, l->p.pad_h, l->p.pad_w});
+    const int pd[4] = {pads ? pads[0] : l->p.pad_h, pads ? pads[1] : l->p.pad_w, pads ? pads[2] : l->p.pad_h,
+                       pads ? pads[3] : l->p.pad_w};
+    attr_ints(&n, "pads", 4, (int64_t[]){pd[0], pd[1], pd[2], pd[3]});
     attr_ints(&n, "strides", 2, (int64_t[]){l->p.stride_h, l->p.stride_w});
     node_end(e, &n);
-    e->h = (e->h + 2 * l->p.pad_h - (int)kh) / l->p.stride_h + 1;
+    e->h = (e->h + pd[0] + pd[2] - (int)kh) / l->p.stride_h + 1;
     e->wdiv *= l->p.stride_w;
 }
+
+static void conv(Ex *e, const LConv *l, const LBN *fold, const char *in, char *out) { conv_pads(e, l, fold, NULL, in, out); }
 
 static void bn(Ex *e, const LBN *l, const char *in, char *out) {
     snprintf(out, NAME_MAX_LEN, "%s", op_name(e, l->op));
@@ -333,9 +338,28 @@ static void act(Ex *e, ocr_activation_t a, const char *name, const char *in, cha
         node1(e, "Sigmoid", t, in, t);
         node2(e, "Mul", name, in, t, out);
         return;
+    case OCR_ACT_GELU: {
+        // x · (1 + erf(x / √2)) / 2, the exact GELU (Paddle's nn.GELU default), in ops of opset 9.
+        static const float k_sqrt2 = 1.41421356f, k_one = 1.0f, k_half = 0.5f;
+        static const char *const kn[3] = {"gelu.sqrt2", "gelu.one", "gelu.half"};
+        const float *kv[3] = {&k_sqrt2, &k_one, &k_half};
+        for (int i = 0; i < 3; i++)
+            if (!const_seen(e, kn[i])) init_f32(e, kn[i], 0, NULL, kv[i]);
+        char d[NAME_MAX_LEN], er[NAME_MAX_LEN], p1[NAME_MAX_LEN], xm[NAME_MAX_LEN];
+        snprintf(d, sizeof d, "%s.div", name);
+        snprintf(er, sizeof er, "%s.erf", name);
+        snprintf(p1, sizeof p1, "%s.add", name);
+        snprintf(xm, sizeof xm, "%s.mul", name);
+        node2(e, "Div", d, in, kn[0], d);
+        node1(e, "Erf", er, d, er);
+        node2(e, "Add", p1, er, kn[1], p1);
+        node2(e, "Mul", xm, in, p1, xm);
+        node2(e, "Mul", name, xm, kn[2], out);
+        return;
+    }
     default: {
         char msg[300];
-        snprintf(msg, sizeof msg, "ONNX export: %s: activation %d has no ONNX form here (GELU is SVTRNet's, not exported)", name, (int)a);
+        snprintf(msg, sizeof msg, "ONNX export: %s: activation %d has no ONNX form here", name, (int)a);
         ex_fail(e, OCR_ERR_UNSUPPORTED, msg);
     }
     }
@@ -567,6 +591,125 @@ static void ctc_head(Ex *e, const CtcHead *l, const char *x, const char *output)
     node_end(e, &n);
 }
 
+// ---- PP-OCRv6: PPLCNetV4, the LightSVTR neck, the guide layer ------------------------------------------------
+
+// Conv2D_BN / ConvBNAct: the fused conv with bias (deploy form) or conv + BN, then the activation.
+static void v4convbn(Ex *e, const V4ConvBN *l, const int *pads, const char *in, char *out) {
+    char c[NAME_MAX_LEN];
+    if (!l->deploy) {
+        if (pads) {
+            ex_fail(e, OCR_ERR_INTERNAL, "ONNX export: a padded training-form Conv2D_BN (the export fuses first)");
+            return;
+        }
+        convbn(e, &l->cb, in, out);
+        return;
+    }
+    conv_pads(e, &l->conv, NULL, pads, in, c);
+    if (l->has_act)
+        act(e, l->act.act, op_name(e, l->act.op), c, out);
+    else
+        snprintf(out, NAME_MAX_LEN, "%s", c);
+}
+
+static void lcnet4(Ex *e, const Lcnet4 *m, const char *x, char *out) {
+    char a[NAME_MAX_LEN], b[NAME_MAX_LEN], c[NAME_MAX_LEN], d[NAME_MAX_LEN];
+    if (!m->branch_stem) {
+        v4convbn(e, &m->stem[0], NULL, x, a);
+        act(e, m->stem_gelu.act, op_name(e, m->stem_gelu.op), a, b);
+        v4convbn(e, &m->stem[1], NULL, b, a);
+    } else {
+        // StemBlock: the pad layers go into the 2x2 convs' and the max pool's pads (0 before,
+        // 1 after: a MaxPool's pads never win the maximum, as the -inf pad layer).
+        const LPad *p2a = &m->pad2a, *p2b = &m->pad2b, *pp = &m->pad_pool;
+        const int pa[4] = {p2a->top, p2a->left, p2a->bottom, p2a->right}, pb[4] = {p2b->top, p2b->left, p2b->bottom, p2b->right};
+        v4convbn(e, &m->stem[0], NULL, x, a);  // x1
+        int h1 = e->h;
+        v4convbn(e, &m->stem[1], pa, a, b);
+        v4convbn(e, &m->stem[2], pb, b, c);  // x2
+        snprintf(d, sizeof d, "%s", op_name(e, m->stem_pool.op));
+        Node n;
+        node_begin(&n, "MaxPool", d);
+        node_in(&n, a);
+        node_out(&n, d);
+        attr_int(&n, "ceil_mode", 0);
+        attr_ints(&n, "kernel_shape", 2, (int64_t[]){m->stem_pool.p.kernel_h, m->stem_pool.p.kernel_w});
+        attr_ints(&n, "pads", 4, (int64_t[]){pp->top, pp->left, pp->bottom, pp->right});
+        attr_ints(&n, "strides", 2, (int64_t[]){m->stem_pool.p.stride_h, m->stem_pool.p.stride_w});
+        node_end(e, &n);
+        if (e->h != h1 || m->stem_pool.p.stride_h != 1 || m->stem_pool.p.stride_w != 1)
+            ex_fail(e, OCR_ERR_INTERNAL, "ONNX export: StemBlock's branches differ in size");
+        snprintf(b, sizeof b, "%s", op_name(e, m->stem_cat.op));
+        node_begin(&n, "Concat", b);
+        node_in(&n, d);  // paddle.concat([pooled x1, x2]), PaddleOCR's order
+        node_in(&n, c);
+        node_out(&n, b);
+        attr_int(&n, "axis", 1);
+        node_end(e, &n);
+        v4convbn(e, &m->stem[3], NULL, b, c);
+        v4convbn(e, &m->stem[4], NULL, c, a);
+    }
+    for (int i = 0; i < m->nblocks && ex_ok(e); i++) {
+        const V4Block *k = &m->blocks[i];
+        if (k->use_rep) {
+            if (!k->rep.deploy) {
+                ex_fail(e, OCR_ERR_INTERNAL, "ONNX export: a training-form RepDWConv (the export fuses first)");
+                return;
+            }
+            conv(e, &k->rep.reparam, NULL, a, b);
+        } else {
+            v4convbn(e, &k->dw, NULL, a, b);
+        }
+        if (k->use_se) {
+            se(e, &k->se, b, c);
+            memcpy(b, c, sizeof b);
+        }
+        v4convbn(e, &k->expand, NULL, b, c);
+        v4convbn(e, &k->compress, NULL, c, d);
+        if (k->residual) {
+            snprintf(a, sizeof a, "%s", op_name(e, k->add.op));
+            node2(e, "Add", a, b, d, a);
+        } else {
+            memcpy(a, d, sizeof a);
+        }
+    }
+    // The inference pool, AvgPool (3, 2), as PaddleOCR's export (our forward uses it for maps
+    // 3..5 rows high).
+    if (ex_ok(e) && (e->h < 3 || e->h > 5)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "ONNX export: PPLCNetV4 gives a %d-row map here; the exported pool is AvgPool (3, 2), for 3..5 rows",
+                 e->h);
+        ex_fail(e, OCR_ERR_UNSUPPORTED, msg);
+    }
+    pool(e, &m->pool, 1, a, out);
+}
+
+// EncoderWithLightSVTR on the backbone map x (B, C, 1, W) → (B, dims, 1, W).
+static void light_neck(Ex *e, const LightSvtr *l, const char *x, char *out) {
+    char a[NAME_MAX_LEN], b[NAME_MAX_LEN], z[NAME_MAX_LEN], nm[NAME_MAX_LEN], sk[NAME_MAX_LEN];
+    const char *base = op_name(e, l->add_local.op);
+    convbn(e, &l->reduce, x, z);
+    convbn(e, &l->local, z, a);
+    snprintf(b, sizeof b, "%s", base);
+    node2(e, "Add", b, z, a, b);
+    // (B, C, 1, W) → (B, W, C).
+    snprintf(nm, sizeof nm, "%s.flatten", base);
+    reshape(e, nm, b, 3, (int64_t[]){0, l->s.dims, -1}, a);
+    snprintf(nm, sizeof nm, "%s.tokens", base);
+    transpose(e, nm, a, 3, (int64_t[]){0, 2, 1}, b);
+    for (int i = 0; i < l->s.depth && ex_ok(e); i++) {
+        svtr_block(e, &l->blocks[i], b, a);
+        memcpy(b, a, sizeof a);
+    }
+    layernorm(e, &l->norm, b, a);
+    snprintf(nm, sizeof nm, "%s.channels_first", op_name(e, l->norm.op));
+    transpose(e, nm, a, 3, (int64_t[]){0, 2, 1}, b);
+    snprintf(nm, sizeof nm, "%s.map", op_name(e, l->norm.op));
+    reshape(e, nm, b, 4, (int64_t[]){0, l->s.dims, 1, -1}, a);
+    convbn(e, &l->skip, x, sk);
+    snprintf(out, NAME_MAX_LEN, "%s", op_name(e, l->add_skip.op));
+    node2(e, "Add", out, a, sk, out);
+}
+
 // ---- the model ---------------------------------------------------------------------------------------------
 
 static void value_info(Pb *g, uint32_t field, const char *name, int ndim, const int64_t *dims, const char *const *params) {
@@ -602,10 +745,15 @@ static ocr_status_t check_exportable(const OcrModel *m) {
                              "ONNX export: the SVTRNet backbone (algorithm %s) is not exported; PP-OCRv3 (MobileNetV1Enhance) "
                              "and PP-OCRv4 (PPLCNetV3) recognizers are",
                              a->algorithm);
-    if (a->backbone == OCR_BACKBONE_LCNETV4 || a->neck_light || a->head_guide)
+    if (a->backbone == OCR_BACKBONE_HGNETV2)
         return ocr_set_error(OCR_ERR_UNSUPPORTED,
-                             "ONNX export: PP-OCRv6 networks (PPLCNetV4, LightSVTR neck, guided CTC head) are not "
-                             "exported yet; PP-OCRv3 (MobileNetV1Enhance) and PP-OCRv4 (PPLCNetV3) recognizers are");
+                             "ONNX export: the PP-OCRv5 server backbone (PPHGNetV2_B4) is not exported yet; PP-OCRv3 "
+                             "(MobileNetV1Enhance) and PP-OCRv4 (PPLCNetV3) recognizers are");
+    if (a->backbone != OCR_BACKBONE_LCNETV4 && (a->neck_light || a->head_guide))
+        return ocr_set_error(OCR_ERR_UNSUPPORTED,
+                             "ONNX export: the LightSVTR neck and the guided CTC head are exported with PPLCNetV4 only");
+    if (a->backbone == OCR_BACKBONE_LCNETV4 && a->neck_svtr)
+        return ocr_set_error(OCR_ERR_UNSUPPORTED, "ONNX export: PPLCNetV4 with the SVTR (not LightSVTR) neck is not exported");
     if (a->in_channels != 3)
         return ocr_set_error(OCR_ERR_UNSUPPORTED, "ONNX export: the network reads %d input channels; the export's x is (N, 3, H, W)",
                              a->in_channels);
@@ -633,7 +781,11 @@ static ocr_status_t export_walk(const OcrModel *m, const OcrOnnxExportOptions *o
     snprintf(t, sizeof t, "x");
     const Mv1e *mv = ocr_model_layers_mv1e(m);
     const Lcnet *lc = ocr_model_layers_lcnet(m);
-    if (mv) {
+    const Lcnet4 *l4 = ocr_model_layers_lcnet4(m);
+    if (l4) {
+        lcnet4(&e, l4, t, u);
+        memcpy(t, u, sizeof t);
+    } else if (mv) {
         convbn(&e, &mv->conv1, t, u);
         for (int i = 0; i < mv->nblocks && ex_ok(&e); i++) {
             const DWSeparable *b = &mv->blocks[i];
@@ -668,6 +820,17 @@ static ocr_status_t export_walk(const OcrModel *m, const OcrOnnxExportOptions *o
         }
         pool(&e, &lc->pool, 1, u, t);
     }
+    const LightSvtr *light = ocr_model_layers_light(m);
+    if (light && ex_ok(&e)) {
+        light_neck(&e, light, t, u);
+        memcpy(t, u, sizeof t);
+    }
+    const CtcGuide *guide = ocr_model_layers_guide(m);
+    if (guide && ex_ok(&e)) {
+        // The guide layer's Conv1Ds run on the one-row map as (1 x k) Conv2Ds.
+        convbn(&e, &guide->dw, t, u);
+        convbn(&e, &guide->pw, u, t);
+    }
     if (ex_ok(&e) && e.h != 1) {
         char msg[300];
         snprintf(msg, sizeof msg, "ONNX export: at input height %d the backbone's map has %d rows; Im2Seq needs 1", a->img_h, e.h);
@@ -688,7 +851,8 @@ static ocr_status_t export_walk(const OcrModel *m, const OcrOnnxExportOptions *o
 
     Pb graph = {0}, model = {0};
     char gname[64];
-    snprintf(gname, sizeof gname, "ocrtrain_%s", a->backbone == OCR_BACKBONE_MV1E ? "ppocrv3" : "ppocrv4");
+    snprintf(gname, sizeof gname, "ocrtrain_%s",
+             a->backbone == OCR_BACKBONE_MV1E ? "ppocrv3" : a->backbone == OCR_BACKBONE_LCNETV4 ? "ppocrv6" : "ppocrv4");
     pb_str(&graph, GRAPH_NAME, gname);
     pb_raw(&graph, e.nodes.p, e.nodes.n);
     pb_raw(&graph, e.inits.p, e.inits.n);
@@ -735,7 +899,8 @@ ocr_status_t ocr_onnx_export_bytes(const OcrModel *m, const OcrOnnxExportOptions
     OCR_TRY(check_exportable(m));
     const OcrArch *a = ocr_model_arch(m);
     OcrModel *fused = NULL;
-    if (a->backbone == OCR_BACKBONE_LCNETV3 && !a->lcnet.deploy) OCR_TRY(ocr_model_fuse(&fused, m));
+    if ((a->backbone == OCR_BACKBONE_LCNETV3 && !a->lcnet.deploy) || (a->backbone == OCR_BACKBONE_LCNETV4 && !a->lcnet4.deploy))
+        OCR_TRY(ocr_model_fuse(&fused, m));
     const OcrModel *src = fused ? fused : m;
     ocr_status_t st = export_walk(src, opt, data, size, info);
     if (st == OCR_OK && info) {

@@ -1,4 +1,4 @@
-#include "models/onnx_import.h"
+#include "models/onnx_import_internal.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -9,28 +9,8 @@
 // ---- the graph as a data-flow index -----------------------------------------------------------
 // Tensor names are interned to ids; Identity and (inference) Dropout nodes alias their output
 // to their input, so the walk sees through the pass-throughs paddle2onnx scatters around.
-
-typedef struct {
-    const OcrOnnxModel *m;
-    const char *file;
-    int nt, tcap;            // interned tensor names
-    const char **tname;
-    int *canon;              // id -> the id it aliases (itself when not an alias)
-    int *producer;           // id -> node index (-1: graph input / constant)
-    const OcrOnnxTensor **konst;
-    int hcap;
-    int *hash;               // open addressing over ids (-1 empty)
-    int **in, **out;         // per node: canonical input ids (-1 for "") / output ids
-    unsigned char *skip;     // Constant / Identity / Dropout: never a consumer
-    unsigned char *used;     // nodes the walk consumed
-    int *rstart, *readers;   // CSR: the nodes reading tensor t are readers[rstart[t] .. rstart[t + 1])
-    int nindexed;            // tensors in the index (names interned later have no readers)
-    OcrOnnxTensor *folded;   // constants computed from constants (Reshape / Unsqueeze / Transpose of a weight)
-    const OcrOnnxTensor **folded_src;  // the graph constant each was computed from (for the unused listing)
-    int nfolded, fcap;
-    void **owned;            // data the folds allocated (a transposed weight, a Constant's value_floats)
-    int nowned;
-} G;
+// (The index G, the pattern structs and the wrappers at the end are declared in
+// onnx_import_internal.h for the PPLCNetV4 walker, onnx_import_lcnetv4.c.)
 
 static uint64_t fnv(const char *s) {
     uint64_t h = 1469598103934665603ull;
@@ -423,11 +403,6 @@ static void g_build(G *g, const OcrOnnxModel *m, const char *file) {
     }
 }
 
-// The nodes reading t: for (int r = rbegin(g, t), i; r < rend(g, t) && (i = g->readers[r], 1); r++)
-static int rbegin(const G *g, int t) { return t >= 0 && t < g->nindexed ? g->rstart[t] : 0; }
-static int rend(const G *g, int t) { return t >= 0 && t < g->nindexed ? g->rstart[t + 1] : 0; }
-#define FOR_READERS(g, t, i) for (int r_ = rbegin(g, t), i = 0; r_ < rend(g, t) && ((i = (g)->readers[r_]), 1); r_++)
-
 static void g_free(G *g) {
     for (int i = 0; i < g->m->nnodes; i++) {
         free(g->in[i]);
@@ -449,11 +424,6 @@ static void g_free(G *g) {
     free(g->konst);
     free(g->hash);
 }
-
-static const OcrOnnxNode *N(const G *g, int i) { return &g->m->nodes[i]; }
-static int O(const G *g, int i) { return g->out[i][0] >= 0 ? g->canon[g->out[i][0]] : -1; }  // a node's first output
-static const char *TN(const G *g, int t) { return t >= 0 ? g->tname[t] : "(none)"; }
-static const OcrOnnxTensor *K(const G *g, int t) { return t >= 0 ? g->konst[t] : NULL; }
 
 static const char *node_label(const G *g, int i, char *buf, size_t n) {
     const OcrOnnxNode *nd = N(g, i);
@@ -558,23 +528,7 @@ static void use(G *g, int n) {
 
 // ---- layer patterns ------------------------------------------------------------------------------
 
-enum { ACT_NONE = 0, ACT_HSWISH, ACT_SWISH, ACT_RELU, ACT_HSIG };
-static const char *const act_names[] = {"none", "hardswish", "swish", "relu", "hardsigmoid"};
-
-typedef struct {
-    int conv;  // node
-    const OcrOnnxTensor *w, *b;
-    int stride[2], pad[4], group, dil[2];
-    int bn;  // node or -1
-    const OcrOnnxTensor *bnt[4];
-    float bn_eps;
-    const OcrOnnxTensor *lab[2], *alab[2];  // affine after the conv/BN, after the activation
-    int lab_node, alab_node;
-    int act;
-    float hs_alpha, hs_beta;
-    int act_node;
-    int out;
-} Unit;
+const char *const oi_act_names[] = {"none", "hardswish", "swish", "relu", "hardsigmoid", "gelu"};
 
 // y = w·x + b with one-element w and b: PPLCNetV3's LearnableAffineBlock. A Mul by a scalar
 // whose output feeds the Add of another scalar (swish's Mul(x, 1) feeds a Sigmoid instead).
@@ -604,6 +558,47 @@ static int clip_bounds(const G *g, int n, float *lo, float *hi) {
     if (c->ninputs >= 2 && g->in[n][1] >= 0 && !scalar_of(g, g->in[n][1], lo)) return 0;
     if (c->ninputs >= 3 && g->in[n][2] >= 0 && !scalar_of(g, g->in[n][2], hi)) return 0;
     return 1;
+}
+
+// GELU reading t: the Gelu op (opset 20), or x · (1 + erf(x / √2)) · 0.5 as paddle2onnx writes
+// it (the division by √2 may be a Mul by 1/√2; the 0.5 may scale x first or be a Div by 2).
+// Returns the node giving the result (-1: none).
+static int match_gelu(G *g, int t) {
+    int n = consumer(g, t, "Gelu", 0);
+    if (n >= 0) {
+        const OcrOnnxAttr *ap = ocr_onnx_attr(N(g, n), "approximate");
+        if (ap && ap->s && strcmp(ap->s, "none") != 0) return -1;  // the tanh form is another function
+        use(g, n);
+        return n;
+    }
+    float v;
+    int d = scalar_consumer(g, t, "Div", &v);
+    if (d < 0 || fabsf(v - 1.41421356f) > 1e-5f) {
+        d = scalar_consumer(g, t, "Mul", &v);
+        if (d < 0 || fabsf(v - 0.70710678f) > 1e-6f) return -1;
+    }
+    int e = consumer(g, O(g, d), "Erf", 0);
+    int a = e >= 0 ? scalar_consumer(g, O(g, e), "Add", &v) : -1;
+    if (a < 0 || v != 1.0f) return -1;
+    int m = -1, last = -1, half = -1;
+    FOR_READERS(g, O(g, a), i) {
+        if (g->skip[i] || strcmp(N(g, i)->op_type, "Mul") != 0) continue;
+        int o = other_input(g, i, O(g, a));
+        if (o == t) {  // x · (1 + erf), then · 0.5 (or / 2)
+            float h;
+            int k = scalar_consumer(g, O(g, i), "Mul", &h);
+            if (k >= 0 && h == 0.5f) m = i, last = k;
+            else if ((k = scalar_consumer(g, O(g, i), "Div", &h)) >= 0 && h == 2.0f) m = i, last = k;
+        } else if (o >= 0 && (half = g->producer[o]) >= 0 && !g->skip[half] && strcmp(N(g, half)->op_type, "Mul") == 0 &&
+                   other_input(g, half, t) >= 0 && scalar_of(g, other_input(g, half, t), &v) && v == 0.5f) {
+            m = half, last = i;  // (x · 0.5) · (1 + erf)
+        }
+        if (last >= 0) break;
+    }
+    if (last < 0) return -1;
+    int nodes[] = {d, e, a, m, last};
+    for (size_t k = 0; k < sizeof nodes / sizeof *nodes; k++) use(g, nodes[k]);
+    return last;
 }
 
 // An activation reading t; returns its output (t itself with ACT_NONE).
@@ -661,6 +656,24 @@ static int match_act(G *g, int t, int *act, int *node, float *alpha, float *beta
         use(g, n);
         return O(g, n);
     }
+    // x · hardsigmoid(x) with slope 1/6 and offset 0.5 is hardswish (an SE gate's HardSigmoid
+    // multiplies another tensor, not its own input).
+    if ((n = consumer(g, t, "HardSigmoid", 0)) >= 0 && fabsf(attr_f(N(g, n), "alpha", 0.2f) - 1.0f / 6.0f) < 1e-6f &&
+        attr_f(N(g, n), "beta", 0.5f) == 0.5f) {
+        FOR_READERS(g, O(g, n), i) {
+            if (g->skip[i] || strcmp(N(g, i)->op_type, "Mul") != 0 || other_input(g, i, O(g, n)) != t) continue;
+            use(g, n);
+            use(g, i);
+            *act = ACT_HSWISH;
+            *node = i;
+            return O(g, i);
+        }
+    }
+    if ((n = match_gelu(g, t)) >= 0) {
+        *act = ACT_GELU;
+        *node = n;
+        return O(g, n);
+    }
     if ((n = consumer(g, t, "HardSigmoid", 0)) >= 0) {
         *act = ACT_HSIG;
         *node = n;
@@ -674,9 +687,9 @@ static int match_act(G *g, int t, int *act, int *node, float *alpha, float *beta
 }
 
 // conv [+ bias Add] [+ BN] [+ affine] [+ activation] [+ affine], reading t.
+static ocr_status_t match_unit_at(G *g, int n, Unit *u, const char *what);
+
 static ocr_status_t match_unit(G *g, int t, Unit *u, const char *what) {
-    memset(u, 0, sizeof *u);
-    u->bn = u->lab_node = u->alab_node = u->act_node = -1;
     int n = consumer(g, t, "Conv", 0);
     if (n < 0) return fail_tensor(g, t, "expected a Conv (%s), found none reading it", what);
     int second = -1;
@@ -687,6 +700,14 @@ static ocr_status_t match_unit(G *g, int t, Unit *u, const char *what) {
                          "a second Conv reads the same input as node #%d: parallel branches (an unfused, training-form "
                          "PPLCNetV3 rep layer?); PaddleOCR's export fuses them, import the .pdparams instead",
                          n);
+    return match_unit_at(g, n, u, what);
+}
+
+// The same from the Conv node n (a branch of a fork: PPLCNetV4's stem, the LightSVTR neck).
+static ocr_status_t match_unit_at(G *g, int n, Unit *u, const char *what) {
+    memset(u, 0, sizeof *u);
+    u->bn = u->lab_node = u->alab_node = u->act_node = -1;
+    (void)what;
     u->conv = n;
     use(g, n);
     const OcrOnnxNode *c = N(g, n);
@@ -698,10 +719,34 @@ static ocr_status_t match_unit(G *g, int t, Unit *u, const char *what) {
     attr_pair(c, "dilations", 1, u->dil);
     const OcrOnnxAttr *pads = ocr_onnx_attr(c, "pads");
     for (int k = 0; k < 4; k++) u->pad[k] = pads && pads->nints == 4 ? (int)pads->ints[k] : 0;
-    if (ocr_onnx_attr(c, "auto_pad") && ocr_onnx_attr(c, "auto_pad")->s && strcmp(ocr_onnx_attr(c, "auto_pad")->s, "NOTSET"))
-        return fail_node(g, n, "auto_pad %s is not supported (explicit pads only)", ocr_onnx_attr(c, "auto_pad")->s);
     u->group = (int)attr_i(c, "group", 1);
+    const OcrOnnxAttr *ap = ocr_onnx_attr(c, "auto_pad");
+    if (ap && ap->s && strcmp(ap->s, "NOTSET") != 0) {
+        // Paddle's padding="SAME" (PPLCNetV4's 2x2 stem convs): at stride 1 the pads are k - 1 in
+        // all, the odd one after (SAME_UPPER) or before (SAME_LOWER); VALID is none.
+        int upper = strcmp(ap->s, "SAME_UPPER") == 0, lower = strcmp(ap->s, "SAME_LOWER") == 0;
+        if (!upper && !lower && strcmp(ap->s, "VALID") != 0)
+            return fail_node(g, n, "auto_pad %s is not an ONNX padding mode", ap->s);
+        if ((upper || lower) && (u->stride[0] != 1 || u->stride[1] != 1))
+            return fail_node(g, n, "auto_pad %s at stride (%d,%d): the pads depend on the input size", ap->s, u->stride[0],
+                             u->stride[1]);
+        for (int d = 0; d < 2; d++) {
+            int total = upper || lower ? u->dil[d] * ((int)u->w->dims[2 + d] - 1) : 0, small = total / 2;
+            u->pad[d] = upper ? small : total - small;
+            u->pad[d + 2] = total - u->pad[d];
+        }
+    }
     int y = O(g, n);
+    // A Conv1D exported as Unsqueeze, Conv, Squeeze: the Squeeze of the height axis is plumbing.
+    int sq = consumer(g, y, "Squeeze", 0);
+    const OcrOnnxAttr *sqa = sq >= 0 ? ocr_onnx_attr(N(g, sq), "axes") : NULL;
+    if (sq >= 0 && u->w->dims[2] == 1 && data_consumers(g, y) == 1 &&
+        ((sqa && sqa->nints == 1 && sqa->ints[0] == 2) ||
+         (N(g, sq)->ninputs > 1 && K(g, g->in[sq][1]) && K(g, g->in[sq][1])->i64 && K(g, g->in[sq][1])->numel == 1 &&
+          K(g, g->in[sq][1])->i64[0] == 2))) {
+        use(g, sq);
+        y = O(g, sq);
+    }
     if (!u->b) {
         // paddle2onnx (PIR) writes a conv bias as a following Add of a (1, OC, 1, 1) constant.
         for (int i = 0; i < g->m->nnodes; i++) {
@@ -751,12 +796,6 @@ static int follow_shape_ops(G *g, int t) {
         t = O(g, next);
     }
 }
-
-typedef struct {
-    int node;
-    const OcrOnnxTensor *w, *b;
-    int out;
-} Lin;
 
 // A weight as the (in, out) matrix a linear layer multiplies by: a 2-D constant, or one with
 // leading dimensions of 1 (an Unsqueeze folded into it) seen as 2-D; `trans` gives the transposed
@@ -830,13 +869,6 @@ static ocr_status_t match_linear(G *g, int t, Lin *l, const char *what) {
     return OCR_OK;
 }
 
-typedef struct {
-    int node;  // the first node of the pattern
-    const OcrOnnxTensor *g, *b;
-    float eps;
-    int out;
-} Ln;
-
 // LayerNorm over the last axis: LayerNormalization, or paddle2onnx's ReduceMean, Sub, Pow 2,
 // ReduceMean, Add eps, Sqrt, Div, Mul γ, Add β.
 static ocr_status_t match_ln(G *g, int t, Ln *l) {
@@ -905,13 +937,6 @@ static int residual_add(G *g, int t, int other) {
 #define MAX_UNITS 96
 #define MAX_BLOCKS 24
 #define MAX_SVTR 8
-
-typedef struct {
-    Ln ln1, ln2;
-    Lin qkv, proj, fc1, fc2;
-    float scale;
-    int scale_node, softmax_node, act;
-} Blk;
 
 typedef struct {
     Unit units[MAX_UNITS];
@@ -1142,7 +1167,7 @@ static ocr_status_t expect_unit(const G *g, const Unit *u, const char *what, int
                          u->lab[0] ? "has" : "lacks", want_lab ? "needs one" : "has none");
     if (u->act != act)
         return fail_node(g, u->act_node >= 0 ? u->act_node : u->conv, "%s: activation %s, the network uses %s", what,
-                         act_names[u->act], act_names[act]);
+                         oi_act_names[u->act], oi_act_names[act]);
     if ((u->alab[0] != NULL) != want_alab)
         return fail_node(g, u->conv, "%s: %s a learnable affine block after the activation, the network %s", what,
                          u->alab[0] ? "has" : "lacks", want_alab ? "needs one" : "has none");
@@ -1252,7 +1277,7 @@ static ocr_status_t identify(const G *g, const Net *net, OcrArch *a, OcrOnnxImpo
         return fail_node(g, dw0->conv,
                          "the first block is neither MobileNetV1Enhance's (conv, BN, HardSwish) nor PPLCNetV3's deploy "
                          "form (conv with bias, affine, hardswish, affine): BN %s, bias %s, affine %s, activation %s",
-                         dw0->bn >= 0 ? "yes" : "no", dw0->b ? "yes" : "no", dw0->lab[0] ? "yes" : "no", act_names[dw0->act]);
+                         dw0->bn >= 0 ? "yes" : "no", dw0->b ? "yes" : "no", dw0->lab[0] ? "yes" : "no", oi_act_names[dw0->act]);
     }
     char neck[96] = "Im2Seq neck";
     a->neck_svtr = net->svtr_neck;
@@ -1301,15 +1326,6 @@ static ocr_status_t identify(const G *g, const Net *net, OcrArch *a, OcrOnnxImpo
 }
 
 // ---- pairing with the network ---------------------------------------------------------------------
-
-typedef struct {
-    const G *g;
-    OcrModel *model;
-    OcrParamTable *params, *stats;
-    int loaded;
-    int64_t values;
-    const OcrOnnxTensor **taken;  // the constants loaded (one per tensor filled)
-} Ctx;
 
 static const char *dims_str(const OcrOnnxTensor *t, char *buf, size_t n) {
     size_t u = (size_t)snprintf(buf, n, "{");
@@ -1466,7 +1482,7 @@ static ocr_status_t pair_all(Ctx *c, const Net *net) {
             if (fabsf(b->scale - want) > 1e-7f)
                 return fail_node(g, b->scale_node, "scales q by %.9g, %d heads of %d need %.9g", b->scale, heads, hd, want);
             if (b->act != ACT_SWISH)
-                return fail_node(g, b->fc1.node, "the MLP activation is %s, the network uses swish", act_names[b->act]);
+                return fail_node(g, b->fc1.node, "the MLP activation is %s, the network uses swish", oi_act_names[b->act]);
         }
     }
     if (ku + 1 != net->nunits)
@@ -1525,16 +1541,27 @@ ocr_status_t ocr_import_onnx_dict(OcrModel **out, const OcrOnnxModel *m, const c
     OCR_ASSERT(net, "out of host memory");
     OcrArch arch;
     OcrModel *model = NULL;
-    ocr_status_t st = walk(&g, net);
-    if (st == OCR_OK) st = identify(&g, net, &arch, &info, dict);
-    if (st == OCR_OK) st = check_units(&g, net, &arch);
-    if (st == OCR_OK) st = ocr_model_create(&model, &arch);
-    Ctx c = {&g, model, model ? ocr_model_params(model) : NULL, model ? ocr_model_stats(model) : NULL, 0, 0, NULL};
-    if (model) {
-        c.taken = calloc((size_t)(c.params->count + c.stats->count) + 1, sizeof *c.taken);
-        OCR_ASSERT(c.taken, "out of host memory");
+    Ctx c = {&g, NULL, NULL, NULL, 0, 0, NULL};
+    ocr_status_t st;
+    // PP-OCRv6 (PPLCNetV4: GELU in the backbone) has its own walker (onnx_import_lcnetv4.c).
+    const int v6 = oi_is_lcnetv4(&g);
+    if (v6) {
+        st = oi_import_lcnetv4(&g, dict, &c, &arch, &info);
+        model = c.model;
+    } else {
+        st = walk(&g, net);
+        if (st == OCR_OK) st = identify(&g, net, &arch, &info, dict);
+        if (st == OCR_OK) st = check_units(&g, net, &arch);
+        if (st == OCR_OK) st = ocr_model_create(&model, &arch);
+        c.model = model;
+        if (model) {
+            c.params = ocr_model_params(model);
+            c.stats = ocr_model_stats(model);
+            c.taken = calloc((size_t)(c.params->count + c.stats->count) + 1, sizeof *c.taken);
+            OCR_ASSERT(c.taken, "out of host memory");
+        }
+        if (st == OCR_OK) st = pair_all(&c, net);
     }
-    if (st == OCR_OK) st = pair_all(&c, net);
     if (st == OCR_OK && c.loaded != c.params->count + c.stats->count)
         st = ocr_set_error(OCR_ERR_INTERNAL, "%s: %d of the network's %d tensors were filled", name, c.loaded,
                            c.params->count + c.stats->count);
@@ -1542,7 +1569,7 @@ ocr_status_t ocr_import_onnx_dict(OcrModel **out, const OcrOnnxModel *m, const c
         for (int i = 0; i < m->nnodes; i++) info.nodes_walked += g.used[i];
         info.tensors_loaded = c.loaded;
         info.values_loaded = c.values;
-        info.softmax_output = net->softmax_node >= 0;
+        if (!v6) info.softmax_output = net->softmax_node >= 0;
         info.dictionary = dict;
         info.dictionary_from_file = dictionary != NULL;
         info.dictionary_lines = count_lines(info.dictionary);
@@ -1598,6 +1625,15 @@ const char *ocr_import_suggest_config(const OcrArch *a, char *ov, size_t size) {
     size_t u = 0;
     char tmp[512] = "";
 #define OV(...) (u < sizeof tmp ? (u += (size_t)snprintf(tmp + u, sizeof tmp - u, __VA_ARGS__)) : u)
+    if (a->backbone == OCR_BACKBONE_LCNETV4) {
+        // PP-OCRv6: the CTC branch PaddleOCR exports, configs/rec_ppocrv6_{tiny,small}_ctc.json.
+        cfg = a->lcnet4.size == OCR_LCNETV4_TINY    ? "configs/rec_ppocrv6_tiny_ctc.json"
+              : a->lcnet4.size == OCR_LCNETV4_SMALL ? "configs/rec_ppocrv6_small_ctc.json"
+                                                    : NULL;
+        if (cfg && a->lcnet4.deploy) OV(" Architecture.Backbone.deploy=true");
+        if (ov && size) snprintf(ov, size, "%s", tmp[0] == ' ' ? tmp + 1 : tmp);
+        return cfg;
+    }
     int dims = 120, hidden = 120, k0 = 1, k1 = 3;
     if (a->backbone == OCR_BACKBONE_MV1E) {
         cfg = "configs/rec_ppocrv3_en.json";
@@ -1631,3 +1667,60 @@ const char *ocr_import_suggest_config(const OcrArch *a, char *ov, size_t size) {
     if (ov && size) snprintf(ov, size, "%s", tmp[0] == ' ' ? tmp + 1 : tmp);
     return cfg;
 }
+
+// ---- shared with the PPLCNetV4 walker (onnx_import_internal.h) ------------------------------------------
+
+void oi_g_build(G *g, const OcrOnnxModel *m, const char *file) { g_build(g, m, file); }
+void oi_g_free(G *g) { g_free(g); }
+int oi_intern(G *g, const char *name) { return intern(g, name); }
+int oi_consumer(const G *g, int t, const char *op, int slot) { return consumer(g, t, op, slot); }
+int oi_data_consumers(const G *g, int t) { return data_consumers(g, t); }
+int oi_other_input(const G *g, int n, int t) { return other_input(g, n, t); }
+int oi_scalar_of(const G *g, int t, float *v) { return scalar_of(g, t, v); }
+int64_t oi_attr_i(const OcrOnnxNode *n, const char *name, int64_t def) { return attr_i(n, name, def); }
+float oi_attr_f(const OcrOnnxNode *n, const char *name, float def) { return attr_f(n, name, def); }
+void oi_attr_pair(const OcrOnnxNode *n, const char *name, int def, int out[2]) { attr_pair(n, name, def, out); }
+void oi_use(G *g, int n) { use(g, n); }
+
+ocr_status_t oi_fail_node(const G *g, int i, const char *fmt, ...) {
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return fail_node(g, i, "%s", what);
+}
+
+ocr_status_t oi_fail_tensor(const G *g, int t, const char *fmt, ...) {
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return fail_tensor(g, t, "%s", what);
+}
+
+ocr_status_t oi_match_unit(G *g, int t, Unit *u, const char *what) { return match_unit(g, t, u, what); }
+ocr_status_t oi_match_unit_at(G *g, int conv, Unit *u, const char *what) { return match_unit_at(g, conv, u, what); }
+int oi_match_act(G *g, int t, int *act, int *node, float *alpha, float *beta) {
+    return match_act(g, t, act, node, alpha, beta);
+}
+int oi_follow_shape_ops(G *g, int t) { return follow_shape_ops(g, t); }
+ocr_status_t oi_match_linear(G *g, int t, Lin *l, const char *what) { return match_linear(g, t, l, what); }
+ocr_status_t oi_match_ln(G *g, int t, Ln *l) { return match_ln(g, t, l); }
+int oi_residual_add(G *g, int t, int other) { return residual_add(g, t, other); }
+ocr_status_t oi_match_attention(G *g, Blk *b) { return match_attention(g, b); }
+ocr_status_t oi_expect_unit(const G *g, const Unit *u, const char *what, int want_bn, int want_bias, int want_lab, int act,
+                            int want_alab) {
+    return expect_unit(g, u, what, want_bn, want_bias, want_lab, act, want_alab);
+}
+ocr_status_t oi_put(Ctx *c, OcrParamTable *tab, const char *name, const OcrOnnxTensor *src, const float *data, int node) {
+    return put(c, tab, name, src, data, node);
+}
+ocr_status_t oi_put_conv(Ctx *c, const OcrOpInfo *o, const Unit *u) { return put_conv(c, o, u); }
+ocr_status_t oi_put_pair(Ctx *c, const OcrOpInfo *o, const OcrOnnxTensor *w, const OcrOnnxTensor *b, const char *wn,
+                         const char *bnm, int node) {
+    return put_pair(c, o, w, b, wn, bnm, node);
+}
+uint64_t oi_dict_fnv(const char *dictionary) { return dict_fnv(dictionary); }
+int oi_count_lines(const char *s) { return count_lines(s); }

@@ -1,4 +1,5 @@
-// PaddleOCR's PP-OCR recognizers (v3, v4, v5 mobile) as exported to ONNX → ocrtrain networks.
+// PaddleOCR's PP-OCR recognizers (v3, v4, v5 mobile, v6 tiny / small) as exported to ONNX →
+// ocrtrain networks.
 //
 // The graph is matched by its structure, never by counting nodes: starting at the graph
 // input, the importer walks the data flow layer by layer (conv [+ bias] [+ BN] [+ learnable
@@ -20,6 +21,11 @@
 //             hardswish + affine), scale from the channels;
 //   PP-OCRv5 mobile: the same network with 18,385 classes, when the dictionary (given, or in
 //             the metadata) is ppocrv5_dict.txt or there is none;
+//   PP-OCRv6: a graph with GELU (Erf or Gelu nodes) is PPLCNetV4, walked by its own walker
+//             (models/onnx_import_lcnetv4.c: the tiny's conv-GELU-conv stem or the StemBlock
+//             with its SAME-padded 2x2 convs and max pool, blocks with GELU channel mixers, the
+//             LightSVTR neck or the tiny's guide layer, one or two head FCs); the CTC branch is
+//             built as configs/rec_ppocrv6_{tiny,small}_ctc.json in deploy form;
 // the neck (SVTR: dims, hidden dims, kernel, depth, heads from the attention scale, MLP ratio;
 // or Im2Seq) and the class count. The matching ocrtrain network is then built and every layer
 // is paired with its op in forward order; shapes, strides, pads, groups, epsilons, HardSigmoid's
@@ -34,8 +40,9 @@
 
 typedef struct {
     char variant[320];    // "PP-OCRv4 ch: PPLCNetV3 0.95 (deploy-fused) + SVTR neck ... + CTC 6625"
-    const char *version;  // "PP-OCRv3", "PP-OCRv4" or "PP-OCRv5"
-    const char *language; // "en" (97 classes), "ch" (6625), "mobile" (PP-OCRv5, 18385) or "other"
+    const char *version;  // "PP-OCRv3", "PP-OCRv4", "PP-OCRv5" or "PP-OCRv6"
+    const char *language; // "en" (97 classes), "ch" (6625), "mobile" (PP-OCRv5, 18385) or "other";
+                          // PP-OCRv6: the size, "tiny", "small" or "medium"
     const char *config;   // the config to train the result with ("configs/rec_ppocrv4_ch.json")
     int deploy;           // the network was built in its deploy (fused) form
     int softmax_output;   // the graph ends with the head's softmax (else it outputs logits)
@@ -53,7 +60,8 @@ typedef struct {
     const char *dictionary;  // the dictionary given, else metadata_props "character" (newline separated); NULL: none
     int dictionary_lines;
     int dictionary_from_file;      // it is the one the caller gave (ocr_import_onnx_dict), not the metadata's
-    const char *dictionary_known;  // "ppocrv5_dict" when it is PaddleOCR's ppocrv5_dict.txt, else NULL
+    const char *dictionary_known;  // "ppocrv5_dict" (v6: also "ppocrv6_dict", "ppocrv6_tiny_dict") when it is
+                                   // that file of PaddleOCR's, else NULL
 } OcrOnnxImportInfo;
 
 // PP-OCRv5's recognizers: ppocrv5_dict.txt's 18,383 lines + blank + space, and the FNV-1a 64 of

@@ -90,6 +90,11 @@ static int fits(const OcrParamInfo *p, const OcrPdTensor *t, int *conv) {
         return t->shape[0] == p->shape[0] && t->shape[1] == p->shape[3] && t->shape[2] == p->shape[1] &&
                t->shape[3] == p->shape[2];
     }
+    if (p->ndim == 4 && t->ndim == 3 && p->shape[1] == 1) {
+        // Paddle's Conv1D (OC, C/g, K) (PP-OCRv6 tiny's guide layer): ours (OC, 1, K, C/g).
+        *conv = 1;
+        return t->shape[0] == p->shape[0] && t->shape[1] == p->shape[3] && t->shape[2] == p->shape[2];
+    }
     if (p->numel == 1) return 1;  // LearnableAffineBlock scalars: [1] on both sides
     if (p->ndim != t->ndim) return 0;
     for (int d = 0; d < p->ndim; d++)
@@ -161,7 +166,8 @@ ocr_status_t ocr_pdparams_load_into(OcrModel *m, const OcrPdparams *p, OcrPdLoad
         }
         OcrTensor dst = ocr_params_tensor(&host[tab], k);
         if (conv) {
-            int64_t oc = t->shape[0], cg = t->shape[1], kh = t->shape[2], kw = t->shape[3];
+            // A Conv1D's (OC, C/g, K) is the (OC, C/g, 1, K) of a one-row conv.
+            int64_t oc = t->shape[0], cg = t->shape[1], kh = t->ndim == 4 ? t->shape[2] : 1, kw = t->shape[t->ndim - 1];
             float *tr = malloc((size_t)t->numel * sizeof(float));
             if (!tr) {
                 st = oom();
@@ -213,9 +219,32 @@ ocr_status_t ocr_pdparams_load_model(OcrModel *m, const char *path, OcrPdLoadRep
     ocr_status_t st = ocr_pdparams_load(&p, file);
     free(file);
     if (st != OCR_OK) return st;
+    // A distillation checkpoint: this network's tensors (its weights prefix), else the student's.
+    if (!ocr_pdparams_select_prefix(p, ocr_model_weights_prefix(m))) ocr_pdparams_select_prefix(p, "Student.");
     st = ocr_pdparams_load_into(m, p, rep);
     ocr_pdparams_free(p);
     return st;
+}
+
+int ocr_pdparams_select_prefix(OcrPdparams *p, const char *prefix) {
+    size_t n = prefix ? strlen(prefix) : 0;
+    if (!n) return 0;
+    int found = 0;
+    for (int i = 0; i < p->count && !found; i++) found = strncmp(p->tensors[i].name, prefix, n) == 0;
+    if (!found) return 0;
+    int k = 0;
+    for (int i = 0; i < p->count; i++) {
+        OcrPdTensor *t = &p->tensors[i];
+        if (strncmp(t->name, prefix, n) != 0) {
+            free(t->name);
+            free(t->f32);
+            continue;
+        }
+        memmove(t->name, t->name + n, strlen(t->name + n) + 1);
+        p->tensors[k++] = *t;
+    }
+    p->count = k;
+    return k;
 }
 
 // ---- the architecture a checkpoint holds ----------------------------------------------------------

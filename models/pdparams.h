@@ -51,6 +51,11 @@ ocr_status_t ocr_pdparams_load_into(OcrModel *m, const OcrPdparams *p, OcrPdLoad
 // The same from a file: `path` may be the .pdparams file or PaddleOCR's prefix
 // ("output/rec/best_accuracy" → best_accuracy.pdparams), as Global.pretrained_model takes it.
 ocr_status_t ocr_pdparams_load_model(OcrModel *m, const char *path, OcrPdLoadReport *rep);
+// Distillation checkpoints (PaddleOCR's DistillationModel: "Student.backbone...", "Teacher....")
+// hold several networks: keeps the tensors named prefix + X as X and drops the others. Returns
+// how many were kept; 0 (p unchanged) when no tensor has the prefix. ocr_pdparams_load_model
+// selects the model's weights prefix (ocr_model_set_weights_prefix), else "Student.".
+int ocr_pdparams_select_prefix(OcrPdparams *p, const char *prefix);
 void ocr_pdparams_report_free(OcrPdLoadReport *rep);
 
 // The network a checkpoint holds, from its tensor names and shapes: PP-OCRv3 (MobileNetV1Enhance;

@@ -167,13 +167,20 @@ static void entry(W *w, const OcrParamTable *t, int i, const char *name) {
         shape[2] = kh;
         shape[3] = kw;
     }
+    int ndim = p->ndim;
+    const char *nm = name ? name : p->name;
+    if (ndim == 4 && shape[2] == 1 && strstr(nm, ".guide_layer.")) {
+        // PaddleOCR's Conv1D (PP-OCRv6 tiny's guide layer): (OC, C/g, K), the same values.
+        shape[2] = shape[3];
+        ndim = 3;
+    }
     if (w->in_batch == SETITEMS_BATCH) {
         op(&w->b, P_SETITEMS);
         op(&w->b, P_MARK);
         w->in_batch = 0;
     }
     text(&w->b, name ? name : p->name);
-    ndarray_f32(&w->b, p->ndim, shape, o, p->numel);
+    ndarray_f32(&w->b, ndim, shape, o, p->numel);
     w->in_batch++;
     w->tensors++;
     w->values += p->numel;

@@ -17,37 +17,57 @@ ocr_status_t ocr_model_save_weights(const OcrModel *m, const char *path) {
     return ocr_model_save_weights_from(m, path, NULL);
 }
 
+// Host copies of the tables of m and its companions (stats after params per network), and how
+// many tensors they hold.
+static ocr_status_t save_tables(const OcrModel *m, OcrParamTable *host, int *ntab) {
+    const OcrModel *nets[5] = {m};
+    int nn = 1;
+    for (int i = 0; i < m->n_weights_companions; i++) nets[nn++] = m->weights_companions[i];
+    *ntab = 0;
+    for (int k = 0; k < nn; k++) {
+        ocr_status_t st = ocr_params_host_copy(&nets[k]->params, &host[*ntab]);
+        if (st == OCR_OK) (*ntab)++, st = ocr_params_host_copy(&nets[k]->stats, &host[*ntab]);
+        if (st == OCR_OK) (*ntab)++;
+        if (st != OCR_OK) {
+            for (int j = 0; j < *ntab; j++) ocr_params_host_release(&host[j]);
+            *ntab = 0;
+            return st;
+        }
+    }
+    return OCR_OK;
+}
+
 ocr_status_t ocr_model_save_weights_from(const OcrModel *m, const char *path, const OcrTensor *const *masters) {
-    int n = m->params.count + m->stats.count;
-    OcrNamedTensor *ts = calloc((size_t)n, sizeof *ts);
+    OcrParamTable host[10];
+    int ntab;
+    OCR_TRY(save_tables(m, host, &ntab));
+    int n = 0;
+    for (int t = 0; t < ntab; t++) n += host[t].count;
+    OcrNamedTensor *ts = calloc((size_t)(n ? n : 1), sizeof *ts);
     void **mhost = calloc((size_t)(m->params.count ? m->params.count : 1), sizeof *mhost);
-    if (!ts || !mhost) {
+    char (*names)[160] = m->n_weights_companions || m->weights_prefix[0] ? calloc((size_t)(n ? n : 1), 160) : NULL;
+    if (!ts || !mhost || ((m->n_weights_companions || m->weights_prefix[0]) && !names)) {
         free(ts);
         free(mhost);
+        free(names);
+        for (int t = 0; t < ntab; t++) ocr_params_host_release(&host[t]);
         return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     }
-    OcrParamTable host[2];
-    ocr_status_t hst = ocr_params_host_copy(&m->params, &host[0]);
-    if (hst == OCR_OK) {
-        hst = ocr_params_host_copy(&m->stats, &host[1]);
-        if (hst != OCR_OK) ocr_params_host_release(&host[0]);
-    }
-    if (hst != OCR_OK) {
-        free(ts);
-        free(mhost);
-        return hst;
-    }
-    const OcrParamTable *tables[2] = {&host[0], &host[1]};
     ocr_status_t st = OCR_OK;
     int k = 0;
-    for (int t = 0; t < 2; t++) {
-        for (int i = 0; i < tables[t]->count; i++, k++) {
-            const OcrParamInfo *p = &tables[t]->items[i];
+    for (int t = 0; t < ntab; t++) {
+        const OcrModel *owner = t < 2 ? m : m->weights_companions[t / 2 - 1];
+        for (int i = 0; i < host[t].count; i++, k++) {
+            const OcrParamInfo *p = &host[t].items[i];
             ts[k].name = p->name;
+            if (names) {
+                snprintf(names[k], 160, "%s%s", owner->weights_prefix, p->name);
+                ts[k].name = names[k];
+            }
             ts[k].dtype = p->dtype;
             ts[k].ndim = p->ndim;
             memcpy(ts[k].shape, p->shape, sizeof ts[k].shape);
-            ts[k].data = (const char *)tables[t]->data + p->offset;
+            ts[k].data = (const char *)host[t].data + p->offset;
             const OcrTensor *mw = t == 0 && masters ? masters[i] : NULL;
             if (!mw || !mw->data) continue;
             // The master is the weight; the working copy in the table is its rounding.
@@ -72,6 +92,7 @@ ocr_status_t ocr_model_save_weights_from(const OcrModel *m, const char *path, co
     snprintf(deploy, sizeof deploy, "%d",
              m->arch.backbone == OCR_BACKBONE_LCNETV3   ? m->arch.lcnet.deploy
              : m->arch.backbone == OCR_BACKBONE_LCNETV4 ? m->arch.lcnet4.deploy
+             : m->arch.backbone == OCR_BACKBONE_HGNETV2 ? m->arch.hgnet2.deploy
                                                         : 0);
     OcrMetadataEntry meta[4] = {{"format", "ocrtrain"},
                                 {"algorithm", m->arch.algorithm},
@@ -81,9 +102,21 @@ ocr_status_t ocr_model_save_weights_from(const OcrModel *m, const char *path, co
     for (int i = 0; i < m->params.count; i++) free(mhost[i]);
     free(mhost);
     free(ts);
-    ocr_params_host_release(&host[0]);
-    ocr_params_host_release(&host[1]);
+    free(names);
+    for (int t = 0; t < ntab; t++) ocr_params_host_release(&host[t]);
     return st;
+}
+
+void ocr_model_set_weights_prefix(OcrModel *m, const char *prefix) {
+    snprintf(m->weights_prefix, sizeof m->weights_prefix, "%s", prefix ? prefix : "");
+}
+
+const char *ocr_model_weights_prefix(const OcrModel *m) { return m->weights_prefix; }
+
+void ocr_model_set_weights_companions(OcrModel *m, const OcrModel *const *others, int n) {
+    OCR_ASSERT(n >= 0 && n <= 4, "at most 4 companion networks");
+    for (int i = 0; i < n; i++) m->weights_companions[i] = others[i];
+    m->n_weights_companions = n;
 }
 
 // ---- the load report ---------------------------------------------------------------------------------
@@ -165,12 +198,48 @@ static ocr_status_t load_via_host(OcrModel *m, const OcrSafetensors *st, table_f
     return s;
 }
 
+// The name prefix of the load in progress (distillation: "Student."; "" for plain names).
+static _Thread_local char load_prefix[32];
+
+static const OcrNamedTensor *find_prefixed(const OcrSafetensors *st, const char *name) {
+    if (!load_prefix[0]) return ocr_safetensors_find(st, name);
+    char full[192];
+    snprintf(full, sizeof full, "%s%s", load_prefix, name);
+    return ocr_safetensors_find(st, full);
+}
+
+// Chooses load_prefix for a file (ocr_model_set_weights_prefix): the model's prefix when some
+// tensor of the file has it; else "" when the file holds the model's first tensor by its plain
+// name; else "Student." when it holds it there (a distillation checkpoint's student).
+static void choose_load_prefix(const OcrModel *m, const OcrSafetensors *st) {
+    load_prefix[0] = '\0';
+    size_t n = strlen(m->weights_prefix);
+    if (n) {
+        for (int i = 0; i < ocr_safetensors_count(st); i++)
+            if (strncmp(ocr_safetensors_at(st, i)->name, m->weights_prefix, n) == 0) {
+                snprintf(load_prefix, sizeof load_prefix, "%s", m->weights_prefix);
+                return;
+            }
+    }
+    if (!m->params.count || ocr_safetensors_find(st, m->params.items[0].name)) return;
+    char full[192];
+    snprintf(full, sizeof full, "Student.%s", m->params.items[0].name);
+    if (ocr_safetensors_find(st, full)) snprintf(load_prefix, sizeof load_prefix, "Student.");
+}
+
+// A file tensor's name in the model's terms: NULL for another network's (outside load_prefix).
+static const char *unprefixed(const char *name) {
+    size_t n = strlen(load_prefix);
+    if (!n) return name;
+    return strncmp(name, load_prefix, n) == 0 ? name + n : NULL;
+}
+
 // The partial rule (ctx: the OcrLoadReport): what matches loads, the rest is counted.
 static ocr_status_t load_partial_table(OcrParamTable *t, const OcrSafetensors *st, void *ctx) {
     OcrLoadReport *r = ctx;
     for (int i = 0; i < t->count; i++) {
         const OcrParamInfo *p = &t->items[i];
-        const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
+        const OcrNamedTensor *nt = find_prefixed(st, p->name);
         if (!nt) {
             ocr_load_report_add_missing(r, p->name);
             continue;
@@ -197,10 +266,11 @@ ocr_status_t ocr_model_load_partial(OcrModel *m, const char *path, OcrLoadReport
     ocr_load_report_init(report);
     OcrSafetensors *st;
     OCR_TRY(ocr_safetensors_open(&st, path));
+    choose_load_prefix(m, st);
     for (int i = 0; i < ocr_safetensors_count(st); i++) {
-        const char *name = ocr_safetensors_at(st, i)->name;
-        if (ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
-            ocr_load_report_add_unexpected(report, name);
+        const char *name = unprefixed(ocr_safetensors_at(st, i)->name);
+        if (name && ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
+            ocr_load_report_add_unexpected(report, ocr_safetensors_at(st, i)->name);
     }
     ocr_status_t s = load_via_host(m, st, load_partial_table, report);
     ocr_safetensors_close(st);
@@ -212,10 +282,10 @@ static ocr_status_t load_table(OcrParamTable *t, const OcrSafetensors *st, void 
     const char *path = ctx;
     for (int i = 0; i < t->count; i++) {
         const OcrParamInfo *p = &t->items[i];
-        const OcrNamedTensor *nt = ocr_safetensors_find(st, p->name);
+        const OcrNamedTensor *nt = find_prefixed(st, p->name);
         if (!nt)
-            return ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor %s (the model expects it; wrong architecture?)", path,
-                                 p->name);
+            return ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor %s%s (the model expects it; wrong architecture?)", path,
+                                 load_prefix, p->name);
         int same = nt->ndim == p->ndim;
         for (int d = 0; same && d < p->ndim; d++) same = nt->shape[d] == p->shape[d];
         if (!same) {
@@ -242,10 +312,11 @@ static ocr_status_t load_table(OcrParamTable *t, const OcrSafetensors *st, void 
 ocr_status_t ocr_model_load_weights(OcrModel *m, const char *path) {
     OcrSafetensors *st;
     OCR_TRY(ocr_safetensors_open(&st, path));
+    choose_load_prefix(m, st);
     ocr_status_t s = OCR_OK;
     for (int i = 0; i < ocr_safetensors_count(st) && s == OCR_OK; i++) {
-        const char *name = ocr_safetensors_at(st, i)->name;
-        if (ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
+        const char *name = unprefixed(ocr_safetensors_at(st, i)->name);
+        if (name && ocr_params_find(&m->params, name) < 0 && ocr_params_find(&m->stats, name) < 0)
             s = ocr_set_error(OCR_ERR_FORMAT, "%s: tensor %s is not part of this model (wrong architecture?)", path,
                               name);
     }

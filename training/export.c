@@ -21,6 +21,8 @@ ocr_status_t export_model_from_pdparams(OcrModel **out, const char *path, char *
     *out = NULL;
     OcrPdparams *p;
     OCR_TRY(ocr_pdparams_load(&p, path));
+    // A PaddleOCR distillation checkpoint: its student (the Student. tensors, prefix stripped).
+    ocr_pdparams_select_prefix(p, "Student.");
     OcrArch arch;
     OcrModel *m = NULL;
     OcrPdLoadReport rep;

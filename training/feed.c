@@ -197,6 +197,7 @@ void feed_batch_view(const FeedBatch *b, FeedDeviceBatch *out) {
     out->host_labels = b->labels;
     out->host_lengths = b->lengths;
     out->host_widths = b->widths;
+    out->host_index = b->index;
 }
 
 #define UPLOAD_SLOTS 2

@@ -87,6 +87,7 @@ typedef struct {
     OcrTensor lengths;  // (count) int32
     int count, max_len;
     const int32_t *host_labels, *host_lengths, *host_widths;
+    const int64_t *host_index;  // (count) each sample's dataset index (NULL when unknown)
 } FeedDeviceBatch;
 
 // A host batch as a FeedDeviceBatch on the CPU: views, nothing copied.

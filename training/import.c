@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "models/weights_names.h"
 
 // OUT.safetensors → OUT.dict.txt (any other name gets .dict.txt appended).
 static void dict_path_for(const char *out, char *buf, size_t n) {
@@ -83,6 +84,8 @@ ocr_status_t import_pdparams(ImportPdparams *r, const char *in, const char *out)
     else
         snprintf(r->path, sizeof r->path, "%s.pdparams", in);
     OCR_TRY(ocr_pdparams_load(&r->p, r->path));
+    // A PaddleOCR distillation checkpoint: its student (the Student. tensors, prefix stripped).
+    ocr_pdparams_select_prefix(r->p, "Student.");
     OCR_TRY(ocr_pdparams_arch(r->p, &r->arch, r->desc, sizeof r->desc));
     r->arch_ok = 1;
     OCR_TRY(ocr_model_create(&r->m, &r->arch));
@@ -93,6 +96,64 @@ ocr_status_t import_pdparams(ImportPdparams *r, const char *in, const char *out)
                              r->path, r->rep.missing, r->rep.first_missing,
                              r->rep.shape_mismatch ? "; some have another shape, listed below" : "");
     return ocr_model_save_weights(r->m, out);
+}
+
+ocr_status_t import_pdparams_config(ImportPdparams *r, const char *in, const OcrConfig *cfg, const char *cfg_name,
+                                    const char *out) {
+    memset(r, 0, sizeof *r);
+    size_t n = strlen(in);
+    if (n >= 9 && strcmp(in + n - 9, ".pdparams") == 0)
+        snprintf(r->path, sizeof r->path, "%s", in);
+    else
+        snprintf(r->path, sizeof r->path, "%s.pdparams", in);
+    OCR_TRY(ocr_pdparams_load(&r->p, r->path));
+    ocr_pdparams_select_prefix(r->p, "Student.");
+    OCR_TRY(ocr_arch_from_config(&r->arch, cfg));
+    OCR_TRY(ocr_model_create(&r->m, &r->arch));
+    r->arch_ok = 1;
+    snprintf(r->desc, sizeof r->desc, "the network of %s (%s%s)", cfg_name, r->arch.algorithm,
+             r->arch.multihead.kind != OCR_GUIDE_NONE ? ", MultiHead with its guidance branch" : "");
+    // A CTC-only checkpoint with a MultiHead config (models/weights_names.h): said as such.
+    OcrWeightsNames nm;
+    const OcrParamTable *tp = ocr_model_params(r->m);
+    const char **fn = malloc((size_t)(r->p->count + 1) * sizeof *fn), **mn = malloc((size_t)(tp->count + 1) * sizeof *mn);
+    if (!fn || !mn) {
+        free(fn);
+        free(mn);
+        return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    }
+    for (int i = 0; i < r->p->count; i++) fn[i] = r->p->tensors[i].name;
+    for (int i = 0; i < tp->count; i++) mn[i] = tp->items[i].name;
+    ocr_weights_names_plan(&nm, fn, r->p->count, mn, tp->count, "");
+    free(fn);
+    free(mn);
+    if (nm.mode == OCR_NAMES_CTC_TO_MULTI)
+        return ocr_set_error(OCR_ERR_FORMAT, "%s holds a CTC-only network (neck.*, head.*) and %s is MultiHead: its %s "
+                             "branch (head.gtc_head.*, ...) is not in the file. Import it with a CTC-only config "
+                             "(rec_ppocrv6_tiny_ctc.json, ...), or load it with Global.pretrained_model into this config "
+                             "(the %s branch then starts from its initialisation)",
+                             r->path, cfg_name, nm.branch, nm.branch);
+    OCR_TRY(ocr_pdparams_load_into(r->m, r->p, &r->rep));
+    r->rep_ok = 1;
+    if (r->rep.missing)
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: %d of the network's tensors (%s) are not in the file (first: %s)%s",
+                             r->path, r->rep.missing, cfg_name, r->rep.first_missing,
+                             r->rep.shape_mismatch ? "; some have another shape, listed below" : "");
+    if (r->rep.unexpected)
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: %d tensors are not part of the network of %s (first: %s): not the "
+                             "checkpoint of this config", r->path, r->rep.unexpected, cfg_name, r->rep.first_unexpected);
+    OCR_TRY(ocr_model_save_weights(r->m, out));
+    if (r->arch.dict_path[0]) {
+        size_t size;
+        char *text = NULL;
+        dict_path_for(out, r->dict_path, sizeof r->dict_path);
+        ocr_status_t st = ocr_read_file(r->arch.dict_path, &text, &size);
+        if (st == OCR_OK) st = write_dictionary(r->dict_path, text);
+        free(text);
+        if (st != OCR_OK) r->dict_path[0] = '\0';
+        return st;
+    }
+    return OCR_OK;
 }
 
 void import_pdparams_free(ImportPdparams *r) {

@@ -1,4 +1,4 @@
-// `ocrtrain import`: PaddleOCR's PP-OCRv3/v4/v5-mobile recognizers as users get them, turned into
+// `ocrtrain import`: PaddleOCR's PP-OCRv3/v4/v5-mobile/v6 recognizers as users get them, turned into
 // ocrtrain weights (safetensors):
 //   ONNX       a paddle2onnx export: the graph is walked layer by layer and the matching network
 //              is built (models/onnx_import.h); the dictionary embedded in the metadata
@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "models/model.h"
 #include "models/onnx.h"
@@ -46,6 +47,7 @@ typedef struct {
     OcrModel *m;
     int rep_ok;                  // the tensors were matched against the network (rep)
     OcrPdLoadReport rep;         // loaded, not loaded (with why), missing
+    char dict_path[IMPORT_PATH_MAX];  // import_pdparams_config: the dictionary written ("" none)
 } ImportPdparams;
 
 // Reads `in`, recognises the network from its tensors, loads them and writes the weights to
@@ -53,6 +55,18 @@ typedef struct {
 // written. Free r with import_pdparams_free, also after an error (r says how far it came).
 ocr_status_t import_pdparams(ImportPdparams *r, const char *in, const char *out);
 void import_pdparams_free(ImportPdparams *r);
+
+// The same into the network a config describes (`ocrtrain import --pdparams FILE -c CFG`): for
+// checkpoints whose network the tensors alone do not name (PaddleOCR 3.x's PP-OCRv5 server and
+// PP-OCRv6 training form, MultiHead with the NRTR branch), loaded by PaddleOCR's names into the
+// config's model, guidance branch included. Every tensor of the network must be in the file with
+// its shape and every file tensor must be one of the network's (else OCR_ERR_FORMAT naming the
+// first, rep listing all, nothing written). A CTC-only checkpoint into a MultiHead config is
+// refused too (the NRTR branch is missing; Global.pretrained_model loads it, models/weights_names.h).
+// The config's dictionary (character_dict_path) is written next to the weights as OUT.dict.txt
+// (dict_path) when it has one. cfg_name is the config's path, for messages.
+ocr_status_t import_pdparams_config(ImportPdparams *r, const char *in, const OcrConfig *cfg, const char *cfg_name,
+                                    const char *out);
 
 // PaddleOCR's classes for a dictionary of `lines` lines: blank + lines, + 1 with use_space_char.
 static inline int import_dict_uses_space(int lines, int classes) { return classes == lines + 2; }

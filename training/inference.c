@@ -19,7 +19,8 @@ ocr_status_t infer_model_load(InferModel *im, const OcrConfig *cfg, const char *
     char file[4200];
     OCR_TRY(ckpt_weights_path(weights, file, sizeof file));
     OCR_TRY(ocr_model_from_config(&im->m, cfg));
-    ocr_status_t st = ocr_model_load_weights(im->m, file);
+    // CTC-only weights under a MultiHead config and the reverse (models/weights_names.h).
+    ocr_status_t st = ocr_model_load_weights_mapped(im->m, file, NULL);
     AmpConfig ac;
     if (st == OCR_OK) {
         if (with_amp) st = amp_config_from_config(&ac, cfg);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "training/distill_config.h"
 #include "training/run_config.h"
 
 // The policy on the op table, before the plan (activation bytes follow the dtypes).
@@ -43,6 +44,8 @@ ocr_status_t model_info_build(ModelInfo *mi, OcrConfig *cfg) {
     // The model table needs only Architecture and the AMP keys; a config that `train` would
     // refuse for another section still gets its table.
     RunConfig rc;
+    // A distillation config: the trained network's table (training/distill_config.h).
+    OCR_TRY(distill_config_rewrite(cfg));
     mi->valid = run_config_read(&rc, cfg, 0) == OCR_OK;
     if (!mi->valid) snprintf(mi->refusal, sizeof mi->refusal, "%s", ocr_last_error());
     OCR_TRY(ocr_arch_from_config(&mi->arch, cfg));

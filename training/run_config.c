@@ -16,11 +16,14 @@
 #include "data/loader.h"
 #include "kernels/backend.h"
 #include "models/model.h"
+#include "training/distill_config.h"
 
 // ---- known keys ---------------------------------------------------------------------------
 
 static const char *const TOP_KEYS[] = {"Global", "Architecture", "Loss", "Optimizer", "PostProcess",
-                                       "Metric", "Train",        "Eval", "EvalGeneral", "Distributed", NULL};
+                                       "Metric", "Train",        "Eval", "EvalGeneral", "Distributed",
+                                       "Distillation",  // written by distill_config_rewrite (training/distill_config.h)
+                                       NULL};
 
 // The keys each section implements. PaddleOCR keys that are accepted but have no effect here
 // are not in these lists but in NO_EFFECT_KEYS below (one table, with the reasons).
@@ -29,6 +32,8 @@ static const char *const GLOBAL_KEYS[] = {
     "cal_metric_during_train", "pretrained_model", "checkpoints", "character_dict_path", "max_text_length",
     "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cer_tolerance", "compare_seeds", "compare_seed_sd", "cuda_graph", "allow_tf32",
     "cpu_exact_numerics", "use_sync_bn",
+    // distillation (training/distill.h)
+    "distill_teacher_cache",
     // fine-tuning (read_finetune)
     "pretrained_strict", "pretrained_dict_path", "freeze_norm", "freeze_norm_affine", "freeze_params",
     // AMP (validated by the AMP engine)
@@ -71,6 +76,14 @@ static const OcrNoEffectKey NO_EFFECT_KEYS[] = {
     {"Global", "character_type",
      "PaddleOCR 2.0's charset switch, superseded by character_dict_path (none: 0-9a-z, as \"en\")"},
     {"Global", "save_res_path", "output of PaddleOCR's tools/infer_rec.py; ocrtrain predict prints to stdout"},
+    {"*.dataset", "ext_data_ratio_list",
+     "PaddleOCR's SimpleDataSet does not read it (PP-OCRv4's distillation config carries it)"},
+    {"*.dataset.transforms.*.MultiLabelEncode", "max_text_length",
+     "PaddleOCR's create_operators overwrites a transform's settings with Global's: Global.max_text_length applies"},
+    {"*.dataset.transforms.*.MultiLabelEncode", "character_dict_path",
+     "PaddleOCR's create_operators overwrites a transform's settings with Global's: Global.character_dict_path applies"},
+    {"*.dataset.transforms.*.MultiLabelEncode", "use_space_char",
+     "PaddleOCR's create_operators overwrites a transform's settings with Global's: Global.use_space_char applies"},
     {"Metric", "cal_blue_score",
      "BLEU for PaddleOCR's LaTeX-OCR evaluation; RecMetric reports accuracy, edit distance, CER"},
     {NULL, NULL, NULL}};
@@ -241,9 +254,12 @@ static ocr_status_t read_lr(const OcrConfig *cfg, LrConfig *lr) {
         int nd = 0, nv = 0;
         OCR_TRY(ocr_config_get_double_list(cfg, "Optimizer.lr.decay_epochs", lr->decay_epochs, RUN_MAX_PIECES, &nd));
         OCR_TRY(ocr_config_get_double_list(cfg, "Optimizer.lr.values", lr->values, RUN_MAX_PIECES + 1, &nv));
-        if (nd < 1 || nv != nd + 1)
+        if (nd < 1 || (nv != nd + 1 && nv != nd))
             return ocr_set_error(OCR_ERR_CONFIG, "%s: Piecewise needs Optimizer.lr.decay_epochs (n boundaries, n >= 1) "
-                                 "and Optimizer.lr.values (n + 1 rates); got %d and %d", src(cfg), nd, nv);
+                                 "and Optimizer.lr.values (n + 1 rates, or n); got %d and %d", src(cfg), nd, nv);
+        // n values for n boundaries (PP-OCRv3's distillation config): Paddle's PiecewiseDecay keeps
+        // the last value after the last boundary.
+        if (nv == nd) lr->values[nv++] = lr->values[nd - 1];
         for (int i = 0; i < nd; i++)
             if (!(lr->decay_epochs[i] > 0) || (i > 0 && !(lr->decay_epochs[i] > lr->decay_epochs[i - 1])))
                 return ocr_set_error(OCR_ERR_CONFIG, "%s: Optimizer.lr.decay_epochs must be positive and increasing",
@@ -322,7 +338,8 @@ static ocr_status_t read_optimizer(const OcrConfig *cfg, OptimConfig *o) {
 // otherwise only the section's keys are validated (eval and predict need no training set).
 static ocr_status_t read_split(const OcrConfig *cfg, const char *split, DataConfig *d, int check_files) {
     memset(d, 0, sizeof *d);
-    if (!ocr_config_has(cfg, split)) return OCR_OK;
+    // A section set to null is absent: `-o EvalGeneral=null` drops a config's general set.
+    if (!ocr_config_has(cfg, split) || cJSON_IsNull(ocr_config_node(cfg, split))) return OCR_OK;
     d->present = 1;
     OCR_TRY(ocr_config_check_keys(cfg, split, SPLIT_KEYS));
     // Dataset, transforms, sampler and loader keys are the data library's to validate.
@@ -425,6 +442,15 @@ ocr_status_t run_config_read(RunConfig *rc, const OcrConfig *cfg, int need) {
         return ocr_set_error(OCR_ERR_CONFIG, "%s: the Architecture section is missing", src(cfg));
     OcrArch arch;
     OCR_TRY(ocr_arch_from_config(&arch, cfg));
+    if (ocr_config_has(cfg, "Distillation")) {
+        // A distillation config already turned into its trained network's (run_config_load).
+        DistillConfig *dc = malloc(sizeof *dc);
+        if (!dc) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+        ocr_status_t dst = distill_config_read(dc, cfg);
+        if (dst == OCR_OK && (need & RUN_NEED_TRAIN)) dst = distill_config_check_training(dc, cfg);
+        free(dc);
+        OCR_TRY(dst);
+    }
     OCR_TRY(ocr_config_check_keys(cfg, "Global", GLOBAL_KEYS));
     int64_t v;
     OCR_TRY(get_int_range(cfg, "Global.epoch_num", 1, 1, 1000000, &rc->epoch_num));
@@ -550,7 +576,14 @@ ocr_status_t run_config_load(OcrConfig **cfgp, RunConfig *rc, const char *path, 
             return st;
         }
     }
-    ocr_status_t st = run_config_read(rc, cfg, need);
+    // PaddleOCR's distillation configs become their trained network's config (the others and the
+    // distillation losses under `Distillation`): training/distill_config.h.
+    ocr_status_t st = distill_config_rewrite(cfg);
+    if (st != OCR_OK) {
+        ocr_config_free(cfg);
+        return st;
+    }
+    st = run_config_read(rc, cfg, need);
     if (st != OCR_OK) {
         ocr_config_free(cfg);
         return st;

@@ -76,6 +76,7 @@ void step_ctx_free(StepCtx *s) {
     ocr_tensor_free(&s->logits_buf);
     ocr_tensor_free(&s->kept_logits_buf);
     ocr_tensor_free(&s->gtc_loss);
+    ocr_tensor_free(&s->extra_tmp);
     free(s->losses);
     free(s->infeasible);
     free(s->clip);
@@ -106,17 +107,24 @@ static LossGradScale loss_grad_scales(const StepCtx *s, float host_scale) {
     return (LossGradScale){g * (float)mh->weight_ctc, g * (float)mh->weight_gtc};
 }
 
+// The factor an extra loss multiplies its gradients by on the CPU: the loss scale over the world.
+static float gs_base(const StepCtx *s, AmpEngine *amp) { return amp_engine_loss_scale(amp) / (float)world_size(s); }
+
 // The step's reported losses from their sums over the ranks: ctc_sum of the ranks' CTC batch
 // means (unweighted), gtc_sum of their guidance means times weight_2. The loss is the ranks'
 // mean; MultiHead: loss = loss_ctc + loss_gtc, each already weighted.
-static void reported_losses(const StepCtx *s, double ctc_sum, double gtc_sum, StepOutcome *out) {
+// An extra loss (s->extra, distillation) adds its weighted sum over the ranks, distill_sum.
+static void reported_losses(const StepCtx *s, double ctc_sum, double gtc_sum, double distill_sum, StepOutcome *out) {
     const int world = world_size(s);
     out->loss = ctc_sum / world;
     out->loss_ctc = out->loss_gtc = 0;
-    if (!multihead(s)) return;
-    out->loss_ctc = ocr_model_arch(s->m)->multihead.weight_ctc * out->loss;
-    out->loss_gtc = gtc_sum / world;
-    out->loss = out->loss_ctc + out->loss_gtc;
+    out->loss_distill = distill_sum / world;
+    if (multihead(s)) {
+        out->loss_ctc = ocr_model_arch(s->m)->multihead.weight_ctc * out->loss;
+        out->loss_gtc = gtc_sum / world;
+        out->loss = out->loss_ctc + out->loss_gtc;
+    }
+    out->loss += out->loss_distill;
 }
 
 // Where the loss writes its gradient: the model's dlogits when they are f32, else an f32
@@ -129,6 +137,23 @@ static ocr_status_t loss_grad_f32(StepCtx *s, OcrTensor *dl, const OcrTensor *lo
         OCR_TRY(ocr_tensor_alloc(&s->dl32, OCR_F32, logits->device, 3, logits->shape, OCR_MEM_ACTIVATIONS));
     }
     *dl32 = &s->dl32;
+    return OCR_OK;
+}
+
+ocr_status_t step_add_grad(StepCtx *s, OcrTensor *dst, const OcrTensor *g32) {
+    StepDevice *d = s->dev;
+    if (!d) {
+        ocr_accumulate(dst, g32);
+        return OCR_OK;
+    }
+    int64_t n = ocr_tensor_numel(dst);
+    if (!s->extra_tmp.data || ocr_tensor_numel(&s->extra_tmp) < n || !ocr_device_equal(s->extra_tmp.device, dst->device)) {
+        ocr_tensor_free(&s->extra_tmp);
+        OCR_TRY(ocr_tensor_alloc(&s->extra_tmp, OCR_F32, dst->device, 1, (int64_t[]){n}, OCR_MEM_ACTIVATIONS));
+    }
+    OcrTensor t = ocr_tensor_view(s->extra_tmp.data, dst->dtype, dst->device, dst->ndim, dst->shape);
+    ocr_backend_scale_by_loss_scale(&t, g32, d->state);
+    ocr_accumulate(dst, &t);
     return OCR_OK;
 }
 
@@ -224,11 +249,11 @@ static ocr_status_t host_update(StepCtx *s, double ctc, double gtc, int ninf, do
     AmpEngine *amp = s->amp;
     if (s->sync) {
         // The step's figures are those of the whole global batch.
-        double v[3] = {ctc, gtc, (double)ninf};
-        OCR_TRY(ocr_dist_sum_f64(s->sync->dist, v, 3, "the step's loss all-reduce"));
-        ctc = v[0], gtc = v[1], ninf = (int)v[2];
+        double v[4] = {ctc, gtc, (double)ninf, s->distill_cur};
+        OCR_TRY(ocr_dist_sum_f64(s->sync->dist, v, 4, "the step's loss all-reduce"));
+        ctc = v[0], gtc = v[1], ninf = (int)v[2], s->distill_cur = v[3];
     }
-    reported_losses(s, ctc, gtc, out);
+    reported_losses(s, ctc, gtc, s->distill_cur, out);
     out->infeasible = ninf;
     // Frozen parameters (Global.freeze_params) take no part in the step: their gradients are
     // cleared before the finite check and the clip norm (the GPU step leaves them out of its
@@ -291,6 +316,7 @@ static ocr_status_t step_body(StepCtx *s, const FeedDeviceBatch *b, double lr, i
     OcrParamTable *params = ocr_model_params(s->m);
     AmpEngine *amp = s->amp;
     const int B = b->count;
+    s->lr_cur = lr;
     OCR_TRY(update_begin(s));
     ocr_params_zero_grads(params);
     OCR_TRY(ocr_model_forward_u8(s->m, &b->images, &b->widths, 1));
@@ -313,20 +339,30 @@ static ocr_status_t step_body(StepCtx *s, const FeedDeviceBatch *b, double lr, i
         losses = ocr_tensor_view(d->losses.data, OCR_F32, d->dev, 1, (int64_t[]){B});
         infeas = ocr_tensor_view(d->infeas.data, OCR_I32, d->dev, 1, (int64_t[]){B});
         ocr_backend_ctc_loss_enqueue(&losses, &d->loss, dl32, &infeas, logits, &b->labels, &b->lengths, NULL, cp);
-        ocr_backend_scale_by_loss_scale(dl, dl32, d->state);
     } else {
         losses = ocr_tensor_view(s->losses, OCR_F32, ocr_cpu(), 1, (int64_t[]){B});
         infeas = ocr_tensor_view(s->infeasible, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
         ctc = ocr_ctc_loss_forward(&losses, NULL, dl32, &infeas, logits, &b->labels, &b->lengths, NULL, cp);
         for (int i = 0; i < B; i++) ninf += s->infeasible[i] != 0;
-        if (dl32 != dl) amp_loss_dlogits(dl, dl32);
     }
     if (multihead(s)) OCR_TRY(guide_loss(s, gs.gtc, &gtc));
+    // An extra loss (distillation) adds its gradients to the f32 CTC gradient before it is scaled
+    // (a GPU) or rounded (the CPU) into dlogits, and to the guidance gradient.
+    double distill = 0;
+    if (s->extra.fn)
+        OCR_TRY(s->extra.fn(s->extra.user, s, b, logits, dl32, d ? 1.0f / (float)world_size(s) : gs_base(s, amp), &distill));
+    s->distill_cur = distill;
+    if (d)
+        ocr_backend_scale_by_loss_scale(dl, dl32, d->state);
+    else if (dl32 != dl)
+        amp_loss_dlogits(dl, dl32);
     if (d) {
         // The figures a GPU step reports, summed over the ranks now (the guidance loss on the
         // host, the CTC loss in device memory); step_collect divides by the world size.
         if (s->sync && multihead(s)) OCR_TRY(ocr_dist_sum_f64(s->sync->dist, &gtc, 1, "the guidance loss all-reduce"));
+        if (s->sync && s->extra.fn) OCR_TRY(ocr_dist_sum_f64(s->sync->dist, &distill, 1, "the extra loss all-reduce"));
         s->gtc_sum[slot] = gtc;
+        s->distill_sum[slot] = distill;
         if (s->sync) {
             OcrDistRequest req;
             OCR_TRY(
@@ -475,6 +511,11 @@ ocr_status_t step_device_init(StepCtx *s, const StepDeviceOptions *o) {
     d->graphs_allowed = o->cuda_graph && graphs_possible(s);
     if (o->cuda_graph && !d->graphs_allowed)
         ocr_log(OCR_LOG_INFO, "cuda graph: off (Global.amp_activation_stats_every reads activations on the host)");
+    if (s->extra.fn) {
+        // The extra loss (distillation) runs other networks and reads its value back in the step.
+        if (d->graphs_allowed) ocr_log(OCR_LOG_INFO, "cuda graph: off with an extra loss (distillation)");
+        d->graphs_allowed = 0;
+    }
     if (multihead(s)) {
         // The guidance labels reach the device by synchronous copies inside the forward and its
         // loss is read back within the step: MultiHead steps run eagerly, one at a time.
@@ -685,7 +726,8 @@ static ocr_status_t device_recompute(StepCtx *s, const FeedDeviceBatch *b, doubl
         OcrDevStep *st = (OcrDevStep *)d->rb_pinned[slot];
         const int *nonfinite = (const int *)(d->rb_pinned[slot] + sizeof(OcrDevStep));
         const int k = d->attempts[slot];
-        if (!st->found_inf || !amp_engine_can_recompute(amp, st->scale_used, (double)st->loss + s->gtc_sum[slot], k))
+        if (!st->found_inf || !amp_engine_can_recompute(amp, st->scale_used,
+                                                      (double)st->loss + s->gtc_sum[slot] + s->distill_sum[slot], k))
             return OCR_OK;
         int bad = 0;
         for (int i = 0; i < d->nparams; i++) bad += nonfinite[i] != 0;
@@ -745,7 +787,7 @@ static ocr_status_t device_collect(StepCtx *s, int r, StepOutcome *out) {
                              (double)host_scale, (double)st.scale_used, (double)amp_engine_loss_scale(s->amp),
                              (double)st.scale, (long long)s->optim->updates, (long long)st.updates);
     // The device recorded the ranks' summed (unweighted) CTC mean.
-    reported_losses(s, st.loss, s->gtc_sum[r], out);
+    reported_losses(s, st.loss, s->gtc_sum[r], s->distill_sum[r], out);
     out->grad_norm = st.found_inf ? NAN : st.grad_norm;
     out->scale = st.scale_used;
     out->skipped = st.found_inf;

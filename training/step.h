@@ -57,6 +57,8 @@ typedef struct {
     // MultiHead (MultiLoss): loss = loss_ctc + loss_gtc, each already multiplied by its weight
     // (weight_1, weight_2) as PaddleOCR logs CTCLoss and NRTRLoss; 0 for a CTC head.
     double loss_ctc, loss_gtc;
+    // An extra loss (distillation, training/distill.h): its weighted sum, included in loss.
+    double loss_distill;
     // Recompute mode: overflowed attempts of this step that ran again at a lower scale, their
     // wall time (the host's, up to each attempt's outcome), and the first one's first layer with
     // inf/NaN gradients (-1: none or unknown).
@@ -65,7 +67,21 @@ typedef struct {
     int recompute_layer;
 } StepOutcome;
 
+typedef struct StepCtx StepCtx;
+
+// An extra loss over the step's outputs (distillation, training/distill.h). fn runs after the CTC
+// loss wrote its f32 gradient dl32 (× grad_scale; before it is rounded or scaled into the
+// model's dlogits) and the guidance loss its gradient, before the backward: it adds the gradients
+// of its terms, each × its weight × grad_scale, into dl32 and (through step_add_grad) into the
+// guidance dlogits, and returns their weighted sum in *loss (host). grad_scale is the CPU's loss
+// scale over the world size, 1/world on a GPU (whose scale is applied on the device).
 typedef struct {
+    ocr_status_t (*fn)(void *user, StepCtx *s, const FeedDeviceBatch *b, const OcrTensor *logits, OcrTensor *dl32,
+                       float grad_scale, double *loss);
+    void *user;
+} StepExtraLoss;
+
+struct StepCtx {
     OcrModel *m;
     AmpEngine *amp;
     Optimizer *optim;
@@ -95,7 +111,13 @@ typedef struct {
     int attempt, retry;
     StepOutcome done[STEP_MAX_IN_FLIGHT];
     double gtc_sum[STEP_MAX_IN_FLIGHT];
-} StepCtx;
+    // The extra loss (set before step_device_init; a GPU then runs eagerly), its value this step
+    // (the CPU's) and per readback slot (a GPU's), and the scratch of step_add_grad.
+    StepExtraLoss extra;
+    double distill_cur, distill_sum[STEP_MAX_IN_FLIGHT];
+    double lr_cur;  // the learning rate of the step being run (the extra loss's own updates read it)
+    OcrTensor extra_tmp;
+};
 
 ocr_status_t step_ctx_init(StepCtx *s, OcrModel *m, AmpEngine *amp, Optimizer *optim, int capacity, int focal);
 void step_ctx_free(StepCtx *s);
@@ -145,5 +167,9 @@ ocr_status_t step_run(StepCtx *s, const FeedDeviceBatch *b, double lr, StepOutco
 // The last enqueued step's logits (B, T, classes) f32 on the model's device when keep_logits is
 // set, else NULL. Valid until the next step (on a GPU, once the device got there).
 const OcrTensor *step_kept_logits(const StepCtx *s);
+// dst += g32 (an f32 gradient already × weight × grad_scale) × the device-held loss scale on a
+// GPU, rounded into dst's dtype: what an extra loss adds to a gradient the step does not scale
+// after it (the guidance dlogits). On the CPU dst += g32.
+ocr_status_t step_add_grad(StepCtx *s, OcrTensor *dst, const OcrTensor *g32);
 
 #endif

@@ -12,6 +12,7 @@
 
 #include "amp/engine.h"
 #include "training/checkpoint.h"
+#include "training/distill.h"
 #include "training/evaluate.h"
 #include "training/feed.h"
 #include "distributed/grad_sync.h"
@@ -134,6 +135,7 @@ typedef struct {
     GradSync sync;
     int sync_ok;
     OcrBnSync bn_sync;  // Global.use_sync_bn in a world of more than one (else not attached)
+    DistillRun *distill;  // a distillation config's frozen networks and terms (training/distill.h); NULL otherwise
 } Trainer;
 
 // ---- the process's world -------------------------------------------------------------------------
@@ -377,6 +379,10 @@ static ocr_status_t setup_data(Trainer *t) {
 // The model, checked against the dictionary and the Train transforms.
 static ocr_status_t setup_model(Trainer *t) {
     OCR_TRY(ocr_model_from_config(&t->m, t->cfg));
+    // Distillation: the trained network's tensors are "<Metric.key>.<name>" in checkpoints, as in
+    // PaddleOCR's DistillationModel (the frozen networks are saved beside it: training/distill.c).
+    char prefix[40];
+    if (distill_weights_prefix(t->cfg, prefix, sizeof prefix)) ocr_model_set_weights_prefix(t->m, prefix);
     const OcrArch *arch = ocr_model_arch(t->m);
     if (arch->num_classes != t->dict.num_classes)
         return ocr_set_error(OCR_ERR_CONFIG, "the head has %d classes but the dictionary %d", arch->num_classes,
@@ -406,11 +412,17 @@ static ocr_status_t setup_weights(Trainer *t) {
                     "augmentation change)", t->ckdir, (unsigned long long)rc->seed, (unsigned long long)t->st.seed);
     } else if (rc->pretrained_model) {
         OcrLoadReport rep;
-        ocr_status_t st = ckpt_load_pretrained_dict(t->m, rc->pretrained_model, rc->finetune.pretrained_dict_path,
-                                                    rc->finetune.pretrained_strict, &rep);
+        OcrWeightsNames names;  // CTC-only weights into a MultiHead config (models/weights_names.h)
+        ocr_status_t st = ckpt_load_pretrained_names(t->m, rc->pretrained_model, rc->finetune.pretrained_dict_path,
+                                                     rc->finetune.pretrained_strict, &rep, &names);
         if (st != OCR_OK) return ocr_wrap_error(st, "Global.pretrained_model");
-        ocr_log(OCR_LOG_INFO, "pretrained weights %s: %d tensors loaded%s", rc->pretrained_model, rep.loaded,
-                ocr_load_report_complete(&rep) ? " (all of the model's)" : "");
+        char fresh[160] = "";
+        if (names.fresh)
+            snprintf(fresh, sizeof fresh, "; the %s guidance branch's %d tensors start fresh (not in the file)",
+                     names.branch, names.fresh);
+        ocr_log(OCR_LOG_INFO, "pretrained weights %s: %d tensors loaded%s%s", rc->pretrained_model, rep.loaded,
+                ocr_load_report_complete(&rep) ? (names.fresh ? " (all of the CTC branch's)" : " (all of the model's)") : "",
+                fresh);
     }
     // Frozen BN statistics, frozen parameters and learning-rate multipliers go onto the model's
     // tables before the AMP engine and the optimizer read them.
@@ -505,6 +517,16 @@ static ocr_status_t setup_step(Trainer *t) {
     OCR_TRY(step_ctx_init(&t->step, t->m, &t->amp, &t->optim, B, rc->use_focal_loss));
     t->step_ok = 1;
     t->step.keep_logits = rc->cal_metric_during_train;
+    // Distillation: the frozen networks on the model's device and the terms as the step's extra loss.
+    OCR_TRY(distill_run_create(&t->distill, t->cfg, rc, t->m, t->device, rc->checkpoints ? t->ckdir : NULL));
+    if (t->distill) {
+        DistillCost dcost;
+        distill_run_cost(t->distill, &dcost);
+        if (dcost.peers && t->world > 1)
+            return ocr_set_error(OCR_ERR_UNSUPPORTED, "mutual learning (a second network with freeze_params false) "
+                                 "under data parallelism: its gradients are not all-reduced; run one process");
+        distill_attach(t->distill, &t->step);
+    }
     // In a world of one the world's statistics are the rank's own: nothing to attach.
     if (rc->dist.sync_bn && t->world > 1) {
         t->bn_sync.sum = sum_bn_statistics;
@@ -604,6 +626,7 @@ static void cleanup(Trainer *t) {
     free(t->metric_logits);
     feed_upload_close(t->up);
     if (t->step_ok) step_ctx_free(&t->step);
+    distill_run_free(t->distill);
     if (t->sync_ok) grad_sync_free(&t->sync);
     if (t->optim_ok) optim_free(&t->optim);
     if (t->amp_ok) amp_engine_free(&t->amp);
@@ -715,6 +738,7 @@ static void write_step_json(Trainer *t, const StepRecord *r, double avg, double 
         cJSON_AddNumberToObject(o, "loss_ctc", sig7(r->loss_ctc));
         cJSON_AddNumberToObject(o, "loss_gtc", sig7(r->loss_gtc));
     }
+    if (t->distill) cJSON_AddNumberToObject(o, "loss_distill", sig7(r->loss_distill));
     cJSON_AddNumberToObject(o, "lr", sig7(r->lr));
     cJSON_AddNumberToObject(o, "loss_scale", r->scale);
     cJSON_AddBoolToObject(o, "skipped", r->skipped);
@@ -931,6 +955,26 @@ static void summarize(Trainer *t) {
     AmpMemory am = amp_engine_memory(&t->amp);
     r->amp.cast_cache_bytes = am.cast_cache_bytes;
     r->amp.master_bytes = am.master_bytes;
+    if (t->distill) {
+        // What the frozen networks cost: one forward pass each per step.
+        DistillCost dc;
+        distill_run_cost(t->distill, &dc);
+        double all = 0;
+        for (int64_t i = 0; i < n; i++) all += r->history.steps[i].step_seconds;
+        if (dc.forwards)
+            ocr_log(OCR_LOG_INFO, "distillation: %lld frozen-network forward passes, %.3f s (%.1f%% of the steps' "
+                    "time); their weights and BN statistics %.1f MiB, their largest activation arena %.1f MiB",
+                    (long long)dc.forwards, dc.seconds, all > 0 ? 100.0 * dc.seconds / all : 0.0,
+                    (double)dc.params_bytes / 1048576.0, (double)dc.activations_bytes / 1048576.0);
+        if (dc.peers)
+            ocr_log(OCR_LOG_INFO, "distillation: %d network(s) trained beside the scored one (mutual learning), "
+                    "%.1f MiB of weights and BN statistics", dc.peers, (double)dc.peer_params_bytes / 1048576.0);
+        if (dc.cache_hits || dc.cache_misses)
+            ocr_log(OCR_LOG_INFO, "distillation: teacher cache (Global.distill_teacher_cache): %lld samples served, %lld "
+                    "computed, %.3f MiB of host memory, about %.3f s of forward passes saved",
+                    (long long)dc.cache_hits, (long long)dc.cache_misses, (double)dc.cache_bytes / 1048576.0,
+                    dc.cache_saved_seconds);
+    }
 }
 
 // ---- the loop ------------------------------------------------------------------------------------------
@@ -974,6 +1018,7 @@ static ocr_status_t collect_one(Trainer *t, Inflight *q, int *nq, int64_t stop, 
     rec.loss = (float)o.loss;
     rec.loss_ctc = (float)o.loss_ctc;  // MultiHead: the MultiLoss parts (0 for a CTC head)
     rec.loss_gtc = (float)o.loss_gtc;
+    rec.loss_distill = (float)o.loss_distill;
     rec.lr = q[0].lr;
     rec.scale = o.scale;
     rec.skipped = o.skipped;

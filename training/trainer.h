@@ -45,6 +45,7 @@ typedef struct {
     float train_acc, train_norm_edit_dis;
     // MultiHead: the weighted CTC and guidance parts of loss (PaddleOCR's CTCLoss / NRTRLoss); 0 otherwise.
     float loss_ctc, loss_gtc;
+    float loss_distill;  // distillation (training/distill.h): the distillation terms' weighted sum, in loss
 } StepRecord;
 
 typedef struct {

@@ -240,6 +240,25 @@ START_TEST(test_general_needs_eval) {
 }
 END_TEST
 
+// `-o EvalGeneral=null` drops the config's general set: nothing of it is read (its label file may
+// be gone) and the run reports the target set alone.
+START_TEST(test_general_null_drops_it) {
+    char ov_w[800], ov_out[800], gl[900], *out = NULL;
+    snprintf(ov_w, sizeof ov_w, "Global.pretrained_model=%s", g_pretrained);
+    snprintf(ov_out, sizeof ov_out, "Global.save_model_dir=%s/no_general", g_dir);
+    snprintf(gl, sizeof gl, "EvalGeneral.dataset.label_file_list=[\"%s/general/absent.txt\"]", g_dir);
+    char err[8192];
+    const char *missing[] = {"train", "-c", g_cfg, "--max-steps", "1", "-o", ov_w, ov_out, gl, NULL};
+    ck_assert_int_eq(at_run_capture(cmd_train, missing, err, sizeof err), 2);
+    ck_assert_msg(strstr(err, "EvalGeneral.dataset.label_file_list") && strstr(err, "absent.txt"), "%s", err);
+    const char *a[] = {"train", "-c", g_cfg, "--max-steps", "1", "-o", ov_w, ov_out, gl, "EvalGeneral=null", NULL};
+    int rc = run_stdout(cmd_train, a, &out);
+    ck_assert_msg(rc == 0, "train exited %d: %s", rc, out);
+    ck_assert_msg(!strstr(out, "EvalGeneral"), "%s", out);
+    free(out);
+}
+END_TEST
+
 // A fine-tuning mix (Train.dataset.batch_ratio_list) through `train`: the epoch is the target
 // file's (64 lines, 6 of every batch of 8 with drop_last: 10 steps) and a bad mix is refused
 // naming the key before anything is written.
@@ -271,6 +290,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_train_scores_both_sets);
     tcase_add_test(tc, test_compare_reports_general);
     tcase_add_test(tc, test_train_with_mix);
+    tcase_add_test(tc, test_general_null_drops_it);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,136 @@
+// The ONNX importer's shared machinery (models/onnx_import.c), for the walkers of other network
+// families (models/onnx_import_lcnetv4.c): the graph as a data-flow index, the layer patterns it
+// recognises and the pairing of what they found with the network's parameters. Internal to
+// models/: nothing outside the importer includes it.
+#ifndef OCR_MODELS_ONNX_IMPORT_INTERNAL_H
+#define OCR_MODELS_ONNX_IMPORT_INTERNAL_H
+
+#include "models/onnx_import.h"
+
+// ---- the graph as a data-flow index (see onnx_import.c) ---------------------------------------------
+typedef struct {
+    const OcrOnnxModel *m;
+    const char *file;
+    int nt, tcap;            // interned tensor names
+    const char **tname;
+    int *canon;              // id -> the id it aliases (itself when not an alias)
+    int *producer;           // id -> node index (-1: graph input / constant)
+    const OcrOnnxTensor **konst;
+    int hcap;
+    int *hash;               // open addressing over ids (-1 empty)
+    int **in, **out;         // per node: canonical input ids (-1 for "") / output ids
+    unsigned char *skip;     // Constant / Identity / Dropout: never a consumer
+    unsigned char *used;     // nodes the walk consumed
+    int *rstart, *readers;   // CSR: the nodes reading tensor t are readers[rstart[t] .. rstart[t + 1])
+    int nindexed;            // tensors in the index (names interned later have no readers)
+    OcrOnnxTensor *folded;   // constants computed from constants (Reshape / Unsqueeze / Transpose of a weight)
+    const OcrOnnxTensor **folded_src;  // the graph constant each was computed from (for the unused listing)
+    int nfolded, fcap;
+    void **owned;            // data the folds allocated (a transposed weight, a Constant's value_floats)
+    int nowned;
+} G;
+
+// The nodes reading t, in node order.
+static inline int rbegin(const G *g, int t) { return t >= 0 && t < g->nindexed ? g->rstart[t] : 0; }
+static inline int rend(const G *g, int t) { return t >= 0 && t < g->nindexed ? g->rstart[t + 1] : 0; }
+#define FOR_READERS(g, t, i) for (int r_ = rbegin(g, t), i = 0; r_ < rend(g, t) && ((i = (g)->readers[r_]), 1); r_++)
+
+static inline const OcrOnnxNode *N(const G *g, int i) { return &g->m->nodes[i]; }
+static inline int O(const G *g, int i) { return g->out[i][0] >= 0 ? g->canon[g->out[i][0]] : -1; }  // a node's first output
+static inline const char *TN(const G *g, int t) { return t >= 0 ? g->tname[t] : "(none)"; }
+static inline const OcrOnnxTensor *K(const G *g, int t) { return t >= 0 ? g->konst[t] : NULL; }
+
+void oi_g_build(G *g, const OcrOnnxModel *m, const char *file);
+void oi_g_free(G *g);
+int oi_intern(G *g, const char *name);
+// The first node of type `op` (NULL: any) reading t at input `slot` (-1: any).
+int oi_consumer(const G *g, int t, const char *op, int slot);
+int oi_data_consumers(const G *g, int t);          // readers of t, Shape nodes aside
+int oi_other_input(const G *g, int n, int t);      // the other input of a two-input node reading t
+int oi_scalar_of(const G *g, int t, float *v);     // t is a one-element float constant
+int64_t oi_attr_i(const OcrOnnxNode *n, const char *name, int64_t def);
+float oi_attr_f(const OcrOnnxNode *n, const char *name, float def);
+void oi_attr_pair(const OcrOnnxNode *n, const char *name, int def, int out[2]);
+void oi_use(G *g, int n);                          // the walk consumed node n
+// OCR_ERR_FORMAT "<file>: node #i Op (name): ..." / "<file>: after tensor t (from node ...): ...".
+ocr_status_t oi_fail_node(const G *g, int i, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+ocr_status_t oi_fail_tensor(const G *g, int t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+// ---- layer patterns -----------------------------------------------------------------------------------
+// The activations a unit may end in (ACT_GELU: PPLCNetV4's, erf form or the Gelu op).
+enum { ACT_NONE = 0, ACT_HSWISH, ACT_SWISH, ACT_RELU, ACT_HSIG, ACT_GELU };
+extern const char *const oi_act_names[];
+
+typedef struct {
+    int conv;  // node
+    const OcrOnnxTensor *w, *b;
+    int stride[2], pad[4], group, dil[2];
+    int bn;  // node or -1
+    const OcrOnnxTensor *bnt[4];
+    float bn_eps;
+    const OcrOnnxTensor *lab[2], *alab[2];  // affine after the conv/BN, after the activation
+    int lab_node, alab_node;
+    int act;
+    float hs_alpha, hs_beta;
+    int act_node;
+    int out;
+} Unit;
+
+typedef struct {
+    int node;
+    const OcrOnnxTensor *w, *b;
+    int out;
+} Lin;
+
+typedef struct {
+    int node;  // the first node of the pattern
+    const OcrOnnxTensor *g, *b;
+    float eps;
+    int out;
+} Ln;
+
+typedef struct {
+    Ln ln1, ln2;
+    Lin qkv, proj, fc1, fc2;
+    float scale;
+    int scale_node, softmax_node, act;
+} Blk;
+
+// conv [+ bias] [+ BN] [+ affine] [+ activation] [+ affine] reading t (the only Conv reading it),
+// or starting at the Conv node `conv` (parallel branches allowed).
+ocr_status_t oi_match_unit(G *g, int t, Unit *u, const char *what);
+ocr_status_t oi_match_unit_at(G *g, int conv, Unit *u, const char *what);
+int oi_match_act(G *g, int t, int *act, int *node, float *alpha, float *beta);
+int oi_follow_shape_ops(G *g, int t);
+ocr_status_t oi_match_linear(G *g, int t, Lin *l, const char *what);
+ocr_status_t oi_match_ln(G *g, int t, Ln *l);
+int oi_residual_add(G *g, int t, int other);
+ocr_status_t oi_match_attention(G *g, Blk *b);
+ocr_status_t oi_expect_unit(const G *g, const Unit *u, const char *what, int want_bn, int want_bias, int want_lab, int act,
+                            int want_alab);
+
+// ---- pairing with the network ----------------------------------------------------------------------------
+typedef struct {
+    const G *g;
+    OcrModel *model;
+    OcrParamTable *params, *stats;
+    int loaded;
+    int64_t values;
+    const OcrOnnxTensor **taken;  // the constants loaded (one per tensor filled)
+} Ctx;
+
+ocr_status_t oi_put(Ctx *c, OcrParamTable *tab, const char *name, const OcrOnnxTensor *src, const float *data, int node);
+ocr_status_t oi_put_conv(Ctx *c, const OcrOpInfo *o, const Unit *u);
+ocr_status_t oi_put_pair(Ctx *c, const OcrOpInfo *o, const OcrOnnxTensor *w, const OcrOnnxTensor *b, const char *wn,
+                         const char *bnm, int node);
+uint64_t oi_dict_fnv(const char *dictionary);
+int oi_count_lines(const char *s);
+
+// ---- PPLCNetV4 (PP-OCRv6), models/onnx_import_lcnetv4.c ------------------------------------------------------
+// The graph computes GELU (Erf or Gelu nodes): a PPLCNetV4 recognizer, not a PP-OCRv3/v4/v5 one.
+int oi_is_lcnetv4(const G *g);
+// Walks it, builds the matching deploy-form network into c->model (c->params, c->stats, c->taken
+// set) and fills every tensor; `arch` and `info` receive what was recognised.
+ocr_status_t oi_import_lcnetv4(G *g, const char *dict, Ctx *c, OcrArch *arch, OcrOnnxImportInfo *info);
+
+#endif

@@ -1,0 +1,658 @@
+// Distillation training end to end on the digits set (docs/DISTILLATION.md, "Training"): a small
+// SVTR_LCNet teacher is trained briefly, then a demo-sized student (MobileNetV1Enhance 0.125,
+// reshape neck) is distilled from it through a DistillationModel config with every head_out term
+// (DistillCTCLogits, DML, KL, L2 distance) beside its own CTC loss. The loss decreases; the frozen
+// teacher's weights are bit for bit the pretrained ones (saved as Teacher.*, the student as
+// Student.*); a run resumes from its checkpoint; the student exports alone (ONNX and .pdparams
+// without the prefix) and a PaddleOCR-style distillation .pdparams imports as its student.
+// Each term's gradient in the step equals its op's own (kernels/ops.h) times the weight, for the
+// CTC terms and, on MultiHead NRTR networks, for DKD and the masked KL on the guidance head.
+#include <string.h>
+
+#include "cli/commands.h"
+#include "core/pickle.h"
+#include "core/safetensors.h"
+#include "kernels/ctc.h"
+#include "kernels/ops.h"
+#include "models/pdparams.h"
+#include "training/distill.h"
+#include "training/run_config.h"
+#include "tests/training/training_test_util.h"
+
+static char *g_dir;
+static char g_teacher_cfg[1100], g_teacher_ckpt[1100];
+
+#define NECK_TEACHER \
+    "{\"name\": \"SequenceEncoder\", \"encoder_type\": \"svtr\", \"dims\": 16, \"depth\": 1, \"hidden_dims\": 32, " \
+    "\"num_heads\": 2, \"use_guide\": false, \"drop_rate\": 0.0, \"attn_drop_rate\": 0.0}"
+
+static void setup(void) {
+    g_dir = at_tmpdir();
+    at_make_digits(g_dir, "train", 32, 3, 31);
+    at_make_digits(g_dir, "eval", 8, 3, 32);
+    snprintf(g_teacher_cfg, sizeof g_teacher_cfg, "%s/teacher.json", g_dir);
+    at_write_config_neck(g_teacher_cfg, g_dir, 64, 8, "\"epoch_num\": 3,", 0.25, NECK_TEACHER);
+    snprintf(g_teacher_ckpt, sizeof g_teacher_ckpt, "%s/out/latest", g_dir);
+}
+
+static void teardown(void) {
+    ocr_test_remove_tree(g_dir);
+    free(g_dir);
+}
+
+// The teacher: 12 steps of plain training, checkpoint in g_teacher_ckpt.
+static void train_teacher(void) {
+    char err[8192];
+    const char *a[] = {"train", "-c", g_teacher_cfg, "--max-steps", "12", NULL};
+    int rc = at_run_capture(cmd_train, a, err, sizeof err);
+    ck_assert_msg(rc == 0, "teacher: %s", err);
+}
+
+// A distillation config over the teacher config's data: Teacher (its Architecture, frozen,
+// pretrained) and Student (demo-sized), with `losses` as the CombinedLoss list (JSON).
+static void write_distill_config(const char *path, const char *out_dir, const char *losses, const char *teacher_arch,
+                                 const char *student_arch, const char *global_extra) {
+    char *text;
+    size_t n;
+    ck_assert(ocr_read_file(g_teacher_cfg, &text, &n) == OCR_OK);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    ck_assert(root);
+    cJSON *g = cJSON_GetObjectItem(root, "Global");
+    cJSON_ReplaceItemInObject(g, "save_model_dir", cJSON_CreateString(out_dir));
+    if (global_extra) {
+        cJSON *ge = cJSON_Parse(global_extra);
+        cJSON *e = ge->child;
+        while (e) {
+            cJSON *next = e->next;
+            cJSON_DeleteItemFromObject(g, e->string);
+            cJSON_AddItemToObject(g, e->string, cJSON_Duplicate(e, 1));
+            e = next;
+        }
+        cJSON_Delete(ge);
+    }
+    cJSON *tarch = teacher_arch ? cJSON_Parse(teacher_arch) : cJSON_DetachItemFromObject(root, "Architecture");
+    if (teacher_arch) cJSON_DeleteItemFromObject(root, "Architecture");
+    ck_assert(tarch);
+    cJSON_AddStringToObject(tarch, "pretrained", g_teacher_ckpt);
+    cJSON_AddBoolToObject(tarch, "freeze_params", 1);
+    cJSON_AddBoolToObject(tarch, "return_all_feats", 1);
+    cJSON *sarch = cJSON_Parse(student_arch);
+    ck_assert(sarch);
+    cJSON_AddBoolToObject(sarch, "freeze_params", 0);
+    cJSON_AddBoolToObject(sarch, "return_all_feats", 1);
+    cJSON *arch = cJSON_CreateObject();
+    cJSON_AddStringToObject(arch, "model_type", "rec");
+    cJSON_AddStringToObject(arch, "name", "DistillationModel");
+    cJSON_AddStringToObject(arch, "algorithm", "Distillation");
+    cJSON *models = cJSON_AddObjectToObject(arch, "Models");
+    cJSON_AddItemToObject(models, "Teacher", tarch);
+    cJSON_AddItemToObject(models, "Student", sarch);
+    cJSON_AddItemToObject(root, "Architecture", arch);
+    cJSON_DeleteItemFromObject(root, "Loss");
+    cJSON *loss = cJSON_CreateObject();
+    cJSON_AddStringToObject(loss, "name", "CombinedLoss");
+    cJSON *list = cJSON_Parse(losses);
+    ck_assert_msg(list, "bad losses JSON");
+    cJSON_AddItemToObject(loss, "loss_config_list", list);
+    cJSON_AddItemToObject(root, "Loss", loss);
+    cJSON_ReplaceItemInObject(root, "PostProcess",
+                              cJSON_Parse("{\"name\": \"DistillationCTCLabelDecode\", \"model_name\": [\"Student\"], "
+                                          "\"key\": \"head_out\", \"multi_head\": false}"));
+    cJSON_ReplaceItemInObject(root, "Metric",
+                              cJSON_Parse("{\"name\": \"DistillationMetric\", \"base_metric_name\": \"RecMetric\", "
+                                          "\"main_indicator\": \"acc\", \"key\": \"Student\"}"));
+    char *s = cJSON_Print(root);
+    at_write_text(path, s);
+    free(s);
+    cJSON_Delete(root);
+}
+
+#define STUDENT_ARCH                                                                                       \
+    "{\"model_type\": \"rec\", \"algorithm\": \"SVTR_LCNet\", \"Transform\": null, \"Backbone\": {\"name\": " \
+    "\"MobileNetV1Enhance\", \"scale\": 0.125, \"last_conv_stride\": [1, 2], \"last_pool_type\": \"avg\", "  \
+    "\"last_pool_kernel_size\": [2, 2]}, \"Neck\": {\"name\": \"SequenceEncoder\", \"encoder_type\": "       \
+    "\"reshape\"}, \"Head\": {\"name\": \"CTCHead\", \"fc_decay\": 1e-05}}"
+
+#define PAIR "\"model_name_pairs\": [[\"Student\", \"Teacher\"]], \"key\": \"head_out\""
+#define GT_CTC "{\"DistillationCTCLoss\": {\"weight\": 1.0, \"model_name_list\": [\"Student\"], \"key\": \"head_out\"}}"
+#define CTC_TERMS                                                                                              \
+    "[" GT_CTC ", {\"DistillCTCLogits\": {\"weight\": 1.0, \"reduction\": \"mean\", " PAIR "}},"               \
+    " {\"DistillationDMLLoss\": {\"weight\": 0.5, \"act\": \"softmax\", \"use_log\": true, " PAIR ", "        \
+    "\"multi_head\": false, \"name\": \"dml_ctc\"}},"                                                          \
+    " {\"DistillationKLDivLoss\": {\"weight\": 0.3, " PAIR ", \"multi_head\": false}},"                        \
+    " {\"DistillationDistanceLoss\": {\"weight\": 0.2, \"mode\": \"l2\", " PAIR "}}]"
+
+// The tensor `name` of a safetensors file as f32 bytes (malloc'd), *n elements; NULL when absent.
+static float *st_tensor(const char *file, const char *name, int64_t *n) {
+    OcrSafetensors *st;
+    ck_assert_msg(ocr_safetensors_open(&st, file) == OCR_OK, "%s", ocr_last_error());
+    const OcrNamedTensor *t = ocr_safetensors_find(st, name);
+    float *v = NULL;
+    if (t) {
+        OcrTensor src = ocr_tensor_view((void *)t->data, t->dtype, ocr_cpu(), t->ndim, t->shape);
+        *n = ocr_tensor_numel(&src);
+        v = malloc((size_t)*n * sizeof *v + 1);
+        ocr_tensor_to_f32(&src, v);
+    }
+    ocr_safetensors_close(st);
+    return v;
+}
+
+START_TEST(test_distill_trains_teacher_fixed) {
+    train_teacher();
+    char cfg[1200], out[600], err[16384];
+    snprintf(cfg, sizeof cfg, "%s/distill.json", g_dir);
+    snprintf(out, sizeof out, "%s/dout", g_dir);
+    write_distill_config(cfg, out, CTC_TERMS, NULL, STUDENT_ARCH, "{\"epoch_num\": 10}");
+    const char *a[] = {"train", "-c", cfg, "--max-steps", "12", NULL};
+    int rc = at_run_capture(cmd_train, a, err, sizeof err);
+    ck_assert_msg(rc == 0, "distill: %s", err);
+    int n;
+    double *losses = at_read_losses(out, &n, NULL);
+    ck_assert_int_eq(n, 12);
+    for (int i = 0; i < n; i++) ck_assert(isfinite(losses[i]));
+    double first = (losses[0] + losses[1] + losses[2]) / 3, last = (losses[9] + losses[10] + losses[11]) / 3;
+    ck_assert_msg(last < first, "loss did not decrease: %g -> %g", first, last);
+    free(losses);
+    // The checkpoint: Student.* and Teacher.*; the teacher's tensors are the pretrained ones bit for bit.
+    char ck[1400], tk[1400];
+    snprintf(ck, sizeof ck, "%s/latest/model.safetensors", out);
+    snprintf(tk, sizeof tk, "%s/model.safetensors", g_teacher_ckpt);
+    OcrSafetensors *st;
+    ck_assert(ocr_safetensors_open(&st, tk) == OCR_OK);
+    int nt = ocr_safetensors_count(st), checked = 0;
+    for (int i = 0; i < nt; i++) {
+        const OcrNamedTensor *t = ocr_safetensors_at(st, i);
+        char name[256];
+        snprintf(name, sizeof name, "Teacher.%s", t->name);
+        int64_t na = 0, nb = 0;
+        float *x = st_tensor(ck, name, &na);
+        float *y = st_tensor(tk, t->name, &nb);
+        ck_assert_msg(x && y && na == nb, "%s missing or resized", name);
+        ck_assert_msg(memcmp(x, y, (size_t)na * sizeof(float)) == 0, "%s changed", name);
+        free(x);
+        free(y);
+        checked++;
+    }
+    ocr_safetensors_close(st);
+    ck_assert_int_gt(checked, 10);
+    int64_t ns;
+    float *sw = st_tensor(ck, "Student.backbone.conv1._conv.weight", &ns);
+    if (!sw) sw = st_tensor(ck, "Student.head.fc.weight", &ns);
+    ck_assert_msg(sw != NULL, "no Student.* tensors in %s", ck);
+    free(sw);
+    // metrics.jsonl carries the distillation part.
+    char mp[1400];
+    snprintf(mp, sizeof mp, "%s/metrics.jsonl", out);
+    char *text;
+    size_t size;
+    ck_assert(ocr_read_file(mp, &text, &size) == OCR_OK);
+    ck_assert(strstr(text, "\"loss_distill\":"));
+    free(text);
+
+    // Resume from the distillation checkpoint (Student.* read back, Teacher.* ignored).
+    char ov[1500];
+    snprintf(ov, sizeof ov, "Global.checkpoints=%s/latest", out);
+    const char *r[] = {"train", "-c", cfg, "-o", ov, "--max-steps", "14", NULL};
+    rc = at_run_capture(cmd_train, r, err, sizeof err);
+    ck_assert_msg(rc == 0, "resume: %s", err);
+    losses = at_read_losses(out, &n, NULL);
+    ck_assert_int_eq(n, 14);
+    free(losses);
+
+    // The AMP comparison of a distillation run (FP32 against fp16 O1 and O2) writes its report.
+    char cmp[1400];
+    snprintf(cmp, sizeof cmp, "%s/cmp", g_dir);
+    const char *cm[] = {"compare", "-c", cfg, "--out", cmp, "--seeds", "1", "--levels", "O1,O2",
+                        "--max-steps", "2", "-o", "Global.amp_dtype=float16", NULL};
+    rc = at_run_capture(cmd_compare, cm, err, sizeof err);
+    ck_assert_msg(rc == 0 || rc == 3 || rc == 4, "compare: exit %d: %s", rc, err);
+    char rj[1500];
+    snprintf(rj, sizeof rj, "%s/report.json", cmp);
+    ck_assert_msg(ocr_read_file(rj, &text, &size) == OCR_OK, "%s", ocr_last_error());
+    ck_assert(strstr(text, "fp16-o1") && strstr(text, "fp16-o2"));
+    free(text);
+
+    // Evaluation and export of the student alone, from the distillation config and checkpoint.
+    char wts[1400], onnx[1400], pd[1400];
+    snprintf(wts, sizeof wts, "%s/latest", out);
+    const char *ev[] = {"eval", "-c", cfg, "--weights", wts, NULL};
+    rc = at_run_capture(cmd_eval, ev, err, sizeof err);
+    ck_assert_msg(rc == 0, "eval: %s", err);
+    snprintf(onnx, sizeof onnx, "%s/student.onnx", g_dir);
+    snprintf(pd, sizeof pd, "%s/student.pdparams", g_dir);
+    const char *ex[] = {"export", "-c", cfg, "--weights", wts, "--onnx", onnx, "--pdparams", pd, NULL};
+    rc = at_run_capture(cmd_export, ex, err, sizeof err);
+    ck_assert_msg(rc == 0, "export: %s", err);
+    ck_assert(at_exists(onnx));
+    OcrPdparams *p;
+    ck_assert_msg(ocr_pdparams_load(&p, pd) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_gt(p->count, 5);
+    for (int i = 0; i < p->count; i++) {
+        ck_assert_msg(strncmp(p->tensors[i].name, "Student.", 8) && strncmp(p->tensors[i].name, "Teacher.", 8),
+                      "prefixed name %s in the student's export", p->tensors[i].name);
+    }
+    ocr_pdparams_free(p);
+    // A PaddleOCR distillation checkpoint (Student.* and Teacher.* in one state dict): the export
+    // renamed as PaddleOCR names it, plus a teacher tensor; the student is selected and read back.
+    ck_assert_msg(ocr_pdparams_load(&p, pd) == OCR_OK, "%s", ocr_last_error());
+    int count = p->count;
+    p->tensors = realloc(p->tensors, (size_t)(count + 1) * sizeof *p->tensors);
+    for (int i = 0; i < count; i++) {
+        char *nn = malloc(strlen(p->tensors[i].name) + 9);
+        sprintf(nn, "Student.%s", p->tensors[i].name);
+        free(p->tensors[i].name);
+        p->tensors[i].name = nn;
+    }
+    OcrPdTensor extra = p->tensors[0];
+    extra.name = strdup("Teacher.backbone.conv1._conv.weight");
+    extra.f32 = malloc((size_t)extra.numel * sizeof(float));
+    memcpy(extra.f32, p->tensors[0].f32, (size_t)extra.numel * sizeof(float));
+    p->tensors[p->count++] = extra;
+    ck_assert_int_eq(ocr_pdparams_select_prefix(p, "Student."), count);
+    ck_assert_int_eq(p->count, count);
+    OcrArch arch;
+    char desc[256];
+    ck_assert_msg(ocr_pdparams_arch(p, &arch, desc, sizeof desc) == OCR_OK, "%s", ocr_last_error());
+    OcrModel *sm;
+    ck_assert(ocr_model_create(&sm, &arch) == OCR_OK);
+    OcrPdLoadReport rep;
+    ck_assert(ocr_pdparams_load_into(sm, p, &rep) == OCR_OK);
+    ck_assert_int_eq(rep.missing, 0);
+    ocr_pdparams_report_free(&rep);
+    // Bit for bit the checkpoint's Student.head.fc.weight.
+    int64_t n1;
+    float *w1 = st_tensor(ck, "Student.head.fc.weight", &n1);
+    ck_assert(w1 != NULL);
+    int k = ocr_params_find(ocr_model_params(sm), "head.fc.weight");
+    ck_assert_int_ge(k, 0);
+    OcrTensor wt = ocr_params_tensor(ocr_model_params(sm), k);
+    ck_assert_int_eq(ocr_tensor_numel(&wt), n1);
+    ck_assert(memcmp(wt.data, w1, (size_t)n1 * 4) == 0);
+    free(w1);
+    ocr_model_free(sm);
+    ocr_pdparams_free(p);
+}
+END_TEST
+
+START_TEST(test_refused_ctc_weight) {
+    // A CTCHead student's own CTC loss trains at weight 1.0 only; without it the config is refused.
+    train_teacher();
+    char cfg[1200], out[600];
+    snprintf(cfg, sizeof cfg, "%s/distill.json", g_dir);
+    snprintf(out, sizeof out, "%s/dout", g_dir);
+    write_distill_config(cfg, out, "[{\"DistillCTCLogits\": {\"weight\": 1.0, " PAIR "}}]", NULL, STUDENT_ARCH, NULL);
+    OcrConfig *c;
+    RunConfig rc;
+    ck_assert_int_eq(run_config_load(&c, &rc, cfg, NULL, 0, RUN_NEED_TRAIN), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "DistillationCTCLoss"), "%s", ocr_last_error());
+}
+END_TEST
+
+START_TEST(test_teacher_cache_is_exact) {
+    // Global.distill_teacher_cache: the same losses bit for bit (metrics.jsonl's 7 digits), and
+    // refused with an augmenting transform.
+    train_teacher();
+    double *l[2];
+    int n[2];
+    for (int c = 0; c < 2; c++) {
+        char cfg[1200], out[600], err[16384];
+        snprintf(cfg, sizeof cfg, "%s/cache%d.json", g_dir, c);
+        snprintf(out, sizeof out, "%s/cout%d", g_dir, c);
+        write_distill_config(cfg, out, CTC_TERMS, NULL, STUDENT_ARCH,
+                             c ? "{\"epoch_num\": 3, \"distill_teacher_cache\": true}" : "{\"epoch_num\": 3}");
+        const char *a[] = {"train", "-c", cfg, NULL};
+        int rc = at_run_capture(cmd_train, a, err, sizeof err);
+        ck_assert_msg(rc == 0, "cache %d: %s", c, err);
+        if (c) ck_assert_msg(strstr(err, "teacher cache") && strstr(err, "64 samples served, 32 computed"), "%s", err);
+        l[c] = at_read_losses(out, &n[c], NULL);
+    }
+    ck_assert_int_eq(n[0], 12);
+    ck_assert_int_eq(n[1], n[0]);
+    for (int i = 0; i < n[0]; i++) ck_assert_msg(l[0][i] == l[1][i], "step %d: %.9g vs %.9g", i, l[0][i], l[1][i]);
+    free(l[0]);
+    free(l[1]);
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/cache1.json", g_dir);
+    OcrConfig *c;
+    RunConfig rc;
+    const char *ov[] = {"Train.dataset.transforms.1={RecAug: null}"};
+    ck_assert_int_eq(run_config_load(&c, &rc, cfg, ov, 1, RUN_NEED_TRAIN), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "Train.dataset.transforms.1.RecAug") &&
+                      strstr(ocr_last_error(), "distill_teacher_cache"),
+                  "%s", ocr_last_error());
+    const char *ov2[] = {"Train.dataset.ratio_list=[0.5]"};
+    ck_assert_int_eq(run_config_load(&c, &rc, cfg, ov2, 1, RUN_NEED_TRAIN), OCR_ERR_CONFIG);
+    ck_assert_msg(strstr(ocr_last_error(), "Train.dataset.ratio_list.0"), "%s", ocr_last_error());
+}
+END_TEST
+
+// ---- each term's gradient against its op -----------------------------------------------------------------
+
+typedef struct {
+    OcrConfig *cfg;
+    OcrModel *m;
+    DistillRun *r;
+    OcrTensor images, widths;
+    int32_t labels[2 * 8], lengths[2], hwidths[2];
+    FeedDeviceBatch b;
+} Bench;
+
+static void bench_open(Bench *x, const char *cfg_path) {
+    memset(x, 0, sizeof *x);
+    RunConfig rc;
+    ck_assert_msg(run_config_load(&x->cfg, &rc, cfg_path, NULL, 0, RUN_NEED_TRAIN) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(ocr_model_from_config(&x->m, x->cfg) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(distill_run_create(&x->r, x->cfg, &rc, x->m, ocr_cpu(), NULL) == OCR_OK, "%s", ocr_last_error());
+    ck_assert(x->r != NULL);
+    const int B = 2, H = 32, W = 64, C = 3;
+    ck_assert(ocr_tensor_alloc(&x->images, OCR_U8, ocr_cpu(), 4, (int64_t[]){B, H, W, C}, OCR_MEM_DATA) == OCR_OK);
+    ck_assert(ocr_tensor_alloc(&x->widths, OCR_I32, ocr_cpu(), 1, (int64_t[]){B}, OCR_MEM_DATA) == OCR_OK);
+    uint8_t *px = x->images.data;
+    for (int i = 0; i < B * H * W * C; i++) px[i] = (uint8_t)((i * 37 + (i / 97) * 11) & 255);
+    memset(x->labels, 0, sizeof x->labels);
+    x->labels[0] = 3, x->labels[1] = 5, x->lengths[0] = 2;
+    x->labels[8] = 7, x->labels[9] = 2, x->labels[10] = 9, x->lengths[1] = 3;
+    x->hwidths[0] = W, x->hwidths[1] = 48;
+    memcpy(x->widths.data, x->hwidths, sizeof x->hwidths);
+    x->b.images = x->images;
+    x->b.widths = x->widths;
+    x->b.count = B;
+    x->b.max_len = 8;
+    x->b.host_labels = x->labels;
+    x->b.host_lengths = x->lengths;
+    x->b.host_widths = x->hwidths;
+    x->b.labels = ocr_tensor_view(x->labels, OCR_I32, ocr_cpu(), 2, (int64_t[]){B, 8});
+    x->b.lengths = ocr_tensor_view(x->lengths, OCR_I32, ocr_cpu(), 1, (int64_t[]){B});
+}
+
+static void bench_close(Bench *x) {
+    distill_run_free(x->r);
+    ocr_model_free(x->m);
+    ocr_tensor_free(&x->images);
+    ocr_tensor_free(&x->widths);
+    ocr_config_free(x->cfg);
+}
+
+static double max_abs_diff(const OcrTensor *a, const OcrTensor *b) {
+    int64_t n = ocr_tensor_numel(a);
+    float *x = malloc((size_t)n * 4), *y = malloc((size_t)n * 4);
+    ocr_tensor_to_f32(a, x);
+    ocr_tensor_to_f32(b, y);
+    double m = 0, s = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double d = fabs((double)x[i] - (double)y[i]);
+        if (d > m) m = d;
+        s += fabs((double)y[i]);
+    }
+    free(x);
+    free(y);
+    ck_assert_msg(s > 0, "the reference gradient is all zero");
+    return m;
+}
+
+// Runs the step's extra loss once on the bench batch and compares term t's gradient and value
+// with its op called directly on the same outputs.
+static void check_term(Bench *x, int t) {
+    const DistillConfig *dc = distill_run_config(x->r);
+    const DistillTerm *term = &dc->terms[t];
+    OcrModel *m = x->m;
+    ocr_params_zero_grads(ocr_model_params(m));
+    if (ocr_model_arch(m)->multihead.kind != OCR_GUIDE_NONE)
+        ck_assert(ocr_model_set_guide_batch(m, x->labels, x->lengths, x->hwidths, 2, 8, 64) == OCR_OK);
+    ck_assert_msg(ocr_model_forward_u8(m, &x->images, &x->widths, 1) == OCR_OK, "%s", ocr_last_error());
+    const OcrTensor *logits = ocr_model_logits(m);
+    OcrTensor dl32;
+    ck_assert(ocr_tensor_alloc(&dl32, OCR_F32, ocr_cpu(), 3, logits->shape, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    ocr_zero_tensor(&dl32);
+    OcrTensor *gdl = ocr_model_guide_dlogits(m);
+    if (gdl) ocr_zero_tensor(gdl);
+    StepCtx s;
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    distill_attach(x->r, &s);
+    double loss;
+    ck_assert_msg(s.extra.fn(s.extra.user, &s, &x->b, logits, &dl32, 1.0f, &loss) == OCR_OK, "%s", ocr_last_error());
+    OcrModel *tm = distill_run_net(x->r, term->b);
+    const int guide = term->out == DISTILL_OUT_GUIDE;
+    const OcrTensor *mine = guide ? ocr_model_guide_logits(m) : logits;
+    const OcrTensor *theirs = guide ? ocr_model_guide_logits(tm) : ocr_model_logits(tm);
+    const OcrTensor *got = guide ? gdl : &dl32;
+    OcrTensor want, l1;
+    ck_assert(ocr_tensor_alloc(&want, OCR_F32, ocr_cpu(), mine->ndim, mine->shape, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    ck_assert(ocr_tensor_alloc(&l1, OCR_F32, ocr_cpu(), 1, (int64_t[]){1}, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    const float w = (float)term->weight;
+    switch (term->kind) {
+        case DISTILL_CTC_LOGITS: {
+            CtcLogitsKlParams p = {0.5f, 0, w};
+            ocr_ctc_logits_kl_forward(&l1, mine, theirs, p);
+            ocr_ctc_logits_kl_backward(&want, mine, theirs, p);
+            break;
+        }
+        case DISTILL_DML: {
+            DmlLossParams p = {1, w};
+            ocr_dml_loss_forward(&l1, mine, theirs, p);
+            ocr_dml_loss_backward(&want, NULL, mine, theirs, p);
+            break;
+        }
+        case DISTILL_KL: {
+            const OcrTensor *tg = term->masked ? ocr_model_guide_targets(m) : NULL;
+            KlDivLossParams p = {1.0f, term->masked ? 0 : -1, w};
+            ocr_kl_div_loss_forward(&l1, mine, theirs, tg, p);
+            ocr_kl_div_loss_backward(&want, mine, theirs, tg, p);
+            break;
+        }
+        case DISTILL_DISTANCE: {
+            DistanceLossParams p = {OCR_DISTANCE_L2, 1.0f, w};
+            ocr_distance_loss_forward(&l1, mine, theirs, p);
+            ocr_distance_loss_backward(&want, NULL, mine, theirs, p);
+            break;
+        }
+        case DISTILL_DKD: {
+            const OcrTensor *tg = ocr_model_guide_targets(m);
+            int64_t rows = ocr_tensor_numel(mine) / mine->shape[mine->ndim - 1], C = mine->shape[mine->ndim - 1];
+            int64_t nt = ocr_tensor_numel(tg);
+            OcrTensor sr = ocr_tensor_view(mine->data, mine->dtype, ocr_cpu(), 2, (int64_t[]){rows, C});
+            OcrTensor tr = ocr_tensor_view(theirs->data, theirs->dtype, ocr_cpu(), 2, (int64_t[]){rows, C});
+            OcrTensor gr = ocr_tensor_view(want.data, OCR_F32, ocr_cpu(), 2, (int64_t[]){rows, C});
+            OcrTensor tv = ocr_tensor_view(tg->data, tg->dtype, ocr_cpu(), 1, &nt);
+            DkdLossParams p = {(float)term->temperature, (float)term->alpha, (float)term->beta, -1, w};
+            ocr_dkd_loss_forward(&l1, &sr, &tr, &tv, p);
+            ocr_dkd_loss_backward(&gr, &sr, &tr, &tv, p);
+            break;
+        }
+        default: ck_abort_msg("term %d is not a distillation term", t);
+    }
+    double d = max_abs_diff(got, &want);
+    ck_assert_msg(d == 0.0, "%s: gradient differs from the op's by %g", term->path, d);
+    float v = ((float *)l1.data)[0];
+    ck_assert_msg(fabs(loss - term->weight * v) <= 1e-6 * fabs(loss) + 1e-12, "%s: loss %g, the op's %g × %g",
+                  term->path, loss, (double)v, term->weight);
+    ck_assert(fabs(distill_run_term_value(x->r, t) - loss) <= 1e-12 * fabs(loss) + 1e-15);
+    ocr_tensor_free(&want);
+    ocr_tensor_free(&l1);
+    ocr_tensor_free(&dl32);
+}
+
+START_TEST(test_ctc_term_gradients_are_the_ops) {
+    train_teacher();
+    static const char *const terms[] = {
+        "{\"DistillCTCLogits\": {\"weight\": 1.5, " PAIR "}}",
+        "{\"DistillationDMLLoss\": {\"weight\": 0.5, \"act\": \"softmax\", \"use_log\": true, " PAIR "}}",
+        "{\"DistillationKLDivLoss\": {\"weight\": 0.3, " PAIR "}}",
+        "{\"DistillationDistanceLoss\": {\"weight\": 0.2, \"mode\": \"l2\", " PAIR "}}", NULL};
+    for (int i = 0; terms[i]; i++) {
+        char cfg[1200], list[1024];
+        snprintf(cfg, sizeof cfg, "%s/one.json", g_dir);
+        snprintf(list, sizeof list, "[" GT_CTC ", %s]", terms[i]);
+        write_distill_config(cfg, g_dir, list, NULL, STUDENT_ARCH, NULL);
+        Bench x;
+        bench_open(&x, cfg);
+        check_term(&x, 1);
+        bench_close(&x);
+    }
+}
+END_TEST
+
+#define MH_ARCH(scale)                                                                                          \
+    "{\"model_type\": \"rec\", \"algorithm\": \"SVTR_LCNet\", \"Transform\": null, \"Backbone\": {\"name\": "  \
+    "\"MobileNetV1Enhance\", \"scale\": " scale ", \"last_conv_stride\": [1, 2], \"last_pool_type\": \"avg\", " \
+    "\"last_pool_kernel_size\": [2, 2]}, \"Head\": {\"name\": \"MultiHead\", \"head_list\": [{\"CTCHead\": "     \
+    "{\"Neck\": {\"name\": \"svtr\", \"dims\": 16, \"depth\": 1, \"hidden_dims\": 32, \"use_guide\": true}, "   \
+    "\"Head\": {\"fc_decay\": 1e-05}}}, {\"NRTRHead\": {\"nrtr_dim\": 32, \"num_decoder_layers\": 1, "           \
+    "\"max_text_length\": 8}}]}}"
+
+START_TEST(test_guide_term_gradients_are_the_ops) {
+    // MultiHead NRTR networks: DKD (PP-OCRv4's) and the masked KL read the guidance head. The
+    // teacher here is freshly initialised (no pretrained: its outputs are as good as any).
+    static const char *const terms[] = {
+        "{\"DistillationDKDLoss\": {\"weight\": 0.1, " PAIR ", \"multi_head\": true, \"alpha\": 1.0, \"beta\": 2.0, "
+        "\"dis_head\": \"gtc\", \"name\": \"dkd\"}}",
+        "{\"DistillationKLDivLoss\": {\"weight\": 0.7, " PAIR ", \"multi_head\": true, \"dis_head\": \"gtc\"}}",
+        "{\"DistillCTCLogits\": {\"weight\": 1.0, " PAIR "}}", NULL};
+    for (int i = 0; terms[i]; i++) {
+        char cfg[1200], list[1024];
+        snprintf(cfg, sizeof cfg, "%s/mh.json", g_dir);
+        snprintf(list, sizeof list,
+                 "[{\"DistillationCTCLoss\": {\"weight\": 1.0, \"model_name_list\": [\"Student\"], \"key\": \"head_out\", "
+                 "\"multi_head\": true}}, {\"DistillationNRTRLoss\": {\"weight\": 1.0, \"smoothing\": false, "
+                 "\"model_name_list\": [\"Student\"], \"key\": \"head_out\", \"multi_head\": true}}, %s]",
+                 terms[i]);
+        write_distill_config(cfg, g_dir, list, MH_ARCH("0.25"), MH_ARCH("0.125"), NULL);
+        // MultiLabelEncode for the MultiHead networks; no teacher checkpoint for this one.
+        char *text;
+        size_t n;
+        ck_assert(ocr_read_file(cfg, &text, &n) == OCR_OK);
+        cJSON *root = cJSON_Parse(text);
+        free(text);
+        cJSON *tr = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "Architecture"), "Models"), "Teacher");
+        cJSON_DeleteItemFromObject(tr, "pretrained");
+        const char *splits[] = {"Train", "Eval"};
+        for (int k = 0; k < 2; k++) {
+            cJSON *ds = cJSON_GetObjectItem(cJSON_GetObjectItem(root, splits[k]), "dataset");
+            cJSON_ReplaceItemInObject(
+                ds, "transforms",
+                cJSON_Parse("[{\"DecodeImage\": {\"img_mode\": \"BGR\", \"channel_first\": false}}, {\"MultiLabelEncode\": "
+                            "{\"gtc_encode\": \"NRTRLabelEncode\"}}, {\"RecResizeImg\": {\"image_shape\": [3, 32, 64]}}, "
+                            "{\"KeepKeys\": {\"keep_keys\": [\"image\", \"label_ctc\", \"label_gtc\", \"length\", "
+                            "\"valid_ratio\"]}}]"));
+        }
+        cJSON_ReplaceItemInObject(root, "PostProcess",
+                                  cJSON_Parse("{\"name\": \"DistillationCTCLabelDecode\", \"model_name\": [\"Student\"], "
+                                              "\"key\": \"head_out\", \"multi_head\": true}"));
+        char *s = cJSON_Print(root);
+        at_write_text(cfg, s);
+        free(s);
+        cJSON_Delete(root);
+        Bench x;
+        bench_open(&x, cfg);
+        check_term(&x, 2);
+        bench_close(&x);
+    }
+}
+END_TEST
+
+// into += src (f32, same shape).
+static void add_into(OcrTensor *into, const OcrTensor *src) { ocr_accumulate(into, src); }
+
+START_TEST(test_mutual_learning_gradients_are_the_ops) {
+    // Two trained networks (PP-OCRv3's mutual learning, CTC heads here): DML on the CTC logits and
+    // L2 on backbone_out give each network its side of the op's gradient, the second network also
+    // its own CTC loss's.
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/ml.json", g_dir);
+    const char *list =
+        "[" GT_CTC ", {\"DistillationCTCLoss\": {\"weight\": 1.0, \"model_name_list\": [\"Teacher\"], \"key\": \"head_out\"}},"
+        " {\"DistillationDMLLoss\": {\"weight\": 0.5, \"act\": \"softmax\", \"use_log\": true, " PAIR "}},"
+        " {\"DistillationDistanceLoss\": {\"weight\": 0.7, \"mode\": \"l2\", \"model_name_pairs\": [[\"Student\", "
+        "\"Teacher\"]], \"key\": \"backbone_out\"}}]";
+    write_distill_config(cfg, g_dir, list, STUDENT_ARCH, STUDENT_ARCH, NULL);
+    char *text;
+    size_t n;
+    ck_assert(ocr_read_file(cfg, &text, &n) == OCR_OK);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    cJSON *tr = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "Architecture"), "Models"), "Teacher");
+    cJSON_DeleteItemFromObject(tr, "pretrained");
+    cJSON_ReplaceItemInObject(tr, "freeze_params", cJSON_CreateFalse());
+    char *js = cJSON_Print(root);
+    at_write_text(cfg, js);
+    free(js);
+    cJSON_Delete(root);
+    Bench x;
+    bench_open(&x, cfg);
+    distill_run_hold_peers(x.r, 1);
+    const DistillConfig *dc = distill_run_config(x.r);
+    const int S = dc->trained, T = distill_net_index(dc, "Teacher");
+    OcrModel *m = x.m, *tm = distill_run_net(x.r, T);
+    ck_assert(tm != NULL);
+    ck_assert_msg(ocr_model_forward_u8(m, &x.images, &x.widths, 1) == OCR_OK, "%s", ocr_last_error());
+    const OcrTensor *logits = ocr_model_logits(m);
+    OcrTensor dl32;
+    ck_assert(ocr_tensor_alloc(&dl32, OCR_F32, ocr_cpu(), 3, logits->shape, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    ocr_zero_tensor(&dl32);
+    StepCtx s;
+    memset(&s, 0, sizeof s);
+    s.m = m;
+    s.lr_cur = 1e-3;
+    distill_attach(x.r, &s);
+    double loss;
+    ck_assert_msg(s.extra.fn(s.extra.user, &s, &x.b, logits, &dl32, 1.0f, &loss) == OCR_OK, "%s", ocr_last_error());
+    const OcrTensor *tl = distill_run_logits(x.r, T);
+    const OcrTensor *sb = ocr_model_backbone_out(m), *tb = ocr_model_backbone_out(tm);
+    ck_assert(tl && sb && tb);
+    // The student's CTC-logit gradient: DML's first side × 0.5.
+    OcrTensor want, tmp, l1;
+    ck_assert(ocr_tensor_alloc(&want, OCR_F32, ocr_cpu(), 3, logits->shape, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    ck_assert(ocr_tensor_alloc(&tmp, OCR_F32, ocr_cpu(), 3, logits->shape, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    ck_assert(ocr_tensor_alloc(&l1, OCR_F32, ocr_cpu(), 1, (int64_t[]){2}, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    ocr_dml_loss_backward(&want, NULL, logits, tl, (DmlLossParams){1, 0.5f});
+    ck_assert(max_abs_diff(&dl32, &want) == 0.0);
+    // The teacher's: its CTC loss's gradient, then DML's second side × 0.5.
+    ocr_zero_tensor(&want);
+    OcrTensor inf;
+    ck_assert(ocr_tensor_alloc(&inf, OCR_I32, ocr_cpu(), 1, (int64_t[]){2}, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    CtcParams cp = {OCR_CTC_REDUCTION_PADDLE, 1, 0, 1.0f};
+    ocr_ctc_loss_forward(&l1, NULL, &tmp, &inf, tl, &x.b.labels, &x.b.lengths, NULL, cp);
+    add_into(&want, &tmp);
+    ocr_dml_loss_backward(NULL, &tmp, logits, tl, (DmlLossParams){1, 0.5f});
+    add_into(&want, &tmp);
+    const OcrTensor *tg = distill_run_grad(x.r, T, DISTILL_OUT_CTC);
+    ck_assert(tg != NULL);
+    ck_assert_msg(max_abs_diff(tg, &want) == 0.0, "teacher CTC gradient differs by %g", max_abs_diff(tg, &want));
+    // Backbone outputs: the distance's two sides × 0.7.
+    OcrTensor bw;
+    ck_assert(ocr_tensor_alloc(&bw, OCR_F32, ocr_cpu(), sb->ndim, sb->shape, OCR_MEM_ACTIVATIONS) == OCR_OK);
+    ocr_distance_loss_backward(&bw, NULL, sb, tb, (DistanceLossParams){OCR_DISTANCE_L2, 1.0f, 0.7f});
+    const OcrTensor *sbg = distill_run_grad(x.r, S, DISTILL_OUT_BACKBONE), *tbg = distill_run_grad(x.r, T, DISTILL_OUT_BACKBONE);
+    ck_assert(sbg && tbg);
+    ck_assert(max_abs_diff(sbg, &bw) == 0.0);
+    ocr_distance_loss_backward(NULL, &bw, sb, tb, (DistanceLossParams){OCR_DISTANCE_L2, 1.0f, 0.7f});
+    ck_assert(max_abs_diff(tbg, &bw) == 0.0);
+    ocr_tensor_free(&bw);
+    ocr_tensor_free(&inf);
+    ocr_tensor_free(&want);
+    ocr_tensor_free(&tmp);
+    ocr_tensor_free(&l1);
+    ocr_tensor_free(&dl32);
+    bench_close(&x);
+}
+END_TEST
+
+static Suite *distill_train_suite(void) {
+    Suite *s = suite_create("distill_train");
+    TCase *tc = tcase_create("distill_train");
+    tcase_add_checked_fixture(tc, setup, teardown);
+    tcase_set_timeout(tc, 300);
+    tcase_add_test(tc, test_distill_trains_teacher_fixed);
+    tcase_add_test(tc, test_refused_ctc_weight);
+    tcase_add_test(tc, test_teacher_cache_is_exact);
+    tcase_add_test(tc, test_ctc_term_gradients_are_the_ops);
+    tcase_add_test(tc, test_guide_term_gradients_are_the_ops);
+    tcase_add_test(tc, test_mutual_learning_gradients_are_the_ops);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void) { return ocr_test_run_suite(distill_train_suite()); }
