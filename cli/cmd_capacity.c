@@ -74,6 +74,21 @@ int cmd_capacity(int argc, char **argv) {
                 cJSON_AddNumberToObject(sb, ocr_mem_category_name((ocr_mem_category_t)k),
                                         (double)cp[i].per_sample_by_category[k]);
             }
+            if (cp[i].teacher_networks) {
+                // The frozen networks (distillation): their own category, in fixed_bytes and
+                // bytes_per_sample, not in the by-category figures (the trained network's).
+                cJSON *t = cJSON_AddObjectToObject(p, "teacher");
+                cJSON_AddNumberToObject(t, "networks", cp[i].teacher_networks);
+                cJSON_AddNumberToObject(t, "weights_bytes", (double)cp[i].teacher_weights_bytes);
+                cJSON_AddNumberToObject(t, "activations_fixed_bytes", (double)cp[i].teacher_activations_fixed);
+                cJSON_AddNumberToObject(t, "activations_bytes_per_sample", (double)cp[i].teacher_activations_per_sample);
+            }
+            if (cp[i].peer_networks) {
+                cJSON *t = cJSON_AddObjectToObject(p, "trained_beside");
+                cJSON_AddNumberToObject(t, "networks", cp[i].peer_networks);
+                cJSON_AddNumberToObject(t, "fixed_bytes", (double)cp[i].peer_fixed_bytes);
+                cJSON_AddNumberToObject(t, "bytes_per_sample", (double)cp[i].peer_per_sample);
+            }
             if (run.verified) {
                 cJSON *v = cJSON_AddObjectToObject(p, "verified");
                 cJSON_AddNumberToObject(v, "batch", run.batch[i]);
@@ -93,6 +108,19 @@ int cmd_capacity(int argc, char **argv) {
         for (int i = 0; i < CAPACITY_PRECISIONS; i++)
             printf("  %-9s %10lld %16s %14s\n", cp[i].name, (long long)cp[i].max_batch,
                    ocr_format_bytes(cp[i].bytes_per_sample, b, sizeof b), ocr_format_bytes(cp[i].fixed_bytes, c, sizeof c));
+        for (int i = 0; i < CAPACITY_PRECISIONS; i++) {
+            char d[32];
+            if (cp[i].teacher_networks)
+                printf("  %-9s teacher (%d frozen network(s), included above): weights %s, forward activations %s "
+                       "+ %s/sample\n",
+                       cp[i].name, cp[i].teacher_networks, ocr_format_bytes(cp[i].teacher_weights_bytes, a, sizeof a),
+                       ocr_format_bytes(cp[i].teacher_activations_fixed, b, sizeof b),
+                       ocr_format_bytes(cp[i].teacher_activations_per_sample, d, sizeof d));
+            if (cp[i].peer_networks)
+                printf("  %-9s %d network(s) trained beside (included above): %s + %s/sample\n", cp[i].name,
+                       cp[i].peer_networks, ocr_format_bytes(cp[i].peer_fixed_bytes, a, sizeof a),
+                       ocr_format_bytes(cp[i].peer_per_sample, b, sizeof b));
+        }
         for (int i = 0; run.verified && i < CAPACITY_PRECISIONS; i++) {
             int64_t pl = run.planned[i], me = run.measured[i];
             printf("  verify %-8s batch %d: planned %s, a real step allocated %s (%+.1f%%)\n", cp[i].name, run.batch[i],

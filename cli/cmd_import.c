@@ -1,6 +1,6 @@
 // ocrtrain import (--onnx FILE [--dict FILE] | --pdparams FILE [-c CFG]) --out W.safetensors [--dict-out FILE]
 //
-// PaddleOCR's PP-OCRv3/v4/v5-mobile and PP-OCRv6 tiny/small recognizers as users get them → ocrtrain weights (training/import.h):
+// PaddleOCR's PP-OCRv3/v4/v5 (mobile, server) and PP-OCRv6 tiny/small recognizers as users get them → ocrtrain weights (training/import.h):
 //   --onnx      a paddle2onnx export (PaddleOCR's, RapidOCR's wheels, ...): the graph is walked
 //               layer by layer and the matching network is built (models/onnx_import.h); the
 //               dictionary embedded in the metadata ("character"), or the file --dict names,
@@ -189,8 +189,8 @@ int cmd_import(int argc, char **argv) {
     const char *onnx_path = NULL, *pd_path = NULL, *out_path = NULL, *dict_out = NULL, *dict_in = NULL;
     const CliFlag flags[] = {
         {CLI_STRING, "--onnx", .meta = "FILE", .dest = &onnx_path,
-         .help = "PaddleOCR PP-OCRv3/v4/v5-mobile or PP-OCRv6 tiny/small recognizer exported\n"
-                 "to ONNX (paddle2onnx)"},
+         .help = "PaddleOCR PP-OCRv3/v4/v5 (mobile, server) or PP-OCRv6 tiny/small recognizer\n"
+                 "exported to ONNX (paddle2onnx)"},
         {CLI_STRING, "--pdparams", .meta = "FILE", .dest = &pd_path,
          .help = "PaddleOCR training checkpoint (.pdparams, or its prefix)"},
         {CLI_STRING, "--out", .meta = "FILE", .dest = &out_path, .help = "the weights to write (safetensors)"},

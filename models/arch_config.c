@@ -312,14 +312,16 @@ static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
     const cJSON *mixer = ocr_config_node(cfg, K("mixer"));
     if (mixer) {
         if (!cJSON_IsArray(mixer) || cJSON_GetArraySize(mixer) != total)
-            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.mixer must list one of \"Local\"/\"Global\" per block (%d)",
+            return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.mixer must list one of \"Local\"/\"Global\"/\"Conv\" per block (%d)",
                                  ocr_config_source(cfg), p, total);
         int i = 0;
         for (const cJSON *it = mixer->child; it; it = it->next, i++) {
-            if (!cJSON_IsString(it) || (strcmp(it->valuestring, "Local") && strcmp(it->valuestring, "Global")))
-                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.mixer[%d] must be \"Local\" or \"Global\" (Conv is not supported)",
+            if (!cJSON_IsString(it) ||
+                (strcmp(it->valuestring, "Local") && strcmp(it->valuestring, "Global") && strcmp(it->valuestring, "Conv")))
+                return ocr_set_error(OCR_ERR_CONFIG, "%s: %s.mixer[%d] must be \"Local\", \"Global\" or \"Conv\"",
                                      ocr_config_source(cfg), p, i);
             s->local[i] = strcmp(it->valuestring, "Local") == 0;
+            s->conv[i] = strcmp(it->valuestring, "Conv") == 0;
         }
     } else {
         for (int i = 0; i < total; i++) s->local[i] = i < 6;  // PaddleOCR's default: 6 Local then Global
@@ -345,6 +347,14 @@ static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
             s->local_mixer[st][1] = (int)it->child->next->valuedouble;
         }
     }
+    for (int st = 0, bi = 0; st < 3; st++)
+        for (int i = 0; i < s->depth[st]; i++, bi++)
+            if (s->conv[bi] && (s->local_mixer[st][0] < 1 || s->local_mixer[st][1] < 1 ||
+                                s->local_mixer[st][0] % 2 == 0 || s->local_mixer[st][1] % 2 == 0))
+                return ocr_set_error(OCR_ERR_CONFIG,
+                                     "%s: %s.local_mixer[%d] = [%d, %d]: a Conv mixer's kernel must be odd and positive "
+                                     "(padding k/2 keeps the token grid)",
+                                     ocr_config_source(cfg), p, st, s->local_mixer[st][0], s->local_mixer[st][1]);
     const cJSON *pm = ocr_config_node(cfg, K("patch_merging"));
     if (!pm) {
         s->patch_merging = 1;
@@ -377,7 +387,8 @@ static ocr_status_t parse_svtrnet(const OcrConfig *cfg, OcrArch *a) {
     OCR_TRY(ocr_config_get_bool(cfg, K("last_stage"), 1, &s->last_stage));
     int sub_num;
     OCR_TRY(get_i(cfg, K("sub_num"), 2, 2, 2, &sub_num));
-    OCR_TRY(require_off(cfg, K("prenorm"), "blocks are pre-LN (prenorm false)"));
+    // PaddleOCR's default is true (post-LN blocks, no final norm); its SVTR configs set it.
+    OCR_TRY(ocr_config_get_bool(cfg, K("prenorm"), 1, &s->prenorm));
     OCR_TRY(require_off(cfg, K("use_lenhead"), "no length head"));
 #undef K
     a->img_h = s->img_size[0];
@@ -740,6 +751,16 @@ ocr_status_t ocr_arch_from_config(OcrArch *a, const OcrConfig *cfg) {
     }
     OCR_TRY(parse_neck(cfg, a));
     OCR_TRY(parse_head(cfg, a));
+    if (a->backbone == OCR_BACKBONE_SVTRNET && !a->svtr.last_stage && a->neck_svtr)
+        // PaddleOCR's SVTRNet with last_stage false returns its (B, H*W, C) token sequence, and
+        // its EncoderWithSVTR (built for Backbone.out_channels inputs) raises on that 3-D tensor
+        // ("The input of Op(Conv) should be a 4-D or 5-D Tensor", paddlepaddle 3.3.1): there is
+        // no PaddleOCR computation to reproduce (PP-OCRv4's distillation teacher as published).
+        return ocr_set_error(OCR_ERR_CONFIG,
+                             "%s: Architecture.Backbone.last_stage false: SVTRNet then returns its (B, H*W, C) token "
+                             "sequence, which the SVTR neck cannot read (PaddleOCR's EncoderWithSVTR raises on it too: "
+                             "a 4-D input of Backbone.out_channels = %d channels expected, %d given); set it to true",
+                             ocr_config_source(cfg), a->svtr.out_channels, a->svtr.embed_dim[2]);
     int64_t seed;
     OCR_TRY(ocr_config_get_int(cfg, "Global.seed", 1024, &seed));
     a->seed = (uint64_t)seed;

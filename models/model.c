@@ -153,6 +153,9 @@ const Lcnet4 *ocr_model_layers_lcnet4(const OcrModel *m) {
 }
 const LightSvtr *ocr_model_layers_light(const OcrModel *m) { return m->arch.neck_light ? &m->light : NULL; }
 const CtcGuide *ocr_model_layers_guide(const OcrModel *m) { return m->arch.head_guide ? &m->ctc_guide : NULL; }
+const Hgnet2 *ocr_model_layers_hgnet2(const OcrModel *m) {
+    return m->arch.backbone == OCR_BACKBONE_HGNETV2 ? &m->hgnet2 : NULL;
+}
 int64_t ocr_model_param_count(const OcrModel *m) {
     int64_t n = 0;
     for (int i = 0; i < m->params.count; i++) n += m->params.items[i].numel;

@@ -96,6 +96,7 @@ const CtcHead *ocr_model_layers_head(const OcrModel *m);
 const Lcnet4 *ocr_model_layers_lcnet4(const OcrModel *m);
 const LightSvtr *ocr_model_layers_light(const OcrModel *m);
 const CtcGuide *ocr_model_layers_guide(const OcrModel *m);
+const Hgnet2 *ocr_model_layers_hgnet2(const OcrModel *m);  // PPHGNetV2_B4 (PP-OCRv5 server), else NULL
 int64_t ocr_model_param_count(const OcrModel *m);
 
 // Sets the compute dtype of every op whose name matches the fnmatch(3) pattern (and whose

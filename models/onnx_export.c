@@ -710,6 +710,103 @@ static void light_neck(Ex *e, const LightSvtr *l, const char *x, char *out) {
     node2(e, "Add", out, a, sk, out);
 }
 
+// ---- PP-OCRv5 server: PPHGNetV2_B4 (text_rec) ------------------------------------------------------------
+
+// ConvBNAct with the pads of a pad layer in front of it (StemBlock's SAME 2x2 convs), else its own.
+static void convbn_pads(Ex *e, const ConvBN *l, const int *pads, const char *in, char *out) {
+    char c[NAME_MAX_LEN], b[NAME_MAX_LEN];
+    if (e->fold_bn) {
+        conv_pads(e, &l->conv, &l->bn, pads, in, b);
+    } else {
+        conv_pads(e, &l->conv, NULL, pads, in, c);
+        bn(e, &l->bn, c, b);
+    }
+    if (l->has_act)
+        act(e, l->act.act, op_name(e, l->act.op), b, out);
+    else
+        snprintf(out, NAME_MAX_LEN, "%s", b);
+}
+
+// A channel Concat (axis 1) of n inputs.
+static void concat(Ex *e, const char *name, int n, const char *const *in, char *out) {
+    snprintf(out, NAME_MAX_LEN, "%s", name);
+    Node nd;
+    node_begin(&nd, "Concat", name);
+    for (int i = 0; i < n; i++) node_in(&nd, in[i]);
+    node_out(&nd, out);
+    attr_int(&nd, "axis", 1);
+    node_end(e, &nd);
+}
+
+// The backbone PaddleOCR's inference program runs (the classifier it builds is never run, so
+// never written): StemBlock, the four stages and AvgPool (3, 2).
+static void hgnet2(Ex *e, const Hgnet2 *m, const char *x, char *out) {
+    char a[NAME_MAX_LEN], b[NAME_MAX_LEN], c[NAME_MAX_LEN], d[NAME_MAX_LEN];
+    const LPad *p2a = &m->pad2a, *p2b = &m->pad2b, *pp = &m->pad_pool;
+    const int pa[4] = {p2a->top, p2a->left, p2a->bottom, p2a->right}, pb[4] = {p2b->top, p2b->left, p2b->bottom, p2b->right};
+    convbn(e, &m->stem[0], x, a);  // x1
+    int h1 = e->h;
+    convbn_pads(e, &m->stem[1], pa, a, b);
+    convbn_pads(e, &m->stem[2], pb, b, c);  // x2
+    // The max pool with the -inf pad layer's pads (a MaxPool's pads never win the maximum).
+    snprintf(d, sizeof d, "%s", op_name(e, m->stem_pool.op));
+    Node n;
+    node_begin(&n, "MaxPool", d);
+    node_in(&n, a);
+    node_out(&n, d);
+    attr_int(&n, "ceil_mode", 0);
+    attr_ints(&n, "kernel_shape", 2, (int64_t[]){m->stem_pool.p.kernel_h, m->stem_pool.p.kernel_w});
+    attr_ints(&n, "pads", 4, (int64_t[]){pp->top, pp->left, pp->bottom, pp->right});
+    attr_ints(&n, "strides", 2, (int64_t[]){m->stem_pool.p.stride_h, m->stem_pool.p.stride_w});
+    node_end(e, &n);
+    if (e->h != h1 || m->stem_pool.p.stride_h != 1 || m->stem_pool.p.stride_w != 1)
+        ex_fail(e, OCR_ERR_INTERNAL, "ONNX export: StemBlock's branches differ in size");
+    const char *two[2] = {d, c};  // paddle.concat([pooled x1, x2]), PaddleOCR's order
+    concat(e, op_name(e, m->stem_cat.op), 2, two, b);
+    convbn(e, &m->stem[3], b, c);
+    convbn(e, &m->stem[4], c, a);
+    char names[OCR_HGNET2_MAX_LAYERS + 1][NAME_MAX_LEN];
+    for (int i = 0; i < 4 && ex_ok(e); i++) {
+        const HgStage *st = &m->stages[i];
+        convbn(e, &st->downsample, a, b);
+        memcpy(a, b, sizeof a);
+        for (int j = 0; j < st->nblocks && ex_ok(e); j++) {
+            const HgBlock *k = &st->blocks[j];
+            const char *in[OCR_HGNET2_MAX_LAYERS + 1];
+            snprintf(names[0], NAME_MAX_LEN, "%s", a);
+            in[0] = names[0];
+            for (int l = 0; l < k->nlayers; l++) {
+                const HgLayer *y = &k->layers[l];
+                if (!y->light) {
+                    convbn(e, &y->conv, names[l], names[l + 1]);
+                } else {
+                    convbn(e, &y->conv1, names[l], c);
+                    convbn(e, &y->conv2, c, names[l + 1]);
+                }
+                in[l + 1] = names[l + 1];
+            }
+            concat(e, op_name(e, k->cat.op), k->nlayers + 1, in, b);
+            convbn(e, &k->squeeze, b, c);
+            convbn(e, &k->excitation, c, d);
+            if (k->identity) {
+                snprintf(b, sizeof b, "%s", op_name(e, k->add.op));
+                node2(e, "Add", b, d, a, b);
+                memcpy(a, b, sizeof a);
+            } else {
+                memcpy(a, d, sizeof a);
+            }
+        }
+    }
+    // The inference pool F.avg_pool2d(x, [3, 2]) (our forward uses it for maps 3..5 rows high).
+    if (ex_ok(e) && (e->h < 3 || e->h > 5)) {
+        char msg[300];
+        snprintf(msg, sizeof msg, "ONNX export: PPHGNetV2_B4 gives a %d-row map here; the exported pool is AvgPool (3, 2), for 3..5 rows",
+                 e->h);
+        ex_fail(e, OCR_ERR_UNSUPPORTED, msg);
+    }
+    pool(e, &m->pool, 1, a, out);
+}
+
 // ---- the model ---------------------------------------------------------------------------------------------
 
 static void value_info(Pb *g, uint32_t field, const char *name, int ndim, const int64_t *dims, const char *const *params) {
@@ -745,10 +842,9 @@ static ocr_status_t check_exportable(const OcrModel *m) {
                              "ONNX export: the SVTRNet backbone (algorithm %s) is not exported; PP-OCRv3 (MobileNetV1Enhance) "
                              "and PP-OCRv4 (PPLCNetV3) recognizers are",
                              a->algorithm);
-    if (a->backbone == OCR_BACKBONE_HGNETV2)
+    if (a->backbone == OCR_BACKBONE_HGNETV2 && (a->neck_light || a->head_guide || !a->neck_svtr || a->head_mid > 0))
         return ocr_set_error(OCR_ERR_UNSUPPORTED,
-                             "ONNX export: the PP-OCRv5 server backbone (PPHGNetV2_B4) is not exported yet; PP-OCRv3 "
-                             "(MobileNetV1Enhance) and PP-OCRv4 (PPLCNetV3) recognizers are");
+                             "ONNX export: PPHGNetV2_B4 is exported as PP-OCRv5 server (the SVTR neck and a one-layer CTC head)");
     if (a->backbone != OCR_BACKBONE_LCNETV4 && (a->neck_light || a->head_guide))
         return ocr_set_error(OCR_ERR_UNSUPPORTED,
                              "ONNX export: the LightSVTR neck and the guided CTC head are exported with PPLCNetV4 only");
@@ -782,7 +878,11 @@ static ocr_status_t export_walk(const OcrModel *m, const OcrOnnxExportOptions *o
     const Mv1e *mv = ocr_model_layers_mv1e(m);
     const Lcnet *lc = ocr_model_layers_lcnet(m);
     const Lcnet4 *l4 = ocr_model_layers_lcnet4(m);
-    if (l4) {
+    const Hgnet2 *hg = ocr_model_layers_hgnet2(m);
+    if (hg) {
+        hgnet2(&e, hg, t, u);
+        memcpy(t, u, sizeof t);
+    } else if (l4) {
         lcnet4(&e, l4, t, u);
         memcpy(t, u, sizeof t);
     } else if (mv) {
@@ -852,7 +952,10 @@ static ocr_status_t export_walk(const OcrModel *m, const OcrOnnxExportOptions *o
     Pb graph = {0}, model = {0};
     char gname[64];
     snprintf(gname, sizeof gname, "ocrtrain_%s",
-             a->backbone == OCR_BACKBONE_MV1E ? "ppocrv3" : a->backbone == OCR_BACKBONE_LCNETV4 ? "ppocrv6" : "ppocrv4");
+             a->backbone == OCR_BACKBONE_MV1E      ? "ppocrv3"
+             : a->backbone == OCR_BACKBONE_LCNETV4 ? "ppocrv6"
+             : a->backbone == OCR_BACKBONE_HGNETV2 ? "ppocrv5_server"
+                                                   : "ppocrv4");
     pb_str(&graph, GRAPH_NAME, gname);
     pb_raw(&graph, e.nodes.p, e.nodes.n);
     pb_raw(&graph, e.inits.p, e.inits.n);

@@ -17,6 +17,9 @@
 // only), and a PPLCNetV3 in training form is exported in its fused deploy form (models/model.h
 // ocr_model_fuse: each rep layer one k×k conv with bias), as PaddleOCR's export does. Dropout
 // and drop-path are identities at inference and are not written.
+// PPHGNetV2_B4 (PP-OCRv5 server) is written without the classifier PaddleOCR builds and never
+// runs: its ConvBNActs as Conv + BatchNormalization [+ Relu], the StemBlock's SAME pads as Conv /
+// MaxPool pads (0, 0, 1, 1), each HG block's Concat of its input and layer outputs, T = W/8.
 //
 // Opset 17: the first opset with LayerNormalization, so each LayerNorm is one node computing
 // the same f32 mean/variance arithmetic as ours instead of the nine-node decomposition opset 14

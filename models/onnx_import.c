@@ -1545,8 +1545,13 @@ ocr_status_t ocr_import_onnx_dict(OcrModel **out, const OcrOnnxModel *m, const c
     ocr_status_t st;
     // PP-OCRv6 (PPLCNetV4: GELU in the backbone) has its own walker (onnx_import_lcnetv4.c).
     const int v6 = oi_is_lcnetv4(&g);
+    // PP-OCRv5 server (PPHGNetV2_B4: StemBlock and HG blocks) likewise (onnx_import_hgnet.c).
+    const int hg = !v6 && oi_is_hgnet(&g);
     if (v6) {
         st = oi_import_lcnetv4(&g, dict, &c, &arch, &info);
+        model = c.model;
+    } else if (hg) {
+        st = oi_import_hgnet(&g, dict, &c, &arch, &info);
         model = c.model;
     } else {
         st = walk(&g, net);
@@ -1569,7 +1574,7 @@ ocr_status_t ocr_import_onnx_dict(OcrModel **out, const OcrOnnxModel *m, const c
         for (int i = 0; i < m->nnodes; i++) info.nodes_walked += g.used[i];
         info.tensors_loaded = c.loaded;
         info.values_loaded = c.values;
-        if (!v6) info.softmax_output = net->softmax_node >= 0;
+        if (!v6 && !hg) info.softmax_output = net->softmax_node >= 0;
         info.dictionary = dict;
         info.dictionary_from_file = dictionary != NULL;
         info.dictionary_lines = count_lines(info.dictionary);
@@ -1631,6 +1636,14 @@ const char *ocr_import_suggest_config(const OcrArch *a, char *ov, size_t size) {
               : a->lcnet4.size == OCR_LCNETV4_SMALL ? "configs/rec_ppocrv6_small_ctc.json"
                                                     : NULL;
         if (cfg && a->lcnet4.deploy) OV(" Architecture.Backbone.deploy=true");
+        if (ov && size) snprintf(ov, size, "%s", tmp[0] == ' ' ? tmp + 1 : tmp);
+        return cfg;
+    }
+    if (a->backbone == OCR_BACKBONE_HGNETV2) {
+        // PP-OCRv5 server: PaddleOCR's MultiHead config; the CTC-only weights load into its CTC
+        // branch (models/weights_names.h).
+        cfg = "configs/rec_ppocrv5_server.json";
+        if (a->hgnet2.deploy) OV(" Architecture.Backbone.deploy=true");
         if (ov && size) snprintf(ov, size, "%s", tmp[0] == ' ' ? tmp + 1 : tmp);
         return cfg;
     }

@@ -1,4 +1,4 @@
-// PaddleOCR's PP-OCR recognizers (v3, v4, v5 mobile, v6 tiny / small) as exported to ONNX →
+// PaddleOCR's PP-OCR recognizers (v3, v4, v5 mobile and server, v6 tiny / small) as exported to ONNX →
 // ocrtrain networks.
 //
 // The graph is matched by its structure, never by counting nodes: starting at the graph
@@ -26,6 +26,9 @@
 //             with its SAME-padded 2x2 convs and max pool, blocks with GELU channel mixers, the
 //             LightSVTR neck or the tiny's guide layer, one or two head FCs); the CTC branch is
 //             built as configs/rec_ppocrv6_{tiny,small}_ctc.json in deploy form;
+//   PP-OCRv5 server: a graph with StemBlock's stride-1 MaxPool and HG blocks' wide Concats is
+//             PPHGNetV2_B4 text_rec + SVTR neck + CTC, walked by models/onnx_import_hgnet.c; the
+//             CTC branch of configs/rec_ppocrv5_server.json is built in deploy form (CTC-only names);
 // the neck (SVTR: dims, hidden dims, kernel, depth, heads from the attention scale, MLP ratio;
 // or Im2Seq) and the class count. The matching ocrtrain network is then built and every layer
 // is paired with its op in forward order; shapes, strides, pads, groups, epsilons, HardSigmoid's
@@ -41,7 +44,7 @@
 typedef struct {
     char variant[320];    // "PP-OCRv4 ch: PPLCNetV3 0.95 (deploy-fused) + SVTR neck ... + CTC 6625"
     const char *version;  // "PP-OCRv3", "PP-OCRv4", "PP-OCRv5" or "PP-OCRv6"
-    const char *language; // "en" (97 classes), "ch" (6625), "mobile" (PP-OCRv5, 18385) or "other";
+    const char *language; // "en" (97 classes), "ch" (6625), "mobile" / "server" (PP-OCRv5, 18385) or "other";
                           // PP-OCRv6: the size, "tiny", "small" or "medium"
     const char *config;   // the config to train the result with ("configs/rec_ppocrv4_ch.json")
     int deploy;           // the network was built in its deploy (fused) form

@@ -133,4 +133,12 @@ int oi_is_lcnetv4(const G *g);
 // set) and fills every tensor; `arch` and `info` receive what was recognised.
 ocr_status_t oi_import_lcnetv4(G *g, const char *dict, Ctx *c, OcrArch *arch, OcrOnnxImportInfo *info);
 
+// ---- PPHGNetV2_B4 (PP-OCRv5 server), models/onnx_import_hgnet.c ----------------------------------------------
+// The graph has StemBlock's stride-1 MaxPool and a Concat of more than two tensors (HG blocks): a
+// PP-OCRv5 server recognizer (asked after oi_is_lcnetv4, whose StemBlock has the same pool).
+int oi_is_hgnet(const G *g);
+// Walks it, builds configs/rec_ppocrv5_server.json's CTC branch in deploy form (CTC-only names) into
+// c->model and fills every tensor; `arch` and `info` receive what was recognised.
+ocr_status_t oi_import_hgnet(G *g, const char *dict, Ctx *c, OcrArch *arch, OcrOnnxImportInfo *info);
+
 #endif

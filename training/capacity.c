@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "amp/engine.h"
+#include "training/distill.h"
 #include "training/optim.h"
 #include "training/step.h"
 #include "core/rng.h"
@@ -58,6 +59,7 @@ typedef struct {
     // for the largest batch): bytes per training sample in the ring, and the Eval ring's bytes.
     int64_t ring_per_sample;
     int64_t eval_ring_bytes;
+    DistillRun *distill;  // a distillation config's other networks (NULL otherwise)
 } Built;
 
 // One loader buffer for `batch` samples of H×W×C with labels of L (data/loader.c's layout).
@@ -69,6 +71,7 @@ static int64_t ring_slot_bytes(int64_t batch, int H, int W, int C, int L) {
 }
 
 static void built_free(Built *b) {
+    distill_run_free(b->distill);
     if (b->optim_ok) optim_free(&b->optim);
     if (b->amp_ok) amp_engine_free(&b->amp);
     if (b->m) ocr_model_free(b->m);
@@ -140,6 +143,14 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
     }
     if (st == OCR_OK) st = optim_init(&b->optim, &rc.optim, ocr_model_params(b->m));
     b->optim_ok = st == OCR_OK;
+    if (st == OCR_OK) {
+        // A distillation config's frozen and peer networks, in this precision (a frozen teacher
+        // runs in the AMP dtype), as training builds them; their notes were said by the run's load.
+        level = ocr_log_get_level();
+        if (level < OCR_LOG_ERROR) ocr_log_set_level(OCR_LOG_ERROR);
+        st = distill_run_create(&b->distill, b->cfg, &rc, b->m, ocr_cpu(), NULL);
+        ocr_log_set_level(level);
+    }
     if (st != OCR_OK) built_free(b);
     return st;
 }
@@ -176,6 +187,7 @@ static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
     ocr_log_level_t level = ocr_log_get_level();
     if (level < OCR_LOG_ERROR) ocr_log_set_level(OCR_LOG_ERROR);
     if (st == OCR_OK) st = step_ctx_init(&sc, b->m, &b->amp, &b->optim, B, 0);
+    if (st == OCR_OK && b->distill) distill_attach(b->distill, &sc);
     for (int s = 0; st == OCR_OK && s < steps; s++) {
         // Measured from the first step, as the trainer measures: op scratch (core/memory.c's
         // per-thread workspace) grows during the first step in separate blocks, which are
@@ -220,6 +232,22 @@ ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t 
     out->channels = b.C;
     out->height = b.H;
     out->width = b.W;
+    if (b.distill) {
+        DistillPlan d1, d2;
+        st = distill_run_plan(b.distill, 1, b.H, b.W, &d1);
+        if (st == OCR_OK) st = distill_run_plan(b.distill, 2, b.H, b.W, &d2);
+        if (st != OCR_OK) {
+            built_free(&b);
+            return st;
+        }
+        out->teacher_networks = d1.frozen;
+        out->teacher_weights_bytes = d1.weights_bytes;
+        out->teacher_activations_per_sample = d2.activations_bytes - d1.activations_bytes;
+        out->teacher_activations_fixed = d1.activations_bytes - out->teacher_activations_per_sample;
+        out->peer_networks = d1.peers;
+        out->peer_per_sample = d2.peer_activations_bytes - d1.peer_activations_bytes;
+        out->peer_fixed_bytes = d1.peer_fixed_bytes + d1.peer_activations_bytes - out->peer_per_sample;
+    }
     int64_t *F = out->fixed_by_category, *S = out->per_sample_by_category;
     const OcrParamTable *params = ocr_model_params(b.m), *stats = ocr_model_stats(b.m);
     AmpMemory am = amp_engine_memory(&b.amp);
@@ -264,6 +292,8 @@ ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t 
         out->fixed_bytes += F[c];
         out->bytes_per_sample += S[c];
     }
+    out->fixed_bytes += out->teacher_weights_bytes + out->teacher_activations_fixed + out->peer_fixed_bytes;
+    out->bytes_per_sample += out->teacher_activations_per_sample + out->peer_per_sample;
     if (budget_bytes > 0 && out->bytes_per_sample > 0 && budget_bytes > out->fixed_bytes)
         out->max_batch = (budget_bytes - out->fixed_bytes) / out->bytes_per_sample;
     return OCR_OK;

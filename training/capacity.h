@@ -39,6 +39,13 @@ typedef struct {
     int64_t fixed_by_category[OCR_MEM_CATEGORY_COUNT];
     int64_t per_sample_by_category[OCR_MEM_CATEGORY_COUNT];
     int channels, height, width;  // the planned input (the largest scale under MultiScaleSampler)
+    // Distillation configs (training/distill.h): the frozen networks' (the teacher's) weights with
+    // their BN statistics and O1 cast caches, and their forward passes' activation arenas (fixed
+    // part and per sample); the networks trained beside the scored one (mutual learning). In
+    // fixed_bytes and bytes_per_sample, not in the categories above (the trained network's).
+    int teacher_networks, peer_networks;
+    int64_t teacher_weights_bytes, teacher_activations_fixed, teacher_activations_per_sample;
+    int64_t peer_fixed_bytes, peer_per_sample;
 } CapacityPrecision;
 
 // The config overrides of a precision name ("Global.use_amp=true" ...); NULL-terminated,

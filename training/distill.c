@@ -63,6 +63,15 @@ struct DistillRun {
     int64_t cache_hits, cache_misses, cache_bytes;
     double cache_saved_seconds;
     int hold_peers;  // tests: no backward and update of the peers
+    // Under AMP O1/O2 the frozen networks' forwards run in the AMP dtype (their own engines, no
+    // masters), unless Global.distill_teacher_fp32.
+    AmpEngine famp[DISTILL_MAX_NETS];
+    int famp_ok[DISTILL_MAX_NETS];
+    // The distillation ops read f32 (op type distill_loss, black-listed): a low-precision output
+    // is widened into these first (exact). seen: the dtypes each term's op read on its last step.
+    OcrTensor w32[2];
+    ocr_dtype_t seen[DISTILL_MAX_TERMS][2];
+    int64_t widened;  // outputs widened so far
 };
 
 const DistillConfig *distill_run_config(const DistillRun *r) { return &r->dc; }
@@ -80,6 +89,7 @@ int distill_run_term_active(const DistillRun *r, int t) { return t >= 0 && t < r
 
 void distill_run_cost(const DistillRun *r, DistillCost *c) {
     memset(c, 0, sizeof *c);
+    c->frozen_dtype = OCR_F32;
     c->forwards = r->forwards;
     c->seconds = r->seconds;
     c->activations_bytes = r->peak_arena;
@@ -92,6 +102,10 @@ void distill_run_cost(const DistillRun *r, DistillCost *c) {
         const int64_t b = (int64_t)ocr_model_params(r->nets[i])->bytes + (int64_t)ocr_model_stats(r->nets[i])->bytes;
         if (r->peers[i]) c->peers++, c->peer_params_bytes += b;
         else c->params_bytes += b;
+        if (r->famp_ok[i]) {
+            c->frozen_dtype = r->famp[i].cfg.policy.dtype;
+            c->cast_cache_bytes += amp_engine_memory(&r->famp[i]).cast_cache_bytes;
+        }
     }
 }
 
@@ -110,6 +124,7 @@ void distill_run_free(DistillRun *r) {
             ocr_tensor_free(&p->gloss);
             free(p);
         }
+        if (r->famp_ok[i]) amp_engine_free(&r->famp[i]);
         ocr_tensor_free(&r->bb_buf[i]);
         for (int64_t k = 0; k < r->cache[i].cap; k++) free(r->cache[i].rows[k]);
         free(r->cache[i].rows);
@@ -120,6 +135,8 @@ void distill_run_free(DistillRun *r) {
         if (r->nets[i]) ocr_model_free(r->nets[i]);
     ocr_tensor_free(&r->g32);
     ocr_tensor_free(&r->loss);
+    ocr_tensor_free(&r->w32[0]);
+    ocr_tensor_free(&r->w32[1]);
     free(r);
 }
 
@@ -196,6 +213,29 @@ static ocr_status_t peer_init(DistillRun *r, int i, const OcrConfig *cfg, const 
     return OCR_OK;
 }
 
+// A frozen network under AMP O1/O2: the run's policy gives its ops their compute dtypes (what is
+// black-listed or in Global.amp_fp32_layers stays f32), at O1 its conv/linear weights are read
+// from a cast cache (made at its first pass; nothing changes them after), at O2 they are stored
+// in the AMP dtype and their f32 masters are dropped (no optimizer updates them). Called after
+// the weights are loaded and the model moved, before its first pass.
+static ocr_status_t frozen_amp(DistillRun *r, int i, const OcrConfig *cfg) {
+    int fp32;
+    OCR_TRY(ocr_config_get_bool(cfg, "Global.distill_teacher_fp32", 0, &fp32));
+    AmpConfig ac;
+    OCR_TRY(amp_config_from_config(&ac, cfg));
+    if (fp32 || ac.policy.level == OCR_AMP_O0) {
+        amp_config_free(&ac);
+        return OCR_OK;
+    }
+    amp_engine_init(&r->famp[i], &ac);
+    r->famp_ok[i] = 1;
+    OcrModel *m = r->nets[i];
+    OCR_TRY(ocr_amp_attach(&r->famp[i], ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m)));
+    if (r->famp[i].cfg.policy.level == OCR_AMP_O1) return ocr_model_set_cast_cache(m, &r->famp[i].cache);
+    amp_master_free(&r->famp[i].master);
+    return OCR_OK;
+}
+
 ocr_status_t distill_run_create(DistillRun **out, const OcrConfig *cfg, const RunConfig *rc, OcrModel *trained,
                                 ocr_device_t device, const char *resume_dir) {
     *out = NULL;
@@ -256,6 +296,7 @@ ocr_status_t distill_run_create(DistillRun **out, const OcrConfig *cfg, const Ru
         // Frozen: running BN statistics in every pass, never updated.
         ocr_model_freeze_norm(r->nets[i], NULL, 1);
         st = ocr_model_to_device(r->nets[i], device);
+        if (st == OCR_OK) st = frozen_amp(r, i, cfg);
     }
     if (st != OCR_OK) {
         distill_run_free(r);
@@ -560,6 +601,17 @@ static ocr_status_t peer_update(DistillRun *r, int k) {
     return OCR_OK;
 }
 
+// x itself when it is f32, else its f32 copy in scratch `slot` (a widening: exact).
+static const OcrTensor *as_f32(DistillRun *r, int slot, const OcrTensor *x, OcrTensor *view, ocr_status_t *st) {
+    if (!x || x->dtype == OCR_F32) return x;
+    *st = ensure(&r->w32[slot], x->device, ocr_tensor_numel(x));
+    if (*st != OCR_OK) return x;
+    *view = ocr_tensor_view(r->w32[slot].data, OCR_F32, x->device, x->ndim, x->shape);
+    ocr_cast_forward(view, x);
+    r->widened++;
+    return view;
+}
+
 static ocr_status_t extra_loss(void *user, StepCtx *s, const FeedDeviceBatch *b, const OcrTensor *logits,
                                OcrTensor *dl32, float grad_scale, double *loss) {
     DistillRun *r = user;
@@ -570,6 +622,10 @@ static ocr_status_t extra_loss(void *user, StepCtx *s, const FeedDeviceBatch *b,
     OCR_TRY(run_frozen(r, b));
     const ocr_device_t dev = logits->device;
     OCR_TRY(ensure(&r->loss, dev, b->count));
+    // The ops' op type, distill_loss, is black under O1/O2 unless a config moved it.
+    const AmpPolicy *pol = s->amp ? &s->amp->cfg.policy : NULL;
+    const int f32_ops = !pol || pol->level == OCR_AMP_O0 || amp_policy_op_class(pol, "distill_loss") == AMP_BLACK;
+    OcrTensor wa32, wb32;
     // Backbone gradients start at zero each step.
     for (int k = 0; k < dc->nnets; k++) {
         if (!r->bb_used[k]) continue;
@@ -587,6 +643,14 @@ static ocr_status_t extra_loss(void *user, StepCtx *s, const FeedDeviceBatch *b,
         const Side B = side_of(r, s, x->b, logits, dl32, grad_scale);
         const OcrTensor *xa = out_of(&A, x->out), *xb = out_of(&B, x->out);
         OCR_ASSERT(xa && xb, "distillation: a network's output is missing after its forward");
+        if (f32_ops) {
+            ocr_status_t wst = OCR_OK;
+            xa = as_f32(r, 0, xa, &wa32, &wst);
+            if (wst == OCR_OK) xb = as_f32(r, 1, xb, &wb32, &wst);
+            OCR_TRY(wst);
+        }
+        r->seen[t][0] = xa->dtype;
+        r->seen[t][1] = xb->dtype;
         OCR_TRY(same_shape(x, xa, xb, dc->nets[x->a].name, dc->nets[x->b].name));
         OCR_TRY(ensure(&r->g32, dev, ocr_tensor_numel(xa)));
         OcrTensor g = g32_like(r, xa);
@@ -663,6 +727,47 @@ static ocr_status_t extra_loss(void *user, StepCtx *s, const FeedDeviceBatch *b,
 }
 
 void distill_run_hold_peers(DistillRun *r, int hold) { r->hold_peers = hold; }
+
+ocr_status_t distill_run_plan(DistillRun *r, int batch, int height, int width, DistillPlan *out) {
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < r->dc.nnets; i++) {
+        OcrModel *m = r->nets[i];
+        if (!m) continue;
+        if (r->peers[i]) {
+            // A network trained beside (mutual learning): weights, gradients, statistics, Adam's
+            // moments, O1 cast cache / O2 masters, and its training pass's arena.
+            const OcrParamTable *pp = ocr_model_params(m);
+            AmpMemory am = amp_engine_memory(&r->peers[i]->amp);
+            out->peers++;
+            out->peer_fixed_bytes += 2 * (int64_t)pp->bytes + (int64_t)ocr_model_stats(m)->bytes + optim_bytes_for(pp) +
+                                     am.cast_cache_bytes + am.master_bytes;
+            OcrMemPlan p;
+            OCR_TRY(ocr_model_plan_u8(m, batch, height, width, 1, &p));
+            out->peer_activations_bytes += p.activations_bytes;
+            continue;
+        }
+        out->frozen++;
+        out->weights_bytes += (int64_t)ocr_model_params(m)->bytes + (int64_t)ocr_model_stats(m)->bytes;
+        if (r->famp_ok[i]) out->weights_bytes += amp_engine_memory(&r->famp[i]).cast_cache_bytes;
+        // Its own arena, sized by its pass (a training-mode one when a term reads its guidance head).
+        OcrMemPlan p;
+        OCR_TRY(ocr_model_plan_u8(m, batch, height, width, r->guide_pass[i], &p));
+        out->activations_bytes += p.activations_bytes;
+    }
+    return OCR_OK;
+}
+
+int distill_run_term_dtypes(const DistillRun *r, int t, ocr_dtype_t *a, ocr_dtype_t *b) {
+    if (t < 0 || t >= r->dc.nterms || !r->active[t]) return 0;
+    *a = r->seen[t][0];
+    *b = r->seen[t][1];
+    return 1;
+}
+
+ocr_dtype_t distill_run_net_dtype(const DistillRun *r, int i) {
+    if (i < 0 || i >= r->dc.nnets || !r->famp_ok[i]) return OCR_F32;
+    return r->famp[i].cfg.policy.dtype;
+}
 
 const OcrTensor *distill_run_grad(const DistillRun *r, int k, distill_out_t out) {
     if (k < 0 || k >= r->dc.nnets) return NULL;

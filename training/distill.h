@@ -72,8 +72,27 @@ typedef struct {
     // Networks trained beside the trainer's model (mutual learning) and their weights' bytes.
     int peers;
     int64_t peer_params_bytes;
+    // The frozen networks' compute dtype under AMP (OCR_F32: FP32) and their O1 cast caches'
+    // bytes (low-precision copies of their weights, beside params_bytes).
+    ocr_dtype_t frozen_dtype;
+    int64_t cast_cache_bytes;
 } DistillCost;
 void distill_run_cost(const DistillRun *r, DistillCost *c);
+
+// The frozen networks' memory for a step of `batch` samples of height x width (what capacity
+// planning counts as the teacher's): their weights and BN statistics (with their O1 cast caches)
+// and their forward passes' activation arenas (each network its own, the plan's exact bytes;
+// transient within the pass, held between steps).
+typedef struct {
+    int frozen;                // frozen networks that run (used by a term)
+    int64_t weights_bytes;     // parameters (in their AMP dtype at O2) + statistics + O1 cast caches
+    int64_t activations_bytes; // their arenas at this batch
+    // Networks trained beside the scored one (mutual learning): weights, gradients, statistics,
+    // optimizer moments, AMP copies; and their training passes' arenas at this batch.
+    int peers;
+    int64_t peer_fixed_bytes, peer_activations_bytes;
+} DistillPlan;
+ocr_status_t distill_run_plan(DistillRun *r, int batch, int height, int width, DistillPlan *out);
 
 // Tests: with hold on, the extra loss leaves the trained peers' backward and update out, so their
 // outputs and the gradients it computed stay readable: a network's f32 CTC logits this step
@@ -81,6 +100,13 @@ void distill_run_cost(const DistillRun *r, DistillCost *c);
 // (DISTILL_OUT_CTC) and any trained network's f32 backbone-output gradient (DISTILL_OUT_BACKBONE),
 // each × its weight × its loss scale; NULL otherwise.
 void distill_run_hold_peers(DistillRun *r, int hold);
+// The dtypes term t's op read on its last step (its first and second network's output); 0 when
+// the term does not run. Under AMP they are f32 (distill_loss is black-listed) whatever dtype the
+// networks' outputs came in.
+int distill_run_term_dtypes(const DistillRun *r, int term, ocr_dtype_t *a, ocr_dtype_t *b);
+// The low-precision dtype frozen network i's compute-heavy ops run in (its AMP engine's), or
+// OCR_F32 when it runs in FP32 (O0, Global.distill_teacher_fp32, a trained network).
+ocr_dtype_t distill_run_net_dtype(const DistillRun *r, int i);
 const OcrTensor *distill_run_grad(const DistillRun *r, int k, distill_out_t out);
 const OcrTensor *distill_run_logits(const DistillRun *r, int k);
 

@@ -785,6 +785,18 @@ ocr_status_t distill_config_rewrite(OcrConfig *cfg) {
     cJSON_AddItemToObject(root, "PostProcess", post);
     cJSON_AddItemToObject(root, "Metric", metric);
     cJSON_AddItemToObject(root, "Distillation", d);
+    // The trained network's own `pretrained` is its starting point, as PaddleOCR's
+    // DistillationModel loads each sub-network's before Global.pretrained_model (which, when
+    // set, is loaded after it and so wins: here it replaces it).
+    const char *own = dc->nets[dc->trained].pretrained;
+    cJSON *global = cJSON_GetObjectItemCaseSensitive(root, "Global");
+    const cJSON *gp = cJSON_GetObjectItemCaseSensitive(global, "pretrained_model");
+    if (own[0] && cJSON_IsObject(global) && !(cJSON_IsString(gp) && gp->valuestring[0])) {
+        if (gp)
+            cJSON_ReplaceItemInObjectCaseSensitive(global, "pretrained_model", cJSON_CreateString(own));
+        else
+            cJSON_AddStringToObject(global, "pretrained_model", own);
+    }
     free(dc);
     return OCR_OK;
 }

@@ -44,6 +44,13 @@ static cJSON *run_json(const ReportRun *run) {
     cJSON_AddNumberToObject(o, "epoch_time_s", r->throughput.epoch_seconds);
     cJSON_AddNumberToObject(o, "train_time_s", r->throughput.train_seconds);
     cJSON_AddItemToObject(o, "peak_memory_bytes", memory_json(&r->memory.stats));
+    if (r->memory.teacher_weights_bytes > 0) {
+        // Distillation: the frozen networks' part of the params and activations peaks.
+        cJSON *tm = cJSON_AddObjectToObject(o, "teacher_memory");
+        cJSON_AddNumberToObject(tm, "weights_bytes", (double)r->memory.teacher_weights_bytes);
+        cJSON_AddNumberToObject(tm, "activations_bytes", (double)r->memory.teacher_activations_bytes);
+        cJSON_AddStringToObject(tm, "dtype", ocr_dtype_name(r->memory.teacher_dtype));
+    }
     cJSON_AddNumberToObject(o, "amp_cast_cache_bytes", (double)r->amp.cast_cache_bytes);
     cJSON_AddNumberToObject(o, "amp_master_bytes", (double)r->amp.master_bytes);
     add_num_or_null(o, "accuracy", r->outcome.has_final_eval ? r->outcome.acc : NAN);

@@ -265,6 +265,16 @@ static void md_memory(Buf *b, const Report *rep) {
         bprintf(b, " %s |\n", fmt_bytes(m->peak_total, x, sizeof x));
     }
     bprintf(b, "\nEach category's own peak; the total is the peak of the sum (categories peak at different moments).\n");
+    for (int i = 0, first = 1; i < rep->n_runs; i++) {
+        const TrainMemory *m = &rep->runs[i].r.memory;
+        char y[32];
+        if (m->teacher_weights_bytes <= 0) continue;
+        bprintf(b, "%s- %s: the frozen distillation network(s) (teacher, %s) hold %s of weights (in params) and "
+                   "an activation arena of %s (in activations).\n",
+                first ? "\n" : "", rep->runs[i].name, ocr_dtype_name(m->teacher_dtype),
+                fmt_bytes(m->teacher_weights_bytes, x, sizeof x), fmt_bytes(m->teacher_activations_bytes, y, sizeof y));
+        first = 0;
+    }
 }
 
 // Where the skipped steps' gradients first overflowed, per run; the attempts recomputed at a

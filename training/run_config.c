@@ -33,7 +33,7 @@ static const char *const GLOBAL_KEYS[] = {
     "use_space_char", "seed", "device", "use_gpu", "threads", "accuracy_tolerance", "cer_tolerance", "compare_seeds", "compare_seed_sd", "cuda_graph", "allow_tf32",
     "cpu_exact_numerics", "use_sync_bn",
     // distillation (training/distill.h)
-    "distill_teacher_cache",
+    "distill_teacher_cache", "distill_teacher_fp32",
     // fine-tuning (read_finetune)
     "pretrained_strict", "pretrained_dict_path", "freeze_norm", "freeze_norm_affine", "freeze_params",
     // AMP (validated by the AMP engine)

@@ -818,6 +818,8 @@ static ocr_status_t cpu_step(StepCtx *s, const FeedDeviceBatch *b, double lr, in
         const double t0 = ocr_now_seconds();
         memset(o, 0, sizeof *o);
         s->retry = 0;
+        // A MultiHead pass consumes its labels: a recomputed attempt sets them again.
+        if (s->attempt > 0) OCR_TRY(set_guide_batch(s, b));
         OCR_TRY(step_body(s, b, lr, slot, o));
         if (!s->retry) break;
         if (!recomputed) layer = o->overflow_layer;

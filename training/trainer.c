@@ -959,13 +959,20 @@ static void summarize(Trainer *t) {
         // What the frozen networks cost: one forward pass each per step.
         DistillCost dc;
         distill_run_cost(t->distill, &dc);
+        if (dc.forwards) {
+            r->memory.teacher_weights_bytes = dc.params_bytes + dc.cast_cache_bytes;
+            r->memory.teacher_activations_bytes = dc.activations_bytes;
+            r->memory.teacher_dtype = dc.frozen_dtype;
+        }
         double all = 0;
         for (int64_t i = 0; i < n; i++) all += r->history.steps[i].step_seconds;
         if (dc.forwards)
-            ocr_log(OCR_LOG_INFO, "distillation: %lld frozen-network forward passes, %.3f s (%.1f%% of the steps' "
-                    "time); their weights and BN statistics %.1f MiB, their largest activation arena %.1f MiB",
-                    (long long)dc.forwards, dc.seconds, all > 0 ? 100.0 * dc.seconds / all : 0.0,
-                    (double)dc.params_bytes / 1048576.0, (double)dc.activations_bytes / 1048576.0);
+            ocr_log(OCR_LOG_INFO, "distillation: %lld frozen-network forward passes (%s), %.3f s (%.1f%% of the steps' "
+                    "time); their weights and BN statistics %.1f MiB (+ %.1f MiB O1 cast cache), their largest "
+                    "activation arena %.1f MiB",
+                    (long long)dc.forwards, ocr_dtype_name(dc.frozen_dtype), dc.seconds,
+                    all > 0 ? 100.0 * dc.seconds / all : 0.0, (double)dc.params_bytes / 1048576.0,
+                    (double)dc.cast_cache_bytes / 1048576.0, (double)dc.activations_bytes / 1048576.0);
         if (dc.peers)
             ocr_log(OCR_LOG_INFO, "distillation: %d network(s) trained beside the scored one (mutual learning), "
                     "%.1f MiB of weights and BN statistics", dc.peers, (double)dc.peer_params_bytes / 1048576.0);

@@ -129,6 +129,11 @@ typedef struct {
     int64_t device_runtime_used;    // cudaMemGetInfo total − free at the same moment (context and
                                     // libraries included; the cross-check of the tracker)
     int64_t pinned_bytes;           // page-locked host buffers of the batch upload
+    // Distillation: the frozen networks' (the teacher's) weights and BN statistics (with their O1
+    // cast caches) and their largest activation arena; inside the params and activations peaks
+    // above, shown apart. teacher_dtype: their compute dtype (f32, or the AMP dtype).
+    int64_t teacher_weights_bytes, teacher_activations_bytes;
+    ocr_dtype_t teacher_dtype;
 } TrainMemory;
 
 typedef struct {

@@ -201,13 +201,15 @@ void svtrnet_build(OcrBuilder *b, SvtrNet *m, const char *prefix, int in_channel
                                 .drop = (float)s.drop_rate,
                                 .attn_drop = (float)s.attn_drop_rate,
                                 .drop_path = (float)dpr,
-                                .local_hk = s.local[bi] ? s.local_mixer[st][0] : 0,
-                                .local_wk = s.local[bi] ? s.local_mixer[st][1] : 0,
-                                .act = OCR_ACT_GELU};
+                                .local_hk = s.local[bi] || s.conv[bi] ? s.local_mixer[st][0] : 0,
+                                .local_wk = s.local[bi] || s.conv[bi] ? s.local_mixer[st][1] : 0,
+                                .act = OCR_ACT_GELU,
+                                .conv_mixer = s.conv[bi],
+                                .post_norm = s.prenorm};
             svtrblock_build(b, &m->blocks[bi], NAME(buf, "%s.blocks%d.%d", prefix, st + 1, i), bs);
         }
     }
-    lln_build(b, &m->norm, NAME(buf, "%s.norm", prefix), s.embed_dim[2], (float)s.epsilon);
+    if (!s.prenorm) lln_build(b, &m->norm, NAME(buf, "%s.norm", prefix), s.embed_dim[2], (float)s.epsilon);
     m->out_channels = s.embed_dim[2];
     if (s.last_stage) {
         Pool2dParams none = {0};
@@ -269,12 +271,12 @@ OcrTensor *svtrnet_forward(OcrCtx *c, SvtrNet *m, const OcrTensor *x) {
         m->grid_w[st] = W;
         for (int i = 0; i < s->depth[st]; i++, bi++) y = rel(c, svtrblock_forward(c, &m->blocks[bi], y, (int)H, (int)W), y);
     }
-    y = rel(c, lln_forward(c, &m->norm, y), y);
+    if (!s->prenorm) y = rel(c, lln_forward(c, &m->norm, y), y);
     OcrTensor map = ocr_tensor_reshape(y, 4, (int64_t[]){B, H, W, s->embed_dim[2]});
     if (!s->last_stage) {
         // Without the last stage the map is returned as is (H must be 1 for Im2Seq).
-        m->norm.y = map;
-        return &m->norm.y;
+        m->out_map = map;
+        return &m->out_map;
     }
     y = lpool_forward(c, &m->pool, &map, LPOOL_ADAPTIVE, 1, s->out_char_num);
     ocr_ctx_release(c, &map);
@@ -307,10 +309,14 @@ OcrTensor svtrnet_backward(OcrCtx *c, SvtrNet *m, const OcrTensor *dy, int need_
             ocr_accumulate(&g, dy);
         }
     }
-    OcrTensor seq = as_seq(&g);
-    OcrTensor n = lln_backward(c, &m->norm, &seq, 1);
-    ocr_ctx_free(c, &seq);
-    g = n;
+    OcrTensor seq = as_seq(&g), n;
+    if (!s->prenorm) {
+        n = lln_backward(c, &m->norm, &seq, 1);
+        ocr_ctx_free(c, &seq);
+        g = n;
+    } else {
+        g = seq;
+    }
     for (int st = 2; st >= 0; st--) {
         int first = 0;
         for (int k = 0; k < st; k++) first += s->depth[k];

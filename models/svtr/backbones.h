@@ -56,12 +56,14 @@ typedef struct {
     int img_size[2];
     int embed_dim[3], depth[3], num_heads[3];
     int local[OCR_SVTR_MAX_BLOCKS];  // 1 = Local mixer, 0 = Global, per block
+    int conv[OCR_SVTR_MAX_BLOCKS];   // 1 = Conv mixer (PaddleOCR's ConvMixer, local_mixer's kernel)
     int local_mixer[3][2];
     int patch_merging;  // 1 = "Conv" sub-sampling between stages, 0 = none
     double mlp_ratio, drop_rate, attn_drop_rate, drop_path_rate, last_drop;
     double epsilon;
     int out_channels, out_char_num;
-    int last_stage;
+    int last_stage;  // 0: the (B, H/16, W/4, C) map after the last block (no pool, conv, hardswish)
+    int prenorm;     // PaddleOCR's prenorm: post-LN blocks and no final `norm` (0: pre-LN, `norm`)
 } SvtrNetSpec;
 typedef struct {
     SvtrNetSpec s;
@@ -72,7 +74,8 @@ typedef struct {
     int nblocks;
     LConv sub_conv[2];
     LLN sub_norm[2];
-    LLN norm;
+    LLN norm;  // absent with prenorm
+    OcrTensor out_map;  // last_stage 0: the output map (a view of the last layer's output)
     LPool pool;
     LConv last_conv;
     LAct hswish;

@@ -405,15 +405,28 @@ void svtrblock_build(OcrBuilder *b, SvtrBlock *l, const char *prefix, SvtrBlockS
     memset(l, 0, sizeof *l);
     OcrInit tn = ocr_init_trunc_normal(0.02f), zero = ocr_init_const(0.0f);
     OcrParamAttr attr = ocr_attr_default();
+    l->conv_mixer = s.conv_mixer;
+    l->post_norm = s.post_norm;
     lln_build(b, &l->norm1, NAME(buf, "%s.norm1", prefix), s.dim, s.eps);
-    llinear_build(b, &l->qkv, NAME(buf, "%s.mixer.qkv", prefix),
-                  (LLinearSpec){.in = s.dim, .out = 3 * s.dim, .bias = 1, .winit = tn, .binit = zero, .attr = attr});
-    lattn_build(b, &l->attn, NAME(buf, "%s.mixer.attn", prefix),
-                (LAttnSpec){.dim = s.dim, .heads = s.heads, .attn_drop = s.attn_drop, .local_hk = s.local_hk,
-                            .local_wk = s.local_wk});
-    llinear_build(b, &l->proj, NAME(buf, "%s.mixer.proj", prefix),
-                  (LLinearSpec){.in = s.dim, .out = s.dim, .bias = 1, .winit = tn, .binit = zero, .attr = attr});
-    ldrop_build(b, &l->proj_drop, NAME(buf, "%s.mixer.proj_drop", prefix), s.drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, 0);
+    if (s.conv_mixer) {
+        // ConvMixer: Conv2D(dim, dim, k, stride 1, padding k/2, groups = heads), KaimingNormal
+        // weight (fan_in = dim/heads · kh · kw), bias (Paddle's default, zeros).
+        OCR_ASSERT(s.local_hk > 0 && s.local_wk > 0 && s.dim % s.heads == 0, "%s: ConvMixer kernel", prefix);
+        lconv_build(b, &l->mixconv, NAME(buf, "%s.mixer.local_mixer", prefix),
+                    (LConvSpec){.cin = s.dim, .cout = s.dim, .kh = s.local_hk, .kw = s.local_wk, .sh = 1, .sw = 1,
+                                .ph = s.local_hk / 2, .pw = s.local_wk / 2, .groups = s.heads, .bias = 1,
+                                .winit = ocr_init_kaiming_normal((int64_t)(s.dim / s.heads) * s.local_hk * s.local_wk),
+                                .binit = zero, .attr = attr});
+    } else {
+        llinear_build(b, &l->qkv, NAME(buf, "%s.mixer.qkv", prefix),
+                      (LLinearSpec){.in = s.dim, .out = 3 * s.dim, .bias = 1, .winit = tn, .binit = zero, .attr = attr});
+        lattn_build(b, &l->attn, NAME(buf, "%s.mixer.attn", prefix),
+                    (LAttnSpec){.dim = s.dim, .heads = s.heads, .attn_drop = s.attn_drop, .local_hk = s.local_hk,
+                                .local_wk = s.local_wk});
+        llinear_build(b, &l->proj, NAME(buf, "%s.mixer.proj", prefix),
+                      (LLinearSpec){.in = s.dim, .out = s.dim, .bias = 1, .winit = tn, .binit = zero, .attr = attr});
+        ldrop_build(b, &l->proj_drop, NAME(buf, "%s.mixer.proj_drop", prefix), s.drop, OCR_DROPOUT_UPSCALE_IN_TRAIN, 0);
+    }
     ldrop_build(b, &l->dp1, NAME(buf, "%s.drop_path1", prefix), s.drop_path, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
     ladd_build(b, &l->add1, NAME(buf, "%s.add1", prefix));
     lln_build(b, &l->norm2, NAME(buf, "%s.norm2", prefix), s.dim, s.eps);
@@ -434,48 +447,116 @@ static OcrTensor *then_release(OcrCtx *c, OcrTensor *y, OcrTensor *x) {
     return y;
 }
 
+// The token mixer and the first drop path on h (B, T, C), which is not released.
+static OcrTensor *mixer_forward(OcrCtx *c, SvtrBlock *l, OcrTensor *h, int grid_h, int grid_w) {
+    OcrTensor *a;
+    if (l->conv_mixer) {
+        OCR_ASSERT((int64_t)grid_h * grid_w == h->shape[1]);
+        OcrTensor map = ocr_tensor_reshape(h, 4, (int64_t[]){h->shape[0], grid_h, grid_w, h->shape[2]});
+        OcrTensor *y = lconv_forward(c, &l->mixconv, &map);
+        l->mix_seq = ocr_tensor_reshape(y, 3, (int64_t[]){h->shape[0], h->shape[1], h->shape[2]});
+        a = &l->mix_seq;
+    } else {
+        a = llinear_forward(c, &l->qkv, h);
+        a = then_release(c, lattn_forward(c, &l->attn, a, grid_h, grid_w), a);
+        a = then_release(c, llinear_forward(c, &l->proj, a), a);
+        a = then_release(c, ldrop_forward(c, &l->proj_drop, a), a);
+    }
+    return then_release(c, ldrop_forward(c, &l->dp1, a), a);
+}
+
+// The MLP and the second drop path on h, which is not released.
+static OcrTensor *mlp_forward(OcrCtx *c, SvtrBlock *l, OcrTensor *h) {
+    OcrTensor *a = llinear_forward(c, &l->fc1, h);
+    a = then_release(c, lact_forward(c, &l->act, a), a);
+    a = then_release(c, ldrop_forward(c, &l->drop1, a), a);
+    a = then_release(c, llinear_forward(c, &l->fc2, a), a);
+    a = then_release(c, ldrop_forward(c, &l->drop2, a), a);
+    return then_release(c, ldrop_forward(c, &l->dp2, a), a);
+}
+
 OcrTensor *svtrblock_forward(OcrCtx *c, SvtrBlock *l, const OcrTensor *x, int grid_h, int grid_w) {
-    OcrTensor *h = lln_forward(c, &l->norm1, x);
-    h = then_release(c, llinear_forward(c, &l->qkv, h), h);
-    h = then_release(c, lattn_forward(c, &l->attn, h, grid_h, grid_w), h);
-    h = then_release(c, llinear_forward(c, &l->proj, h), h);
-    h = then_release(c, ldrop_forward(c, &l->proj_drop, h), h);
-    h = then_release(c, ldrop_forward(c, &l->dp1, h), h);
+    OcrTensor *xin = (OcrTensor *)x;  // never released here (the caller's)
+    if (l->post_norm) {
+        OcrTensor *h = mixer_forward(c, l, xin, grid_h, grid_w);
+        OcrTensor *s1 = then_release(c, ladd_forward(c, &l->add1, x, h), h);
+        OcrTensor *x1 = then_release(c, lln_forward(c, &l->norm1, s1), s1);
+        h = mlp_forward(c, l, x1);
+        OcrTensor *s2 = then_release(c, ladd_forward(c, &l->add2, x1, h), h);
+        ocr_ctx_release(c, x1);
+        return then_release(c, lln_forward(c, &l->norm2, s2), s2);
+    }
+    OcrTensor *n = lln_forward(c, &l->norm1, x);
+    OcrTensor *h = then_release(c, mixer_forward(c, l, n, grid_h, grid_w), n);
     OcrTensor *x1 = then_release(c, ladd_forward(c, &l->add1, x, h), h);
-    h = lln_forward(c, &l->norm2, x1);
-    h = then_release(c, llinear_forward(c, &l->fc1, h), h);
-    h = then_release(c, lact_forward(c, &l->act, h), h);
-    h = then_release(c, ldrop_forward(c, &l->drop1, h), h);
-    h = then_release(c, llinear_forward(c, &l->fc2, h), h);
-    h = then_release(c, ldrop_forward(c, &l->drop2, h), h);
-    h = then_release(c, ldrop_forward(c, &l->dp2, h), h);
+    n = lln_forward(c, &l->norm2, x1);
+    h = then_release(c, mlp_forward(c, l, n), n);
     OcrTensor *y = then_release(c, ladd_forward(c, &l->add2, x1, h), h);
     ocr_ctx_release(c, x1);
     return y;
 }
 
-OcrTensor svtrblock_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy, int need_dx) {
-    // MLP branch: dy flows to both x1 (residual) and the branch.
+// Backward of mlp_forward: the gradient at the MLP's input (need_dx 1 always).
+static OcrTensor mlp_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy) {
     Grad g = borrowed(dy);
     drop_back(c, &l->dp2, &g);
     drop_back(c, &l->drop2, &g);
     grad_set(c, &g, llinear_backward(c, &l->fc2, &g.t, 1));
     drop_back(c, &l->drop1, &g);
     grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
-    grad_set(c, &g, llinear_backward(c, &l->fc1, &g.t, 1));
-    OcrTensor dx1 = lln_backward(c, &l->norm2, &g.t, 1);
+    OcrTensor d = llinear_backward(c, &l->fc1, &g.t, 1);
     grad_drop(c, &g);
+    return d;
+}
+
+// Backward of mixer_forward: the gradient at the mixer's input, or empty without need_dx.
+static OcrTensor mixer_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy, int need_dx) {
+    Grad a = borrowed(dy);
+    drop_back(c, &l->dp1, &a);
+    OcrTensor d;
+    if (l->conv_mixer) {
+        // The input's (B, H, W, C), read before the backward (it frees an autocast copy).
+        int64_t sh[4];
+        memcpy(sh, l->mixconv.x.shape, sizeof sh);
+        OcrTensor map = ocr_tensor_reshape(&a.t, 4, sh);
+        d = lconv_backward(c, &l->mixconv, &map, need_dx);
+        if (need_dx) d = ocr_tensor_reshape(&d, 3, (int64_t[]){sh[0], sh[1] * sh[2], sh[3]});
+    } else {
+        drop_back(c, &l->proj_drop, &a);
+        grad_set(c, &a, llinear_backward(c, &l->proj, &a.t, 1));
+        grad_set(c, &a, lattn_backward(c, &l->attn, &a.t, 1));
+        d = llinear_backward(c, &l->qkv, &a.t, need_dx);
+    }
+    grad_drop(c, &a);
+    return d;
+}
+
+OcrTensor svtrblock_backward(OcrCtx *c, SvtrBlock *l, const OcrTensor *dy, int need_dx) {
+    if (l->post_norm) {
+        // y = LN2(s2), s2 = x1 + MLP(x1), x1 = LN1(s1), s1 = x + mixer(x).
+        OcrTensor ds2 = lln_backward(c, &l->norm2, dy, 1);
+        ladd_backward(c, &l->add2);
+        OcrTensor dx1 = mlp_backward(c, l, &ds2);
+        if (!c->plan) ocr_accumulate(&dx1, &ds2);
+        ocr_ctx_free(c, &ds2);
+        OcrTensor ds1 = lln_backward(c, &l->norm1, &dx1, 1);
+        ocr_ctx_free(c, &dx1);
+        ladd_backward(c, &l->add1);
+        OcrTensor dx = mixer_backward(c, l, &ds1, need_dx);
+        if (need_dx && !c->plan) ocr_accumulate(&dx, &ds1);
+        ocr_ctx_free(c, &ds1);
+        return dx;
+    }
+    // MLP branch: dy flows to both x1 (residual) and the branch.
+    OcrTensor dm = mlp_backward(c, l, dy);
+    OcrTensor dx1 = lln_backward(c, &l->norm2, &dm, 1);
+    ocr_ctx_free(c, &dm);
     if (!c->plan) ocr_accumulate(&dx1, dy);
     ladd_backward(c, &l->add2);
-    // Attention branch.
-    Grad a = borrowed(&dx1);
-    drop_back(c, &l->dp1, &a);
-    drop_back(c, &l->proj_drop, &a);
-    grad_set(c, &a, llinear_backward(c, &l->proj, &a.t, 1));
-    grad_set(c, &a, lattn_backward(c, &l->attn, &a.t, 1));
-    grad_set(c, &a, llinear_backward(c, &l->qkv, &a.t, 1));
-    OcrTensor dx = lln_backward(c, &l->norm1, &a.t, need_dx);
-    grad_drop(c, &a);
+    // Mixer branch.
+    OcrTensor da = mixer_backward(c, l, &dx1, 1);
+    OcrTensor dx = lln_backward(c, &l->norm1, &da, need_dx);
+    ocr_ctx_free(c, &da);
     if (need_dx && !c->plan) ocr_accumulate(&dx, &dx1);
     ocr_ctx_free(c, &dx1);
     ladd_backward(c, &l->add1);

@@ -130,13 +130,21 @@ OcrTensor lcblock_backward(OcrCtx *c, LCBlock *l, const OcrTensor *dy, int need_
 typedef struct {
     int dim, heads, hidden;
     float eps, drop, attn_drop, drop_path;
-    int local_hk, local_wk;  // 0 for a global mixer
+    int local_hk, local_wk;  // 0 for a global mixer; the ConvMixer's kernel with conv_mixer
     ocr_activation_t act;
+    // Zero: the attention mixer, pre-LN. conv_mixer: PaddleOCR's ConvMixer (mixer "Conv"), a
+    // local_hk x local_wk conv over the token grid (padding k/2, groups = heads, with bias), named
+    // mixer.local_mixer. post_norm: PaddleOCR's prenorm=True, x = LN1(x + DP(mixer(x))),
+    // x = LN2(x + DP(MLP(x))).
+    int conv_mixer, post_norm;
 } SvtrBlockSpec;
 typedef struct {
     LLN norm1, norm2;
     LLinear qkv, proj, fc1, fc2;
     LAttn attn;
+    LConv mixconv;  // conv_mixer
+    OcrTensor mix_seq;  // the ConvMixer's output as (B, T, C)
+    int conv_mixer, post_norm;
     LDrop proj_drop, dp1, drop1, drop2, dp2;
     LAct act;
     LAdd add1, add2;

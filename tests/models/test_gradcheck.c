@@ -243,6 +243,37 @@ START_TEST(test_svtr_tiny) {
 }
 END_TEST
 
+// PP-OCRv4's distillation teacher form: Conv mixers (PaddleOCR's ConvMixer, a grouped 5x5 conv
+// over the token grid) then Global ones, prenorm (post-LN blocks, no final norm).
+START_TEST(test_svtr_conv_mixer_prenorm) {
+    const char *const ov[] = {NO_DICT,
+                              "Architecture.Backbone.img_size=[32, 64]",
+                              "Architecture.Backbone.out_char_num=8",
+                              "Architecture.Backbone.depth=[1, 2, 1]",
+                              "Architecture.Backbone.mixer=[\"Conv\", \"Conv\", \"Global\", \"Global\"]",
+                              "Architecture.Backbone.local_mixer=[[5, 5], [5, 5], [5, 5]]",
+                              "Architecture.Backbone.prenorm=true",
+                              "Architecture.Backbone.drop_path_rate=0",
+                              "Architecture.Backbone.last_drop=0",
+                              NULL};
+    const char *const params[] = {"backbone.patch_embed.proj.0.conv.weight",
+                                  "backbone.pos_embed",
+                                  "backbone.blocks1.0.mixer.local_mixer.weight",
+                                  "backbone.blocks1.0.mixer.local_mixer.bias",
+                                  "backbone.blocks1.0.norm1.weight",
+                                  "backbone.blocks1.0.norm2.bias",
+                                  "backbone.sub_sample1.conv.weight",
+                                  "backbone.blocks2.0.mixer.local_mixer.weight",
+                                  "backbone.blocks2.1.mixer.qkv.weight",
+                                  "backbone.blocks2.1.norm1.bias",
+                                  "backbone.blocks3.0.mlp.fc2.weight",
+                                  "backbone.blocks3.0.norm2.weight",
+                                  "backbone.last_conv.weight",
+                                  NULL};
+    gradcheck("rec_svtr_tiny.json", ov, 32, 64, params, 3);
+}
+END_TEST
+
 // With H = 1 the top and bottom rows of the v3 neck's 3×3 kernels only ever see zero padding:
 // their gradient must be exactly zero while the middle row's is not.
 START_TEST(test_padding_rows_get_zero_gradient) {
@@ -286,6 +317,7 @@ int main(void) {
     tcase_add_test(tc, test_ppocrv4_training_form);
     tcase_add_test(tc, test_ppocrv4_deploy_form);
     tcase_add_test(tc, test_svtr_tiny);
+    tcase_add_test(tc, test_svtr_conv_mixer_prenorm);
     tcase_add_test(tc, test_padding_rows_get_zero_gradient);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);

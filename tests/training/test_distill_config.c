@@ -7,9 +7,11 @@
 // an unknown loss, networks with different dictionaries, a frozen network in the optimizer's
 // parameter groups, a frozen scored network, a KL term against a second trained network.
 #define _GNU_SOURCE  // memmem
+#include <math.h>
 #include <string.h>
 
 #include "cli/commands.h"
+#include "models/model.h"
 #include "training/distill_config.h"
 #include "training/run_config.h"
 #include "tests/training/training_test_util.h"
@@ -41,15 +43,16 @@ static void teardown(void) {
 }
 
 // The v4 file's data settings that go with its 23 label files and its Eval dictionary.
-// Eval's RecResizeImg eval_mode (variable width) is refused (test_v4_published_teacher_refused).
+// Eval's RecResizeImg eval_mode (variable width, PaddleOCR's Eval batch of 1) is refused: this
+// trainer's datasets give fixed-shape batches (test_v4_published_teacher_refused).
 static const char *V4_DATA[] = {"Train.dataset.ratio_list=[1.0]", "Global.checkpoints=null",
                                 "Eval.dataset.transforms.2.RecResizeImg.eval_mode=false", NULL};
-// The v4 teacher's SVTRNet uses Conv mixers and prenorm, which this trainer does not build yet
-// (test_v4_published_teacher_refused): SVTR-Tiny's Local/Global mixers and pre-LN instead.
-static const char *V4_TEACHER[] = {
-    "Architecture.Models.Teacher.Backbone.mixer=[Local, Local, Local, Local, Local, Local, Global, Global, Global, "
-    "Global, Global, Global]",
-    "Architecture.Models.Teacher.Backbone.prenorm=false", NULL};
+// The v4 teacher as published (Conv mixers, prenorm) but for last_stage: with last_stage false
+// PaddleOCR's SVTRNet returns its (B, 240, 256) token sequence and the SVTR neck's first Conv2D
+// raises on it (PaddleOCR cannot run the published teacher either; test_v4_published_teacher_refused).
+// last_stage true feeds the same 192-channel heads PaddleOCR builds (MultiHead's in_channels is
+// SVTRNet.out_channels, 192, either way); it adds backbone.last_conv (256 x 192) and nothing else.
+static const char *V4_TEACHER[] = {"Architecture.Models.Teacher.Backbone.last_stage=true", NULL};
 
 static ocr_status_t load(const char *yml, const char *const *extra, const char *const *extra2, OcrConfig **cfg,
                          RunConfig *rc) {
@@ -163,15 +166,103 @@ START_TEST(test_v4_config_reads) {
 END_TEST
 
 START_TEST(test_v4_published_teacher_refused) {
-    // As published, the teacher is refused at its first unsupported key, named where it is written.
+    // As published, the teacher is refused at last_stage, named where it is written.
     setenv("DISTILL_TEST_PUBLISHED_TEACHER", "1", 1);
-    const char *w[] = {"Architecture.Models.Teacher.Backbone.mixer", "Conv", NULL};
+    const char *w[] = {"Architecture.Models.Teacher.Backbone.last_stage", "token sequence", "192", "256", NULL};
     expect_refusal(g_v4, NULL, w);
     unsetenv("DISTILL_TEST_PUBLISHED_TEACHER");
     // And Eval's variable-width resize.
     const char *a2[] = {"Eval.dataset.transforms.2.RecResizeImg.eval_mode=true", NULL};
     const char *w2[] = {"Eval.dataset.transforms.2.RecResizeImg.eval_mode", "variable width", NULL};
     expect_refusal(g_v4, a2, w2);
+    // A Conv mixer's kernel must keep the token grid.
+    const char *a3[] = {"Architecture.Models.Teacher.Backbone.local_mixer=[[5, 5], [4, 5], [5, 5]]", NULL};
+    const char *w3[] = {"Architecture.Models.Teacher.Backbone.local_mixer[1]", "odd", NULL};
+    expect_refusal(g_v4, a3, w3);
+}
+END_TEST
+
+// The v4 teacher with PaddleOCR's dictionary (6,625 classes) against PaddleOCR's names and counts
+// (tests/training/data/ppocrv4_distill_teacher_last_stage_names.txt, written by
+// tools/ppocrv4_distill_teacher_param_counts.py from PaddleOCR's source structure): every tensor
+// with as many elements, nothing else. PaddleOCR's published teacher (last_stage false) has
+// 20,110,297 trainable parameters, backbone 4,372,992; ours adds backbone.last_conv.weight.
+START_TEST(test_v4_teacher_counts_and_names) {
+    char dict[1200];
+    snprintf(dict, sizeof dict, "Global.character_dict_path=%s/configs/dicts/ppocr_keys_v1.txt", OCR_SOURCE_DIR);
+    const char *a[] = {dict, NULL};
+    OcrConfig *cfg;
+    RunConfig rc;
+    ck_assert_msg(load(g_v4, a, NULL, &cfg, &rc) == OCR_OK, "%s", ocr_last_error());
+    DistillConfig *dc = malloc(sizeof *dc);
+    ck_assert_msg(distill_config_read(dc, cfg) == OCR_OK, "%s", ocr_last_error());
+    const OcrArch *ta = &dc->nets[distill_net_index(dc, "Teacher")].arch;
+    ck_assert_int_eq(ta->num_classes, 6625);
+    ck_assert(ta->svtr.prenorm && ta->svtr.last_stage);
+    for (int i = 0; i < 12; i++) ck_assert_int_eq(ta->svtr.conv[i], i < 6);
+    OcrModel *m;
+    ck_assert_msg(ocr_model_create(&m, ta) == OCR_OK, "%s", ocr_last_error());
+    OcrParamTable *p = ocr_model_params(m), *st = ocr_model_stats(m);
+    char path[1024];
+    snprintf(path, sizeof path, "%s/tests/training/data/ppocrv4_distill_teacher_last_stage_names.txt", OCR_SOURCE_DIR);
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "cannot open %s", path);
+    int seen_p = 0, seen_s = 0;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        char name[256], shape[64], kind[16];
+        ck_assert_int_eq(sscanf(line, "%255[^\t]\t%63[^\t]\t%15s", name, shape, kind), 3);
+        int64_t numel = 1;
+        for (char *tok = strtok(shape, "x"); tok; tok = strtok(NULL, "x")) numel *= atoll(tok);
+        int stat = strcmp(kind, "stat") == 0;
+        OcrParamTable *t = stat ? st : p;
+        int i = ocr_params_find(t, name);
+        ck_assert_msg(i >= 0, "PaddleOCR's %s %s is missing", stat ? "statistic" : "parameter", name);
+        ck_assert_msg(t->items[i].numel == numel, "%s has %lld elements, PaddleOCR %lld", name,
+                      (long long)t->items[i].numel, (long long)numel);
+        stat ? seen_s++ : seen_p++;
+    }
+    fclose(f);
+    ck_assert_int_eq(seen_p, p->count);
+    ck_assert_int_eq(seen_s, st->count);
+    ck_assert_int_eq(ocr_model_param_count(m), 20159449);
+    int64_t bb = 0;
+    for (int i = 0; i < p->count; i++)
+        if (strncmp(p->items[i].name, "backbone.", 9) == 0) bb += p->items[i].numel;
+    ck_assert_int_eq(bb, 4372992 + 256 * 192);
+    // The ConvMixer: (OC, KH, KW, C/groups) = (64, 5, 5, 32) in stage 1 (2 heads).
+    const OcrParamInfo *w = &p->items[ocr_params_find(p, "backbone.blocks1.0.mixer.local_mixer.weight")];
+    ck_assert(w->shape[0] == 64 && w->shape[1] == 5 && w->shape[2] == 5 && w->shape[3] == 32);
+    ck_assert_int_lt(ocr_params_find(p, "backbone.norm.weight"), 0);  // prenorm: no final norm
+    ocr_model_free(m);
+    free(dc);
+    ocr_config_free(cfg);
+}
+END_TEST
+
+START_TEST(test_v4_trains_as_published) {
+    // PP-OCRv4's distillation with the published teacher (but last_stage, see V4_TEACHER), untrained:
+    // DKD on the NRTR heads and the CTC-logit KL from the frozen SVTR teacher, the student's CTC and
+    // NRTR losses; only the data, the dictionary and the batch change.
+    char err[16384], out[600];
+    const char *a[] = {"train", "-c", g_v4, "-o", g_ov[0], g_ov[1], g_ov[2], g_ov[3], g_ov[4], g_ov[5],
+                       V4_DATA[0], V4_DATA[1], V4_DATA[2], V4_TEACHER[0], "Train.loader.num_workers=1",
+                       "Train.loader.batch_size_per_card=2", "--max-steps", "2", NULL};
+    int rc = at_run_capture(cmd_train, a, err, sizeof err);
+    ck_assert_msg(rc == 0, "train -c ch_PP-OCRv4_rec_distill.yml: %s", err);
+    snprintf(out, sizeof out, "%.560s/out", g_dir);
+    int n;
+    double *losses = at_read_losses(out, &n, NULL);
+    ck_assert_int_eq(n, 2);
+    for (int i = 0; i < n; i++) ck_assert(isfinite(losses[i]));
+    free(losses);
+    char mp[700];
+    snprintf(mp, sizeof mp, "%s/metrics.jsonl", out);
+    char *text;
+    size_t size;
+    ck_assert(ocr_read_file(mp, &text, &size) == OCR_OK);
+    ck_assert_msg(strstr(text, "\"loss_distill\":") && strstr(text, "\"loss_gtc\":"), "%s", text);
+    free(text);
 }
 END_TEST
 
@@ -291,6 +382,8 @@ static Suite *distill_config_suite(void) {
     tcase_add_test(tc, test_v3_config_reads);
     tcase_add_test(tc, test_v4_config_reads);
     tcase_add_test(tc, test_v4_published_teacher_refused);
+    tcase_add_test(tc, test_v4_teacher_counts_and_names);
+    tcase_add_test(tc, test_v4_trains_as_published);
     tcase_add_test(tc, test_refusals_name_the_key);
     tcase_add_test(tc, test_dictionaries_must_match);
     tcase_add_test(tc, test_v3_trains_as_published);

@@ -15,6 +15,8 @@
 #include "kernels/ctc.h"
 #include "kernels/ops.h"
 #include "models/pdparams.h"
+#include "amp/engine.h"
+#include "training/capacity.h"
 #include "training/distill.h"
 #include "training/run_config.h"
 #include "tests/training/training_test_util.h"
@@ -212,6 +214,12 @@ START_TEST(test_distill_trains_teacher_fixed) {
     snprintf(rj, sizeof rj, "%s/report.json", cmp);
     ck_assert_msg(ocr_read_file(rj, &text, &size) == OCR_OK, "%s", ocr_last_error());
     ck_assert(strstr(text, "fp16-o1") && strstr(text, "fp16-o2"));
+    // The memory section shows the teacher's part (its weights in fp16 under O2).
+    ck_assert_msg(strstr(text, "\"teacher_memory\"") && strstr(text, "\"float16\""), "%s", text);
+    free(text);
+    snprintf(rj, sizeof rj, "%s/report.md", cmp);
+    ck_assert_msg(ocr_read_file(rj, &text, &size) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(strstr(text, "the frozen distillation network(s) (teacher, float16)"), "%s", text);
     free(text);
 
     // Evaluation and export of the student alone, from the distillation config and checkpoint.
@@ -640,6 +648,233 @@ START_TEST(test_mutual_learning_gradients_are_the_ops) {
 }
 END_TEST
 
+// ---- the teacher in low precision (AMP) -------------------------------------------------------------------
+
+// Under AMP O1/O2 the frozen teacher's forward runs in the AMP dtype (its convolutions and linears;
+// the black-listed op types stay f32, O2 keeps BN parameters f32) while the distillation ops, op type distill_loss (black),
+// read f32: a bf16 teacher output is widened before the op (exact). On the bench batch each term's
+// value with the bf16 teacher is within bf16 tolerance of the FP32 teacher's, and every term's op
+// read f32 inputs; whole O1/O2 steps' losses are within bf16 tolerance of FP32's.
+START_TEST(test_amp_teacher_low_precision) {
+    train_teacher();
+    static const char *const globals[3] = {
+        "{\"use_amp\": false}", "{\"use_amp\": true, \"amp_level\": \"O1\", \"amp_dtype\": \"bfloat16\"}",
+        "{\"use_amp\": true, \"amp_level\": \"O2\", \"amp_dtype\": \"bfloat16\"}"};
+    double val[3][8];
+    int nterms = 0;
+    for (int k = 0; k < 3; k++) {
+        char cfg[1200];
+        snprintf(cfg, sizeof cfg, "%s/amp%d.json", g_dir, k);
+        write_distill_config(cfg, g_dir, CTC_TERMS, NULL, STUDENT_ARCH, globals[k]);
+        Bench x;
+        bench_open(&x, cfg);
+        const DistillConfig *dc = distill_run_config(x.r);
+        int t = distill_net_index(dc, "Teacher");
+        OcrModel *tm = distill_run_net(x.r, t);
+        // The teacher's compute-heavy ops in bf16 under AMP, f32 otherwise.
+        ck_assert_int_eq(distill_run_net_dtype(x.r, t), k ? OCR_BF16 : OCR_F32);
+        const OcrOpTable *ops = ocr_model_ops(tm);
+        int convs = 0;
+        for (int i = 0; i < ops->count; i++) {
+            if (strcmp(ops->items[i].type, "conv2d") == 0) {
+                ck_assert_int_eq(ops->items[i].compute_dtype, k ? OCR_BF16 : OCR_F32);
+                convs++;
+            }
+        }
+        ck_assert_int_gt(convs, 10);
+        // O2: the teacher's conv weights are stored in bf16 (no f32 masters kept for it).
+        if (k == 2) {
+            OcrParamTable *tp = ocr_model_params(tm);
+            ck_assert_int_eq(tp->items[ocr_params_find(tp, "backbone.conv1._conv.weight")].dtype, OCR_BF16);
+            ck_assert_int_eq(tp->items[ocr_params_find(tp, "backbone.conv1._batch_norm.weight")].dtype, OCR_F32);
+        }
+        // One extra-loss pass with the run's AMP policy (the student itself in FP32 here).
+        AmpConfig ac;
+        ck_assert(amp_config_from_config(&ac, x.cfg) == OCR_OK);
+        AmpEngine e;
+        amp_engine_init(&e, &ac);
+        ck_assert_msg(ocr_model_forward_u8(x.m, &x.images, &x.widths, 1) == OCR_OK, "%s", ocr_last_error());
+        const OcrTensor *logits = ocr_model_logits(x.m);
+        OcrTensor dl32;
+        ck_assert(ocr_tensor_alloc(&dl32, OCR_F32, ocr_cpu(), 3, logits->shape, OCR_MEM_ACTIVATIONS) == OCR_OK);
+        ocr_zero_tensor(&dl32);
+        StepCtx s;
+        memset(&s, 0, sizeof s);
+        s.m = x.m;
+        s.amp = &e;
+        distill_attach(x.r, &s);
+        double loss;
+        ck_assert_msg(s.extra.fn(s.extra.user, &s, &x.b, logits, &dl32, 1.0f, &loss) == OCR_OK, "%s", ocr_last_error());
+        if (k) ck_assert_int_eq(ocr_model_logits(tm)->dtype, OCR_BF16);  // the teacher's own output
+        nterms = dc->nterms;
+        ck_assert_int_le(nterms, 8);
+        for (int i = 0; i < nterms; i++) {
+            val[k][i] = NAN;
+            if (!distill_run_term_active(x.r, i) || dc->terms[i].kind >= DISTILL_GT_CTC) continue;
+            ocr_dtype_t da, db;
+            ck_assert(distill_run_term_dtypes(x.r, i, &da, &db));
+            ck_assert_msg(da == OCR_F32 && db == OCR_F32, "%s: the op read %s and %s", dc->terms[i].path,
+                          ocr_dtype_name(da), ocr_dtype_name(db));
+            val[k][i] = distill_run_term_value(x.r, i);
+        }
+        amp_engine_free(&e);
+        ocr_tensor_free(&dl32);
+        bench_close(&x);
+    }
+    int compared = 0;
+    for (int k = 1; k < 3; k++)
+        for (int i = 0; i < nterms; i++) {
+            if (isnan(val[0][i])) continue;
+            // bf16 keeps 8 significant bits (relative rounding 2^-9 = 2e-3 per value); through the
+            // teacher's layers the logits move by about that, and a term's value by as much
+            // (observed at most 1.3e-3 relative): the bound is 1e-2 relative, plus 1e-4 near zero.
+            double d = fabs(val[k][i] - val[0][i]), tol = 1e-2 * fabs(val[0][i]) + 1e-4;
+            printf("amp teacher O%d term %d: %.6g vs FP32 %.6g (rel %.2e)\n", k, i, val[k][i], val[0][i],
+                   d / fabs(val[0][i]));
+            ck_assert_msg(d <= tol, "O%d term %d: %.9g vs FP32 %.9g", k, i, val[k][i], val[0][i]);
+            ck_assert_msg(val[k][i] != val[0][i], "O%d term %d: the teacher did not run in bf16", k, i);
+            compared++;
+        }
+    ck_assert_int_ge(compared, 8);
+    // Whole steps (the student in bf16 too): the first step's losses (before any update) agree
+    // within bf16 tolerance, and the log says the teacher's dtype.
+    double first[3], dist[3];
+    for (int k = 0; k < 3; k++) {
+        char cfg[1200], out[600], err[16384];
+        snprintf(cfg, sizeof cfg, "%s/ampstep%d.json", g_dir, k);
+        snprintf(out, sizeof out, "%s/ampout%d", g_dir, k);
+        write_distill_config(cfg, out, CTC_TERMS, NULL, STUDENT_ARCH, globals[k]);
+        const char *a[] = {"train", "-c", cfg, "--max-steps", "2", NULL};
+        int rc = at_run_capture(cmd_train, a, err, sizeof err);
+        ck_assert_msg(rc == 0, "amp %d: %s", k, err);
+        ck_assert_msg(strstr(err, k ? "forward passes (bfloat16)" : "forward passes (float32)"), "%s", err);
+        int n;
+        double *l = at_read_losses(out, &n, NULL);
+        ck_assert_int_eq(n, 2);
+        first[k] = l[0];
+        free(l);
+        char mp[700], *text;
+        size_t size;
+        snprintf(mp, sizeof mp, "%s/metrics.jsonl", out);
+        ck_assert(ocr_read_file(mp, &text, &size) == OCR_OK);
+        const char *q = strstr(text, "\"loss_distill\":");
+        ck_assert(q);
+        dist[k] = atof(q + 15);
+        free(text);
+    }
+    for (int k = 1; k < 3; k++) {
+        printf("amp step O%d: loss %.6g (FP32 %.6g), loss_distill %.6g (FP32 %.6g)\n", k, first[k], first[0], dist[k],
+               dist[0]);
+        ck_assert_msg(fabs(first[k] - first[0]) <= 1e-2 * fabs(first[0]), "O%d loss %.9g vs %.9g", k, first[k], first[0]);
+        ck_assert_msg(fabs(dist[k] - dist[0]) <= 1e-2 * fabs(dist[0]) + 1e-4, "O%d distill %.9g vs %.9g", k, dist[k],
+                      dist[0]);
+    }
+    // Global.distill_teacher_fp32 keeps the teacher in FP32 under AMP.
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/ampfp32.json", g_dir);
+    write_distill_config(cfg, g_dir, CTC_TERMS, NULL, STUDENT_ARCH,
+                         "{\"use_amp\": true, \"amp_level\": \"O2\", \"amp_dtype\": \"bfloat16\", "
+                         "\"distill_teacher_fp32\": true}");
+    Bench x;
+    bench_open(&x, cfg);
+    ck_assert_int_eq(distill_run_net_dtype(x.r, distill_net_index(distill_run_config(x.r), "Teacher")), OCR_F32);
+    bench_close(&x);
+}
+END_TEST
+
+// A subcommand with its stdout captured into out (NUL-terminated, truncated to cap).
+static int run_stdout(at_cmd_fn fn, const char *const *args, char *out, size_t cap) {
+    char path[1024];
+    int fd = ocr_test_tmpfile(path, sizeof path, "ocr_app_stdout_");
+    fflush(stdout);
+    int saved = dup(1);
+    dup2(fd, 1);
+    int rc = at_run(fn, args);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    lseek(fd, 0, SEEK_SET);
+    ssize_t n = read(fd, out, cap - 1);
+    out[n > 0 ? n : 0] = '\0';
+    close(fd);
+    unlink(path);
+    return rc;
+}
+
+// ---- the teacher in the capacity planner ---------------------------------------------------------------------
+
+// `ocrtrain capacity` on a distillation config counts the frozen teacher: its weights (and O1 cast
+// cache) and its forward's activation arena, as their own figures inside the totals; a real
+// distillation step's params and activations peaks are what the plan says; the CLI prints them.
+START_TEST(test_capacity_counts_teacher) {
+    train_teacher();
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/cap.json", g_dir);
+    write_distill_config(cfg, g_dir, CTC_TERMS, NULL, STUDENT_ARCH, NULL);
+    OcrConfig *c;
+    RunConfig rc;
+    ck_assert_msg(run_config_load(&c, &rc, cfg, NULL, 0, RUN_NEED_TRAIN_SECTION) == OCR_OK, "%s", ocr_last_error());
+    // The teacher's own weights and statistics, as built.
+    OcrModel *tm;
+    char tcfg_ov[1200];
+    snprintf(tcfg_ov, sizeof tcfg_ov, "%s", g_teacher_cfg);
+    OcrConfig *tc;
+    RunConfig trc;
+    ck_assert(run_config_load(&tc, &trc, tcfg_ov, NULL, 0, RUN_NEED_TRAIN_SECTION) == OCR_OK);
+    ck_assert(ocr_model_from_config(&tm, tc) == OCR_OK);
+    const int64_t tw = (int64_t)ocr_model_params(tm)->bytes + (int64_t)ocr_model_stats(tm)->bytes;
+    ocr_model_free(tm);
+    ocr_config_free(tc);
+    const char *prec[2] = {"fp32", "bf16-o2"};
+    CapacityPrecision cp[2];
+    for (int k = 0; k < 2; k++) {
+        ck_assert_msg(capacity_plan(c, prec[k], (int64_t)1 << 30, &cp[k]) == OCR_OK, "%s", ocr_last_error());
+        ck_assert_int_eq(cp[k].teacher_networks, 1);
+        ck_assert_int_eq(cp[k].peer_networks, 0);
+        ck_assert(cp[k].teacher_activations_per_sample > 0);
+        int64_t fixed = cp[k].teacher_weights_bytes + cp[k].teacher_activations_fixed, per = cp[k].teacher_activations_per_sample;
+        for (int i = 0; i < OCR_MEM_CATEGORY_COUNT; i++) fixed += cp[k].fixed_by_category[i], per += cp[k].per_sample_by_category[i];
+        ck_assert_int_eq(fixed, cp[k].fixed_bytes);
+        ck_assert_int_eq(per, cp[k].bytes_per_sample);
+        // A real step (student and teacher) allocates what the plan says, within 5 %.
+        OcrMemStats ms;
+        ck_assert_msg(capacity_measure(c, prec[k], 8, &ms) == OCR_OK, "%s", ocr_last_error());
+        double planned = (double)capacity_bytes(&cp[k], 8), peak = (double)ms.peak_total;
+        for (int i = 0; getenv("DISTILL_CAP_DEBUG") && i < OCR_MEM_CATEGORY_COUNT; i++)
+            fprintf(stderr, "  %s: planned %lld + 8 x %lld, measured peak %lld\n", ocr_mem_category_name(i),
+                    (long long)cp[k].fixed_by_category[i], (long long)cp[k].per_sample_by_category[i],
+                    (long long)ms.peak[i]);
+        fprintf(stderr, "capacity %s: teacher weights %lld, activations %lld + %lld/sample; planned %.0f, measured %.0f\n",
+               prec[k], (long long)cp[k].teacher_weights_bytes, (long long)cp[k].teacher_activations_fixed,
+               (long long)cp[k].teacher_activations_per_sample, planned, peak);
+        // The teacher's parts, category by category (op scratch is extrapolated from probes, the
+        // planner's own estimate, loose at this tiny size): the params peak is the student's tables
+        // and the teacher's weights exactly; the activations peak the two arenas (within 1 %).
+        ck_assert_int_eq(ms.peak[OCR_MEM_PARAMS], cp[k].fixed_by_category[OCR_MEM_PARAMS] + cp[k].teacher_weights_bytes);
+        double act = (double)(cp[k].fixed_by_category[OCR_MEM_ACTIVATIONS] + cp[k].teacher_activations_fixed +
+                              8 * (cp[k].per_sample_by_category[OCR_MEM_ACTIVATIONS] + cp[k].teacher_activations_per_sample));
+        ck_assert_msg(fabs(act - (double)ms.peak[OCR_MEM_ACTIVATIONS]) <= 0.01 * act, "%s: activations planned %.0f, "
+                      "measured %lld", prec[k], act, (long long)ms.peak[OCR_MEM_ACTIVATIONS]);
+        ck_assert_msg(fabs(planned - peak) <= 0.15 * peak, "%s: planned %.0f, measured %.0f", prec[k], planned, peak);
+    }
+    // FP32: the teacher's weights are its tables; bf16 O2: its conv/linear weights in bf16.
+    ck_assert_int_eq(cp[0].teacher_weights_bytes, tw);
+    ck_assert(cp[1].teacher_weights_bytes < cp[0].teacher_weights_bytes * 3 / 4);
+    ck_assert(cp[1].teacher_activations_per_sample < cp[0].teacher_activations_per_sample);
+    ocr_config_free(c);
+    // The CLI says it (text and JSON).
+    char out[32768];
+    const char *a[] = {"capacity", "-c", cfg, "--memory", "1G", NULL};
+    int r = run_stdout(cmd_capacity, a, out, sizeof out);
+    ck_assert_msg(r == 0, "%s", out);
+    ck_assert_msg(strstr(out, "teacher (1 frozen network(s), included above): weights"), "%s", out);
+    const char *aj[] = {"capacity", "-c", cfg, "--memory", "1G", "--json", NULL};
+    r = run_stdout(cmd_capacity, aj, out, sizeof out);
+    ck_assert_msg(r == 0, "%s", out);
+    ck_assert_msg(strstr(out, "\"teacher\"") && strstr(out, "\"activations_bytes_per_sample\""), "%s", out);
+}
+END_TEST
+
 static Suite *distill_train_suite(void) {
     Suite *s = suite_create("distill_train");
     TCase *tc = tcase_create("distill_train");
@@ -651,6 +886,8 @@ static Suite *distill_train_suite(void) {
     tcase_add_test(tc, test_ctc_term_gradients_are_the_ops);
     tcase_add_test(tc, test_guide_term_gradients_are_the_ops);
     tcase_add_test(tc, test_mutual_learning_gradients_are_the_ops);
+    tcase_add_test(tc, test_amp_teacher_low_precision);
+    tcase_add_test(tc, test_capacity_counts_teacher);
     suite_add_tcase(s, tc);
     return s;
 }
