@@ -13,7 +13,7 @@
 #    from rapidocr_onnxruntime 1.4.4, with configs/finetune_ppocrv4_receipts.json).
 # 3. Receipt lines are synthesized once into train_data/receipts_v6/ (receipts_v4/ for v4): a training split and a
 #    held-out eval split from another seed, and general text: document and zh lines that the
-#    recipe mixes into every training batch (a quarter of each), and a held-out general set
+#    recipe mixes into every training batch (half of each), and a held-out general set
 #    (document lines in faces the training never sees, and zh lines) scored before and after.
 # 4. `ocrtrain compare --seeds 3` scores the imported weights on both eval sets, fine-tunes them
 #    with configs/finetune_ppocrv6_tiny_receipts.json (frozen BN, frozen early stages, warm-up, low LR,
@@ -85,8 +85,8 @@ fi
 if [ "$scratch" != 1 ]; then
     # ---- 3. receipts to learn, general text to keep -----------------------------------------------
     # Receipts: a training split and a held-out eval split (another seed). General text: document
-    # and zh lines mixed into every training batch (the recipe's batch_ratio_list, a quarter of
-    # each batch) and a held-out general set scored before and after (EvalGeneral), whose document
+    # and zh lines mixed into every training batch (the recipe's batch_ratio_list, half of each
+    # batch) and a held-out general set scored before and after (EvalGeneral), whose document
     # lines are drawn in faces the training never sees (DejaVu's condensed and oblique cuts), so
     # the report shows what fine-tuning costs on text it did not train on. Every split lives in
     # its own folder; one label file per split at the top lists its images relative to DATA_DIR.

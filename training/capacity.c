@@ -148,7 +148,10 @@ static ocr_status_t build(Built *b, const OcrConfig *cfg, const char *precision)
         // runs in the AMP dtype), as training builds them; their notes were said by the run's load.
         level = ocr_log_get_level();
         if (level < OCR_LOG_ERROR) ocr_log_set_level(OCR_LOG_ERROR);
-        st = distill_run_create(&b->distill, b->cfg, &rc, b->m, ocr_cpu(), NULL);
+        // Mutual learning is refused with overflow recompute (a recomputed step would update the
+        // peer twice), which changes nothing in memory: the probes skip overflowed steps.
+        if (ocr_config_has(b->cfg, "Distillation")) st = ocr_config_set(b->cfg, "Global.amp_overflow", "\"skip\"");
+        if (st == OCR_OK) st = distill_run_create(&b->distill, b->cfg, &rc, b->m, ocr_cpu(), NULL);
         ocr_log_set_level(level);
     }
     if (st != OCR_OK) built_free(b);

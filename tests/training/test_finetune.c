@@ -432,11 +432,17 @@ START_TEST(test_lr_mult_applied) {
 }
 END_TEST
 
-// The committed recipe validates and its patterns match the PP-OCRv4 network it is for (a renamed
-// layer would make them match nothing, which is an error).
+// The committed recipes validate and their patterns match the networks they are for (a renamed
+// layer would make them match nothing, which is an error): PP-OCRv4 ch and PP-OCRv6 tiny.
+static const struct {
+    const char *config, *dict;
+    int classes;
+} RECIPES[] = {{"finetune_ppocrv4_receipts.json", "ppocr_keys_v1.txt", 6625},
+               {"finetune_ppocrv6_tiny_receipts.json", "ppocrv6_tiny_dict.txt", 6906}};
+
 START_TEST(test_recipe_config_applies) {
     char cfg_path[700], tr[1700], ev[800], trd[800], evd[800], gd[800], ge[800];
-    snprintf(cfg_path, sizeof cfg_path, "%s/configs/finetune_ppocrv4_receipts.json", OCR_SOURCE_DIR);
+    snprintf(cfg_path, sizeof cfg_path, "%s/configs/%s", OCR_SOURCE_DIR, RECIPES[_i].config);
     // The recipe mixes a general set into every batch and scores one (EvalGeneral): its lists keep
     // their shape, only the files change (the eval split stands in for the general sets).
     snprintf(trd, sizeof trd, "Train.dataset.data_dir=%s/train", g_dir);
@@ -447,7 +453,7 @@ START_TEST(test_recipe_config_applies) {
     snprintf(gd, sizeof gd, "EvalGeneral.dataset.data_dir=%s/eval", g_dir);
     snprintf(ge, sizeof ge, "EvalGeneral.dataset.label_file_list=[\"%s/eval/labels.txt\"]", g_dir);
     char dict[800];
-    snprintf(dict, sizeof dict, "Global.character_dict_path=%s/configs/dicts/ppocr_keys_v1.txt", OCR_SOURCE_DIR);
+    snprintf(dict, sizeof dict, "Global.character_dict_path=%s/configs/dicts/%s", OCR_SOURCE_DIR, RECIPES[_i].dict);
     const char *ov[] = {trd, tr, evd, ev, gd, ge, dict};
     RunConfig rc;
     OcrConfig *cfg = load_cfg(cfg_path, &rc, ov, 7);
@@ -455,11 +461,11 @@ START_TEST(test_recipe_config_applies) {
     // The mix is part of the recipe (docs/MODELS.md, "Fine-tuning PP-OCRv4": measured, not assumed).
     const struct cJSON *ratios = ocr_config_node(cfg, "Train.dataset.batch_ratio_list");
     ck_assert_msg(cJSON_IsArray(ratios) && cJSON_GetArraySize(ratios) == 2, "the recipe's batch_ratio_list is not 2 shares");
-    ck_assert(cJSON_GetArrayItem(ratios, 0)->valuedouble > cJSON_GetArrayItem(ratios, 1)->valuedouble);
+    ck_assert(cJSON_GetArrayItem(ratios, 0)->valuedouble > 0 && cJSON_GetArrayItem(ratios, 1)->valuedouble > 0);
     ck_assert_msg(ocr_config_node(cfg, "EvalGeneral.dataset") != NULL, "the recipe has no EvalGeneral");
     OcrModel *m;
     ck_assert_msg(ocr_model_from_config(&m, cfg) == OCR_OK, "%s", ocr_last_error());
-    ck_assert_int_eq(ocr_model_arch(m)->num_classes, 6625);
+    ck_assert_int_eq(ocr_model_arch(m)->num_classes, RECIPES[_i].classes);
     ck_assert_msg(train_apply_finetune(m, &rc, cfg) == OCR_OK, "%s", ocr_last_error());
     const OcrOpTable *ops = ocr_model_ops(m);
     for (int i = 0; i < ops->count; i++)
@@ -594,7 +600,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_frozen_params_bit_identical_bf16_o2_stochastic);
     tcase_add_test(tc, test_frozen_norm_affine_false_trains_gamma_beta);
     tcase_add_test(tc, test_lr_mult_applied);
-    tcase_add_test(tc, test_recipe_config_applies);
+    tcase_add_loop_test(tc, test_recipe_config_applies, 0, 2);
     tcase_add_test(tc, test_o2_model_file_is_masters);
     suite_add_tcase(s, tc);
     return s;
