@@ -165,6 +165,34 @@ START_TEST(test_v4_config_reads) {
 }
 END_TEST
 
+// The trained network's own `pretrained` (Architecture.Models.Student.pretrained) is where it
+// starts: it becomes Global.pretrained_model unless that is set, which PaddleOCR loads after the
+// sub-networks' and so wins.
+START_TEST(test_student_pretrained_is_its_start) {
+    char w[1200], own[1300], global[1300];
+    snprintf(w, sizeof w, "%s/student_init.safetensors", g_dir);
+    at_write_text(w, "");
+    snprintf(own, sizeof own, "Architecture.Models.Student.pretrained=%s", w);
+    const char *ov[] = {own, "Global.pretrained_model=null", NULL};
+    OcrConfig *cfg;
+    RunConfig rc;
+    ck_assert_msg(load(g_v4, ov, NULL, &cfg, &rc) == OCR_OK, "%s", ocr_last_error());
+    const char *s = NULL;
+    ck_assert_int_eq(ocr_config_get_string(cfg, "Global.pretrained_model", NULL, &s), OCR_OK);
+    ck_assert_msg(s && strcmp(s, w) == 0, "Global.pretrained_model is %s", s ? s : "(null)");
+    ocr_config_free(cfg);
+    snprintf(global, sizeof global, "Global.pretrained_model=%s/other.safetensors", g_dir);
+    char other[1300];
+    snprintf(other, sizeof other, "%s/other.safetensors", g_dir);
+    at_write_text(other, "");
+    const char *ov2[] = {own, global, NULL};
+    ck_assert_msg(load(g_v4, ov2, NULL, &cfg, &rc) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_int_eq(ocr_config_get_string(cfg, "Global.pretrained_model", NULL, &s), OCR_OK);
+    ck_assert_msg(s && strcmp(s, other) == 0, "Global.pretrained_model is %s", s ? s : "(null)");
+    ocr_config_free(cfg);
+}
+END_TEST
+
 START_TEST(test_v4_published_teacher_refused) {
     // As published, the teacher is refused at last_stage, named where it is written.
     setenv("DISTILL_TEST_PUBLISHED_TEACHER", "1", 1);
@@ -381,6 +409,7 @@ static Suite *distill_config_suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_v3_config_reads);
     tcase_add_test(tc, test_v4_config_reads);
+    tcase_add_test(tc, test_student_pretrained_is_its_start);
     tcase_add_test(tc, test_v4_published_teacher_refused);
     tcase_add_test(tc, test_v4_teacher_counts_and_names);
     tcase_add_test(tc, test_v4_trains_as_published);
