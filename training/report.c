@@ -86,7 +86,7 @@ static ocr_status_t judge_run(Report *rep, int i, EvalLine *lines[][REPORT_MAX_S
             if (c->status != REPORT_SEED_OK) {
                 sd->failed_runs++;
                 if (!sd->reason[0])
-                    snprintf(sd->reason, sizeof sd->reason, "%s at seed %llu %s: %s", run->name,
+                    snprintf(sd->reason, sizeof sd->reason, "%s at seed %llu %s: %.400s", run->name,
                              (unsigned long long)c->seed, c->status == REPORT_SEED_FAILED ? "failed" : "diverged",
                              c->error);
             }
