@@ -1018,16 +1018,79 @@ static ocr_status_t match_attention(G *g, Blk *b) {
     return match_linear(g, proj_in, &b->proj, "the attention projection");
 }
 
+// SVTR blocks from h (LayerNorm, attention, residual Add, LayerNorm, MLP, residual Add) until a
+// LayerNorm that no linear layer reads: the neck's final norm (to `norm`). Shared by every SVTR neck
+// (v3/v4/v5 mobile, PP-OCRv5 server, PP-OCRv6's LightSVTR).
+static ocr_status_t walk_svtr(G *g, int h, Blk *svtr, int max, int *depth, Ln *norm) {
+    for (;;) {
+        Ln ln;
+        OCR_TRY(match_ln(g, h, &ln));
+        int mm = -1;
+        for (int i = 0; i < g->m->nnodes && mm < 0; i++)
+            if (!g->skip[i] && (strcmp(N(g, i)->op_type, "MatMul") == 0 || strcmp(N(g, i)->op_type, "Gemm") == 0) &&
+                g->in[i][0] == ln.out && K(g, g->in[i][1]))
+                mm = i;
+        if (mm < 0) {
+            *norm = ln;
+            return OCR_OK;
+        }
+        if (*depth == max) return fail_node(g, mm, "more than %d SVTR blocks", max);
+        Blk *b = &svtr[(*depth)++];
+        b->ln1 = ln;
+        OCR_TRY(match_linear(g, ln.out, &b->qkv, "the attention qkv"));
+        OCR_TRY(match_attention(g, b));
+        int a1 = residual_add(g, b->proj.out, h);
+        if (a1 < 0) return fail_tensor(g, b->proj.out, "the attention output is not added to the block input %s", TN(g, h));
+        OCR_TRY(match_ln(g, O(g, a1), &b->ln2));
+        OCR_TRY(match_linear(g, b->ln2.out, &b->fc1, "the MLP's fc1"));
+        int an, act;
+        float al, be;
+        int y = match_act(g, b->fc1.out, &act, &an, &al, &be);
+        b->act = act;
+        OCR_TRY(match_linear(g, y, &b->fc2, "the MLP's fc2"));
+        int a2 = residual_add(g, b->fc2.out, O(g, a1));
+        if (a2 < 0) return fail_tensor(g, b->fc2.out, "the MLP output is not added to the attention residual");
+        h = O(g, a2);
+    }
+}
+
+// The end of every recognizer after its last linear layer: an optional Softmax over the classes,
+// then the graph's one output.
+static ocr_status_t walk_output(G *g, int t, int *softmax_node, int *output) {
+    *softmax_node = consumer(g, t, "Softmax", 0);
+    if (*softmax_node >= 0) {
+        use(g, *softmax_node);
+        int64_t ax = attr_i(N(g, *softmax_node), "axis", -1);
+        if (ax != 2 && ax != -1) return fail_node(g, *softmax_node, "the head's Softmax runs over axis %lld, not the classes", (long long)ax);
+        t = follow_shape_ops(g, O(g, *softmax_node));
+    }
+    int is_out = 0;
+    for (int i = 0; i < g->m->noutputs; i++) {
+        int id = intern(g, g->m->outputs[i]);
+        is_out |= g->canon[id] == t;
+    }
+    if (!is_out) return fail_tensor(g, t, "the head's %s is not a graph output", *softmax_node >= 0 ? "softmax" : "output");
+    if (g->m->noutputs != 1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has %d outputs, a recognizer has one", g->file, g->m->noutputs);
+    *output = t;
+    return OCR_OK;
+}
+
+// The image input: the graph input that is not an initializer.
+static ocr_status_t image_input(G *g, int *x) {
+    if (g->m->ninputs < 1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has no input", g->file);
+    *x = -1;
+    for (int i = 0; i < g->m->ninputs && *x < 0; i++) {
+        int id = intern(g, g->m->inputs[i]);
+        if (!K(g, id)) *x = g->canon[id];
+    }
+    if (*x < 0) return ocr_set_error(OCR_ERR_FORMAT, "%s: every graph input is an initializer", g->file);
+    return OCR_OK;
+}
+
 static ocr_status_t walk(G *g, Net *net) {
     memset(net, 0, sizeof *net);
-    if (g->m->ninputs < 1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has no input", g->file);
-    // The image input: the graph input that is not an initializer.
     int x = -1;
-    for (int i = 0; i < g->m->ninputs && x < 0; i++) {
-        int id = intern(g, g->m->inputs[i]);
-        if (!K(g, id)) x = g->canon[id];
-    }
-    if (x < 0) return ocr_set_error(OCR_ERR_FORMAT, "%s: every graph input is an initializer", g->file);
+    OCR_TRY(image_input(g, &x));
     OCR_TRY(push_unit(g, net, x, "the stem convolution", &net->stem));
     int t = net->units[net->stem].out;
     // Depthwise-separable blocks: dw conv [SE] pw conv.
@@ -1082,37 +1145,7 @@ static ocr_status_t walk(G *g, Net *net) {
         net->svtr_neck = 1;
         OCR_TRY(push_unit(g, net, t, "the neck's conv1", &net->neck[0]));
         OCR_TRY(push_unit(g, net, net->units[net->neck[0]].out, "the neck's conv2", &net->neck[1]));
-        int h = follow_shape_ops(g, net->units[net->neck[1]].out);
-        for (;;) {
-            Ln ln;
-            OCR_TRY(match_ln(g, h, &ln));
-            int mm = -1;
-            for (int i = 0; i < g->m->nnodes && mm < 0; i++)
-                if (!g->skip[i] && (strcmp(N(g, i)->op_type, "MatMul") == 0 || strcmp(N(g, i)->op_type, "Gemm") == 0) &&
-                    g->in[i][0] == ln.out && K(g, g->in[i][1]))
-                    mm = i;
-            if (mm < 0) {
-                net->norm = ln;
-                break;
-            }
-            if (net->depth == MAX_SVTR) return fail_node(g, mm, "more than %d SVTR blocks", MAX_SVTR);
-            Blk *b = &net->svtr[net->depth++];
-            b->ln1 = ln;
-            OCR_TRY(match_linear(g, ln.out, &b->qkv, "the attention qkv"));
-            OCR_TRY(match_attention(g, b));
-            int a1 = residual_add(g, b->proj.out, h);
-            if (a1 < 0) return fail_tensor(g, b->proj.out, "the attention output is not added to the block input %s", TN(g, h));
-            OCR_TRY(match_ln(g, O(g, a1), &b->ln2));
-            OCR_TRY(match_linear(g, b->ln2.out, &b->fc1, "the MLP's fc1"));
-            int an, act;
-            float al, be;
-            int y = match_act(g, b->fc1.out, &act, &an, &al, &be);
-            b->act = act;
-            OCR_TRY(match_linear(g, y, &b->fc2, "the MLP's fc2"));
-            int a2 = residual_add(g, b->fc2.out, O(g, a1));
-            if (a2 < 0) return fail_tensor(g, b->fc2.out, "the MLP output is not added to the attention residual");
-            h = O(g, a2);
-        }
+        OCR_TRY(walk_svtr(g, follow_shape_ops(g, net->units[net->neck[1]].out), net->svtr, MAX_SVTR, &net->depth, &net->norm));
         int t3 = follow_shape_ops(g, net->norm.out);
         OCR_TRY(push_unit(g, net, t3, "the neck's conv3", &net->neck[2]));
         int cat = consumer(g, net->units[net->neck[2]].out, "Concat", -1);
@@ -1132,22 +1165,7 @@ static ocr_status_t walk(G *g, Net *net) {
     int after = consumer(g, t, "MatMul", 0);
     if (after < 0) after = consumer(g, t, "Gemm", 0);
     if (after >= 0) return fail_node(g, after, "a second MatMul after the CTC head (Head.mid_channels is not supported)");
-    net->softmax_node = consumer(g, t, "Softmax", 0);
-    if (net->softmax_node >= 0) {
-        use(g, net->softmax_node);
-        int64_t ax = attr_i(N(g, net->softmax_node), "axis", -1);
-        if (ax != 2 && ax != -1) return fail_node(g, net->softmax_node, "the head's Softmax runs over axis %lld, not the classes", (long long)ax);
-        t = follow_shape_ops(g, O(g, net->softmax_node));
-    }
-    int is_out = 0;
-    for (int i = 0; i < g->m->noutputs; i++) {
-        int id = intern(g, g->m->outputs[i]);
-        is_out |= g->canon[id] == t;
-    }
-    if (!is_out) return fail_tensor(g, t, "the head's %s is not a graph output", net->softmax_node >= 0 ? "softmax" : "output");
-    if (g->m->noutputs != 1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has %d outputs, a recognizer has one", g->file, g->m->noutputs);
-    net->output = t;
-    return OCR_OK;
+    return walk_output(g, t, &net->softmax_node, &net->output);
 }
 
 // ---- the variant --------------------------------------------------------------------------------------
@@ -1412,22 +1430,30 @@ static ocr_status_t put_pair(Ctx *c, const OcrOpInfo *o, const OcrOnnxTensor *w,
     return put(c, c->params, ocr_name(buf, sizeof buf, "%s.%s", o->name, bnm), b, NULL, node);
 }
 
+// The LayerNorms and linear layers in the network's order (its op table's): per SVTR block ln1,
+// ln2 and qkv, proj, fc1, fc2; then the neck's final norm (NULL: none) and the head's layers.
+static void norms_and_linears(const Blk *svtr, int depth, const Ln *norm, const Lin *head, int nhead, const Ln **lns, int *nln,
+                              const Lin **lins, int *nlin) {
+    *nln = *nlin = 0;
+    for (int b = 0; b < depth; b++) {
+        lns[(*nln)++] = &svtr[b].ln1;
+        lns[(*nln)++] = &svtr[b].ln2;
+        lins[(*nlin)++] = &svtr[b].qkv;
+        lins[(*nlin)++] = &svtr[b].proj;
+        lins[(*nlin)++] = &svtr[b].fc1;
+        lins[(*nlin)++] = &svtr[b].fc2;
+    }
+    if (norm) lns[(*nln)++] = norm;
+    for (int k = 0; k < nhead; k++) lins[(*nlin)++] = &head[k];
+}
+
 static ocr_status_t pair_all(Ctx *c, const Net *net) {
     const G *g = c->g;
     const OcrOpTable *ops = ocr_model_ops(c->model);
     const Ln *lns[2 * MAX_SVTR + 1];
     const Lin *lins[4 * MAX_SVTR + 1];
-    int nln = 0, nlin = 0;
-    for (int b = 0; b < net->depth; b++) {
-        lns[nln++] = &net->svtr[b].ln1;
-        lns[nln++] = &net->svtr[b].ln2;
-        lins[nlin++] = &net->svtr[b].qkv;
-        lins[nlin++] = &net->svtr[b].proj;
-        lins[nlin++] = &net->svtr[b].fc1;
-        lins[nlin++] = &net->svtr[b].fc2;
-    }
-    if (net->svtr_neck) lns[nln++] = &net->norm;
-    lins[nlin++] = &net->head;
+    int nln, nlin;
+    norms_and_linears(net->svtr, net->depth, net->svtr_neck ? &net->norm : NULL, &net->head, 1, lns, &nln, lins, &nlin);
     int ku = -1, kl = 0, kn = 0, kb = 0, ka = 0, katt = 0;
     static const char *const bn_ours[4] = {"weight", "bias", "_mean", "_variance"};
     char buf[300];
@@ -1557,14 +1583,8 @@ ocr_status_t ocr_import_onnx_dict(OcrModel **out, const OcrOnnxModel *m, const c
         st = walk(&g, net);
         if (st == OCR_OK) st = identify(&g, net, &arch, &info, dict);
         if (st == OCR_OK) st = check_units(&g, net, &arch);
-        if (st == OCR_OK) st = ocr_model_create(&model, &arch);
-        c.model = model;
-        if (model) {
-            c.params = ocr_model_params(model);
-            c.stats = ocr_model_stats(model);
-            c.taken = calloc((size_t)(c.params->count + c.stats->count) + 1, sizeof *c.taken);
-            OCR_ASSERT(c.taken, "out of host memory");
-        }
+        if (st == OCR_OK) st = oi_ctx_create(&c, &arch);
+        model = c.model;
         if (st == OCR_OK) st = pair_all(&c, net);
     }
     if (st == OCR_OK && c.loaded != c.params->count + c.stats->count)
@@ -1737,3 +1757,120 @@ ocr_status_t oi_put_pair(Ctx *c, const OcrOpInfo *o, const OcrOnnxTensor *w, con
 }
 uint64_t oi_dict_fnv(const char *dictionary) { return dict_fnv(dictionary); }
 int oi_count_lines(const char *s) { return count_lines(s); }
+ocr_status_t oi_walk_svtr(G *g, int h, Blk *svtr, int max, int *depth, Ln *norm) {
+    return walk_svtr(g, h, svtr, max, depth, norm);
+}
+ocr_status_t oi_walk_output(G *g, int t, int *softmax_node, int *output) { return walk_output(g, t, softmax_node, output); }
+ocr_status_t oi_image_input(G *g, int *x) { return image_input(g, x); }
+
+int oi_is_depthwise(const G *g, int conv) {
+    const OcrOnnxTensor *w = conv >= 0 ? K(g, g->in[conv][1]) : NULL;
+    int group = conv >= 0 ? (int)oi_attr_i(N(g, conv), "group", 1) : 0;
+    return w && w->ndim == 4 && group > 1 && w->dims[1] == 1 && w->dims[0] == group;
+}
+
+int oi_pool_pads(const OcrOnnxNode *nd, const int k[2], const int s[2], int pad[4]) {
+    const OcrOnnxAttr *ap = ocr_onnx_attr(nd, "auto_pad");
+    const OcrOnnxAttr *pp = ocr_onnx_attr(nd, "pads");
+    for (int d = 0; d < 4; d++) pad[d] = pp && pp->nints == 4 ? (int)pp->ints[d] : 0;
+    if (!ap || !ap->s || strcmp(ap->s, "NOTSET") == 0 || strcmp(ap->s, "VALID") == 0) return 1;
+    int upper = strcmp(ap->s, "SAME_UPPER") == 0;
+    if ((!upper && strcmp(ap->s, "SAME_LOWER") != 0) || s[0] != 1 || s[1] != 1) return 0;
+    // At stride 1 SAME pads k - 1 in all; the odd one goes after (UPPER) or before (LOWER).
+    for (int d = 0; d < 2; d++) {
+        int total = k[d] - 1, small = total / 2;
+        pad[d] = upper ? small : total - small;
+        pad[d + 2] = total - pad[d];
+    }
+    return 1;
+}
+
+// ---- the network built and paired (all walkers) ------------------------------------------------------------
+
+ocr_status_t oi_ctx_create(Ctx *c, const OcrArch *arch) {
+    ocr_status_t st = ocr_model_create(&c->model, arch);
+    // A model that was built but refused later is still freed through c->model: the tables are set
+    // whenever it exists.
+    if (c->model) {
+        c->params = ocr_model_params(c->model);
+        c->stats = ocr_model_stats(c->model);
+        c->taken = calloc((size_t)(c->params->count + c->stats->count) + 1, sizeof *c->taken);
+        OCR_ASSERT(c->taken, "out of host memory");
+    }
+    return st;
+}
+
+ocr_status_t oi_pair_deploy(Ctx *c, const OiDeployNet *p) {
+    const G *g = c->g;
+    const OcrOpTable *ops = ocr_model_ops(c->model);
+    OCR_ASSERT(p->depth <= OI_MAX_SVTR && p->nhead <= OI_MAX_HEAD, "more SVTR blocks or head layers than the pairing holds");
+    const Ln *lns[2 * OI_MAX_SVTR + 1];
+    const Lin *lins[4 * OI_MAX_SVTR + OI_MAX_HEAD];
+    int nln, nlin;
+    norms_and_linears(p->svtr, p->depth, p->norm, p->head, p->nhead, lns, &nln, lins, &nlin);
+    const Unit *units = p->units;
+    int ku = -1, kl = 0, kn = 0, kb = 0, katt = 0, padded = 0;
+    static const char *const bn_ours[4] = {"weight", "bias", "_mean", "_variance"};
+    char buf[300];
+    for (int i = 0; i < ops->count; i++) {
+        const OcrOpInfo *o = &ops->items[i];
+        const char *ty = o->type;
+        if (strcmp(ty, "pad") == 0) {
+            padded = strstr(o->name, ".pool.") == NULL;  // before a conv (the pool's is checked by the walk)
+        } else if (strcmp(ty, "conv2d") == 0) {
+            if (ku >= 0 && kb != (units[ku].bn >= 0))
+                return fail_node(g, units[ku].conv, "%s a BatchNormalization, the network's conv before %s %s",
+                                 units[ku].bn >= 0 ? "has" : "lacks", o->name, kb ? "has one" : "has none");
+            if (++ku >= p->nunits)
+                return fail_tensor(g, p->output, "the graph has %d convolutions, the network's %s has none in the graph",
+                                   p->nunits, o->name);
+            kb = 0;
+            Unit u = units[ku];
+            if (padded) {
+                // Paddle's SAME for a 2x2 kernel: the network's pad layer adds 0 before and 1 after.
+                if (u.pad[0] != 0 || u.pad[1] != 0 || u.pad[2] != 1 || u.pad[3] != 1)
+                    return fail_node(g, u.conv, "pads (%d,%d,%d,%d), %s pads 0 before and 1 after (Paddle's SAME)", u.pad[0],
+                                     u.pad[1], u.pad[2], u.pad[3], o->name);
+                memset(u.pad, 0, sizeof u.pad);
+                padded = 0;
+            }
+            OCR_TRY(put_conv(c, o, &u));
+        } else if (strcmp(ty, "batchnorm") == 0) {
+            const Unit *u = ku >= 0 ? &units[ku] : NULL;
+            if (!u || u->bn < 0 || kb++)
+                return fail_node(g, u ? u->conv : 0, "no BatchNormalization in the graph for the network's %s", o->name);
+            for (int r = 0; r < 4; r++)
+                OCR_TRY(put(c, r < 2 ? c->params : c->stats, ocr_name(buf, sizeof buf, "%s.%s", o->name, bn_ours[r]), u->bnt[r],
+                            NULL, u->bn));
+        } else if (strcmp(ty, "affine") == 0) {
+            // Deploy-form networks have no learnable affine blocks (they fold into the conv).
+            return fail_node(g, ku >= 0 ? units[ku].conv : 0, "the network's %s has no counterpart in %s", o->name, p->backbone);
+        } else if (strcmp(ty, "layernorm") == 0) {
+            if (kn >= nln) return fail_tensor(g, p->output, "no LayerNorm in the graph for the network's %s", o->name);
+            const Ln *l = lns[kn++];
+            float want = strstr(o->name, "svtr_block") ? 1e-5f : 1e-6f;
+            if (fabsf(l->eps - want) > 1e-9f) return fail_node(g, l->node, "LayerNorm epsilon %g, %s uses %g", l->eps, o->name, want);
+            OCR_TRY(put_pair(c, o, l->g, l->b, "weight", "bias", l->node));
+        } else if (strcmp(ty, "linear") == 0) {
+            if (kl >= nlin) return fail_tensor(g, p->output, "no MatMul in the graph for the network's %s", o->name);
+            const Lin *l = lins[kl++];
+            OCR_TRY(put_pair(c, o, l->w, l->b, "weight", "bias", l->node));
+        } else if (strcmp(ty, "attention") == 0) {
+            if (katt >= p->depth) return fail_tensor(g, p->output, "no attention in the graph for the network's %s", o->name);
+            const Blk *b = &p->svtr[katt++];
+            int hd = p->attn_width / p->heads;
+            float want = (float)pow((double)hd, -0.5);
+            if (fabsf(b->scale - want) > 1e-7f)
+                return fail_node(g, b->scale_node, "scales q by %.9g, %d heads of %d need %.9g", b->scale, p->heads, hd, want);
+            if (b->act != ACT_SWISH)
+                return fail_node(g, b->fc1.node, "the MLP activation is %s, the network uses swish", oi_act_names[b->act]);
+        }
+    }
+    if (ku + 1 != p->nunits)
+        return fail_node(g, units[ku + 1].conv, "a convolution the network does not have (it has %d, the graph %d)", ku + 1,
+                         p->nunits);
+    if (kb != (units[ku].bn >= 0)) return fail_node(g, units[ku].conv, "the last conv's BN does not match the network");
+    if (kl != nlin) return fail_node(g, lins[kl]->node, "a MatMul the network does not have");
+    if (kn != nln) return fail_node(g, lns[kn]->node, "a LayerNorm the network does not have");
+    return OCR_OK;
+}

@@ -42,7 +42,7 @@
 #include "models/onnx.h"
 
 typedef struct {
-    char variant[320];    // "PP-OCRv4 ch: PPLCNetV3 0.95 (deploy-fused) + SVTR neck ... + CTC 6625"
+    char variant[512];    // "PP-OCRv4 ch: PPLCNetV3 0.95 (deploy-fused) + SVTR neck ... + CTC 6625"
     const char *version;  // "PP-OCRv3", "PP-OCRv4", "PP-OCRv5" or "PP-OCRv6"
     const char *language; // "en" (97 classes), "ch" (6625), "mobile" / "server" (PP-OCRv5, 18385) or "other";
                           // PP-OCRv6: the size, "tiny", "small" or "medium"

@@ -30,6 +30,7 @@
 
 #define HG_MAX_UNITS 128
 #define HG_MAX_SVTR 8
+_Static_assert(HG_MAX_SVTR <= OI_MAX_SVTR, "oi_pair_deploy holds OI_MAX_SVTR blocks");
 #define HG_STAGES 4
 
 typedef struct {
@@ -88,31 +89,9 @@ static ocr_status_t push(G *g, NetHg *n, int t, int conv, const char *what, int 
 
 static const Unit *U(const NetHg *n, int idx) { return &n->units[idx]; }
 
-static int is_depthwise(const G *g, int conv) {
-    const OcrOnnxTensor *w = conv >= 0 ? K(g, g->in[conv][1]) : NULL;
-    int group = conv >= 0 ? (int)oi_attr_i(N(g, conv), "group", 1) : 0;
-    return w && w->ndim == 4 && group > 1 && w->dims[1] == 1 && w->dims[0] == group;
-}
-
 static int cat_axis_ok(const G *g, int cat) {
     int64_t ax = oi_attr_i(N(g, cat), "axis", 0);
     return ax == 1 || ax == -3;
-}
-
-// Pads of a pool: explicit, or auto_pad SAME_UPPER / SAME_LOWER at stride 1 (k - 1 in all).
-static int pool_pads(const OcrOnnxNode *nd, const int k[2], const int s[2], int pad[4]) {
-    const OcrOnnxAttr *ap = ocr_onnx_attr(nd, "auto_pad");
-    const OcrOnnxAttr *pp = ocr_onnx_attr(nd, "pads");
-    for (int d = 0; d < 4; d++) pad[d] = pp && pp->nints == 4 ? (int)pp->ints[d] : 0;
-    if (!ap || !ap->s || strcmp(ap->s, "NOTSET") == 0 || strcmp(ap->s, "VALID") == 0) return 1;
-    int upper = strcmp(ap->s, "SAME_UPPER") == 0;
-    if ((!upper && strcmp(ap->s, "SAME_LOWER") != 0) || s[0] != 1 || s[1] != 1) return 0;
-    for (int d = 0; d < 2; d++) {
-        int total = k[d] - 1, small = total / 2;
-        pad[d] = upper ? small : total - small;
-        pad[d + 2] = total - pad[d];
-    }
-    return 1;
 }
 
 // A Pad node in front of a 2x2 conv or the max pool (F.pad(x, [0, 1, 0, 1]) as PyTorch-style
@@ -184,7 +163,7 @@ static ocr_status_t walk_stem(G *g, NetHg *n, int x, int *out) {
     int k[2], s[2], pad[4];
     oi_attr_pair(N(g, pool), "kernel_shape", 1, k);
     oi_attr_pair(N(g, pool), "strides", 1, s);
-    int pads_ok = pool_pads(N(g, pool), k, s, pad);
+    int pads_ok = oi_pool_pads(N(g, pool), k, s, pad);
     for (int d = 0; d < 4; d++) pad[d] += ppad[d];
     // At stride 1 with these pads the output size is exact: ceil_mode (Paddle's ceil_mode=True) is
     // the same pool.
@@ -257,34 +236,7 @@ static ocr_status_t walk_neck(G *g, NetHg *n, int t) {
     OCR_TRY(push(g, n, t, -1, "the neck's conv1", &n->neck[0]));
     OCR_TRY(push(g, n, U(n, n->neck[0])->out, -1, "the neck's conv2", &n->neck[1]));
     int h = oi_follow_shape_ops(g, U(n, n->neck[1])->out);
-    for (;;) {
-        Ln ln;
-        OCR_TRY(oi_match_ln(g, h, &ln));
-        int mm = -1;
-        for (int i = 0; i < g->m->nnodes && mm < 0; i++)
-            if ((op_is(g, i, "MatMul") || op_is(g, i, "Gemm")) && g->in[i][0] == ln.out && K(g, g->in[i][1])) mm = i;
-        if (mm < 0) {
-            n->norm = ln;
-            break;
-        }
-        if (n->depth == HG_MAX_SVTR) return oi_fail_node(g, mm, "more than %d SVTR blocks", HG_MAX_SVTR);
-        Blk *b = &n->svtr[n->depth++];
-        b->ln1 = ln;
-        OCR_TRY(oi_match_linear(g, ln.out, &b->qkv, "the attention qkv"));
-        OCR_TRY(oi_match_attention(g, b));
-        int a1 = oi_residual_add(g, b->proj.out, h);
-        if (a1 < 0) return oi_fail_tensor(g, b->proj.out, "the attention output is not added to the block input %s", TN(g, h));
-        OCR_TRY(oi_match_ln(g, O(g, a1), &b->ln2));
-        OCR_TRY(oi_match_linear(g, b->ln2.out, &b->fc1, "the MLP's fc1"));
-        int an, act;
-        float al, be;
-        int y = oi_match_act(g, b->fc1.out, &act, &an, &al, &be);
-        b->act = act;
-        OCR_TRY(oi_match_linear(g, y, &b->fc2, "the MLP's fc2"));
-        int a2 = oi_residual_add(g, b->fc2.out, O(g, a1));
-        if (a2 < 0) return oi_fail_tensor(g, b->fc2.out, "the MLP output is not added to the attention residual");
-        h = O(g, a2);
-    }
+    OCR_TRY(oi_walk_svtr(g, h, n->svtr, HG_MAX_SVTR, &n->depth, &n->norm));
     if (n->depth < 1) return oi_fail_node(g, n->norm.node, "the SVTR neck has no blocks");
     OCR_TRY(push(g, n, oi_follow_shape_ops(g, n->norm.out), -1, "the neck's conv3", &n->neck[2]));
     int c3 = U(n, n->neck[2])->out;
@@ -302,17 +254,12 @@ static ocr_status_t walk_neck(G *g, NetHg *n, int t) {
 static ocr_status_t walk_hg(G *g, NetHg *n) {
     memset(n, 0, sizeof *n);
     n->softmax_node = -1;
-    if (g->m->ninputs < 1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has no input", g->file);
     int x = -1;
-    for (int i = 0; i < g->m->ninputs && x < 0; i++) {
-        int id = oi_intern(g, g->m->inputs[i]);
-        if (!K(g, id)) x = g->canon[id];
-    }
-    if (x < 0) return ocr_set_error(OCR_ERR_FORMAT, "%s: every graph input is an initializer", g->file);
+    OCR_TRY(oi_image_input(g, &x));
     int t = -1;
     OCR_TRY(walk_stem(g, n, x, &t));
     // Stages: a depthwise downsample conv, then HG blocks while a Concat reads the map.
-    while (is_depthwise(g, oi_consumer(g, t, "Conv", 0))) {
+    while (oi_is_depthwise(g, oi_consumer(g, t, "Conv", 0))) {
         if (n->nstages == HG_STAGES)
             return oi_fail_node(g, oi_consumer(g, t, "Conv", 0), "a fifth stage: PPHGNetV2_B4 has %d", HG_STAGES);
         int si = n->nstages++;
@@ -354,22 +301,7 @@ static ocr_status_t walk_hg(G *g, NetHg *n) {
     int after = oi_consumer(g, t, "MatMul", 0);
     if (after < 0) after = oi_consumer(g, t, "Gemm", 0);
     if (after >= 0) return oi_fail_node(g, after, "a second linear layer after the CTC head (PP-OCRv5 server's head has one)");
-    n->softmax_node = oi_consumer(g, t, "Softmax", 0);
-    if (n->softmax_node >= 0) {
-        oi_use(g, n->softmax_node);
-        int64_t ax = oi_attr_i(N(g, n->softmax_node), "axis", -1);
-        if (ax != 2 && ax != -1)
-            return oi_fail_node(g, n->softmax_node, "the head's Softmax runs over axis %lld, not the classes", (long long)ax);
-        t = oi_follow_shape_ops(g, O(g, n->softmax_node));
-    }
-    int is_out = 0;
-    for (int i = 0; i < g->m->noutputs; i++) is_out |= g->canon[oi_intern(g, g->m->outputs[i])] == t;
-    if (!is_out)
-        return oi_fail_tensor(g, t, "the head's %s is not a graph output", n->softmax_node >= 0 ? "softmax" : "output");
-    if (g->m->noutputs != 1)
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has %d outputs, a recognizer has one", g->file, g->m->noutputs);
-    n->output = t;
-    return OCR_OK;
+    return oi_walk_output(g, t, &n->softmax_node, &n->output);
 }
 
 // ---- the variant ----------------------------------------------------------------------------------------------
@@ -486,84 +418,18 @@ static ocr_status_t match_structure(const G *g, const NetHg *n, const Hgnet2 *m)
 }
 
 static ocr_status_t pair_hg(Ctx *c, const NetHg *n, const OcrArch *a) {
-    const G *g = c->g;
-    const OcrOpTable *ops = ocr_model_ops(c->model);
-    const Ln *lns[2 * HG_MAX_SVTR + 1];
-    const Lin *lins[4 * HG_MAX_SVTR + 1];
-    int nln = 0, nlin = 0;
-    for (int b = 0; b < n->depth; b++) {
-        lns[nln++] = &n->svtr[b].ln1;
-        lns[nln++] = &n->svtr[b].ln2;
-        lins[nlin++] = &n->svtr[b].qkv;
-        lins[nlin++] = &n->svtr[b].proj;
-        lins[nlin++] = &n->svtr[b].fc1;
-        lins[nlin++] = &n->svtr[b].fc2;
-    }
-    lns[nln++] = &n->norm;
-    lins[nlin++] = &n->head;
-    int ku = -1, kl = 0, kn = 0, kb = 0, katt = 0, padded = 0;
-    static const char *const bn_ours[4] = {"weight", "bias", "_mean", "_variance"};
-    char buf[300];
-    for (int i = 0; i < ops->count; i++) {
-        const OcrOpInfo *o = &ops->items[i];
-        const char *ty = o->type;
-        if (strcmp(ty, "pad") == 0) {
-            padded = strstr(o->name, ".pool.") == NULL;  // before a conv (the pool's is checked by the walk)
-        } else if (strcmp(ty, "conv2d") == 0) {
-            if (ku >= 0 && kb != (n->units[ku].bn >= 0))
-                return oi_fail_node(g, n->units[ku].conv, "%s a BatchNormalization, the network's conv before %s %s",
-                                    n->units[ku].bn >= 0 ? "has" : "lacks", o->name, kb ? "has one" : "has none");
-            if (++ku >= n->nunits)
-                return oi_fail_tensor(g, n->output, "the graph has %d convolutions, the network's %s has none in the graph",
-                                      n->nunits, o->name);
-            kb = 0;
-            Unit u = n->units[ku];
-            if (padded) {
-                // Paddle's SAME for a 2x2 kernel: the network's pad layer adds 0 before and 1 after.
-                if (u.pad[0] != 0 || u.pad[1] != 0 || u.pad[2] != 1 || u.pad[3] != 1)
-                    return oi_fail_node(g, u.conv, "pads (%d,%d,%d,%d), %s pads 0 before and 1 after (Paddle's SAME)",
-                                        u.pad[0], u.pad[1], u.pad[2], u.pad[3], o->name);
-                memset(u.pad, 0, sizeof u.pad);
-                padded = 0;
-            }
-            OCR_TRY(oi_put_conv(c, o, &u));
-        } else if (strcmp(ty, "batchnorm") == 0) {
-            const Unit *u = ku >= 0 ? &n->units[ku] : NULL;
-            if (!u || u->bn < 0 || kb++)
-                return oi_fail_node(g, u ? u->conv : 0, "no BatchNormalization in the graph for the network's %s", o->name);
-            for (int r = 0; r < 4; r++)
-                OCR_TRY(oi_put(c, r < 2 ? c->params : c->stats, ocr_name(buf, sizeof buf, "%s.%s", o->name, bn_ours[r]),
-                               u->bnt[r], NULL, u->bn));
-        } else if (strcmp(ty, "affine") == 0) {
-            return oi_fail_node(g, ku >= 0 ? n->units[ku].conv : 0, "the network's %s has no counterpart in PPHGNetV2", o->name);
-        } else if (strcmp(ty, "layernorm") == 0) {
-            if (kn >= nln) return oi_fail_tensor(g, n->output, "no LayerNorm in the graph for the network's %s", o->name);
-            const Ln *l = lns[kn++];
-            float want = strstr(o->name, "svtr_block") ? 1e-5f : 1e-6f;
-            if (fabsf(l->eps - want) > 1e-9f) return oi_fail_node(g, l->node, "LayerNorm epsilon %g, %s uses %g", l->eps, o->name, want);
-            OCR_TRY(oi_put_pair(c, o, l->g, l->b, "weight", "bias", l->node));
-        } else if (strcmp(ty, "linear") == 0) {
-            if (kl >= nlin) return oi_fail_tensor(g, n->output, "no MatMul in the graph for the network's %s", o->name);
-            const Lin *l = lins[kl++];
-            OCR_TRY(oi_put_pair(c, o, l->w, l->b, "weight", "bias", l->node));
-        } else if (strcmp(ty, "attention") == 0) {
-            if (katt >= n->depth) return oi_fail_tensor(g, n->output, "no attention in the graph for the network's %s", o->name);
-            const Blk *b = &n->svtr[katt++];
-            int hd = a->neck.hidden / a->neck.heads;
-            float want = (float)pow((double)hd, -0.5);
-            if (fabsf(b->scale - want) > 1e-7f)
-                return oi_fail_node(g, b->scale_node, "scales q by %.9g, %d heads of %d need %.9g", b->scale, a->neck.heads, hd, want);
-            if (b->act != ACT_SWISH)
-                return oi_fail_node(g, b->fc1.node, "the MLP activation is %s, the network uses swish", oi_act_names[b->act]);
-        }
-    }
-    if (ku + 1 != n->nunits)
-        return oi_fail_node(g, n->units[ku + 1].conv, "a convolution the network does not have (it has %d, the graph %d)", ku + 1,
-                            n->nunits);
-    if (kb != (n->units[ku].bn >= 0)) return oi_fail_node(g, n->units[ku].conv, "the last conv's BN does not match the network");
-    if (kl != nlin) return oi_fail_node(g, lins[kl]->node, "a MatMul the network does not have");
-    if (kn != nln) return oi_fail_node(g, lns[kn]->node, "a LayerNorm the network does not have");
-    return OCR_OK;
+    const OiDeployNet p = {.units = n->units,
+                           .nunits = n->nunits,
+                           .svtr = n->svtr,
+                           .depth = n->depth,
+                           .norm = &n->norm,
+                           .head = &n->head,
+                           .nhead = 1,
+                           .output = n->output,
+                           .backbone = "PPHGNetV2",
+                           .heads = a->neck.heads,
+                           .attn_width = a->neck.hidden};
+    return oi_pair_deploy(c, &p);
 }
 
 ocr_status_t oi_import_hgnet(G *g, const char *dict, Ctx *c, OcrArch *arch, OcrOnnxImportInfo *info) {
@@ -572,13 +438,7 @@ ocr_status_t oi_import_hgnet(G *g, const char *dict, Ctx *c, OcrArch *arch, OcrO
     ocr_status_t st = walk_hg(g, n);
     if (st == OCR_OK) st = check_hg(g, n);
     if (st == OCR_OK) st = identify_hg(g, n, arch, info, dict);
-    if (st == OCR_OK) st = ocr_model_create(&c->model, arch);
-    if (c->model) {
-        c->params = ocr_model_params(c->model);
-        c->stats = ocr_model_stats(c->model);
-        c->taken = calloc((size_t)(c->params->count + c->stats->count) + 1, sizeof *c->taken);
-        OCR_ASSERT(c->taken, "out of host memory");
-    }
+    if (st == OCR_OK) st = oi_ctx_create(c, arch);
     if (st == OCR_OK) st = match_structure(g, n, ocr_model_layers_hgnet2(c->model));
     if (st == OCR_OK) st = pair_hg(c, n, arch);
     if (st == OCR_OK) info->softmax_output = n->softmax_node >= 0;

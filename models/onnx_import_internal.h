@@ -96,6 +96,13 @@ typedef struct {
     int scale_node, softmax_node, act;
 } Blk;
 
+// The Conv node `conv` is depthwise: a constant weight (C, 1, kh, kw) with group C (0 for -1).
+int oi_is_depthwise(const G *g, int conv);
+// Pads of a pool node (kernel k, strides s) into pad[4] (top, left, bottom, right): explicit, or
+// auto_pad SAME_UPPER / SAME_LOWER at stride 1 (k - 1 in all). 0: a SAME pad that depends on the
+// input size (stride > 1) or an unknown auto_pad.
+int oi_pool_pads(const OcrOnnxNode *nd, const int k[2], const int s[2], int pad[4]);
+
 // conv [+ bias] [+ BN] [+ affine] [+ activation] [+ affine] reading t (the only Conv reading it),
 // or starting at the Conv node `conv` (parallel branches allowed).
 ocr_status_t oi_match_unit(G *g, int t, Unit *u, const char *what);
@@ -123,6 +130,40 @@ ocr_status_t oi_put(Ctx *c, OcrParamTable *tab, const char *name, const OcrOnnxT
 ocr_status_t oi_put_conv(Ctx *c, const OcrOpInfo *o, const Unit *u);
 ocr_status_t oi_put_pair(Ctx *c, const OcrOpInfo *o, const OcrOnnxTensor *w, const OcrOnnxTensor *b, const char *wn,
                          const char *bnm, int node);
+// Builds the network of `arch` into c->model and sets c->params, c->stats and c->taken whenever a
+// model was built (the caller frees it, refused or not).
+ocr_status_t oi_ctx_create(Ctx *c, const OcrArch *arch);
+
+// The image input (to *x): the graph input that is not an initializer.
+ocr_status_t oi_image_input(G *g, int *x);
+// SVTR blocks from h until a LayerNorm no linear layer reads (the neck's final norm, to `norm`);
+// at most `max` blocks, *depth counts them.
+ocr_status_t oi_walk_svtr(G *g, int h, Blk *svtr, int max, int *depth, Ln *norm);
+// After the head's last linear layer (output t): an optional Softmax over the classes (its node to
+// *softmax_node, -1 when none), then the graph's one output (to *output).
+ocr_status_t oi_walk_output(G *g, int t, int *softmax_node, int *output);
+
+// A deploy-form network (PP-OCRv5 server, PP-OCRv6) as walked: what the pairing needs of it.
+#define OI_MAX_SVTR 8
+#define OI_MAX_HEAD 2
+typedef struct {
+    const Unit *units;  // in the network's order of convolutions
+    int nunits;
+    const Blk *svtr;
+    int depth;
+    const Ln *norm;     // the neck's final LayerNorm (NULL: the network has none)
+    const Lin *head;    // the head's linear layers, in order
+    int nhead;
+    int output;         // the graph output (named when the network has more than the graph)
+    const char *backbone;  // named when the network has an affine block (deploy form has none)
+    int heads, attn_width;  // the attention's head count and the width they split
+} OiDeployNet;
+// Walks the network's op table in order, pairs each conv2d / batchnorm / layernorm / linear with
+// the walked units, norms and linear layers, fills their tensors and checks the attention scales;
+// a 2x2 conv after a "pad" layer (Paddle's SAME) must pad 0 before and 1 after in the graph.
+// Anything on one side without a counterpart is refused, named at its node.
+ocr_status_t oi_pair_deploy(Ctx *c, const OiDeployNet *p);
+
 uint64_t oi_dict_fnv(const char *dictionary);
 int oi_count_lines(const char *s);
 

@@ -29,6 +29,7 @@
 
 #define V6_MAX_UNITS 96
 #define V6_MAX_SVTR 8
+_Static_assert(V6_MAX_SVTR <= OI_MAX_SVTR, "oi_pair_deploy holds OI_MAX_SVTR blocks");
 
 // PaddleOCR's dictionaries (FNV-1a 64 of the text, CR before LF dropped, no final newline):
 // ppocrv6_dict.txt (18,708 lines: small and medium, 18,710 classes) and ppocrv6_tiny_dict.txt
@@ -77,28 +78,6 @@ static ocr_status_t push(G *g, Net6 *n, int t, int conv, const char *what, int *
 
 static const Unit *U(const Net6 *n, int idx) { return &n->units[idx]; }
 
-static int is_depthwise(const G *g, int conv) {
-    const OcrOnnxTensor *w = conv >= 0 ? K(g, g->in[conv][1]) : NULL;
-    int group = conv >= 0 ? (int)oi_attr_i(N(g, conv), "group", 1) : 0;
-    return w && w->ndim == 4 && group > 1 && w->dims[1] == 1 && w->dims[0] == group;
-}
-
-// Pads of a pool: explicit, or auto_pad SAME_UPPER / SAME_LOWER at stride 1 (k - 1 in all).
-static int pool_pads(const OcrOnnxNode *n, const int k[2], const int s[2], int pad[4]) {
-    const OcrOnnxAttr *ap = ocr_onnx_attr(n, "auto_pad");
-    const OcrOnnxAttr *pp = ocr_onnx_attr(n, "pads");
-    for (int d = 0; d < 4; d++) pad[d] = pp && pp->nints == 4 ? (int)pp->ints[d] : 0;
-    if (!ap || !ap->s || strcmp(ap->s, "NOTSET") == 0 || strcmp(ap->s, "VALID") == 0) return 1;
-    int upper = strcmp(ap->s, "SAME_UPPER") == 0;
-    if ((!upper && strcmp(ap->s, "SAME_LOWER") != 0) || s[0] != 1 || s[1] != 1) return 0;
-    for (int d = 0; d < 2; d++) {
-        int total = k[d] - 1, small = total / 2;
-        pad[d] = upper ? small : total - small;
-        pad[d + 2] = total - pad[d];
-    }
-    return 1;
-}
-
 static ocr_status_t walk_stem(G *g, Net6 *n, int x, int *out) {
     int s0 = -1;
     OCR_TRY(push(g, n, x, -1, "the stem's first convolution", &s0));
@@ -125,7 +104,7 @@ static ocr_status_t walk_stem(G *g, Net6 *n, int x, int *out) {
     int k[2], s[2], pad[4];
     oi_attr_pair(N(g, pool), "kernel_shape", 1, k);
     oi_attr_pair(N(g, pool), "strides", 1, s);
-    if (k[0] != 2 || k[1] != 2 || s[0] != 1 || s[1] != 1 || !pool_pads(N(g, pool), k, s, pad) || pad[0] != 0 ||
+    if (k[0] != 2 || k[1] != 2 || s[0] != 1 || s[1] != 1 || !oi_pool_pads(N(g, pool), k, s, pad) || pad[0] != 0 ||
         pad[1] != 0 || pad[2] != 1 || pad[3] != 1 || oi_attr_i(N(g, pool), "ceil_mode", 0))
         return oi_fail_node(g, pool,
                             "StemBlock's pool is a 2x2 MaxPool at stride 1 padded 0 before and 1 after (Paddle's SAME); this "
@@ -151,7 +130,7 @@ static ocr_status_t walk_blocks(G *g, Net6 *n, int *tp) {
     int t = *tp;
     for (;;) {
         int c = oi_consumer(g, t, "Conv", 0);
-        if (!is_depthwise(g, c)) break;
+        if (!oi_is_depthwise(g, c)) break;
         if (n->nblocks == OCR_LCNETV4_MAX_BLOCKS) return oi_fail_node(g, c, "more than %d blocks", OCR_LCNETV4_MAX_BLOCKS);
         int bi = n->nblocks++;
         n->blocks[bi].se1 = n->blocks[bi].se2 = -1;
@@ -207,8 +186,8 @@ static ocr_status_t walk_light(G *g, Net6 *n, int *tp) {
     OCR_TRY(oi_match_unit_at(g, convs[0], &a, "the neck's conv_reduce or skip_conv"));
     OCR_TRY(oi_match_unit_at(g, convs[1], &b, "the neck's conv_reduce or skip_conv"));
     // conv_reduce is the one that feeds the depthwise local_conv.
-    int first_reduces = is_depthwise(g, oi_consumer(g, a.out, "Conv", 0));
-    if (first_reduces == is_depthwise(g, oi_consumer(g, b.out, "Conv", 0)))
+    int first_reduces = oi_is_depthwise(g, oi_consumer(g, a.out, "Conv", 0));
+    if (first_reduces == oi_is_depthwise(g, oi_consumer(g, b.out, "Conv", 0)))
         return oi_fail_tensor(g, t, "of the two Convs reading it, exactly one must feed LightSVTR's depthwise local_conv");
     if (n->nunits + 3 > V6_MAX_UNITS) return oi_fail_tensor(g, t, "more than %d convolutions", V6_MAX_UNITS);
     n->reduce = n->nunits++;
@@ -219,36 +198,7 @@ static ocr_status_t walk_light(G *g, Net6 *n, int *tp) {
     int la = oi_residual_add(g, U(n, n->local)->out, z);
     if (la < 0) return oi_fail_tensor(g, U(n, n->local)->out, "local_conv's output is not added to conv_reduce's %s", TN(g, z));
     int h = oi_follow_shape_ops(g, O(g, la));
-    for (;;) {
-        Ln ln;
-        OCR_TRY(oi_match_ln(g, h, &ln));
-        int mm = -1;
-        for (int i = 0; i < g->m->nnodes && mm < 0; i++)
-            if (!g->skip[i] && (strcmp(N(g, i)->op_type, "MatMul") == 0 || strcmp(N(g, i)->op_type, "Gemm") == 0) &&
-                g->in[i][0] == ln.out && K(g, g->in[i][1]))
-                mm = i;
-        if (mm < 0) {
-            n->norm = ln;
-            break;
-        }
-        if (n->depth == V6_MAX_SVTR) return oi_fail_node(g, mm, "more than %d SVTR blocks", V6_MAX_SVTR);
-        Blk *bk = &n->svtr[n->depth++];
-        bk->ln1 = ln;
-        OCR_TRY(oi_match_linear(g, ln.out, &bk->qkv, "the attention qkv"));
-        OCR_TRY(oi_match_attention(g, bk));
-        int a1 = oi_residual_add(g, bk->proj.out, h);
-        if (a1 < 0) return oi_fail_tensor(g, bk->proj.out, "the attention output is not added to the block input %s", TN(g, h));
-        OCR_TRY(oi_match_ln(g, O(g, a1), &bk->ln2));
-        OCR_TRY(oi_match_linear(g, bk->ln2.out, &bk->fc1, "the MLP's fc1"));
-        int an, act;
-        float al, be;
-        int y = oi_match_act(g, bk->fc1.out, &act, &an, &al, &be);
-        bk->act = act;
-        OCR_TRY(oi_match_linear(g, y, &bk->fc2, "the MLP's fc2"));
-        int a2 = oi_residual_add(g, bk->fc2.out, O(g, a1));
-        if (a2 < 0) return oi_fail_tensor(g, bk->fc2.out, "the MLP output is not added to the attention residual");
-        h = O(g, a2);
-    }
+    OCR_TRY(oi_walk_svtr(g, h, n->svtr, V6_MAX_SVTR, &n->depth, &n->norm));
     if (n->depth < 1) return oi_fail_node(g, n->norm.node, "the LightSVTR neck has no SVTR blocks");
     int back = oi_follow_shape_ops(g, n->norm.out);
     n->skip = n->nunits++;
@@ -262,13 +212,8 @@ static ocr_status_t walk_light(G *g, Net6 *n, int *tp) {
 static ocr_status_t walk6(G *g, Net6 *n) {
     memset(n, 0, sizeof *n);
     n->softmax_node = -1;
-    if (g->m->ninputs < 1) return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has no input", g->file);
     int x = -1;
-    for (int i = 0; i < g->m->ninputs && x < 0; i++) {
-        int id = oi_intern(g, g->m->inputs[i]);
-        if (!K(g, id)) x = g->canon[id];
-    }
-    if (x < 0) return ocr_set_error(OCR_ERR_FORMAT, "%s: every graph input is an initializer", g->file);
+    OCR_TRY(oi_image_input(g, &x));
     int t = -1;
     OCR_TRY(walk_stem(g, n, x, &t));
     OCR_TRY(walk_blocks(g, n, &t));
@@ -296,7 +241,7 @@ static ocr_status_t walk6(G *g, Net6 *n) {
     }
     // The tiny's guide layer: a depthwise Conv1D on the sequence.
     int tg = oi_follow_shape_ops(g, t);
-    if (is_depthwise(g, oi_consumer(g, tg, "Conv", 0))) {
+    if (oi_is_depthwise(g, oi_consumer(g, tg, "Conv", 0))) {
         n->guide = 1;
         OCR_TRY(push(g, n, tg, -1, "the guide layer's depthwise Conv1D", &n->guide_dw));
         OCR_TRY(push(g, n, oi_follow_shape_ops(g, U(n, n->guide_dw)->out), -1, "the guide layer's 1x1 Conv1D", &n->guide_pw));
@@ -313,22 +258,7 @@ static ocr_status_t walk6(G *g, Net6 *n) {
         if (after < 0) after = oi_consumer(g, t, "Gemm", 0);
         if (after >= 0) return oi_fail_node(g, after, "a third linear layer after the CTC head");
     }
-    n->softmax_node = oi_consumer(g, t, "Softmax", 0);
-    if (n->softmax_node >= 0) {
-        oi_use(g, n->softmax_node);
-        int64_t ax = oi_attr_i(N(g, n->softmax_node), "axis", -1);
-        if (ax != 2 && ax != -1)
-            return oi_fail_node(g, n->softmax_node, "the head's Softmax runs over axis %lld, not the classes", (long long)ax);
-        t = oi_follow_shape_ops(g, O(g, n->softmax_node));
-    }
-    int is_out = 0;
-    for (int i = 0; i < g->m->noutputs; i++) is_out |= g->canon[oi_intern(g, g->m->outputs[i])] == t;
-    if (!is_out)
-        return oi_fail_tensor(g, t, "the head's %s is not a graph output", n->softmax_node >= 0 ? "softmax" : "output");
-    if (g->m->noutputs != 1)
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: the graph has %d outputs, a recognizer has one", g->file, g->m->noutputs);
-    n->output = t;
-    return OCR_OK;
+    return oi_walk_output(g, t, &n->softmax_node, &n->output);
 }
 
 // ---- the variant ----------------------------------------------------------------------------------------------
@@ -448,19 +378,6 @@ static ocr_status_t identify6(const G *g, const Net6 *n, OcrArch *a, OcrOnnxImpo
 static ocr_status_t pair6(Ctx *c, const Net6 *n, const OcrArch *a) {
     const G *g = c->g;
     const OcrOpTable *ops = ocr_model_ops(c->model);
-    const Ln *lns[2 * V6_MAX_SVTR + 1];
-    const Lin *lins[4 * V6_MAX_SVTR + 2];
-    int nln = 0, nlin = 0;
-    for (int b = 0; b < n->depth; b++) {
-        lns[nln++] = &n->svtr[b].ln1;
-        lns[nln++] = &n->svtr[b].ln2;
-        lins[nlin++] = &n->svtr[b].qkv;
-        lins[nlin++] = &n->svtr[b].proj;
-        lins[nlin++] = &n->svtr[b].fc1;
-        lins[nlin++] = &n->svtr[b].fc2;
-    }
-    if (n->light) lns[nln++] = &n->norm;
-    for (int k = 0; k < n->nfc; k++) lins[nlin++] = &n->fc[k];
     // The network's block count first: a missing or extra block would otherwise surface as a
     // shape mismatch somewhere after it.
     int blocks = 0;
@@ -473,69 +390,18 @@ static ocr_status_t pair6(Ctx *c, const Net6 *n, const OcrArch *a) {
         return oi_fail_node(g, U(n, n->blocks[n->nblocks < blocks ? n->nblocks - 1 : blocks].dw)->conv,
                             "PPLCNetV4 %s has %d blocks, the graph %d (this is block %d)", ocr_lcnetv4_size_name(a->lcnet4.size),
                             blocks, n->nblocks, n->nblocks < blocks ? n->nblocks - 1 : blocks);
-    int ku = -1, kl = 0, kn = 0, kb = 0, katt = 0, padded = 0;
-    static const char *const bn_ours[4] = {"weight", "bias", "_mean", "_variance"};
-    char buf[300];
-    for (int i = 0; i < ops->count; i++) {
-        const OcrOpInfo *o = &ops->items[i];
-        const char *ty = o->type;
-        if (strcmp(ty, "pad") == 0) {
-            padded = strstr(o->name, ".pool.") == NULL;  // before a conv (the pool's is checked by the walk)
-        } else if (strcmp(ty, "conv2d") == 0) {
-            if (ku >= 0 && kb != (n->units[ku].bn >= 0))
-                return oi_fail_node(g, n->units[ku].conv, "%s a BatchNormalization, the network's conv before %s %s",
-                                    n->units[ku].bn >= 0 ? "has" : "lacks", o->name, kb ? "has one" : "has none");
-            if (++ku >= n->nunits)
-                return oi_fail_tensor(g, n->output, "the graph has %d convolutions, the network's %s has none in the graph",
-                                      n->nunits, o->name);
-            kb = 0;
-            Unit u = n->units[ku];
-            if (padded) {
-                // Paddle's SAME for a 2x2 kernel: the network's pad layer adds 0 before and 1 after.
-                if (u.pad[0] != 0 || u.pad[1] != 0 || u.pad[2] != 1 || u.pad[3] != 1)
-                    return oi_fail_node(g, u.conv, "pads (%d,%d,%d,%d), %s pads 0 before and 1 after (Paddle's SAME)",
-                                        u.pad[0], u.pad[1], u.pad[2], u.pad[3], o->name);
-                memset(u.pad, 0, sizeof u.pad);
-                padded = 0;
-            }
-            OCR_TRY(oi_put_conv(c, o, &u));
-        } else if (strcmp(ty, "batchnorm") == 0) {
-            const Unit *u = ku >= 0 ? &n->units[ku] : NULL;
-            if (!u || u->bn < 0 || kb++)
-                return oi_fail_node(g, u ? u->conv : 0, "no BatchNormalization in the graph for the network's %s", o->name);
-            for (int r = 0; r < 4; r++)
-                OCR_TRY(oi_put(c, r < 2 ? c->params : c->stats, ocr_name(buf, sizeof buf, "%s.%s", o->name, bn_ours[r]),
-                               u->bnt[r], NULL, u->bn));
-        } else if (strcmp(ty, "affine") == 0) {
-            return oi_fail_node(g, ku >= 0 ? n->units[ku].conv : 0, "the network's %s has no counterpart in PPLCNetV4", o->name);
-        } else if (strcmp(ty, "layernorm") == 0) {
-            if (kn >= nln) return oi_fail_tensor(g, n->output, "no LayerNorm in the graph for the network's %s", o->name);
-            const Ln *l = lns[kn++];
-            float want = strstr(o->name, "svtr_block") ? 1e-5f : 1e-6f;
-            if (fabsf(l->eps - want) > 1e-9f) return oi_fail_node(g, l->node, "LayerNorm epsilon %g, %s uses %g", l->eps, o->name, want);
-            OCR_TRY(oi_put_pair(c, o, l->g, l->b, "weight", "bias", l->node));
-        } else if (strcmp(ty, "linear") == 0) {
-            if (kl >= nlin) return oi_fail_tensor(g, n->output, "no MatMul in the graph for the network's %s", o->name);
-            const Lin *l = lins[kl++];
-            OCR_TRY(oi_put_pair(c, o, l->w, l->b, "weight", "bias", l->node));
-        } else if (strcmp(ty, "attention") == 0) {
-            if (katt >= n->depth) return oi_fail_tensor(g, n->output, "no attention in the graph for the network's %s", o->name);
-            const Blk *b = &n->svtr[katt++];
-            int hd = a->light.dims / a->light.heads;
-            float want = (float)pow((double)hd, -0.5);
-            if (fabsf(b->scale - want) > 1e-7f)
-                return oi_fail_node(g, b->scale_node, "scales q by %.9g, %d heads of %d need %.9g", b->scale, a->light.heads, hd, want);
-            if (b->act != ACT_SWISH)
-                return oi_fail_node(g, b->fc1.node, "the MLP activation is %s, the network uses swish", oi_act_names[b->act]);
-        }
-    }
-    if (ku + 1 != n->nunits)
-        return oi_fail_node(g, n->units[ku + 1].conv, "a convolution the network does not have (it has %d, the graph %d)", ku + 1,
-                            n->nunits);
-    if (kb != (n->units[ku].bn >= 0)) return oi_fail_node(g, n->units[ku].conv, "the last conv's BN does not match the network");
-    if (kl != nlin) return oi_fail_node(g, lins[kl]->node, "a MatMul the network does not have");
-    if (kn != nln) return oi_fail_node(g, lns[kn]->node, "a LayerNorm the network does not have");
-    return OCR_OK;
+    const OiDeployNet p = {.units = n->units,
+                           .nunits = n->nunits,
+                           .svtr = n->svtr,
+                           .depth = n->depth,
+                           .norm = n->light ? &n->norm : NULL,  // the tiny has no neck
+                           .head = n->fc,
+                           .nhead = n->nfc,
+                           .output = n->output,
+                           .backbone = "PPLCNetV4",
+                           .heads = a->light.heads,
+                           .attn_width = a->light.dims};
+    return oi_pair_deploy(c, &p);
 }
 
 ocr_status_t oi_import_lcnetv4(G *g, const char *dict, Ctx *c, OcrArch *arch, OcrOnnxImportInfo *info) {
@@ -544,13 +410,7 @@ ocr_status_t oi_import_lcnetv4(G *g, const char *dict, Ctx *c, OcrArch *arch, Oc
     ocr_status_t st = walk6(g, n);
     if (st == OCR_OK) st = check6(g, n);
     if (st == OCR_OK) st = identify6(g, n, arch, info, dict);
-    if (st == OCR_OK) st = ocr_model_create(&c->model, arch);
-    if (c->model) {
-        c->params = ocr_model_params(c->model);
-        c->stats = ocr_model_stats(c->model);
-        c->taken = calloc((size_t)(c->params->count + c->stats->count) + 1, sizeof *c->taken);
-        OCR_ASSERT(c->taken, "out of host memory");
-    }
+    if (st == OCR_OK) st = oi_ctx_create(c, arch);
     if (st == OCR_OK) st = pair6(c, n, arch);
     if (st == OCR_OK) info->softmax_output = n->softmax_node >= 0;
     free(n);
