@@ -611,6 +611,23 @@ static void v4convbn(Ex *e, const V4ConvBN *l, const int *pads, const char *in, 
         snprintf(out, NAME_MAX_LEN, "%s", c);
 }
 
+// StemBlock's max pool of x1 (PPLCNetV4 small/medium, PPHGNetV2): the -inf pad layer's pads go
+// into the MaxPool's (they never win the maximum). Its output must match the conv branch's size
+// (h1, the rows after stem1), as the Concat that follows needs.
+static void stem_maxpool(Ex *e, const LPool *pool, const LPad *pp, const char *in, const char *out, int h1) {
+    Node n;
+    node_begin(&n, "MaxPool", out);
+    node_in(&n, in);
+    node_out(&n, out);
+    attr_int(&n, "ceil_mode", 0);
+    attr_ints(&n, "kernel_shape", 2, (int64_t[]){pool->p.kernel_h, pool->p.kernel_w});
+    attr_ints(&n, "pads", 4, (int64_t[]){pp->top, pp->left, pp->bottom, pp->right});
+    attr_ints(&n, "strides", 2, (int64_t[]){pool->p.stride_h, pool->p.stride_w});
+    node_end(e, &n);
+    if (e->h != h1 || pool->p.stride_h != 1 || pool->p.stride_w != 1)
+        ex_fail(e, OCR_ERR_INTERNAL, "ONNX export: StemBlock's branches differ in size");
+}
+
 static void lcnet4(Ex *e, const Lcnet4 *m, const char *x, char *out) {
     char a[NAME_MAX_LEN], b[NAME_MAX_LEN], c[NAME_MAX_LEN], d[NAME_MAX_LEN];
     if (!m->branch_stem) {
@@ -627,17 +644,8 @@ static void lcnet4(Ex *e, const Lcnet4 *m, const char *x, char *out) {
         v4convbn(e, &m->stem[1], pa, a, b);
         v4convbn(e, &m->stem[2], pb, b, c);  // x2
         snprintf(d, sizeof d, "%s", op_name(e, m->stem_pool.op));
+        stem_maxpool(e, &m->stem_pool, pp, a, d, h1);
         Node n;
-        node_begin(&n, "MaxPool", d);
-        node_in(&n, a);
-        node_out(&n, d);
-        attr_int(&n, "ceil_mode", 0);
-        attr_ints(&n, "kernel_shape", 2, (int64_t[]){m->stem_pool.p.kernel_h, m->stem_pool.p.kernel_w});
-        attr_ints(&n, "pads", 4, (int64_t[]){pp->top, pp->left, pp->bottom, pp->right});
-        attr_ints(&n, "strides", 2, (int64_t[]){m->stem_pool.p.stride_h, m->stem_pool.p.stride_w});
-        node_end(e, &n);
-        if (e->h != h1 || m->stem_pool.p.stride_h != 1 || m->stem_pool.p.stride_w != 1)
-            ex_fail(e, OCR_ERR_INTERNAL, "ONNX export: StemBlock's branches differ in size");
         snprintf(b, sizeof b, "%s", op_name(e, m->stem_cat.op));
         node_begin(&n, "Concat", b);
         node_in(&n, d);  // paddle.concat([pooled x1, x2]), PaddleOCR's order
@@ -750,17 +758,7 @@ static void hgnet2(Ex *e, const Hgnet2 *m, const char *x, char *out) {
     convbn_pads(e, &m->stem[2], pb, b, c);  // x2
     // The max pool with the -inf pad layer's pads (a MaxPool's pads never win the maximum).
     snprintf(d, sizeof d, "%s", op_name(e, m->stem_pool.op));
-    Node n;
-    node_begin(&n, "MaxPool", d);
-    node_in(&n, a);
-    node_out(&n, d);
-    attr_int(&n, "ceil_mode", 0);
-    attr_ints(&n, "kernel_shape", 2, (int64_t[]){m->stem_pool.p.kernel_h, m->stem_pool.p.kernel_w});
-    attr_ints(&n, "pads", 4, (int64_t[]){pp->top, pp->left, pp->bottom, pp->right});
-    attr_ints(&n, "strides", 2, (int64_t[]){m->stem_pool.p.stride_h, m->stem_pool.p.stride_w});
-    node_end(e, &n);
-    if (e->h != h1 || m->stem_pool.p.stride_h != 1 || m->stem_pool.p.stride_w != 1)
-        ex_fail(e, OCR_ERR_INTERNAL, "ONNX export: StemBlock's branches differ in size");
+    stem_maxpool(e, &m->stem_pool, pp, a, d, h1);
     const char *two[2] = {d, c};  // paddle.concat([pooled x1, x2]), PaddleOCR's order
     concat(e, op_name(e, m->stem_cat.op), 2, two, b);
     convbn(e, &m->stem[3], b, c);

@@ -134,13 +134,7 @@ OcrTensor *lcnet_forward(OcrCtx *c, Lcnet *m, const OcrTensor *x) {
         ocr_ctx_release(c, y);
         y = n;
     }
-    int64_t h = y->shape[1], w = y->shape[2];
-    int t = (int)(w / 2);
-    if (t < 1) t = 1;
-    OcrTensor *p = !c->training && h >= 3 && h <= 5 ? lpool_forward(c, &m->pool, y, LPOOL_AVG, 0, 0)
-                                                    : lpool_forward(c, &m->pool, y, LPOOL_ADAPTIVE, 1, t);
-    ocr_ctx_release(c, y);
-    return p;
+    return lpool_rec_forward(c, &m->pool, y);
 }
 
 OcrTensor lcnet_backward(OcrCtx *c, Lcnet *m, const OcrTensor *dy, int need_dx) {

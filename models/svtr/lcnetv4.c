@@ -449,14 +449,7 @@ OcrTensor *lcnet4_forward(OcrCtx *c, Lcnet4 *m, const OcrTensor *x) {
         ocr_ctx_release(c, y);
         y = n;
     }
-    // Training: F.adaptive_avg_pool2d(x, [1, 40]); inference: F.avg_pool2d(x, [3, 2]).
-    int64_t h = y->shape[1], w = y->shape[2];
-    int t = (int)(w / 2);
-    if (t < 1) t = 1;
-    OcrTensor *p = !c->training && h >= 3 && h <= 5 ? lpool_forward(c, &m->pool, y, LPOOL_AVG, 0, 0)
-                                                    : lpool_forward(c, &m->pool, y, LPOOL_ADAPTIVE, 1, t);
-    ocr_ctx_release(c, y);
-    return p;
+    return lpool_rec_forward(c, &m->pool, y);
 }
 
 OcrTensor lcnet4_backward(OcrCtx *c, Lcnet4 *m, const OcrTensor *dy, int need_dx) {

@@ -735,6 +735,16 @@ OcrTensor *lpool_forward(OcrCtx *c, LPool *l, const OcrTensor *x, lpool_kind_t k
     return &l->y;
 }
 
+OcrTensor *lpool_rec_forward(OcrCtx *c, LPool *l, OcrTensor *x) {
+    int64_t h = x->shape[1], w = x->shape[2];
+    int t = (int)(w / 2);
+    if (t < 1) t = 1;
+    OcrTensor *p = !c->training && h >= 3 && h <= 5 ? lpool_forward(c, l, x, LPOOL_AVG, 0, 0)
+                                                    : lpool_forward(c, l, x, LPOOL_ADAPTIVE, 1, t);
+    ocr_ctx_release(c, x);
+    return p;
+}
+
 OcrTensor lpool_backward(OcrCtx *c, LPool *l, const OcrTensor *dy, int need_dx) {
     OcrTensor dx = {0};
     if (need_dx) {

@@ -303,6 +303,10 @@ void lpool_build(OcrBuilder *b, LPool *l, const char *name, lpool_kind_t kind, P
 // out_h/out_w are used by the adaptive kind.
 OcrTensor *lpool_forward(OcrCtx *c, LPool *l, const OcrTensor *x, lpool_kind_t kind, int out_h, int out_w);
 OcrTensor lpool_backward(OcrCtx *c, LPool *l, const OcrTensor *dy, int need_dx);
+// The text-recognition backbones' last pool (PPLCNetV3/V4, PPHGNetV2), as PaddleOCR writes it:
+// F.adaptive_avg_pool2d(x, [1, W/2]) in training, F.avg_pool2d(x, [3, 2]) in inference when the
+// map is 3 to 5 rows high (the pool's layer is built with that 3x2 kernel). Releases x.
+OcrTensor *lpool_rec_forward(OcrCtx *c, LPool *l, OcrTensor *x);
 
 // ---- dropout and drop path ------------------------------------------------------------------
 typedef struct {
