@@ -3,10 +3,12 @@
 //
 //   bench_model -c configs/rec_ppocrv3_en.json [--batch 32] [--height 48] [--width 320]
 //               [--dtype f32|f16|bf16] [--iters 5] [--warmup 1] [--threads N]
-//               [--mode both|fwd|train] [--profile] [--keep-activations] [-o Key.path=value ...]
+//               [--mode both|fwd|train] [--profile] [--keep-activations] [--text-length N]
+//               [-o Key.path=value ...]
 //
 // "forward" is an inference pass (BN running statistics, no dropout); "forward+backward" is a
-// training forward, a constant dlogits and the backward (parameter gradients accumulate).
+// training forward, a constant dlogits and the backward (parameter gradients accumulate). A
+// MultiHead network's guidance branch trains on texts of --text-length characters (10).
 // --dtype f16 stores every activation (and the images) in f16: each op's compute dtype is set
 // to f16, kernels compute in fp32 and round, as on a GPU. --profile prints wall time per op
 // type and the slowest ops. --keep-activations keeps every activation (no in-place
@@ -110,6 +112,7 @@ int main(int argc, char **argv) {
     training_tune_runtime(argv);
     const char *cfg_path = NULL, *mode = "both";
     int batch = 32, height = 0, width = 0, iters = 5, warmup = 1, threads = 0, profile = 0, keep = 0;
+    int text_length = 10;
     ocr_dtype_t dtype = OCR_F32;
     const char *overrides[32];
     int nover = 0;
@@ -127,6 +130,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--mode") && more) mode = argv[++i];
         else if (!strcmp(a, "--profile")) profile = 1;
         else if (!strcmp(a, "--keep-activations")) keep = 1;
+        else if (!strcmp(a, "--text-length") && more) text_length = atoi(argv[++i]);
         else if (!strcmp(a, "--dtype") && more) {
             if (!ocr_dtype_from_name(argv[++i], &dtype) || !ocr_dtype_is_float(dtype)) {
                 fprintf(stderr, "bench_model: --dtype must be f32, f16 or bf16\n");
@@ -135,7 +139,7 @@ int main(int argc, char **argv) {
         } else {
             fprintf(stderr, "usage: bench_model -c CFG [--batch N] [--height H] [--width W] [--dtype f32|f16|bf16]\n"
                             "       [--iters N] [--warmup N] [--threads N] [--mode both|fwd|train] [--profile]\n"
-                            "       [--keep-activations] [-o K=V]\n");
+                            "       [--keep-activations] [--text-length N] [-o K=V]\n");
             return 2;
         }
     }
@@ -214,15 +218,40 @@ int main(int argc, char **argv) {
             fprintf(stderr, "bench_model: %s\n", ocr_last_error());
             return 2;
         }
+        // MultiHead: every text of the batch has --text-length characters (PaddleOCR's decoder then
+        // runs over text_length + 1 positions), as bench_train_cpu's synthetic labels.
+        const OcrArch *arch = ocr_model_arch(m);
+        const int guided = arch->multihead.kind != OCR_GUIDE_NONE, L = arch->multihead.steps + 1;
+        int32_t *labels = NULL, *lengths = NULL;
+        if (guided) {
+            if (text_length < 1 || text_length > L - 2) {
+                fprintf(stderr, "bench_model: --text-length %d: the guidance branch takes 1..%d characters\n",
+                        text_length, L - 2);
+                return 2;
+            }
+            labels = calloc((size_t)batch * L, sizeof *labels);
+            lengths = calloc((size_t)batch, sizeof *lengths);
+            if (!labels || !lengths) return 1;
+            for (int b = 0; b < batch; b++) {
+                lengths[b] = text_length;
+                for (int j = 0; j < text_length; j++)
+                    labels[(size_t)b * L + j] = 1 + (b * 31 + j * 7) % (arch->num_classes - 1);
+            }
+        }
         ocr_mem_reset_peak(ocr_cpu());
         for (int i = 0; i < warmup + iters; i++) {
             if (i == warmup) ocr_model_reset_profile(m);
             double t0 = ocr_now_seconds(), c0 = cpu_seconds();
+            if (guided && ocr_model_set_guide_labels(m, labels, lengths, batch, L) != OCR_OK) {
+                fprintf(stderr, "bench_model: %s\n", ocr_last_error());
+                return 1;
+            }
             if (ocr_model_forward(m, &x, 1) != OCR_OK) {
                 fprintf(stderr, "bench_model: %s\n", ocr_last_error());
                 return 1;
             }
             ocr_tensor_fill(ocr_model_dlogits(m), 1e-3f);
+            if (guided) ocr_tensor_fill(ocr_model_guide_dlogits(m), 1e-3f);
             if (ocr_model_backward(m) != OCR_OK) {
                 fprintf(stderr, "bench_model: %s\n", ocr_last_error());
                 return 1;
@@ -238,6 +267,8 @@ int main(int argc, char **argv) {
                batch / med, 1e3 * med, 1e3 * cmed, batch / cmed, p.activations_bytes / 1048576.0);
         print_peak("forward+backward");
         if (profile) print_profile(m, iters, "training step");
+        free(labels);
+        free(lengths);
     }
     free(t);
     free(cpu);

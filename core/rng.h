@@ -12,7 +12,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+// Philox's round multipliers and key increments (kernels/cpu/dropout.c draws blocks as vectors).
+#define OCR_PHILOX_M0 0xD2511F53u
+#define OCR_PHILOX_M1 0xCD9E8D57u
+#define OCR_PHILOX_W0 0x9E3779B9u
+#define OCR_PHILOX_W1 0xBB67AE85u
+
 void ocr_philox4x32_10(const uint32_t counter[4], const uint32_t key[2], uint32_t out[4]);
+
 
 // The index-th 32-bit value of (seed, stream).
 uint32_t ocr_rng_u32(uint64_t seed, uint64_t stream, uint64_t index);

@@ -346,6 +346,12 @@ static OcrTensor network_input(OcrModel *m, const OcrTensor *images, const OcrTe
     return x;
 }
 
+// A training pass of a MultiHead NRTR model has as many decoder positions as its batch's longest
+// text + 1, so the plan depends on the labels too; 0 for every other pass.
+static int plan_guide_steps(const OcrModel *m) {
+    return m->arch.multihead.kind == OCR_GUIDE_NRTR ? guide_pass_steps(&m->guide) : 0;
+}
+
 static ocr_status_t plan_pass(OcrModel *m, int batch, int height, int width, int training, ocr_dtype_t in_dtype,
                               OcrMemPlan *plan) {
     memset(plan, 0, sizeof *plan);
@@ -382,6 +388,7 @@ static ocr_status_t plan_pass(OcrModel *m, int batch, int height, int width, int
     ocr_arena_reset(&m->arena);
     m->plan = *plan;
     m->plan_input = in_dtype;
+    m->plan_guide_steps = plan_guide_steps(m);
     m->plan_valid = 1;
     return OCR_OK;
 }
@@ -415,7 +422,8 @@ static ocr_status_t begin_pass(OcrModel *m, const OcrTensor *images, int trainin
     int B = (int)images->shape[0], H = (int)images->shape[1], W = (int)images->shape[2];
     ocr_dtype_t in = images->dtype;
     if (!m->plan_valid || m->plan.batch != B || m->plan.height != H || m->plan.width != W ||
-        m->plan.training != training || m->plan_input != in) {
+        m->plan.training != training || m->plan_input != in ||
+        (training && m->plan_guide_steps != plan_guide_steps(m))) {
         if (in != OCR_U8) m->input_dtype = in;
         OcrMemPlan p;
         OCR_TRY(plan_pass(m, B, H, W, training, in, &p));

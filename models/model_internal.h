@@ -32,6 +32,7 @@ struct OcrModel {
     int keep_all;  // inference passes keep every activation
     ocr_dtype_t input_dtype;  // of the float images ocr_model_plan assumes (matters for the input gradient)
     ocr_dtype_t plan_input;   // the input dtype of the current plan (OCR_U8: ocr_model_forward_u8)
+    int plan_guide_steps;     // the NRTR decoder positions the current plan was made for
     AmpCastCache *cast_cache; // O1 (ocr_model_set_cast_cache), NULL otherwise
     OcrTensor dinput;
     int dinput_valid;

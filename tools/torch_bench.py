@@ -18,10 +18,10 @@
 # The v6 configs are MultiHead as PaddleOCR ships them, and ocrtrain's step trains both branches,
 # so the v6 twins do too: the NRTR guidance branch (before_gtc Linear C->384 without bias, a
 # 4-layer post-LN decoder, 12 heads, FFN 1536, embedding x sqrt(384) + sinusoid, dropout 0.1,
-# teacher-forced over max_text_length - 1 = 24 positions) reads the backbone map, and the loss
-# is CTC + cross-entropy (smoothing 0.1, padding masked), as models/svtr/{lcnetv4,multihead,nrtr}
-# build it (facts checked against PaddleOCR's rec_lcnetv4.py and LightSVTR encoder). Each twin's trainable
-# parameter count equals what `ocrtrain info --config CONFIG` prints (PARAMS below; checked
+# teacher-forced over the batch's longest text + 1 positions, as PaddleOCR trains it) reads the
+# backbone map, and the loss is CTC + cross-entropy (smoothing 0.1, padding masked), as
+# models/svtr/{lcnetv4,multihead,nrtr} build it (facts checked against PaddleOCR's
+# rec_lcnetv4.py and LightSVTR encoder). Each twin's trainable parameter count equals what `ocrtrain info --config CONFIG` prints (PARAMS below; checked
 # before every PyTorch measurement, and against `ocrtrain info --json` when BUILD/ocrtrain sits
 # beside --ocrtrain's executable; --check does only that).
 #
@@ -331,11 +331,12 @@ def build_model(name):
             s.register_buffer("pe", pe[None])
             s.register_buffer("mask", torch.full((steps, steps), float("-inf")).triu(1))
 
-        def forward(s, fmap, tokens):  # fmap (B, C, 1, W), tokens (B, steps)
+        def forward(s, fmap, tokens):  # fmap (B, C, 1, W), tokens (B, T), T <= steps
+            T = tokens.shape[1]
             mem = s.before(fmap.flatten(2).transpose(1, 2))
-            t = F.dropout(s.embedding(tokens) * s.d ** 0.5 + s.pe, 0.1, s.training)
+            t = F.dropout(s.embedding(tokens) * s.d ** 0.5 + s.pe[:, :T], 0.1, s.training)
             for l in s.layers:
-                t = l(t, mem, s.mask)
+                t = l(t, mem, s.mask[:T, :T])
             return s.prj(t)
 
     class Net(nn.Module):
@@ -400,10 +401,12 @@ def measure(a):
     tokens = targets = None
     if m.guide is not None:
         # MultiHead's NRTR labels from the CTC ids: [<s> = 2, c + 3 ..., </s> = 3, pad 0 ...] over
-        # max_text_length 25; the decoder reads positions 0..23 and is trained on 1..24.
+        # max_text_length 25. As PaddleOCR's Transformer.forward in training, the decoder reads
+        # label_gtc[:, :1 + max(length)] and NRTRLoss trains it on label_gtc[:, 1:2 + max(length)].
         gtc = torch.zeros(B, 25, dtype=torch.long)
         gtc[:, 0], gtc[:, 1:L + 1], gtc[:, L + 1] = 2, labels + 3, 3
-        tokens, targets = gtc[:, :24].contiguous(), gtc[:, 1:].contiguous()
+        T = L + 1  # every synthetic text has L characters
+        tokens, targets = gtc[:, :T].contiguous(), gtc[:, 1:T + 1].contiguous()
     in_len = torch.full((B,), 40, dtype=torch.long)
     tgt_len = torch.full((B,), L, dtype=torch.long)
     opt = torch.optim.Adam(m.parameters(), lr=1e-4, betas=(0.9, 0.999), eps=1e-8, weight_decay=3e-5)

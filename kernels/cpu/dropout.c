@@ -1,5 +1,6 @@
 // Dropout and drop path (CPU). No mask is stored: element i keeps when
 // uniform(seed, stream, offset + i) >= p, and the backward draws the same numbers again.
+#include <math.h>
 #include <string.h>
 
 #include "core/rng.h"
@@ -16,14 +17,142 @@
 // so the results are the bits of that whole-tensor path, which Global.cpu_exact_numerics keeps
 // as the reference (ocr_cpu_tiled_in / ocr_cpu_tiled_out).
 
+// ---- the keep mask of 64 elements, Philox blocks as vectors --------------------------------------
+// A group is 16 consecutive Philox blocks, 64 draws. GCC does not vectorise the 32×32 → 64
+// multiplies of the scalar rounds, and the scalar generator costs more per element than the
+// rest of dropout, so AVX2 and AVX-512 run the 16 blocks as lanes with vpmuludq (one multiply
+// for the even 32-bit lanes, one for the odd ones shifted down; blends put the high and low
+// halves back). The draw u = (w >> 8)·2^−24 keeps when u >= p, i.e. exactly when the integer
+// w >> 8 >= ceil(p·2^24), so the comparison runs on the integer lanes too. The result is the
+// 64-bit keep mask in element order (bit 4·l + k: word k of block l), the bits the scalar
+// generator gives.
+#define LANES 16
+
+static uint32_t keep_threshold(float p) { return (uint32_t)ceil((double)p * 16777216.0); }
+
+// Bit l of m (l < 16) moves to bit 4·l.
+static inline uint64_t spread4(uint64_t m) {
+    m &= 0xFFFF;
+    m = (m | (m << 24)) & 0x000000FF000000FFull;
+    m = (m | (m << 12)) & 0x000F000F000F000Full;
+    m = (m | (m << 6)) & 0x0303030303030303ull;
+    m = (m | (m << 3)) & 0x1111111111111111ull;
+    return m;
+}
+
+static uint64_t keep_mask_scalar(uint64_t first_block, uint64_t stream, uint64_t seed, uint32_t thr) {
+    const uint32_t key[2] = {(uint32_t)seed, (uint32_t)(seed >> 32)};
+    uint64_t mask = 0;
+    for (int l = 0; l < LANES; l++) {
+        const uint64_t block = first_block + (uint64_t)l;
+        const uint32_t ctr[4] = {(uint32_t)block, (uint32_t)(block >> 32), (uint32_t)stream, (uint32_t)(stream >> 32)};
+        uint32_t w[4];
+        ocr_philox4x32_10(ctr, key, w);
+        for (int k = 0; k < 4; k++) mask |= (uint64_t)((w[k] >> 8) >= thr) << (4 * l + k);
+    }
+    return mask;
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+CPU_TARGET_AVX512 static inline void mulhilo16(__m512i x, __m512i m, __m512i *hi, __m512i *lo) {
+    const __m512i even = _mm512_mul_epu32(x, m), odd = _mm512_mul_epu32(_mm512_srli_epi64(x, 32), m);
+    *lo = _mm512_mask_blend_epi32(0xAAAA, even, _mm512_slli_epi64(odd, 32));
+    *hi = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64(even, 32), odd);
+}
+
+CPU_TARGET_AVX512 static uint64_t keep_mask_avx512(uint64_t first_block, uint64_t stream, uint64_t seed,
+                                                   uint32_t thr) {
+    uint32_t blo[LANES], bhi[LANES];
+    for (int l = 0; l < LANES; l++) {
+        const uint64_t block = first_block + (uint64_t)l;
+        blo[l] = (uint32_t)block, bhi[l] = (uint32_t)(block >> 32);
+    }
+    __m512i c0 = _mm512_loadu_si512(blo), c1 = _mm512_loadu_si512(bhi);
+    __m512i c2 = _mm512_set1_epi32((int)(uint32_t)stream), c3 = _mm512_set1_epi32((int)(uint32_t)(stream >> 32));
+    const __m512i m0 = _mm512_set1_epi32((int)OCR_PHILOX_M0), m1 = _mm512_set1_epi32((int)OCR_PHILOX_M1);
+    uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+    for (int round = 0; round < 10; round++) {
+        __m512i hi0, lo0, hi1, lo1;
+        mulhilo16(c0, m0, &hi0, &lo0);
+        mulhilo16(c2, m1, &hi1, &lo1);
+        c0 = _mm512_xor_si512(_mm512_xor_si512(hi1, c1), _mm512_set1_epi32((int)k0));
+        c2 = _mm512_xor_si512(_mm512_xor_si512(hi0, c3), _mm512_set1_epi32((int)k1));
+        c1 = lo1, c3 = lo0;
+        k0 += OCR_PHILOX_W0, k1 += OCR_PHILOX_W1;
+    }
+    const __m512i t = _mm512_set1_epi32((int)thr);
+    const uint64_t w0 = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c0, 8), t);
+    const uint64_t w1 = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c1, 8), t);
+    const uint64_t w2 = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c2, 8), t);
+    const uint64_t w3 = _mm512_cmpge_epu32_mask(_mm512_srli_epi32(c3, 8), t);
+    return spread4(w0) | spread4(w1) << 1 | spread4(w2) << 2 | spread4(w3) << 3;
+}
+
+CPU_TARGET_AVX2 static inline void mulhilo8(__m256i x, __m256i m, __m256i *hi, __m256i *lo) {
+    const __m256i even = _mm256_mul_epu32(x, m), odd = _mm256_mul_epu32(_mm256_srli_epi64(x, 32), m);
+    *lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
+    *hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
+}
+
+// Bits of the 8 lanes where (w >> 8) >= thr; w >> 8 < 2^24, so the signed compare is exact.
+CPU_TARGET_AVX2 static inline uint64_t keep8(__m256i w, uint32_t thr) {
+    const __m256i gt = _mm256_cmpgt_epi32(_mm256_srli_epi32(w, 8), _mm256_set1_epi32((int)thr - 1));
+    return (uint64_t)(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(gt));
+}
+
+CPU_TARGET_AVX2 static uint64_t keep_mask_avx2(uint64_t first_block, uint64_t stream, uint64_t seed, uint32_t thr) {
+    uint32_t blo[LANES], bhi[LANES];
+    for (int l = 0; l < LANES; l++) {
+        const uint64_t block = first_block + (uint64_t)l;
+        blo[l] = (uint32_t)block, bhi[l] = (uint32_t)(block >> 32);
+    }
+    const __m256i m0 = _mm256_set1_epi32((int)OCR_PHILOX_M0), m1 = _mm256_set1_epi32((int)OCR_PHILOX_M1);
+    uint64_t w[4] = {0, 0, 0, 0};
+    for (int half = 0; half < 2; half++) {
+        __m256i c0 = _mm256_loadu_si256((const __m256i *)(blo + 8 * half));
+        __m256i c1 = _mm256_loadu_si256((const __m256i *)(bhi + 8 * half));
+        __m256i c2 = _mm256_set1_epi32((int)(uint32_t)stream), c3 = _mm256_set1_epi32((int)(uint32_t)(stream >> 32));
+        uint32_t k0 = (uint32_t)seed, k1 = (uint32_t)(seed >> 32);
+        for (int round = 0; round < 10; round++) {
+            __m256i hi0, lo0, hi1, lo1;
+            mulhilo8(c0, m0, &hi0, &lo0);
+            mulhilo8(c2, m1, &hi1, &lo1);
+            c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32((int)k0));
+            c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32((int)k1));
+            c1 = lo1, c3 = lo0;
+            k0 += OCR_PHILOX_W0, k1 += OCR_PHILOX_W1;
+        }
+        w[0] |= keep8(c0, thr) << (8 * half), w[1] |= keep8(c1, thr) << (8 * half);
+        w[2] |= keep8(c2, thr) << (8 * half), w[3] |= keep8(c3, thr) << (8 * half);
+    }
+    return spread4(w[0]) | spread4(w[1]) << 1 | spread4(w[2]) << 2 | spread4(w[3]) << 3;
+}
+#endif
+
+static uint64_t keep_mask64(uint64_t first_block, uint64_t stream, uint64_t seed, uint32_t thr) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    switch (ocr_cpu_vec_level()) {
+    case CPU_VEC_AVX512: return keep_mask_avx512(first_block, stream, seed, thr);
+    case CPU_VEC_AVX2: return keep_mask_avx2(first_block, stream, seed, thr);
+    default: break;
+    }
+#endif
+    return keep_mask_scalar(first_block, stream, seed, thr);
+}
+
 // y[i] = x[i] · (keep_i ? keep_scale : 0) for i < m, keep_i drawn at index offset + first + i.
-// One Philox call yields four consecutive draws, so the block is cached.
-static void masked_scale(float *y, const float *x, int64_t first, int64_t m, float p, float keep_scale,
-                         const DropoutParams *d) {
+// One Philox call yields four consecutive draws. The elements up to a group boundary and the
+// tail take the scalar generator one block at a time; every whole group takes keep_mask64.
+#define GROUP (4 * LANES)
+// Elements [lo, hi) of the chunk, one Philox block at a time.
+CPU_INLINE void masked_scale_scalar(float *y, const float *x, uint64_t idx0, int64_t lo, int64_t hi, float p,
+                                    float keep_scale, const DropoutParams *d) {
     uint32_t blk[4];
     uint64_t cached = UINT64_MAX;
-    for (int64_t i = 0; i < m; i++) {
-        uint64_t idx = d->offset + (uint64_t)(first + i);
+    for (int64_t i = lo; i < hi; i++) {
+        uint64_t idx = idx0 + (uint64_t)i;
         if ((idx >> 2) != cached) {
             cached = idx >> 2;
             uint32_t ctr[4] = {(uint32_t)cached, (uint32_t)(cached >> 32), (uint32_t)d->stream,
@@ -35,6 +164,29 @@ static void masked_scale(float *y, const float *x, int64_t first, int64_t m, flo
         y[i] = keep ? x[i] * keep_scale : 0.0f;
     }
 }
+
+CPU_INLINE void masked_scale_body(float *y, const float *x, int64_t first, int64_t m, float p, float keep_scale,
+                                  const DropoutParams *d) {
+    const uint64_t idx0 = d->offset + (uint64_t)first;
+    // Scalar up to the first index on a group boundary (a multiple of GROUP)...
+    int64_t head = (int64_t)((GROUP - idx0 % GROUP) % GROUP);
+    if (head > m) head = m;
+    const int64_t groups = (m - head) / GROUP, tail = head + groups * GROUP;
+    masked_scale_scalar(y, x, idx0, 0, head, p, keep_scale, d);
+    // ...whole groups from their 64-bit keep masks...
+    const uint32_t thr = keep_threshold(p);
+    for (int64_t g = 0; g < groups; g++) {
+        const int64_t i0 = head + g * GROUP;
+        const uint64_t mask = keep_mask64((idx0 + (uint64_t)i0) >> 2, d->stream, d->seed, thr);
+        for (int i = 0; i < GROUP; i++) y[i0 + i] = (mask >> i) & 1 ? x[i0 + i] * keep_scale : 0.0f;
+    }
+    // ...and the tail scalar again.
+    masked_scale_scalar(y, x, idx0, tail, m, p, keep_scale, d);
+}
+#undef GROUP
+CPU_VEC_CLONES(masked_scale,
+               (float *y, const float *x, int64_t first, int64_t m, float p, float keep_scale, const DropoutParams *d),
+               (y, x, first, m, p, keep_scale, d))
 
 // What dropout_apply does to every element.
 typedef enum { DROP_ALL, DROP_MASKED, DROP_SCALE } DropMode;

@@ -73,6 +73,13 @@ ocr_status_t guide_set_labels(GuideHead *g, const int32_t *labels, const int32_t
         g->h_cap = batch;
     }
     const int sar = g->s.kind == OCR_GUIDE_SAR;
+    // PaddleOCR's Transformer.forward in training reads label_gtc[:, :2 + max(length)] and the
+    // decoder drops the last entry: max(length) + 1 positions, and NRTRLoss trains them on
+    // label_gtc[:, 1:2 + max(length)]. The causal mask keeps every computed position's logits
+    // equal to a full-length pass's, so this is PaddleOCR's loss, not an approximation of it.
+    int longest = 0;
+    for (int i = 0; i < batch; i++) longest = lengths[i] > longest ? lengths[i] : longest;
+    const int Tp = longest + 1 < T ? longest + 1 : T;
     for (int i = 0; i < batch; i++) {
         const int n = lengths[i];
         if (n < 1 || n > max_len - 2)
@@ -106,12 +113,18 @@ ocr_status_t guide_set_labels(GuideHead *g, const int32_t *labels, const int32_t
         }
         gtc[1 + n] = NRTR_EOS;
         for (int k = n + 2; k < max_len; k++) gtc[k] = NRTR_PAD;
-        memcpy(g->h_tokens + (size_t)i * T, gtc, (size_t)T * sizeof *gtc);
-        memcpy(g->h_targets + (size_t)i * T, gtc + 1, (size_t)T * sizeof *gtc);
+        memcpy(g->h_tokens + (size_t)i * Tp, gtc, (size_t)Tp * sizeof *gtc);
+        memcpy(g->h_targets + (size_t)i * Tp, gtc + 1, (size_t)Tp * sizeof *gtc);
     }
+    g->pass_steps = sar ? T + 1 : Tp;
     g->h_batch = batch;
     g->labels_set = 1;
     return OCR_OK;
+}
+
+int guide_pass_steps(const GuideHead *g) {
+    if (g->s.kind == OCR_GUIDE_SAR) return g->s.steps + 1;
+    return g->labels_set ? g->pass_steps : g->s.steps;
 }
 
 ocr_status_t guide_set_valid_ratios(GuideHead *g, const float *valid_ratios, int batch) {
@@ -155,9 +168,10 @@ static OcrTensor *sar_guide_forward(OcrCtx *c, GuideHead *g, const OcrTensor *x)
 }
 
 OcrTensor *guide_forward(OcrCtx *c, GuideHead *g, const OcrTensor *x) {
-    const int64_t B = x->shape[0], W = x->shape[1] * x->shape[2], C = x->shape[3], T = g->s.steps;
+    const int64_t B = x->shape[0], W = x->shape[1] * x->shape[2], C = x->shape[3];
     OCR_ASSERT(c->plan || (g->labels_set && g->h_batch == B), "MultiHead: a training pass without its labels");
     if (g->s.kind == OCR_GUIDE_SAR) return sar_guide_forward(c, g, x);
+    const int64_t T = guide_pass_steps(g);
     g->tokens = ocr_ctx_new(c, OCR_I32, 2, (int64_t[]){B, T});
     g->targets = ocr_ctx_new(c, OCR_I32, 2, (int64_t[]){B, T});
     if (!c->plan) {

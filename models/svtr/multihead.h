@@ -58,8 +58,11 @@ typedef struct {
     float *h_valid;  // (B) valid ratios for the next training pass (SAR)
     int valid_set;
     int warned_valid;  // the "no valid ratios" warning was printed
-    int32_t *h_tokens, *h_targets;  // (B, T) host staging for the next training pass
+    int32_t *h_tokens, *h_targets;  // (B, T_pass) host staging for the next training pass
     int h_cap, h_batch, labels_set;
+    // NRTR: decoder positions of the next training pass, the batch's longest text + 1
+    // (PaddleOCR's Transformer.forward slices label_gtc to 2 + max(length) and drops the last).
+    int pass_steps;
     OcrTensor tokens, targets;  // (B, T) int32 (SAR: tokens (L, B) time-major, targets (B, L)) in the arena, on the model's device
     OcrTensor *mem;             // before_gtc's output
     OcrTensor *logits;          // (B, T, vocab)
@@ -75,8 +78,13 @@ void guide_free(GuideHead *g);
 // decoder's input tokens and the loss targets for the next training pass. max_len must be
 // steps + 1 (Global.max_text_length); a length outside [1, max_len − 2] or an id outside
 // [1, ctc_classes) is OCR_ERR_INVALID_ARG naming the sample (the dataset filters them when
-// MultiLabelEncode is configured).
+// MultiLabelEncode is configured). NRTR runs the decoder over the batch's longest text + 1
+// positions, as PaddleOCR does (guide_pass_steps).
 ocr_status_t guide_set_labels(GuideHead *g, const int32_t *labels, const int32_t *lengths, int batch, int max_len);
+// Decoder positions of the next pass: after guide_set_labels the batch's longest text + 1 (NRTR),
+// otherwise (a pass planned without labels: capacity, memory reports) the most a batch can need,
+// steps. SAR always reads max_text_length positions.
+int guide_pass_steps(const GuideHead *g);
 // SAR: the valid ratios (B) (min(1, resized width / W), RecResizeImg's valid_ratio) of the next
 // training pass; each must lie in (0, 1]. Without them a SAR pass masks nothing (every ratio 1)
 // and says so once on stderr.

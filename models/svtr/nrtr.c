@@ -341,6 +341,7 @@ void nrtr_build(OcrBuilder *b, NrtrDecoder *l, const char *prefix, NrtrSpec s) {
     l->mask_host = malloc((size_t)s.steps * s.steps * sizeof *l->mask_host);
     OCR_ASSERT(l->blocks && l->mask_host, "out of host memory");
     nrtr_causal_mask(l->mask_host, s.steps);
+    l->mask_steps = s.steps;
     for (int i = 0; i < s.layers; i++)
         block_build(b, &l->blocks[i], NAME(buf, "%s.decoder.%d", prefix, i), &s, l->mask_host);
     xlinear(b, &l->prj, NAME(buf, "%s.tgt_word_prj", prefix), s.dim, s.vocab, 0);
@@ -359,8 +360,12 @@ void nrtr_free(NrtrDecoder *l) {
 
 OcrTensor *nrtr_forward(OcrCtx *c, NrtrDecoder *l, const OcrTensor *tokens, const OcrTensor *memory) {
     const int64_t B = tokens->shape[0], T = tokens->shape[1], D = l->s.dim;
-    OCR_ASSERT(tokens->ndim == 2 && T == l->s.steps && tokens->dtype == OCR_I32, "nrtr: tokens must be (B, %d) int32",
-               l->s.steps);
+    OCR_ASSERT(tokens->ndim == 2 && T >= 1 && T <= l->s.steps && tokens->dtype == OCR_I32,
+               "nrtr: tokens must be (B, 1..%d) int32", l->s.steps);
+    if (!c->plan && l->mask_steps != T) {
+        nrtr_causal_mask(l->mask_host, (int)T);
+        l->mask_steps = (int)T;
+    }
     OCR_ASSERT(memory->ndim == 3 && memory->shape[0] == B && memory->shape[2] == D, "nrtr: memory must be (B, Tk, %d)",
                l->s.dim);
     OcrTensor *e = lembed_forward(c, &l->embedding, tokens);

@@ -9,11 +9,12 @@
 //              t = LN3(t + drop(fc2(drop(relu(fc1(t)))) → drop))
 //   logits (B, T, vocab) = tgt_word_prj(t)  (no bias)
 //
-// T is fixed at max_text_length − 1 for every batch (PaddleOCR slices the labels to the batch's
-// longest text + 1). With the causal mask a position only sees earlier ones, and the layers
-// after the attention work per position, so the logits of the positions PaddleOCR computes
-// are the same; the extra positions carry padding targets, which the loss ignores. A fixed T
-// keeps the memory plan exact for any batch.
+// T is the batch's longest text + 1 (at most max_text_length − 1), as PaddleOCR slices the
+// labels in training (multihead.c guide_set_labels). With the causal mask a position only sees
+// earlier ones and the layers after the attention work per position, so each position's logits
+// do not depend on T; a shorter T only drops positions whose targets are all padding. The model
+// plans its arena again when T changes (models/model.c begin_pass); plans made without labels
+// (capacity, memory reports) use the longest T, the most a batch can need.
 //
 // Ops reused from kernels/ops.h: linear, attention (the causal self-attention core, with an
 // additive mask), batched matmul + softmax + permute (the cross-attention core), layernorm,
@@ -29,7 +30,7 @@ typedef struct {
     int layers;   // num_decoder_layers (4)
     int ffn;      // dim_feedforward = 4·dim
     int vocab;    // NRTRLabelDecode + 1 = CTC classes + 4
-    int steps;    // decoder positions T = max_text_length − 1
+    int steps;    // the most decoder positions, max_text_length − 1
     float drop;   // residual_dropout_rate (0.1): after the PE and on every residual branch and inside the MLP
 } NrtrSpec;
 
@@ -82,8 +83,9 @@ typedef struct {
     LDrop pe_drop;
     NrtrBlock *blocks;
     LLinear prj;
-    float *pe_host;    // (T, dim) sinusoid, computed once
-    float *mask_host;  // (T, T) causal mask, computed once
+    float *pe_host;    // (steps, dim) sinusoid, computed once; a pass of T positions reads its first T rows
+    float *mask_host;  // (T, T) causal mask of the last pass's T (room for steps × steps)
+    int mask_steps;    // the T mask_host holds
     OcrTensor *logits;
     OcrTensor dmem;  // the memory's gradient, summed over the blocks' cross-attentions
 } NrtrDecoder;
@@ -94,8 +96,8 @@ typedef struct {
 // PaddleOCR's persistable `positional_encoding.pe` buffer is recomputed, not stored.
 void nrtr_build(OcrBuilder *b, NrtrDecoder *l, const char *prefix, NrtrSpec s);
 void nrtr_free(NrtrDecoder *l);
-// tokens (B, T) int32 on the model's device (the arena); memory (B, Tk, dim). Returns the
-// logits (B, T, vocab).
+// tokens (B, T) int32, 1 <= T <= steps, on the model's device (the arena); memory (B, Tk, dim).
+// Returns the logits (B, T, vocab).
 OcrTensor *nrtr_forward(OcrCtx *c, NrtrDecoder *l, const OcrTensor *tokens, const OcrTensor *memory);
 // Accumulates the parameter gradients and returns the memory's gradient (B, Tk, dim) (a new
 // arena tensor). Frees everything the forward saved.

@@ -8,6 +8,8 @@
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
 
+int ocr_cpu_vec_select(const char *name);  // kernels/cpu/cpu_common.h (test hook)
+
 static DropoutParams params(float p, ocr_dropout_mode_t mode, int training, uint64_t seed, uint64_t stream,
                             uint64_t offset) {
     DropoutParams d = {p, mode, training, seed, stream, offset};
@@ -73,6 +75,42 @@ START_TEST(test_dropout_forward_modes) {
     free(xs);
     free(got);
     free(ref);
+}
+END_TEST
+
+// The mask is drawn in vector groups of OCR_PHILOX_LANES blocks between scalar heads and tails:
+// at every vector level, for offsets on and off a group boundary and across the 2^32 carry of
+// the block counter, each element keeps exactly when its own Philox draw says so.
+START_TEST(test_dropout_mask_at_every_level) {
+    static const char *const levels[3] = {"sse2", "avx2", "avx512"};
+    const uint64_t offsets[5] = {0, 5, 63, 64 * 7, (1ull << 34) - 100};
+    const int64_t n = 4096 + 131;
+    float *xs = malloc((size_t)n * sizeof(float)), *got = malloc((size_t)n * sizeof(float));
+    ocr_test_fill_uniform(xs, n, 9, 0.5f, 2.0f);
+    OcrTensor x = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), xs);
+    OcrTensor y = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(n), NULL);
+    for (int lv = 0; lv < 3; lv++) {
+        if (!ocr_cpu_vec_select(levels[lv])) {
+            printf("dropout: this CPU has no %s; that level not checked\n", levels[lv]);
+            continue;
+        }
+        for (int k = 0; k < 5; k++) {
+            DropoutParams d = params(0.1f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1, 77, 3, offsets[k]);
+            ocr_test_poison(&y);
+            ocr_dropout_forward(&y, &x, d);
+            ocr_tensor_to_f32(&y, got);
+            for (int64_t i = 0; i < n; i++) {
+                const float want = ref_factor(&d, i) != 0.0 ? xs[i] * (1.0f / 0.9f) : 0.0f;
+                ck_assert_msg(got[i] == want, "%s, offset %llu, element %lld: %.9g, want %.9g", levels[lv],
+                              (unsigned long long)offsets[k], (long long)i, got[i], want);
+            }
+        }
+    }
+    ocr_cpu_vec_select(NULL);
+    ocr_tensor_free(&x);
+    ocr_tensor_free(&y);
+    free(xs);
+    free(got);
 }
 END_TEST
 
@@ -262,6 +300,7 @@ int main(void) {
     Suite *s = suite_create("kernels_dropout");
     TCase *tc = tcase_create("dropout");
     tcase_add_test(tc, test_dropout_forward_modes);
+    tcase_add_test(tc, test_dropout_mask_at_every_level);
     tcase_add_test(tc, test_dropout_statistics);
     tcase_add_test(tc, test_dropout_reproducibility);
     tcase_add_test(tc, test_dropout_backward);

@@ -149,6 +149,48 @@ START_TEST(test_guide_labels) {
 }
 END_TEST
 
+// PaddleOCR trains the decoder over the batch's longest text + 1 positions. Each position's
+// logits do not depend on how many follow (causal mask, per-position layers): the same images
+// with a longer text in the other sample give sample 0 the same logits on the shared positions.
+// Planning without labels (capacity) keeps the full max_text_length − 1 positions.
+START_TEST(test_decoder_runs_the_longest_text) {
+    OcrModel *m = small_model("Global.seed=1");
+    OcrTensor x = tm_images(B, 48, 32, 3);
+    const int32_t short_lengths[B] = {2, 1}, long_lengths[B] = {2, 4};
+    OcrMemPlan p_short, p_full;
+    ck_assert_msg(ocr_model_set_guide_labels(m, kLabels, short_lengths, B, L) == OCR_OK, "%s", ocr_last_error());
+    ck_assert(ocr_model_plan(m, B, 48, 32, 1, &p_short) == OCR_OK);
+    ck_assert_msg(ocr_model_forward(m, &x, 1) == OCR_OK, "%s", ocr_last_error());
+    const OcrTensor *t = ocr_model_guide_targets(m), *gl = ocr_model_guide_logits(m);
+    ck_assert_int_eq(t->shape[1], 3);
+    ck_assert_int_eq(gl->shape[1], 3);
+    const int32_t want[B * 3] = {8, 10, 3, 4, 3, 0};
+    for (int i = 0; i < B * 3; i++) ck_assert_int_eq(((const int32_t *)t->data)[i], want[i]);
+    const int64_t V = gl->shape[2];
+    float *short_logits = tm_copy_f32(gl);
+    // The labels are spent: this plan is the one capacity makes, for any batch.
+    ck_assert(ocr_model_plan(m, B, 48, 32, 1, &p_full) == OCR_OK);
+    ck_assert_msg(p_short.activations_bytes < p_full.activations_bytes, "plans: %lld for 3 positions, %lld for 5",
+                  (long long)p_short.activations_bytes, (long long)p_full.activations_bytes);
+    ck_assert_msg(ocr_model_set_guide_labels(m, kLabels, long_lengths, B, L) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(ocr_model_forward(m, &x, 1) == OCR_OK, "%s", ocr_last_error());
+    gl = ocr_model_guide_logits(m);
+    ck_assert_int_eq(gl->shape[1], 5);
+    const float *lg = gl->data;
+    // Sample 0, positions 0..2: the same sums, in GEMMs of another row count (f32 rounding).
+    double worst = 0;
+    for (int p = 0; p < 3; p++)
+        for (int64_t v = 0; v < V; v++) {
+            double a = short_logits[p * V + v], b = lg[p * V + v];
+            worst = fmax(worst, fabs(a - b) / (1.0 + fabs(b)));
+        }
+    ck_assert_msg(worst < 1e-5, "sample 0's logits moved by %.3g when sample 1's text grew", worst);
+    free(short_logits);
+    ocr_tensor_free(&x);
+    ocr_model_free(m);
+}
+END_TEST
+
 // PaddleOCR's PositionalEncoding: pe[p, 2i] = sin(p·10000^(−2i/d)), pe[p, 2i+1] = cos(same); the
 // causal mask: 0 where key <= query.
 START_TEST(test_positions_and_mask) {
@@ -480,6 +522,7 @@ int main(void) {
     tcase_add_test(tc, test_config_and_names);
     tcase_add_test(tc, test_config_errors);
     tcase_add_test(tc, test_guide_labels);
+    tcase_add_test(tc, test_decoder_runs_the_longest_text);
     tcase_add_test(tc, test_positions_and_mask);
     tcase_add_test(tc, test_amp_classes);
     tcase_add_test(tc, test_gradient_routing);
