@@ -103,8 +103,10 @@ static void print_profile(OcrModel *m, int steps, const char *what) {
     printf("  slowest ops:\n");
     for (int k = 0; k < n; k++) {
         OcrOpInfo *o = &ops->items[idx[k]];
-        printf("    %-56s %-10s fwd %7.2f bwd %7.2f ms\n", o->name, o->type, 1e3 * o->time_fwd / steps,
-               1e3 * o->time_bwd / steps);
+        // The forward's rate from the op's FLOP count (GEMM-shaped ops: how far from the machine's peak).
+        const double fwd_s = o->time_fwd / steps;
+        printf("    %-56s %-10s fwd %7.2f bwd %7.2f ms  (fwd %.1f GFLOP/s)\n", o->name, o->type, 1e3 * fwd_s,
+               1e3 * o->time_bwd / steps, fwd_s > 0 ? o->flops / fwd_s / 1e9 : 0.0);
     }
 }
 

@@ -170,10 +170,30 @@ void repdw_build(OcrBuilder *b, RepDW *l, const char *prefix, int channels, int 
     lbn_build(b, &l->bn, NAME(buf, "%s.bn", prefix), channels, ocr_attr_default());
 }
 
+// bn(conv(x)) + conv1(x) + x formed in conv1's output: the kxk branch's BN is added into it as it
+// is computed (lbn_forward_accumulate), then x (ladd_forward_into), so of the three branch outputs
+// and two sums only the conv's output (the BN's input) and the final sum (the outer BN's input)
+// are kept. The bits of add1 (a + p, commuted) and add2 (s + x).
+static int repdw_can_fuse(const OcrCtx *c, const RepDW *l, const OcrTensor *p) {
+    return lbn_can_accumulate(c, &l->conv.cb.bn, p) && ladd_can_reuse(c, &l->add2, p) &&
+           p->dtype == ocr_ctx_dtype(c, l->add1.op);
+}
+
 OcrTensor *repdw_forward(OcrCtx *c, RepDW *l, const OcrTensor *x) {
     if (l->deploy) return lconv_forward(c, &l->reparam, x);
-    OcrTensor *a = v4convbn_forward(c, &l->conv, x);
+    OCR_ASSERT(!l->conv.deploy && !l->conv.cb.has_act);
     OcrTensor *p = lconv_forward(c, &l->conv1, x);
+    if (repdw_can_fuse(c, l, p)) {
+        OcrTensor *k = lconv_forward(c, &l->conv.cb.conv, x);
+        lbn_forward_accumulate(c, &l->conv.cb.bn, k, p);
+        ocr_ctx_release(c, k);
+        ladd_record_fused(c, &l->add1, p);
+        OcrTensor *s2 = ladd_forward_into(c, &l->add2, p, x, p);
+        OcrTensor *y = lbn_forward(c, &l->bn, s2);
+        ocr_ctx_release(c, s2);
+        return y;
+    }
+    OcrTensor *a = v4convbn_forward(c, &l->conv, x);
     OcrTensor *s = ladd_forward(c, &l->add1, a, p);
     ocr_ctx_release(c, a);
     ocr_ctx_release(c, p);
@@ -247,7 +267,10 @@ void v4block_build(OcrBuilder *b, V4Block *l, const char *prefix, V4BlockSpec s)
     if (l->residual) ladd_build(b, &l->add, NAME(buf, "%s.add", prefix));
 }
 
+static LConv *expand_conv(V4Block *l) { return l->expand.deploy ? &l->expand.conv : &l->expand.cb.conv; }
+
 OcrTensor *v4block_forward(OcrCtx *c, V4Block *l, const OcrTensor *x) {
+    l->se_recompute = 0;
     OcrTensor *t = l->use_rep ? repdw_forward(c, &l->rep, x) : v4convbn_forward(c, &l->dw, x);
     if (l->use_se) {
         OcrTensor *s = se_forward(c, &l->se, t);
@@ -257,20 +280,41 @@ OcrTensor *v4block_forward(OcrCtx *c, V4Block *l, const OcrTensor *x) {
     OcrTensor *e = v4convbn_forward(c, &l->expand, t);
     OcrTensor *o = v4convbn_forward(c, &l->compress, e);
     ocr_ctx_release(c, e);
-    if (!l->residual) {
-        ocr_ctx_release(c, t);
-        return o;
+    OcrTensor *y = o;
+    if (l->residual) {
+        // The compress output only feeds the sum (its backward reads its input, not its
+        // output): the sum goes over it.
+        y = ladd_can_reuse(c, &l->add, o) ? ladd_forward_into(c, &l->add, t, o, o) : ladd_forward(c, &l->add, t, o);
+        ocr_ctx_release(c, o);
     }
-    OcrTensor *y = ladd_forward(c, &l->add, t, o);
+    // The SE output t = x·s is read again only by the expand conv's backward (as its input, unless
+    // that conv saved an autocast copy instead): it goes now, and se_recompute forms it again then.
+    if (l->use_se && c->training) {
+        const int saved = !expand_conv(l)->xcast;
+        ocr_ctx_drop(c, t);
+        l->se_recompute = saved && !t->data;  // not with keep_all, which keeps it
+    }
     ocr_ctx_release(c, t);
-    ocr_ctx_release(c, o);
     return y;
+}
+
+// The SE output again, from the multiply's saved input and scale (the forward's kernel: the same
+// bits), as the expand conv's input; the multiply's backward frees it, after the expand's.
+static void se_output_again(OcrCtx *c, V4Block *l) {
+    LMul *mul = &l->se.mul;
+    OcrTensor u = ocr_ctx_new(c, ocr_ctx_dtype(c, mul->op), mul->x.ndim, mul->x.shape);
+    if (!c->plan) ocr_channel_scale_forward(&u, &mul->x, &mul->s);
+    OCR_ASSERT(!mul->y.data);
+    mul->y = u;
+    expand_conv(l)->x = u;
+    l->se_recompute = 0;
 }
 
 OcrTensor v4block_backward(OcrCtx *c, V4Block *l, const OcrTensor *dy, int need_dx) {
     if (l->residual) ladd_backward(c, &l->add);
     Grad g = borrowed(dy);
     grad_set(c, &g, v4convbn_backward(c, &l->compress, &g.t, 1));
+    if (l->se_recompute) se_output_again(c, l);
     grad_set(c, &g, v4convbn_backward(c, &l->expand, &g.t, 1));
     // The token mixer's output feeds both the channel mixer and the sum.
     if (l->residual && !c->plan) ocr_accumulate(&g.t, dy);
@@ -387,21 +431,24 @@ static OcrTensor *stem_forward(OcrCtx *c, Lcnet4 *m, const OcrTensor *x) {
         ocr_ctx_release(c, g);
         return y;
     }
+    // x1, a, x2 and the pooled map only feed pads and the concat, which keep copies (the convs
+    // and the max pool save those), and no backward reads them: each goes once its last reader
+    // has run, in training too.
     OcrTensor *x1 = v4convbn_forward(c, &m->stem[0], x);
     OcrTensor *p = lpad_forward(c, &m->pad2a, x1);
     OcrTensor *a = v4convbn_forward(c, &m->stem[1], p);
     ocr_ctx_release(c, p);
     p = lpad_forward(c, &m->pad2b, a);
-    ocr_ctx_release(c, a);
+    ocr_ctx_drop(c, a);
     OcrTensor *x2 = v4convbn_forward(c, &m->stem[2], p);
     ocr_ctx_release(c, p);
     p = lpad_forward(c, &m->pad_pool, x1);
-    ocr_ctx_release(c, x1);
+    ocr_ctx_drop(c, x1);
     OcrTensor *xp = lpool_forward(c, &m->stem_pool, p, LPOOL_MAX, 0, 0);
     ocr_ctx_release(c, p);
     OcrTensor *cat = lconcat_forward(c, &m->stem_cat, xp, x2);  // paddle.concat([x1 (pooled), x2])
-    ocr_ctx_release(c, xp);
-    ocr_ctx_release(c, x2);
+    ocr_ctx_drop(c, xp);
+    ocr_ctx_drop(c, x2);
     OcrTensor *y3 = v4convbn_forward(c, &m->stem[3], cat);
     ocr_ctx_release(c, cat);
     OcrTensor *y = v4convbn_forward(c, &m->stem[4], y3);
@@ -449,7 +496,10 @@ OcrTensor *lcnet4_forward(OcrCtx *c, Lcnet4 *m, const OcrTensor *x) {
         ocr_ctx_release(c, y);
         y = n;
     }
-    return lpool_rec_forward(c, &m->pool, y);
+    OcrTensor *p = lpool_rec_forward(c, &m->pool, y);
+    // The average pools' backward reads only their input's shape: the last map goes.
+    ocr_ctx_drop(c, y);
+    return p;
 }
 
 OcrTensor lcnet4_backward(OcrCtx *c, Lcnet4 *m, const OcrTensor *dy, int need_dx) {

@@ -72,6 +72,9 @@ typedef struct {
     SEBlock se;
     V4ConvBN expand, compress;
     LAdd add;
+    // Training: the SE output (the expand conv's saved input) was freed after the forward and is
+    // formed again, bit for bit, from the SE multiply's saved operands before the expand's backward.
+    int se_recompute;
 } V4Block;
 typedef struct {
     int cin, cout, k, sh, sw, use_se, deploy;

@@ -87,10 +87,25 @@ OcrTensor ocr_ctx_new(OcrCtx *c, ocr_dtype_t dtype, int ndim, const int64_t *sha
 OcrTensor ocr_ctx_like(OcrCtx *c, const OcrTensor *t) { return ocr_arena_tensor(c->arena, t->dtype, t->ndim, t->shape); }
 void ocr_ctx_free(OcrCtx *c, OcrTensor *t) { ocr_arena_free(c->arena, t); }
 
-void ocr_ctx_release(OcrCtx *c, OcrTensor *t) {
-    if (c->training || c->keep_all || !t->data) return;
+static int in_arena(const OcrCtx *c, const OcrTensor *t) {
     uintptr_t p = (uintptr_t)t->data;
-    if (p < c->arena->base || p >= c->arena->base + c->arena->top) return;
+    return t->data && p >= c->arena->base && p < c->arena->base + c->arena->top;
+}
+
+void ocr_ctx_release(OcrCtx *c, OcrTensor *t) {
+    if (c->training || c->keep_all || !in_arena(c, t)) return;
+    ocr_arena_free(c->arena, t);
+}
+
+// Op-table entries showing t's memory: their values are gone (freed or overwritten).
+static void forget_outputs(OcrCtx *c, const OcrTensor *t) {
+    for (int i = 0; i < c->ops->count; i++)
+        if (c->ops->items[i].out.data == t->data) memset(&c->ops->items[i].out, 0, sizeof c->ops->items[i].out);
+}
+
+void ocr_ctx_drop(OcrCtx *c, OcrTensor *t) {
+    if (c->keep_all || !in_arena(c, t)) return;
+    forget_outputs(c, t);
     ocr_arena_free(c->arena, t);
 }
 
@@ -440,7 +455,9 @@ OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x) {
 }
 
 OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, int need_dx) {
-    OCR_ASSERT(act->inplace && act->y.data && !bn->y.data, "%s: not the output of lbn_act_forward",
+    // act->y may be gone already (ocr_ctx_drop: the backward never reads it); save_scale is
+    // lbn_act_forward's alone.
+    OCR_ASSERT(act->inplace && bn->save_scale.data && !bn->y.data, "%s: not the output of lbn_act_forward",
                c->ops->items[act->op].name);
     OcrTensor dx = {0};
     if (need_dx) dx = ocr_ctx_like(c, &bn->x);
@@ -817,6 +834,27 @@ OcrTensor *ladd_forward(OcrCtx *c, LAdd *l, const OcrTensor *a, const OcrTensor 
     if (!c->plan) ocr_add_forward(&l->y, a, x);
     ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(a));
     return &l->y;
+}
+
+int ladd_can_reuse(const OcrCtx *c, const LAdd *l, const OcrTensor *buf) {
+    return !c->keep_all && in_arena(c, buf) && buf->dtype == ocr_ctx_dtype(c, l->op);
+}
+
+OcrTensor *ladd_forward_into(OcrCtx *c, LAdd *l, const OcrTensor *a, const OcrTensor *x, OcrTensor *buf) {
+    OCR_ASSERT(buf == a || buf == x, "%s: the sum goes over one of its operands", c->ops->items[l->op].name);
+    OCR_ASSERT(ladd_can_reuse(c, l, buf), "%s: cannot write the sum over this operand", c->ops->items[l->op].name);
+    OCR_ASSERT(ocr_tensor_same_shape(a, x));
+    l->y = *buf;
+    if (!c->plan) ocr_add_forward(&l->y, a, x);  // in place: each element is read before it is written
+    forget_outputs(c, &l->y);
+    memset(buf, 0, sizeof *buf);
+    ocr_ctx_record(c, l->op, &l->y, (double)ocr_tensor_numel(&l->y));
+    return &l->y;
+}
+
+void ladd_record_fused(OcrCtx *c, LAdd *l, const OcrTensor *sum) {
+    memset(&l->y, 0, sizeof l->y);
+    record_fused(c, l->op, sum, (double)ocr_tensor_numel(sum));
 }
 
 void ladd_backward(OcrCtx *c, LAdd *l) {

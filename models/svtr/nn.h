@@ -128,6 +128,12 @@ void ocr_ctx_free(OcrCtx *c, OcrTensor *t);
 // in training passes (the backward needs what the forward saved), with keep_all, and for
 // memory outside the arena (the input images).
 void ocr_ctx_release(OcrCtx *c, OcrTensor *t);
+// Frees an activation whose consumers have all run and that no backward reads (an op's output
+// that only fed another op's forward: a pad's or a concat's input, the BN output of a fused
+// BN + activation), in training passes too; clears *t and every op-table entry that shows it.
+// A no-op with keep_all and for memory outside the arena. The owning layer's backward then
+// finds its output field empty and frees nothing.
+void ocr_ctx_drop(OcrCtx *c, OcrTensor *t);
 void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops);
 // Marks the end of an op's backward (profiling).
 void ocr_ctx_bwd_done(OcrCtx *c, int op);
@@ -331,6 +337,16 @@ typedef struct {
 void ladd_build(OcrBuilder *b, LAdd *l, const char *name);
 OcrTensor *ladd_forward(OcrCtx *c, LAdd *l, const OcrTensor *a, const OcrTensor *x);
 void ladd_backward(OcrCtx *c, LAdd *l);  // frees the output
+// The sum a + x written over one of its operands, buf (a or x: an arena output no backward reads,
+// owned by the layer that made it), which the add takes over as its output: that layer's field
+// is cleared and its op-table entry forgotten. The bits of ladd_forward (same operand order) and
+// one map fewer. Only when ladd_can_reuse(buf): the add's dtype is buf's, and the pass does not
+// keep every op's output.
+int ladd_can_reuse(const OcrCtx *c, const LAdd *l, const OcrTensor *buf);
+OcrTensor *ladd_forward_into(OcrCtx *c, LAdd *l, const OcrTensor *a, const OcrTensor *x, OcrTensor *buf);
+// An add computed by another op into a sum it does not own (lbn_forward_accumulate): the op
+// table gets its shape and FLOPs, the layer no output (its backward frees nothing).
+void ladd_record_fused(OcrCtx *c, LAdd *l, const OcrTensor *sum);
 
 // ---- positional embedding add: x (B, N, C) + pos (1, N, C) ------------------------------------
 typedef struct {

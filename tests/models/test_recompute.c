@@ -2,13 +2,16 @@
 //
 // In a training pass the ConvBN activations run fused with their BN, the rep layers add their
 // branch batch norms straight into the branch sum and run their LAB → hardswish → LAB tail as one
-// op (models/svtr/blocks.h); a pass that keeps every activation (ocr_model_keep_activations)
-// takes the plain path instead, which runs and stores every op on its own. Both
+// op (models/svtr/blocks.h), and the PPLCNetV4 blocks form their sums in place
+// (models/svtr/lcnetv4.c); a pass that keeps every activation (ocr_model_keep_activations) takes
+// the plain path instead, which runs and stores every op on its own. Both
 // must give bit-identical logits, parameter gradients, input gradients and BN running
 // statistics, in f32 and with f16/bf16 activations, while the recompute path plans (and
 // allocates: the plan is exact) fewer activation bytes. The layer-level case checks the ReLU
 // variant, whose derivative is read off the activation output and recomputes nothing.
+#include "amp/engine.h"
 #include "kernels/backend.h"
+#include "models/amp_view.h"
 #include "models/svtr/blocks.h"
 #include "tests/models/model_test_util.h"
 
@@ -25,9 +28,23 @@ static float *copy_bytes_f32(const OcrTensor *t, int64_t *n) {
     return tm_copy_f32(t);
 }
 
-// One training step (two forwards first, so the running statistics have moved twice).
-static StepResult run_step(const char *cfg, const char *const *ov, int B, int H, int W, ocr_dtype_t dtype, int keep) {
+// One training step (two forwards first, so the running statistics have moved twice). With the
+// config's AMP keys set (amp 1), an AMP engine assigns the ops' dtypes as the trainer's does.
+static StepResult run_step(const char *cfg, const char *const *ov, int B, int H, int W, ocr_dtype_t dtype, int keep,
+                           int amp) {
     OcrModel *m = tm_model(cfg, ov);
+    AmpEngine e;
+    if (amp) {
+        OcrConfig *c = tm_config(cfg, ov);
+        AmpConfig ac;
+        ck_assert_msg(amp_config_from_config(&ac, c) == OCR_OK, "%s", ocr_last_error());
+        ocr_config_free(c);
+        amp_engine_init(&e, &ac);
+        ck_assert_msg(ocr_amp_attach(&e, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m)) == OCR_OK, "%s",
+                      ocr_last_error());
+        if (e.cfg.policy.level == OCR_AMP_O1) ck_assert_int_eq(ocr_model_set_cast_cache(m, &e.cache), OCR_OK);
+        ck_assert_int_eq(amp_engine_begin_step(&e), OCR_OK);
+    }
     if (dtype != OCR_F32) ocr_model_set_compute_dtype(m, "*", NULL, dtype);
     tm_randomize_bn(m, 9);
     ocr_model_keep_activations(m, keep);
@@ -81,6 +98,7 @@ static StepResult run_step(const char *cfg, const char *const *ov, int B, int H,
         k += st->items[i].numel;
     }
     ocr_tensor_free(&x);
+    if (amp) amp_engine_free(&e);
     ocr_model_free(m);
     return r;
 }
@@ -99,8 +117,9 @@ static void same_bits(const char *what, const float *a, const float *b, int64_t 
     ck_assert_msg(nonzero, "%s: all zero (the comparison means nothing)", what);
 }
 
-static void compare_paths(const char *cfg, const char *const *ov, int B, int H, int W, ocr_dtype_t dtype) {
-    StepResult a = run_step(cfg, ov, B, H, W, dtype, 0), b = run_step(cfg, ov, B, H, W, dtype, 1);
+static void compare_paths_amp(const char *cfg, const char *const *ov, int B, int H, int W, ocr_dtype_t dtype,
+                              int amp) {
+    StepResult a = run_step(cfg, ov, B, H, W, dtype, 0, amp), b = run_step(cfg, ov, B, H, W, dtype, 1, amp);
     printf("%s %s: activations %.2f MiB (recompute) vs %.2f MiB (BN outputs kept)\n", cfg, ocr_dtype_name(dtype),
            a.plan_bytes / 1048576.0, b.plan_bytes / 1048576.0);
     ck_assert_int_eq(a.nlogits, b.nlogits);
@@ -113,6 +132,10 @@ static void compare_paths(const char *cfg, const char *const *ov, int B, int H, 
                   (long long)a.plan_bytes, (long long)b.plan_bytes);
     free_result(&a);
     free_result(&b);
+}
+
+static void compare_paths(const char *cfg, const char *const *ov, int B, int H, int W, ocr_dtype_t dtype) {
+    compare_paths_amp(cfg, ov, B, H, W, dtype, 0);
 }
 
 START_TEST(test_ppocrv3_paths_agree) {
@@ -140,6 +163,24 @@ START_TEST(test_svtr_tiny_paths_agree) {
                               "Architecture.Backbone.depth=[1, 1, 1]",
                               "Architecture.Backbone.mixer=[\"Local\", \"Global\", \"Global\"]", NULL};
     compare_paths("rec_svtr_tiny.json", ov, 2, 32, 64, OCR_F32);
+}
+END_TEST
+
+// PP-OCRv6 (PPLCNetV4): the RepDW branches summed into the 1x1 branch's output, the residual sum
+// written over the channel mixer's output, and the StemBlock's maps that only feed its pads and
+// concat freed once read (the small's branched stem; the tiny's is a plain Sequential).
+START_TEST(test_ppocrv6_paths_agree) {
+    const char *const ov[] = {NO_DICT, NULL};
+    compare_paths("rec_ppocrv6_tiny_ctc.json", ov, 2, 48, 64, OCR_F32);
+    compare_paths("rec_ppocrv6_tiny_ctc.json", ov, 2, 48, 64, OCR_BF16);
+    compare_paths("rec_ppocrv6_small_ctc.json", ov, 2, 48, 64, OCR_F32);
+    compare_paths("rec_ppocrv6_small_ctc.json", ov, 2, 48, 64, OCR_F16);
+    compare_paths("rec_ppocrv6_small_ctc.json", ov, 2, 48, 64, OCR_BF16);
+    // BF16-O1: f32 batch norms and adds between bf16 convs, whose autocast copies are what they
+    // save (the SE output is then not re-formed, only freed); the sums fall back where dtypes differ.
+    const char *const o1[] = {NO_DICT, "Global.use_amp=true", "Global.amp_level=O1", "Global.amp_dtype=bfloat16",
+                              NULL};
+    compare_paths_amp("rec_ppocrv6_small_ctc.json", o1, 2, 48, 64, OCR_F32, 1);
 }
 END_TEST
 
@@ -259,6 +300,7 @@ int main(void) {
     tcase_add_test(tc, test_ppocrv3_paths_agree);
     tcase_add_test(tc, test_ppocrv4_paths_agree);
     tcase_add_test(tc, test_svtr_tiny_paths_agree);
+    tcase_add_test(tc, test_ppocrv6_paths_agree);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
