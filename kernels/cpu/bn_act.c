@@ -146,20 +146,46 @@ static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_
 // The forward's rows on bf16 maps: v = act(value) with value = (x − mf)·af + bf rounded to bf16,
 // then STORE(y element, v): BNA_SET rounds v into y; BNA_ADD adds v rounded to bf16 to y's value
 // and rounds the sum (accumulate's add_tile_bf16 after forward_bf16 into a bf16 tensor).
+// Two loops per tile: the values per row (channel coefficients, cheap), then the activation over
+// the tile's rows·C values as one flat loop. The activation is the costly part, and a row-wise loop
+// runs its last C mod (vector width) channels scalar (C = 24 on AVX-512: a third of the tile);
+// the flat loop keeps every element in full vectors. v (rows·C floats) is the caller's buffer.
 #define BNA_SET(y, v) (y) = ocr_f32_to_bf16(v)
 #define BNA_ADD(y, v) (y) = ocr_f32_to_bf16(ocr_bf16_to_f32(y) + ocr_bf16_round(v))
-#define BNA_FWD_ROWS(f, STORE)                                                                   \
-    for (int64_t r = 0; r < rows; r++) {                                                         \
-        const uint16_t *xr = x + r * C;                                                          \
-        uint16_t *yr = y + r * C;                                                                \
-        for (int64_t c = 0; c < C; c++)                                                          \
-            STORE(yr[c], f(ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c])));   \
+#define BNA_FWD_FLAT(f, STORE) \
+    for (int64_t i = 0; i < n; i++) STORE(y[i], f(v[i]));
+#define BNA_FWD_SET_LOOP(f) BNA_FWD_FLAT(f, BNA_SET)
+#define BNA_FWD_ADD_LOOP(f) BNA_FWD_FLAT(f, BNA_ADD)
+
+// v (rows, C) = the pre-activation values of bf16 rows x, rounded to bf16, in fp32.
+CPU_INLINE void value_bf16_rows(float *restrict v, const uint16_t *restrict x, const float *restrict mf,
+                                const float *restrict af, const float *restrict bf, int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++) {
+        const uint16_t *xr = x + r * C;
+        float *vr = v + r * C;
+        for (int64_t c = 0; c < C; c++) vr[c] = ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]);
     }
-#define BNA_FWD_SET_LOOP(f) BNA_FWD_ROWS(f, BNA_SET)
-#define BNA_FWD_ADD_LOOP(f) BNA_FWD_ROWS(f, BNA_ADD)
+}
+
 CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
                                   const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
-                                  ocr_activation_t act, int accumulate) {
+                                  ocr_activation_t act, int accumulate, float *restrict v) {
+    const int64_t n = rows * C;
+    if (act == OCR_ACT_NONE) {
+        // No activation to keep in full vectors: the value goes straight into y, one loop.
+        for (int64_t r = 0; r < rows; r++) {
+            const uint16_t *xr = x + r * C;
+            uint16_t *yr = y + r * C;
+            if (accumulate)
+                for (int64_t c = 0; c < C; c++)
+                    BNA_ADD(yr[c], ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]));
+            else
+                for (int64_t c = 0; c < C; c++)
+                    BNA_SET(yr[c], ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]));
+        }
+        return;
+    }
+    value_bf16_rows(v, x, mf, af, bf, rows, C);
     if (accumulate) {
         CPU_ACT_SWITCH(act, BNA_FWD_ADD_LOOP, _forward_one)
     } else {
@@ -167,35 +193,36 @@ CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict
     }
 }
 CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
-                              int64_t rows, int64_t C, ocr_activation_t act, int accumulate),
-               (y, x, mf, af, bf, rows, C, act, accumulate))
+                              int64_t rows, int64_t C, ocr_activation_t act, int accumulate, float *v),
+               (y, x, mf, af, bf, rows, C, act, accumulate, v))
 
 // The backward's sum pass on one tile: g = dy·act'(value) rounded to bf16, parked in gp (which
 // may be dy's memory: each element is read before it is written), p1 += Σ g, p2 += Σ g·(x − mean).
+// As in the forward, the values come per row into v, g over the tile as one flat loop, and the
+// sums per row (in row order, the buffered path's order) from the parked g.
 CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_t *gp, const uint16_t *dy,
                                const uint16_t *restrict x, const float *restrict mean, const float *restrict af,
-                               const float *restrict bf, int64_t rows, int64_t C, ocr_activation_t act) {
-#define BNA_SUMS_LOOP(f)                                                                         \
-    for (int64_t r = 0; r < rows; r++) {                                                         \
-        const uint16_t *xr = x + r * C, *dr = dy + r * C;                                        \
-        uint16_t *gr = gp + r * C;                                                               \
-        for (int64_t c = 0; c < C; c++) {                                                        \
-            const float xv = ocr_bf16_to_f32(xr[c]);                                             \
-            const float v = ocr_bf16_round((xv - mean[c]) * af[c] + bf[c]);                       \
-            const uint16_t gh = ocr_f32_to_bf16(f(ocr_bf16_to_f32(dr[c]), v));                   \
-            const double g = (double)ocr_bf16_to_f32(gh);                                        \
-            p1[c] += g;                                                                          \
-            p2[c] += g * ((double)xv - (double)mean[c]);                                         \
-            gr[c] = gh;                                                                          \
-        }                                                                                        \
+                               const float *restrict bf, int64_t rows, int64_t C, ocr_activation_t act,
+                               float *restrict v) {
+    const int64_t n = rows * C;
+    value_bf16_rows(v, x, mean, af, bf, rows, C);
+#define BNA_G_LOOP(f) \
+    for (int64_t i = 0; i < n; i++) gp[i] = ocr_f32_to_bf16(f(ocr_bf16_to_f32(dy[i]), v[i]));
+    CPU_ACT_SWITCH(act, BNA_G_LOOP, _backward_one)
+#undef BNA_G_LOOP
+    for (int64_t r = 0; r < rows; r++) {
+        const uint16_t *xr = x + r * C, *gr = gp + r * C;
+        for (int64_t c = 0; c < C; c++) {
+            const double g = (double)ocr_bf16_to_f32(gr[c]);
+            p1[c] += g;
+            p2[c] += g * ((double)ocr_bf16_to_f32(xr[c]) - (double)mean[c]);
+        }
     }
-    CPU_ACT_SWITCH(act, BNA_SUMS_LOOP, _backward_one)
-#undef BNA_SUMS_LOOP
 }
 CPU_VEC_CLONES(sums_bf16, (double *p1, double *p2, uint16_t *gp, const uint16_t *dy, const uint16_t *x,
                            const float *mean, const float *af, const float *bf, int64_t rows, int64_t C,
-                           ocr_activation_t act),
-               (p1, p2, gp, dy, x, mean, af, bf, rows, C, act))
+                           ocr_activation_t act, float *v),
+               (p1, p2, gp, dy, x, mean, af, bf, rows, C, act, v))
 
 // Per-thread tile buffers (tr·C elements each; NULL where a pass does not need one).
 typedef struct {
@@ -273,19 +300,27 @@ static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rs
     // bf16 in and out: the pass converts in registers and needs no tile buffers.
     const int fwd_in_registers = inp->dtype == OCR_BF16 && out->dtype == OCR_BF16;
     const int buffered = !fwd_in_registers;
-    const BnaTiles tb = bna_tiles(&s, nthr, tr, C, buffered && inp->dtype != OCR_F32, 0, buffered, 0,
+    // (The in-register pass keeps only its values tile, v.)
+    const BnaTiles tb = bna_tiles(&s, nthr, tr, C, buffered && inp->dtype != OCR_F32, 0, 1, 0,
                                   buffered && out->dtype != OCR_F32, buffered && mid != OCR_F32);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t t = 0; t < ntiles; t++) {
         const int64_t r0 = t * tr, rows = (r0 + tr <= M ? tr : M - r0);
+        const BnaTile b = bna_tile(&tb);
         if (fwd_in_registers) {
             const size_t off = (size_t)(r0 * C);
             forward_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf, rows, C,
-                         act, accumulate);
+                         act, accumulate, b.v);
             continue;
         }
-        const BnaTile b = bna_tile(&tb);
         const float *x = ocr_cpu_rows_in(inp, C, r0, rows, b.x);
+        if (act == OCR_ACT_NONE && !accumulate) {
+            // Plain batch norm: the value is the output, computed straight into it (no copy).
+            float *y = ocr_cpu_rows_dst(out, C, r0, b.y);
+            bna_value_tile(y, x, rows, C, &k, mid, b.tmp);
+            ocr_cpu_rows_out(out, C, r0, rows, y);
+            continue;
+        }
         bna_value_tile(b.v, x, rows, C, &k, mid, b.tmp);
         if (accumulate) {
             float *y = (float *)ocr_cpu_rows_in(out, C, r0, rows, b.y);  // out's own memory when it is f32
@@ -450,7 +485,7 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
                 if (sums_in_registers) {
                     const size_t off = (size_t)(t0 * C);
                     sums_bf16(p1, p2, (uint16_t *)dinp->data + off, (const uint16_t *)dout->data + off,
-                              (const uint16_t *)inp->data + off, mean, k.af, k.bf, rows, C, act);
+                              (const uint16_t *)inp->data + off, mean, k.af, k.bf, rows, C, act, b.v);
                     continue;
                 }
                 if (plain_sums_in_registers) {

@@ -240,6 +240,26 @@ END_TEST
 START_TEST(test_matches_unfused_wide) { check_unfused(2, 3, 3, 4100, 300); }
 END_TEST
 
+int ocr_cpu_vec_select(const char *name);  // kernels/cpu/cpu_common.h (test hook)
+
+// The same at every vector level, with channel counts that leave a partial vector per row at
+// each width (24 = 16 + 8 on AVX-512, 37 on all): the bf16 maps' in-register passes compute the
+// activation over a whole tile in one flat loop, the unfused activation over the whole tensor,
+// and the tile's values row by row; every level must still give the unfused sequence's bits.
+START_TEST(test_matches_unfused_every_level) {
+    static const char *const levels[3] = {"sse2", "avx2", "avx512"};
+    for (int lv = 0; lv < 3; lv++) {
+        if (!ocr_cpu_vec_select(levels[lv])) {
+            printf("batchnorm2d_act: this CPU has no %s; that level not checked\n", levels[lv]);
+            continue;
+        }
+        check_unfused(2, 5, 7, 24, 400 + lv);
+        check_unfused(2, 3, 5, 37, 410 + lv);
+    }
+    ocr_cpu_vec_select(NULL);
+}
+END_TEST
+
 // The forward against the double reference; training updates the running statistics as
 // Paddle does, inference leaves them alone.
 static void check_reference(int training) {
@@ -426,8 +446,6 @@ END_TEST
 
 // ---- batchnorm2d_forward_accumulate: out += bn(x) -------------------------------------------------
 
-int ocr_cpu_vec_select(const char *name);  // kernels/cpu/cpu_common.h (test hook)
-
 // The bits of batchnorm2d_forward into a tensor of the sum's dtype followed by accumulate, for
 // f32/f16/bf16 sums over inputs of the same or another dtype, training and inference, one row
 // tile and many, every vector level, both thread counts; save_mean/save_rstd and the running
@@ -519,6 +537,7 @@ int main(void) {
     tcase_add_test(tc, test_matches_unfused_small);
     tcase_add_test(tc, test_matches_unfused_tiles);
     tcase_add_test(tc, test_matches_unfused_wide);
+    tcase_add_test(tc, test_matches_unfused_every_level);
     tcase_add_test(tc, test_forward_reference_training);
     tcase_add_test(tc, test_forward_reference_inference);
     tcase_add_test(tc, test_backward_fd_training);
