@@ -2,6 +2,7 @@
 // backward, in f32, f16 and bf16 storage. Prints Markdown tables of medians.
 //
 //   bench_kernels [--threads N] [--reps N] [--warmup N] [--batch N] [--only gemm|conv] [--filter TEXT]
+//                 [--net v3|v6] [--dtypes f32,bf16,...]
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,13 +209,16 @@ static void usage(void) {
             "  --batch N    batch size of the convolution layers (default 64)\n"
             "  --only W     only the sgemm or only the conv2d table\n"
             "  --filter T   only cases whose name contains T (e.g. \"dw 5×5\")\n"
+            "  --net N      conv layers of v3 (PP-OCRv3, default) or v6 (PP-OCRv6 tiny/small: stem, the\n"
+            "               PPLCNetV4 1x1 expand/compress and depthwise shapes)\n"
+            "  --dtypes L   comma-separated dtypes of the conv table (default f32,f16,bf16)\n"
             "  --clock C    wall (default) or cpu: process CPU time, summed over threads; with\n"
             "               --threads 1 it approximates an unloaded machine when others share it\n");
 }
 
 int main(int argc, char **argv) {
     int threads = 0, batch = 64;
-    const char *only = NULL;
+    const char *only = NULL, *net = "v3", *dtypes = "f32,f16,bf16";
     BenchOpts o = {10, 2, 0};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
@@ -234,6 +238,10 @@ int main(int argc, char **argv) {
             o.cpu_clock = strcmp(v, "cpu") == 0, i++;
         } else if (v && strcmp(a, "--filter") == 0) {
             name_filter = v, i++;
+        } else if (v && strcmp(a, "--net") == 0 && (strcmp(v, "v3") == 0 || strcmp(v, "v6") == 0)) {
+            net = v, i++;
+        } else if (v && strcmp(a, "--dtypes") == 0) {
+            dtypes = v, i++;
         } else if (v && strcmp(a, "--only") == 0) {
             only = v, i++;
         } else {
@@ -269,7 +277,7 @@ int main(int argc, char **argv) {
 
     if (!only || strcmp(only, "conv") == 0) {
         // PP-OCRv3 (MobileNetV1Enhance scale 0.5) layers at 48×320 input.
-        const ConvLayer layers[] = {
+        static const ConvLayer v3[] = {
             {"stem 3×3 s2 3→16 @48×320", 3, 16, 3, 3, 48, 320, {2, 2, 1, 1, 1}},
             {"dw 3×3 s1 64 @24×160", 64, 64, 3, 3, 24, 160, {1, 1, 1, 1, 64}},
             {"dw 3×3 s(2,1) 128 @12×160", 128, 128, 3, 3, 12, 160, {2, 1, 1, 1, 128}},
@@ -278,17 +286,53 @@ int main(int argc, char **argv) {
             {"pw 1×1 256→256 @6×160", 256, 256, 1, 1, 6, 160, {1, 1, 0, 0, 1}},
             {"dw 5×5 s(1,2) 512 @3×160", 512, 512, 5, 5, 3, 160, {1, 2, 2, 2, 512}},
         };
+        // PP-OCRv6 (PPLCNetV4 tiny and small) at 48×320: the stem's two 3×3 stride-2 convs, the
+        // blocks' 1×1 expand/compress (channel mixer) and depthwise token mixers, in the
+        // shapes of a training step (the ones with most of the conv time).
+        static const ConvLayer v6[] = {
+            {"tiny stem conv1.0 3×3 s2 3→24 @48×320", 3, 24, 3, 3, 48, 320, {2, 2, 1, 1, 1}},
+            {"tiny stem conv1.2 3×3 s2 24→48 @24×160", 24, 48, 3, 3, 24, 160, {2, 2, 1, 1, 1}},
+            {"small stem conv1.0 3×3 s2 3→48 @48×320", 3, 48, 3, 3, 48, 320, {2, 2, 1, 1, 1}},
+            {"small stem 3×3 s2 96→48 @24×160", 96, 48, 3, 3, 24, 160, {2, 2, 1, 1, 1}},
+            {"tiny expand 1×1 160→320 @3×80", 160, 320, 1, 1, 3, 80, {1, 1, 0, 0, 1}},
+            {"tiny compress 1×1 320→160 @3×80", 320, 160, 1, 1, 3, 80, {1, 1, 0, 0, 1}},
+            {"tiny expand 1×1 96→192 @6×80", 96, 192, 1, 1, 6, 80, {1, 1, 0, 0, 1}},
+            {"tiny expand 1×1 48→96 @12×80", 48, 96, 1, 1, 12, 80, {1, 1, 0, 0, 1}},
+            {"small expand 1×1 192→384 @6×80", 192, 384, 1, 1, 6, 80, {1, 1, 0, 0, 1}},
+            {"small compress 1×1 384→192 @6×80", 384, 192, 1, 1, 6, 80, {1, 1, 0, 0, 1}},
+            {"small expand 1×1 384→768 @3×80", 384, 768, 1, 1, 3, 80, {1, 1, 0, 0, 1}},
+            {"tiny dw 3×3 s1 48 @12×80", 48, 48, 3, 3, 12, 80, {1, 1, 1, 1, 48}},
+            {"small dw 3×3 s1 192 @6×80", 192, 192, 3, 3, 6, 80, {1, 1, 1, 1, 192}},
+        };
+        const int is_v6 = strcmp(net, "v6") == 0;
+        const ConvLayer *layers = is_v6 ? v6 : v3;
+        const size_t n_layers = is_v6 ? sizeof v6 / sizeof v6[0] : sizeof v3 / sizeof v3[0];
         const ocr_dtype_t dts[] = {OCR_F32, OCR_F16, OCR_BF16};
+        int use_dt[3];
+        for (size_t d = 0; d < 3; d++) {
+            // Whole names in the comma-separated list ("f16" must not match "bf16").
+            const char *name = ocr_dtype_name(dts[d]), *alias = d == 0 ? "f32" : d == 1 ? "f16" : "bf16";
+            use_dt[d] = 0;
+            for (const char *p = dtypes; *p;) {
+                size_t len = strcspn(p, ",");
+                if ((strlen(alias) == len && !strncmp(p, alias, len)) || (strlen(name) == len && !strncmp(p, name, len)))
+                    use_dt[d] = 1;
+                p += len + (p[len] == ',');
+            }
+        }
         printf("## conv2d (batch %d; backward = dinp + dweight; GFLOP/s counts 2·MACs, backward 2× forward)\n\n",
                batch);
         printf("| layer | dtype | fwd ms | bwd ms | fwd GFLOP/s | bwd GFLOP/s |\n|---|---|---|---|---|---|\n");
-        for (size_t l = 0; l < sizeof layers / sizeof layers[0]; l++)
-            for (size_t d = 0; d < 3; d++) bench_conv(&layers[l], batch, dts[d], o);
+        for (size_t l = 0; l < n_layers; l++)
+            for (size_t d = 0; d < 3; d++)
+                if (use_dt[d]) bench_conv(&layers[l], batch, dts[d], o);
         printf("\n");
+        if (is_v6) return 0;
         printf("## block in sequence (batch %d; forward dw, pw, backward pw, dw; vs the four steps timed apart)\n\n",
                batch);
         printf("| block | dtype | sequence ms | sum of steps ms |\n|---|---|---|---|\n");
-        for (size_t d = 0; d < 3; d++) bench_block(batch, dts[d], o);
+        for (size_t d = 0; d < 3; d++)
+            if (use_dt[d]) bench_block(batch, dts[d], o);
         printf("\n");
     }
     return 0;

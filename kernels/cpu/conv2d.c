@@ -4,7 +4,9 @@
 //   the convolution is one sgemm per group with no copy. These are most of PP-OCR's FLOPs.
 // - Other dense and grouped convolutions: im2col into workspace (rows N·Ho·Wo, columns
 //   KH·KW·C/groups, channel fastest, matching the weight's KRSC layout) + sgemm per group.
-//   The batch is processed in chunks of whole images so the column buffer stays bounded.
+//   The batch is processed in chunks of whole images so the column buffer stays bounded; on
+//   the oneDNN path the forward and dinp take cache-sized chunks (their GEMM rows are
+//   independent), the weight gradient whole-budget ones (each chunk adds into dweight).
 // - Depthwise (groups == C == OC): direct loops in conv2d_depthwise.c, which read and write
 //   f16/bf16 maps in their dtype (widening a block of rows at a time); under
 //   Global.cpu_exact_numerics the maps are widened whole here instead (the reference, same bits).
@@ -15,7 +17,9 @@
 // column buffer is built in that dtype), fp32 accumulation, one rounding into the output, no
 // fp32 copies of the tensors. Without such hardware the operands are widened to fp32 and take
 // the same oneDNN fp32 GEMMs as an fp32 run; the reference (Global.cpu_exact_numerics) widens
-// and uses sgemm.
+// and uses sgemm. With f16/bf16 maps and an f32 weight (a compute dtype without AMP's weight
+// casts) the forward and dinp widen, while the weight gradient, which reads only the maps,
+// still takes the hardware GEMM.
 #include <cblas.h>
 #include <omp.h>
 #include <string.h>
@@ -85,6 +89,20 @@ static int64_t images_per_chunk(const ConvGeom *g) {
     return n < g->N ? n : g->N;
 }
 
+// Where the column rows are independent GEMM rows (the forward, and dinp's dcol), smaller
+// chunks cost nothing in rounding and keep the buffer in cache between the pass that writes it
+// and the one that reads it (im2col → GEMM, GEMM → col2im gather): the stem's whole-batch
+// columns are 13–27 MB, streamed through memory twice. Images of es-byte column entries per
+// chunk, within IM2COL_CACHE_BYTES (at least one image) and the budget above.
+#define IM2COL_CACHE_BYTES ((size_t)2 << 20)
+static int64_t images_per_cached_chunk(const ConvGeom *g, size_t es) {
+    size_t per_image = (size_t)(g->Ho * g->Wo * g->KKC) * es;
+    int64_t n = per_image ? (int64_t)(IM2COL_CACHE_BYTES / per_image) : g->N;
+    if (n < 1) n = 1;
+    int64_t cap = images_per_chunk(g);
+    return n < cap ? n : cap;
+}
+
 static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *a, int64_t lda, const float *b,
                      int64_t ldb, float beta, float *c, int64_t ldc) {
     OCR_ASSERT(M <= 0x7fffffff && N <= 0x7fffffff && K <= 0x7fffffff, "conv2d: GEMM too large for BLAS's int");
@@ -98,26 +116,36 @@ static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const floa
 // reads are zeros (zero bytes are +0 in every float format).
 static void im2col_bytes(void *col, const void *x, size_t es, const ConvGeom *g, int64_t n0, int64_t nb, int64_t grp) {
     const int64_t Cg = g->Cg, KKC = g->KKC;
+    // Without groups the kw taps of one kernel row are adjacent pixels of one input row, which
+    // NHWC stores back to back: one copy per kernel row instead of one per tap (the stem's 3
+    // channels would otherwise be 6- or 12-byte copies, call overhead rather than bandwidth).
+    const int contiguous_taps = Cg == g->C;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < nb * g->Ho; r++) {
         int64_t n = n0 + r / g->Ho, oh = r % g->Ho;
         for (int64_t ow = 0; ow < g->Wo; ow++) {
             char *dst = (char *)col + (size_t)((r * g->Wo + ow) * KKC) * es;
-            for (int64_t kh = 0; kh < g->KH; kh++) {
+            // Taps kw0 .. kw1−1 read inside the row; the others are padding.
+            const int64_t iw0 = ow * g->sw - g->pw;
+            const int64_t kw0 = iw0 < 0 ? (-iw0 < g->KW ? -iw0 : g->KW) : 0;
+            const int64_t kw1 = g->W - iw0 < g->KW ? (g->W - iw0 > kw0 ? g->W - iw0 : kw0) : g->KW;
+            for (int64_t kh = 0; kh < g->KH; kh++, dst += (size_t)(g->KW * Cg) * es) {
                 int64_t ih = oh * g->sh - g->ph + kh;
                 if (ih < 0 || ih >= g->H) {
                     memset(dst, 0, (size_t)(g->KW * Cg) * es);
-                    dst += (size_t)(g->KW * Cg) * es;
                     continue;
                 }
                 const char *src_row = (const char *)x + (size_t)(((n * g->H + ih) * g->W) * g->C + grp * Cg) * es;
-                for (int64_t kw = 0; kw < g->KW; kw++, dst += (size_t)Cg * es) {
-                    int64_t iw = ow * g->sw - g->pw + kw;
-                    if (iw < 0 || iw >= g->W) {
-                        memset(dst, 0, (size_t)Cg * es);
-                    } else {
-                        memcpy(dst, src_row + (size_t)(iw * g->C) * es, (size_t)Cg * es);
-                    }
+                if (kw0 > 0) memset(dst, 0, (size_t)(kw0 * Cg) * es);
+                if (kw1 < g->KW) memset(dst + (size_t)(kw1 * Cg) * es, 0, (size_t)((g->KW - kw1) * Cg) * es);
+                if (contiguous_taps) {
+                    if (kw1 > kw0)
+                        memcpy(dst + (size_t)(kw0 * Cg) * es, src_row + (size_t)((iw0 + kw0) * g->C) * es,
+                               (size_t)((kw1 - kw0) * Cg) * es);
+                } else {
+                    for (int64_t kw = kw0; kw < kw1; kw++)
+                        memcpy(dst + (size_t)(kw * Cg) * es, src_row + (size_t)((iw0 + kw) * g->C) * es,
+                               (size_t)Cg * es);
                 }
             }
         }
@@ -145,26 +173,31 @@ static inline void gather_pixel(float *restrict acc, const float *dcol, const Co
 
 // dx[..., grp·Cg : (grp+1)·Cg] = Σ of the dcol entries that read each input pixel (assigned),
 // for images n0 .. n0+nb−1, dx of dtype dt. Each pixel is written by one thread. An f32 dx is
-// summed in place; f16/bf16 pixels are summed in fp32 (tmp_all: Cg floats per thread) and
-// rounded once when stored, which is what the fp32 gather followed by one conversion of the
-// whole tensor gives, without the fp32 copy of dx.
+// summed in place; f16/bf16 pixels are summed in fp32 (tmp_all: W·Cg floats per thread, one
+// input row) and rounded once when stored, which is what the fp32 gather followed by one
+// conversion of the whole tensor gives, without the fp32 copy of dx. Without groups a row's
+// pixels are adjacent in dx, so the row is converted in one call (the stem's 3 or 24 channels
+// per call would otherwise cost more in calls than in conversion).
 static void col2im_gather_to(void *dx, ocr_dtype_t dt, const float *dcol, const ConvGeom *g, int64_t n0, int64_t nb,
                              int64_t grp, float *tmp_all) {
+    const int64_t Cg = g->Cg;
 #pragma omp parallel for schedule(static)
     for (int64_t r = 0; r < nb * g->H; r++) {
         int64_t nl = r / g->H, ih = r % g->H;
-        for (int64_t iw = 0; iw < g->W; iw++) {
-            const int64_t off = (((n0 + nl) * g->H + ih) * g->W + iw) * g->C + grp * g->Cg;
-            if (dt == OCR_F32) {
-                gather_pixel((float *)dx + off, dcol, g, nl, ih, iw);
-                continue;
-            }
-            float *acc = tmp_all + (size_t)omp_get_thread_num() * (size_t)g->Cg;
-            gather_pixel(acc, dcol, g, nl, ih, iw);
+        const int64_t row_off = (((n0 + nl) * g->H + ih) * g->W) * g->C + grp * Cg;
+        if (dt == OCR_F32) {
+            for (int64_t iw = 0; iw < g->W; iw++) gather_pixel((float *)dx + row_off + iw * g->C, dcol, g, nl, ih, iw);
+            continue;
+        }
+        float *acc = tmp_all + (size_t)omp_get_thread_num() * (size_t)(g->W * Cg);
+        for (int64_t iw = 0; iw < g->W; iw++) gather_pixel(acc + iw * Cg, dcol, g, nl, ih, iw);
+        const int64_t runs = Cg == g->C ? 1 : g->W, run_len = Cg == g->C ? g->W * Cg : Cg;
+        for (int64_t k = 0; k < runs; k++) {
+            const int64_t off = row_off + k * g->C;
             if (dt == OCR_BF16)
-                ocr_f32_to_bf16_array((ocr_bf16_t *)dx + off, acc, (size_t)g->Cg);
+                ocr_f32_to_bf16_array((ocr_bf16_t *)dx + off, acc + k * Cg, (size_t)run_len);
             else
-                ocr_f32_to_f16_array((ocr_f16_t *)dx + off, acc, (size_t)g->Cg);
+                ocr_f32_to_f16_array((ocr_f16_t *)dx + off, acc + k * Cg, (size_t)run_len);
         }
     }
 }
@@ -215,7 +248,7 @@ static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTenso
         return;
     }
     const size_t es = ocr_dtype_size(dt);
-    const int64_t chunk = images_per_chunk(g), img_rows = g->Ho * g->Wo;
+    const int64_t chunk = images_per_cached_chunk(g, es), img_rows = g->Ho * g->Wo;
     void *col = ocr_cpu_scratch_bytes(s, (size_t)(chunk * img_rows * g->KKC) * es);
     for (int64_t n0 = 0; n0 < g->N; n0 += chunk) {
         int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
@@ -254,28 +287,37 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
         return;
     }
     if (!dweight && !dinp) return;
-    // One buffer serves the low-precision columns (dweight) and then the fp32 dcol (dinp).
+    // One buffer serves the low-precision columns (dweight) and then the fp32 dcol (dinp). The
+    // weight gradient takes whole-budget chunks (each chunk adds into dweight, rounding it once
+    // more when it is f16/bf16); dinp's rows are independent, so it takes cache-sized chunks.
     const size_t es = ocr_dtype_size(dt);
-    const int64_t chunk = images_per_chunk(g), img_rows = g->Ho * g->Wo;
-    void *col = ocr_cpu_scratch_floats(s, (size_t)(chunk * img_rows * g->KKC));
-    float *tmp = dinp ? ocr_cpu_scratch_floats(s, (size_t)omp_get_max_threads() * (size_t)g->Cg) : NULL;
-    for (int64_t n0 = 0; n0 < g->N; n0 += chunk) {
-        int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
+    const int64_t img_rows = g->Ho * g->Wo;
+    const int64_t wchunk = images_per_chunk(g), xchunk = images_per_cached_chunk(g, sizeof(float));
+    size_t col_bytes = dweight ? (size_t)(wchunk * img_rows * g->KKC) * es : 0;
+    if (dinp && (size_t)(xchunk * img_rows * g->KKC) * sizeof(float) > col_bytes)
+        col_bytes = (size_t)(xchunk * img_rows * g->KKC) * sizeof(float);
+    void *col = ocr_cpu_scratch_bytes(s, col_bytes);
+    for (int64_t n0 = 0; dweight && n0 < g->N; n0 += wchunk) {
+        int64_t nb = g->N - n0 < wchunk ? g->N - n0 : wchunk;
         for (int64_t grp = 0; grp < g->G; grp++) {
-            int64_t dy_off = n0 * img_rows * g->OC + grp * g->OCg;
-            if (dweight) {
-                im2col_bytes(col, inp->data, es, g, n0, nb, grp);
-                ocr_onednn_gemm(1, g->OCg, g->KKC, nb * img_rows, 1.0f, onednn_mat(dout->data, dt, dy_off, g->OC, 1),
-                                onednn_mat(col, dt, 0, g->KKC, 0), NULL, 1,
-                                onednn_elem(dweight->data, dweight->dtype, grp * g->OCg * g->KKC), dweight->dtype,
-                                g->KKC, 0);
-            }
-            if (dinp) {
-                ocr_onednn_gemm(1, nb * img_rows, g->KKC, g->OCg, 1.0f, onednn_mat(dout->data, dt, dy_off, g->OC, 0),
-                                onednn_mat(weight->data, dt, grp * g->OCg * g->KKC, g->KKC, 0), NULL, 0, col, OCR_F32,
-                                g->KKC, 0);
-                col2im_gather_to(dinp->data, dinp->dtype, col, g, n0, nb, grp, tmp);
-            }
+            im2col_bytes(col, inp->data, es, g, n0, nb, grp);
+            ocr_onednn_gemm(1, g->OCg, g->KKC, nb * img_rows, 1.0f,
+                            onednn_mat(dout->data, dt, n0 * img_rows * g->OC + grp * g->OCg, g->OC, 1),
+                            onednn_mat(col, dt, 0, g->KKC, 0), NULL, 1,
+                            onednn_elem(dweight->data, dweight->dtype, grp * g->OCg * g->KKC), dweight->dtype, g->KKC,
+                            0);
+        }
+    }
+    if (!dinp) return;
+    float *tmp = ocr_cpu_scratch_floats(s, (size_t)omp_get_max_threads() * (size_t)(g->W * g->Cg));
+    for (int64_t n0 = 0; n0 < g->N; n0 += xchunk) {
+        int64_t nb = g->N - n0 < xchunk ? g->N - n0 : xchunk;
+        for (int64_t grp = 0; grp < g->G; grp++) {
+            ocr_onednn_gemm(1, nb * img_rows, g->KKC, g->OCg, 1.0f,
+                            onednn_mat(dout->data, dt, n0 * img_rows * g->OC + grp * g->OCg, g->OC, 0),
+                            onednn_mat(weight->data, dt, grp * g->OCg * g->KKC, g->KKC, 0), NULL, 0, col, OCR_F32,
+                            g->KKC, 0);
+            col2im_gather_to(dinp->data, dinp->dtype, col, g, n0, nb, grp, tmp);
         }
     }
 }
@@ -411,6 +453,26 @@ void ocr_cpu_conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
         depthwise_backward(dinp, dweight, dbias, dout, inp, weight, &g, p, &s);
         ocr_cpu_scratch_free(&s);
         return;
+    }
+    // Mixed dtypes (f16/bf16 maps with an f32 weight, as a per-op compute dtype leaves them): the
+    // weight gradient reads only dout and inp, so when those two share a dtype with hardware it
+    // is the GEMM of the all-native path on the maps as stored, into an f32 or that-dtype
+    // dweight. That is the widened path's arithmetic (a product of two f16/bf16 values is exact
+    // in fp32, the sums are fp32; only their order differs, as between sgemm and oneDNN), without
+    // the fp32 copy of inp and at the hardware's rate. dinp needs the f32 weight: widened below.
+    if (dweight && conv_lp_native(&g, dout->dtype, (const OcrTensor *const[]){dout, inp}, 2,
+                                  (const OcrTensor *const[]){dweight}, 1)) {
+        conv_backward_lp(NULL, dweight, NULL, dout, inp, weight, &g, &s);
+        dweight = NULL;
+        if (!dinp) {
+            if (dbias) {
+                float *db = ocr_cpu_f32_out(&s, dbias, 1);
+                ocr_onednn_column_sums_add(db, dout->data, dout->dtype, g.N * g.Ho * g.Wo, g.OC, g.OC);
+                ocr_cpu_f32_store(dbias, db);
+            }
+            ocr_cpu_scratch_free(&s);
+            return;
+        }
     }
     const float *dy = ocr_cpu_f32_in(&s, dout);
     const float *x = dweight ? ocr_cpu_f32_in(&s, inp) : NULL;

@@ -263,13 +263,14 @@ static void run_conv_bwd(OcrTensor *out, const OcrTensor *in, const void *params
     ocr_conv2d_backward(&out[0], &out[1], p->bias ? &out[2] : NULL, &in[0], &in[1], &in[2], p->p);
 }
 
-static void conv_case(ocr_dtype_t dt, ocr_dtype_t gdt, const ConvP *p) {
+// Maps (x, y, dout, dinp) in dt, the weight in wdt, the weight gradient in gdt.
+static void conv_case(ocr_dtype_t dt, ocr_dtype_t wdt, ocr_dtype_t gdt, const ConvP *p) {
     int Ho = ocr_conv2d_out_size(p->H, p->KH, p->p.stride_h, p->p.pad_h);
     int Wo = ocr_conv2d_out_size(p->W, p->KW, p->p.stride_w, p->p.pad_w);
     int Cg = p->C / p->p.groups, OCg = p->OC / p->p.groups;
     OpCase f = {.name = "conv2d_forward", .n_in = p->bias ? 3 : 2, .n_out = 1, .run = run_conv_fwd, .params = p};
     f.in[0] = random_tensor(dt, 4, OCR_SHAPE(p->N, p->H, p->W, p->C));
-    f.in[1] = random_tensor(dt, 4, OCR_SHAPE(p->OC, p->KH, p->KW, Cg));
+    f.in[1] = random_tensor(wdt, 4, OCR_SHAPE(p->OC, p->KH, p->KW, Cg));
     if (p->bias) f.in[2] = random_tensor(OCR_F32, 1, OCR_SHAPE(p->OC));
     f.out[0] = random_tensor(dt, 4, OCR_SHAPE(p->N, Ho, Wo, p->OC));
     f.terms[0] = (int64_t)p->KH * p->KW * Cg;
@@ -277,7 +278,7 @@ static void conv_case(ocr_dtype_t dt, ocr_dtype_t gdt, const ConvP *p) {
     OpCase b = {.name = "conv2d_backward", .n_in = 3, .n_out = p->bias ? 3 : 2, .run = run_conv_bwd, .params = p};
     b.in[0] = random_tensor(dt, 4, OCR_SHAPE(p->N, Ho, Wo, p->OC));
     b.in[1] = random_tensor(dt, 4, OCR_SHAPE(p->N, p->H, p->W, p->C));
-    b.in[2] = random_tensor(dt, 4, OCR_SHAPE(p->OC, p->KH, p->KW, Cg));
+    b.in[2] = random_tensor(wdt, 4, OCR_SHAPE(p->OC, p->KH, p->KW, Cg));
     b.out[0] = random_tensor(dt, 4, OCR_SHAPE(p->N, p->H, p->W, p->C));
     b.out[1] = random_tensor(gdt, 4, OCR_SHAPE(p->OC, p->KH, p->KW, Cg));
     b.acc[1] = 1;
@@ -301,7 +302,19 @@ START_TEST(test_conv2d) {
     ocr_dtype_t dt = _i % 2 ? OCR_F16 : OCR_BF16;
     ocr_dtype_t gdt = _i / 2 ? OCR_F32 : dt;
     if (!have(dt)) return;
-    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) conv_case(dt, gdt, &conv_cases[k]);
+    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) conv_case(dt, dt, gdt, &conv_cases[k]);
+}
+END_TEST
+
+// f16/bf16 maps with an f32 weight (a per-op compute dtype without AMP's weight casts): the
+// forward and dinp widen and take fp32 GEMMs, the weight gradient (dout and inp only) takes the
+// hardware GEMM into the f32 gradient. Every path sums fp32 products of the stored values, so
+// the same bound holds against the widened sgemm reference.
+START_TEST(test_conv2d_f32_weight) {
+    ocr_dtype_t dt = _i ? OCR_F16 : OCR_BF16;
+    if (!have(dt)) return;
+    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++)
+        conv_case(dt, OCR_F32, OCR_F32, &conv_cases[k]);
 }
 END_TEST
 
@@ -322,7 +335,7 @@ START_TEST(test_conv2d_emulated) {
     ck_assert(!ocr_cpu_lp_native(dt));
     ck_assert_str_eq(ocr_cpu_isa_name(dt), "emulated");
     int64_t before = ocr_onednn_primitives_created();
-    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) conv_case(dt, gdt, &conv_cases[k]);
+    for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) conv_case(dt, dt, gdt, &conv_cases[k]);
     ck_assert_int_gt(ocr_onednn_primitives_created(), before);
     ocr_cpu_force_emulated(0);
 }
@@ -373,6 +386,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_matmul_batched, 0, 2);
     tcase_add_loop_test(tc, test_conv2d, 0, 4);
     tcase_add_loop_test(tc, test_conv2d_emulated, 0, 4);
+    tcase_add_loop_test(tc, test_conv2d_f32_weight, 0, 2);
     tcase_add_test(tc, test_switch);
     tcase_add_test(tc, test_fp32_isa_follows_vector_level);
     suite_add_tcase(s, tc);
