@@ -10,7 +10,9 @@
 // training forward, a constant dlogits and the backward (parameter gradients accumulate). A
 // MultiHead network's guidance branch trains on texts of --text-length characters (10).
 // --dtype f16 stores every activation (and the images) in f16: each op's compute dtype is set
-// to f16, kernels compute in fp32 and round, as on a GPU. --profile prints wall time per op
+// to f16, kernels compute in fp32 and round, as on a GPU; the weights stay f32, so this is not
+// AMP's O2 (which -o Global.use_amp=true -o Global.amp_level=O2 -o Global.amp_dtype=bfloat16
+// gives: an AMP engine attached as in training). --profile prints wall time per op
 // type and the slowest ops. --keep-activations keeps every activation (no in-place
 // activations, no recomputation in the backward: the memory-hungry path, for comparison).
 // The bench runs under ocrtrain's thread-runtime defaults (training/runtime.h: passive OpenMP wait,
@@ -23,8 +25,10 @@
 #include <sys/resource.h>
 #include <time.h>
 
+#include "amp/engine.h"
 #include "core/config.h"
 #include "core/memory.h"
+#include "models/amp_view.h"
 #include "training/runtime.h"
 #include "core/timer.h"
 #include "kernels/backend.h"
@@ -166,6 +170,26 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench_model: %s\n", ocr_last_error());
         return 2;
     }
+    // Global.use_amp (e.g. -o Global.use_amp=true -o Global.amp_level=O2 -o Global.amp_dtype=bfloat16):
+    // the model runs under an AMP engine as in training (O2: low-precision weights and maps, the
+    // configuration bench_train_cpu's bf16-o2 times), so the profile shows that step's ops.
+    AmpConfig ac;
+    AmpEngine amp;
+    int amp_on = 0;
+    if (amp_config_from_config(&ac, cfg) != OCR_OK) {
+        fprintf(stderr, "bench_model: %s\n", ocr_last_error());
+        return 2;
+    }
+    if (ac.policy.level != OCR_AMP_O0) {
+        amp_engine_init(&amp, &ac);
+        amp_on = 1;
+        ocr_status_t st = ocr_amp_attach(&amp, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m));
+        if (st == OCR_OK && amp.cfg.policy.level == OCR_AMP_O1) st = ocr_model_set_cast_cache(m, &amp.cache);
+        if (st != OCR_OK) {
+            fprintf(stderr, "bench_model: %s\n", ocr_last_error());
+            return 2;
+        }
+    }
     ocr_config_free(cfg);
     const OcrArch *arch = ocr_model_arch(m);
     if (!height) height = arch->img_h;
@@ -276,5 +300,6 @@ int main(int argc, char **argv) {
     free(cpu);
     ocr_tensor_free(&x);
     ocr_model_free(m);
+    if (amp_on) amp_engine_free(&amp);
     return 0;
 }
