@@ -179,8 +179,10 @@ ocr_status_t amp_engine_restore_state(AmpEngine *e, const AmpEngineState *s);
 void amp_engine_state_to_json(const AmpEngineState *s, cJSON *obj);
 ocr_status_t amp_engine_state_from_json(AmpEngineState *s, const cJSON *obj, const char *source);
 
-// The loss always gets f32 logits: returns logits when f32, else casts them into *buf (a
-// WORKSPACE tensor allocated or resized on demand; free it with ocr_tensor_free).
+// f32 logits for a loss that needs them (the GPU step, and the CPU step with an extra loss such
+// as distillation; the CPU's plain CTC step reads low-precision logits directly, training/step.c):
+// returns logits when f32, else casts them into *buf (a WORKSPACE tensor allocated or resized on
+// demand; free it with ocr_tensor_free).
 const OcrTensor *amp_loss_logits(const OcrTensor *logits, OcrTensor *buf);
 // Writes the f32 loss gradient into the model's dlogits (rounded to its dtype).
 void amp_loss_dlogits(OcrTensor *model_dlogits, const OcrTensor *dlogits_f32);

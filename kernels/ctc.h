@@ -31,7 +31,8 @@
 // Agreement with PyTorch's double-precision ctc_loss on fp32 logits: ~1e-7 relative on the
 // loss, gradients within fp32 rounding. Memory: per thread, alpha (T·(2L+1)) and the label
 // log-probabilities (T·(L+1)) in double plus one C-float row, from the workspace
-// (core/memory.h); nothing of size B·T·C besides dlogits itself. OpenMP over the batch;
+// (core/memory.h), and a T·C fp32 tile when dlogits (or, without dlogits, the logits) are f16 or
+// bf16; nothing of size B·T·C besides dlogits itself, which may be the logits. OpenMP over the batch;
 // each sample is computed by one thread alone and the batch reduction is serial, so
 // results do not depend on the thread count.
 #ifndef OCR_KERNELS_CTC_H
@@ -69,8 +70,12 @@ typedef struct {
 // loss (1) f32: the reduced loss (not multiplied by grad_scale); may be NULL. Also returned
 //     (as double) by the function.
 // dlogits (B, T, C) any float dtype: ASSIGNED d(reduced loss)/d logits · grad_scale; may be NULL.
+//     It may be the logits tensor itself (same memory and dtype; no partial overlap): the
+//     gradient is then written over the logits, with the same bits as into another buffer.
 // infeasible (B) i32: 1 where the sample has no valid alignment, else 0; may be NULL.
-// logits (B, T, C) any float dtype (fp32 in training: the AMP engine hands the loss fp32).
+// logits (B, T, C) any float dtype. f16/bf16 logits or dlogits are computed in fp32 a sample at
+//     a time (the CPU: one T·C fp32 tile per thread, no B·T·C copy), so the result equals the
+//     op on the fp32 values of the logits with the gradient rounded once into dlogits' dtype.
 // targets (B, S) i32, padded; target_lengths (B) i32 in [0, S]; input_lengths (B) i32 in
 //     [0, T] or NULL for all T.
 // All tensors live on the CPU (the CUDA version will dispatch on logits' device).
@@ -79,8 +84,8 @@ double ocr_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogi
                             const OcrTensor *input_lengths, CtcParams p);
 
 // Workspace bytes ctc_loss_forward pushes (for memory planning): per thread alpha, the
-// per-frame label log-probabilities and beta for the longest target, plus fp32 copies of
-// logits/dlogits when they are not f32.
+// per-frame label log-probabilities and beta for the longest target, plus the per-thread fp32
+// tile of one sample (T·C) when the tensors need one (see above).
 size_t ocr_ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dlogits, int max_target_length,
                                     int threads);
 

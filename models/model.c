@@ -258,7 +258,7 @@ static ocr_status_t forward_body(OcrModel *m, const OcrTensor *x) {
     m->probs = m->head.probs;
     OcrTensor feat = m->seq;
     ocr_ctx_release(c, &feat);
-    if (c->training) m->dlogits = ocr_ctx_like(c, m->logits);
+    if (c->training) m->dlogits = m->dlogits_shared ? *m->logits : ocr_ctx_like(c, m->logits);
     // MultiHead: the guidance branch reads the backbone map itself (not detached) in training.
     if (guided_pass(m)) guide_forward(c, &m->guide, backbone_out);
     return OCR_OK;
@@ -275,7 +275,9 @@ static void release_input(OcrModel *m) {
 static void backward_body(OcrModel *m) {
     OcrCtx *c = &m->ctx;
     OcrTensor dseq = ctchead_backward(c, &m->head, &m->dlogits, 1);
-    ocr_ctx_free(c, &m->dlogits);
+    // Shared: the head's backward has freed the logits, which were the gradient too.
+    if (!m->dlogits_shared) ocr_ctx_free(c, &m->dlogits);
+    memset(&m->dlogits, 0, sizeof m->dlogits);
     OcrTensor dfeat = ocr_tensor_reshape(&dseq, 4, (int64_t[]){dseq.shape[0], 1, dseq.shape[1], dseq.shape[2]});
     if (m->arch.head_guide) {
         OcrTensor d = ctcguide_backward(c, &m->ctc_guide, &dfeat, 1);
@@ -331,6 +333,12 @@ void ocr_model_set_backbone_grad(OcrModel *m, const OcrTensor *g) { m->backbone_
 
 void ocr_model_want_input_grad(OcrModel *m, int on) {
     m->want_dinput = on;
+    m->plan_valid = 0;
+}
+
+void ocr_model_share_dlogits(OcrModel *m, int on) {
+    if (m->dlogits_shared == (on != 0)) return;
+    m->dlogits_shared = on != 0;
     m->plan_valid = 0;
 }
 

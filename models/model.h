@@ -170,6 +170,11 @@ const OcrTensor *ocr_model_backbone_out(const OcrModel *m);
 void ocr_model_set_backbone_grad(OcrModel *m, const OcrTensor *g);
 // Also compute the gradient of the images in backward (part of the plan; off by default).
 void ocr_model_want_input_grad(OcrModel *m, int on);
+// Training passes: dlogits (ocr_model_dlogits) is the logits' own memory, so the pass needs one
+// B·T·classes buffer less (part of the plan; off by default). For an owner whose loss writes its
+// gradient over the logits and reads them no more once it has (the CPU step's CTC loss); the
+// logits' values are then gone.
+void ocr_model_share_dlogits(OcrModel *m, int on);
 // (B, H, W, C) in the images' dtype after a backward (NULL when not wanted, or with use_guide
 // and no MultiHead: then nothing reaches the backbone).
 const OcrTensor *ocr_model_input_grad(const OcrModel *m);

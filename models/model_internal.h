@@ -28,6 +28,7 @@ struct OcrModel {
     OcrTensor xin;  // the network input of the pass; a uint8 batch's normalised copy lives in the arena
     OcrTensor *logits, *probs;
     OcrTensor dlogits;
+    int dlogits_shared;  // ocr_model_share_dlogits: dlogits is the logits' own memory
     int want_dinput;
     int keep_all;  // inference passes keep every activation
     ocr_dtype_t input_dtype;  // of the float images ocr_model_plan assumes (matters for the input gradient)

@@ -319,12 +319,22 @@ static ocr_status_t step_body(StepCtx *s, const FeedDeviceBatch *b, double lr, i
     s->lr_cur = lr;
     OCR_TRY(update_begin(s));
     ocr_params_zero_grads(params);
+    // The CPU's CTC loss without an extra loss reads the model's logits in their own dtype and
+    // writes its gradient straight into the model's dlogits, rounded once to their dtype (the
+    // rounding amp_loss_dlogits would apply to an f32 gradient): no f32 copy of either. Nothing
+    // reads the logits after that loss (kept_logits are copied before it), so the model's dlogits
+    // are the logits' own memory. An extra loss (distillation) reads the logits after the CTC loss
+    // and adds to its f32 gradient; a GPU scales an f32 gradient by its device-held loss scale:
+    // both keep the f32 logits and gradient apart.
+    const int direct = !d && !s->extra.fn;
+    ocr_model_share_dlogits(s->m, direct);
     OCR_TRY(ocr_model_forward_u8(s->m, &b->images, &b->widths, 1));
     amp_engine_after_forward(amp);
-    const OcrTensor *logits = amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
+    const OcrTensor *logits =
+        direct ? ocr_model_logits(s->m) : amp_loss_logits(ocr_model_logits(s->m), &s->logits_buf);
     OCR_TRY(keep_logits(s, logits));
-    OcrTensor *dl = ocr_model_dlogits(s->m), *dl32;
-    OCR_TRY(loss_grad_f32(s, dl, logits, &dl32));
+    OcrTensor *dl = ocr_model_dlogits(s->m), *dl32 = dl;
+    if (!direct) OCR_TRY(loss_grad_f32(s, dl, logits, &dl32));
     // zero_infinity: one label longer than the sequence (with its adjacent repeats) would make
     // the whole gradient NaN and the step look like an AMP overflow; it is zeroed and counted.
     // The CPU multiplies the loss scale into the gradient as the loss writes it; a GPU writes

@@ -3,7 +3,7 @@
 // Per sample, with L labels and the blank-extended label sequence l' of S = 2L+1 states
 // (even states blank, state 2j+1 = label j):
 //   1. one pass over each frame's C logits: max, exp(z − max) in fp32 (vectorised; kept
-//      in dlogits, the only B·T·C buffer, when a gradient is wanted) summed in double;
+//      in the gradient row when a gradient is wanted) summed in double;
 //   2. alpha in log space over (T_b, S) from the label log-probabilities lp(t, s);
 //   3. beta in log space, two frames at a time, and at each frame the gradient
 //      d nll / d z_c = softmax_c − Σ_{s: l'_s = c} exp(α_t(s) + β_t(s) − lp(t, s) + nll)
@@ -11,11 +11,16 @@
 // The gradient rows are then scaled by the reduction's weight, the focal factor and
 // grad_scale; the label classes are rewritten from double values so that the
 // cancellation softmax − occupancy happens in double.
+// dlogits may be the logits themselves (the trainer's gradient over its logits): step 1 reads
+// a frame's logits before writing its exp terms over them, and nothing reads them afterwards.
+// f16/bf16 tensors go through f32 a sample at a time (one T·C tile per thread), so the gradient
+// is rounded once into dlogits' dtype, as a whole-tensor conversion would, with no B·T·C copy.
 #include <math.h>
 #include <omp.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ctc.h"
@@ -65,8 +70,7 @@ static inline float ctc_expf_nonpos(float x) {
 // Out of line: inlined into the OpenMP region it was not vectorised.
 // Accuracy: z − m is rounded to fp32, so a term's relative error is about |z − m|·6e-8;
 // weighted by the terms this is ~1e-7 on the sum for realistic rows.
-__attribute__((noinline)) static double exp_row_sum(float *restrict e, const float *restrict z, int C, float m) {
-    for (int c = 0; c < C; c++) e[c] = ctc_expf_nonpos(z[c] - m);
+static inline double sum4(const float *restrict e, int C) {
     double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
     int c = 0;
     for (; c + 4 <= C; c += 4) {
@@ -77,6 +81,18 @@ __attribute__((noinline)) static double exp_row_sum(float *restrict e, const flo
     }
     for (; c < C; c++) s0 += e[c];
     return (s0 + s1) + (s2 + s3);
+}
+
+__attribute__((noinline)) static double exp_row_sum(float *restrict e, const float *restrict z, int C, float m) {
+    for (int c = 0; c < C; c++) e[c] = ctc_expf_nonpos(z[c] - m);
+    return sum4(e, C);
+}
+
+// The same over the row itself (the gradient written over the logits): per element the same
+// operations, so the same bits as exp_row_sum into another buffer.
+__attribute__((noinline)) static double exp_row_sum_inplace(float *restrict e, int C, float m) {
+    for (int c = 0; c < C; c++) e[c] = ctc_expf_nonpos(e[c] - m);
+    return sum4(e, C);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -138,19 +154,21 @@ static CtcScratch ctc_scratch_carve(double *base, int T, int C, int Lmax) {
 }
 
 // Frame statistics: returns the log-sum-exp of the row and keeps exp(z − max) in e (the
-// gradient row, or scratch); *inv_sum receives 1/Σ.
+// gradient row, or scratch; e == z overwrites the logits); *inv_sum receives 1/Σ.
 static double frame_stats(float *e, const float *z, int C, double *inv_sum) {
     float mx = z[0];
 #pragma omp simd reduction(max : mx)
     for (int c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;
-    double sum = exp_row_sum(e, z, C, mx);
+    double sum = e == z ? exp_row_sum_inplace(e, C, mx) : exp_row_sum(e, z, C, mx);
     *inv_sum = 1.0 / sum;
     return (double)mx + log(sum);
 }
 
 // One sample. Writes the gradient rows (unscaled by w until the focal factor is known;
 // see the caller) and returns nll (+inf when infeasible).
-// g: (T, C) gradient rows of this sample or NULL; z: (T, C) logits.
+// g: (T, C) gradient rows of this sample or NULL; z: (T, C) logits. g == z is allowed: each
+// frame's logits are read (max, label columns) before its row is overwritten, and nothing
+// after step 1 reads them.
 static double ctc_sample(float *g, const float *z, const int32_t *tgt, int L, int Tb, int T, int C,
                          const CtcScratch *w, double (*weight_fn)(double nll, void *ctx), void *ctx,
                          int zero_infinity) {
@@ -159,13 +177,15 @@ static double ctc_sample(float *g, const float *z, const int32_t *tgt, int L, in
     if (g && Tb < T) memset(g + (size_t)Tb * C, 0, (size_t)(T - Tb) * C * sizeof(float));
     if (Tb == 0) return L == 0 ? 0.0 : INFINITY;
 
-    // 1. Frame statistics and label log-probabilities.
+    // 1. Frame statistics and label log-probabilities. The label columns' logits are taken
+    // before frame_stats may overwrite the row.
     for (int t = 0; t < Tb; t++) {
         const float *zr = z + (size_t)t * C;
-        double lse = frame_stats(g ? g + (size_t)t * C : w->erow, zr, C, &w->inv_sum[t]);
         double *lpt = w->lp + (size_t)t * W;
-        lpt[0] = (double)zr[0] - lse;
-        for (int j = 0; j < L; j++) lpt[1 + j] = (double)zr[tgt[j]] - lse;
+        lpt[0] = (double)zr[0];
+        for (int j = 0; j < L; j++) lpt[1 + j] = (double)zr[tgt[j]];
+        double lse = frame_stats(g ? g + (size_t)t * C : w->erow, zr, C, &w->inv_sum[t]);
+        for (int j = 0; j < W; j++) lpt[j] -= lse;
     }
 
     // 2. Alpha. State s uses lp column 0 (blank, even s) or 1 + (s−1)/2.
@@ -282,15 +302,40 @@ static int max_target_length(const int32_t *tl, int B) {
     return m;
 }
 
+// A sample's rows pass through an f32 tile of T·C floats per thread when the gradient is
+// low precision (computed in f32, rounded once into dlogits) or the logits are and there is no
+// f32 gradient row to convert them into.
+static int ctc_needs_tile(const OcrTensor *logits, const OcrTensor *dlogits) {
+    return dlogits ? dlogits->dtype != OCR_F32 : logits->dtype != OCR_F32;
+}
+
 size_t ocr_ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dlogits, int max_target_length,
                                     int threads) {
-    int64_t B = logits->shape[0], T = logits->shape[1];
-    size_t bytes = (size_t)threads * ctc_scratch_doubles((int)T, (int)logits->shape[2], max_target_length) * sizeof(double) +
+    int64_t B = logits->shape[0], T = logits->shape[1], C = logits->shape[2];
+    size_t bytes = (size_t)threads * ctc_scratch_doubles((int)T, (int)C, max_target_length) * sizeof(double) +
                    (size_t)B * sizeof(double);
-    size_t n = (size_t)ocr_tensor_numel(logits);
-    if (logits->dtype != OCR_F32) bytes += n * sizeof(float);
-    if (dlogits && dlogits->dtype != OCR_F32) bytes += n * sizeof(float);
+    if (ctc_needs_tile(logits, dlogits)) bytes += (size_t)threads * (size_t)T * (size_t)C * sizeof(float);
     return bytes;
+}
+
+// n elements from element `first` of a float tensor into f32, and back (rounded to nearest
+// even): the conversions ocr_cpu_f32_in / ocr_cpu_f32_store apply to whole tensors.
+static void rows_to_f32(float *dst, const OcrTensor *t, size_t first, size_t n) {
+    if (t->dtype == OCR_F32)
+        memcpy(dst, (const float *)t->data + first, n * sizeof(float));
+    else if (t->dtype == OCR_F16)
+        ocr_f16_to_f32_array(dst, (const ocr_f16_t *)t->data + first, n);
+    else
+        ocr_bf16_to_f32_array(dst, (const ocr_bf16_t *)t->data + first, n);
+}
+
+static void rows_from_f32(OcrTensor *t, size_t first, const float *src, size_t n) {
+    if (t->dtype == OCR_F32)
+        memcpy((float *)t->data + first, src, n * sizeof(float));
+    else if (t->dtype == OCR_F16)
+        ocr_f32_to_f16_array((ocr_f16_t *)t->data + first, src, n);
+    else
+        ocr_f32_to_bf16_array((ocr_bf16_t *)t->data + first, src, n);
 }
 
 double ocr_cpu_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
@@ -325,6 +370,12 @@ double ocr_cpu_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *d
     if (dlogits) {
         CPU_ASSERT_FLOAT(dlogits);
         OCR_ASSERT(ocr_tensor_same_shape(dlogits, logits), "dlogits must have logits' shape");
+        // In place (the gradient over the logits) or apart: a partial overlap would let one
+        // sample's gradient overwrite another's logits.
+        const char *lo = logits->data, *go = dlogits->data;
+        const size_t lb = ocr_tensor_bytes(logits), gb = ocr_tensor_bytes(dlogits);
+        OCR_ASSERT((lo == go && logits->dtype == dlogits->dtype) || go + gb <= lo || lo + lb <= go,
+                   "dlogits must be the logits themselves (same dtype) or not overlap them");
     }
     OCR_ASSERT(p.reduction >= OCR_CTC_REDUCTION_PADDLE && p.reduction <= OCR_CTC_REDUCTION_NONE);
 
@@ -343,25 +394,46 @@ double ocr_cpu_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *d
     const int nthreads = omp_get_max_threads();
     const size_t per_thread = ctc_scratch_doubles(T, C, Lmax);
 
+    // Low-precision tensors are converted a sample at a time by the thread that owns it (into
+    // its f32 dlogits rows, or a per-thread tile), never as a whole: no B·T·C f32 copy.
+    const int in32 = logits->dtype == OCR_F32, out32 = dlogits && dlogits->dtype == OCR_F32;
+    const int tiled = ctc_needs_tile(logits, dlogits);
+    const size_t sample = (size_t)T * C;
     CpuScratch cs = {0};
-    const float *z = ocr_cpu_f32_in(&cs, logits);
-    float *g = dlogits ? ocr_cpu_f32_out(&cs, dlogits, 0) : NULL;
     double *work = ocr_cpu_scratch_bytes(&cs, ((size_t)nthreads * per_thread + (size_t)B) * sizeof(double));
     double *nll_out = work + (size_t)nthreads * per_thread;
+    float *tiles = tiled ? ocr_cpu_scratch_floats(&cs, (size_t)nthreads * sample) : NULL;
 
 #pragma omp parallel num_threads(nthreads)
     {
-        CtcScratch w = ctc_scratch_carve(work + (size_t)omp_get_thread_num() * per_thread, T, C, Lmax);
+        const int tid = omp_get_thread_num();
+        CtcScratch w = ctc_scratch_carve(work + (size_t)tid * per_thread, T, C, Lmax);
 #pragma omp for schedule(static)
         for (int b = 0; b < B; b++) {
             const int L = tl[b];
             const int Tb = il ? il[b] : T;
+            const size_t off = (size_t)b * sample;
             double red = 1.0;
             if (p.reduction == OCR_CTC_REDUCTION_PADDLE) red = 1.0 / B;
             if (p.reduction == OCR_CTC_REDUCTION_MEAN) red = 1.0 / ((double)B * (L > 1 ? L : 1));
             CtcWeightCtx ctx = {red * grad_scale, p.use_focal_loss};
-            nll_out[b] = ctc_sample(g ? g + (size_t)b * T * C : NULL, z + (size_t)b * T * C, tg + (size_t)b * Smax, L,
-                                    Tb, T, C, &w, ctc_weight, &ctx, p.zero_infinity);
+            const float *z;
+            float *g;
+            if (tiled) {  // rows past Tb are never read; the gradient's are zeroed
+                float *tile = tiles + (size_t)tid * sample;
+                rows_to_f32(tile, logits, off, (size_t)Tb * C);
+                z = tile;
+                g = dlogits ? tile : NULL;
+            } else if (in32) {
+                z = (const float *)logits->data + off;
+                g = dlogits ? (float *)dlogits->data + off : NULL;
+            } else {  // low-precision logits, f32 gradient: converted into the gradient rows
+                g = (float *)dlogits->data + off;
+                rows_to_f32(g, logits, off, (size_t)Tb * C);
+                z = g;
+            }
+            nll_out[b] = ctc_sample(g, z, tg + (size_t)b * Smax, L, Tb, T, C, &w, ctc_weight, &ctx, p.zero_infinity);
+            if (g && !out32) rows_from_f32(dlogits, off, g, sample);
         }
     }
 
@@ -382,7 +454,6 @@ double ocr_cpu_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *d
         reduced = total / B;
     if (loss) ((float *)loss->data)[0] = (float)reduced;
 
-    if (g) ocr_cpu_f32_store(dlogits, g);
     ocr_cpu_scratch_free(&cs);
     return reduced;
 }

@@ -10,6 +10,10 @@
 //      ascending order, one thread per class, as the CPU does.
 // alpha, lp and the frame statistics live in scratch (per sample T·(3S/2 + ...) doubles). A
 // last single-thread kernel does the batch reduction serially, in the CPU's order.
+// dlogits may be the logits themselves (same dtype), as on the CPU: a block touches only its
+// sample's rows; step 1 only reads them (rows past T_b, zeroed first, are never read), and in
+// step 3 each thread reads a frame's logit before it writes that element's gradient, the label
+// classes being written after a barrier from double values that no longer need the logits.
 // Everything stays on the device; only ocr_cuda_ctc_loss_forward's return value reads back.
 #include <math.h>
 
@@ -321,6 +325,10 @@ static CudaCtx ctc_enqueue(double **scratch_out, OcrTensor *losses, OcrTensor *l
     if (dlogits) {
         CUDA_ASSERT_FLOAT(dlogits);
         OCR_ASSERT(ocr_tensor_same_shape(dlogits, logits), "dlogits must have logits' shape");
+        const char *lo = (const char *)logits->data, *go = (const char *)dlogits->data;
+        const size_t lb = ocr_tensor_bytes(logits), gb = ocr_tensor_bytes(dlogits);
+        OCR_ASSERT((lo == go && logits->dtype == dlogits->dtype) || go + gb <= lo || lo + lb <= go,
+                   "dlogits must be the logits themselves (same dtype) or not overlap them");
     }
     OCR_ASSERT(p.reduction >= OCR_CTC_REDUCTION_PADDLE && p.reduction <= OCR_CTC_REDUCTION_NONE);
     CudaCtx ctx = ocr_cuda_enter(logits);

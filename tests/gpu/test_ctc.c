@@ -99,6 +99,32 @@ START_TEST(test_ctc_wide) {
 }
 END_TEST
 
+// The gradient written over the logits (dlogits == logits) has the bits of the gradient written
+// elsewhere, in f32 and bf16, with NaN rows (an infeasible sample without zero_infinity) and
+// zeroed rows (a shorter input).
+START_TEST(test_ctc_in_place) {
+    const ocr_dtype_t dts[2] = {OCR_F32, OCR_BF16};
+    for (int k = 0; k < 2; k++)
+        for (int zinf = 0; zinf < 2; zinf++) {
+            CtcInputs in = make_inputs(7, 24, 13, 9, dts[k]);
+            CtcParams p = {OCR_CTC_REDUCTION_PADDLE, zinf, 1, 128.0f};
+            Twin g = twin_new(dts[k], 3, OCR_SHAPE(in.B, in.T, in.C));
+            Twin l1 = twin_new(OCR_F32, 1, OCR_SHAPE(in.B)), l2 = twin_new(OCR_F32, 1, OCR_SHAPE(in.B));
+            ocr_ctc_loss_forward(&l1.d, NULL, &g.d, NULL, &in.logits.d, &in.targets.d, &in.tlen.d, &in.ilen.d, p);
+            ocr_ctc_loss_forward(&l2.d, NULL, &in.logits.d, NULL, &in.logits.d, &in.targets.d, &in.tlen.d, &in.ilen.d,
+                                 p);
+            OcrTensor a = twin_fetch(&g), b = twin_fetch(&in.logits), la = twin_fetch(&l1), lb = twin_fetch(&l2);
+            ck_assert_msg(memcmp(a.data, b.data, ocr_tensor_bytes(&a)) == 0, "in-place %s zinf %d: dlogits differ",
+                          dtn(dts[k]), zinf);
+            ck_assert_msg(memcmp(la.data, lb.data, ocr_tensor_bytes(&la)) == 0, "in-place %s zinf %d: losses differ",
+                          dtn(dts[k]), zinf);
+            ocr_tensor_free(&a), ocr_tensor_free(&b), ocr_tensor_free(&la), ocr_tensor_free(&lb);
+            twin_free(&g), twin_free(&l1), twin_free(&l2);
+            free_inputs(&in);
+        }
+}
+END_TEST
+
 // Optional outputs: the loss alone, no gradient.
 START_TEST(test_ctc_optional_outputs) {
     CtcInputs in = make_inputs(4, 12, 7, 5, OCR_F32);
@@ -145,6 +171,7 @@ static Suite *suite(void) {
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_ctc_variants);
     tcase_add_test(tc, test_ctc_wide);
+    tcase_add_test(tc, test_ctc_in_place);
     tcase_add_test(tc, test_ctc_optional_outputs);
     tcase_add_test(tc, test_ctc_invalid_target_gives_nan);
     suite_add_tcase(s, tc);

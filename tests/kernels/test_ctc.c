@@ -452,6 +452,121 @@ START_TEST(test_half_dtypes) {
 }
 END_TEST
 
+// ---- the gradient over the logits; f16/bf16 tensors without f32 copies ----------------------------
+
+// A batch with every kind of sample: repeated labels, an empty target, a shorter input, an
+// infeasible sample (NaN or zeroed gradient rows), no frames at all, plain random ones.
+enum { MB = 6, MT = 12, MC = 37, MS = 5 };
+static void mixed_batch(float *z, int32_t *tg, int32_t *tl, int32_t *il) {
+    ocr_test_fill_uniform(z, MB * MT * MC, 17, -5.0f, 5.0f);
+    memset(tg, 0, sizeof(int32_t) * MB * MS);
+    for (int b = 0; b < MB; b++) {
+        il[b] = MT;
+        tl[b] = MS;
+        for (int j = 0; j < MS; j++) tg[b * MS + j] = 1 + (b * 11 + j * 7) % (MC - 1);
+    }
+    tl[0] = 3, tg[0] = tg[1] = 4, tg[2] = 7;
+    tl[1] = 0;
+    il[2] = MT - 4;
+    tl[3] = 4, il[3] = 5;  // four equal labels need 7 frames
+    for (int j = 0; j < 4; j++) tg[3 * MS + j] = 2;
+    tl[4] = 2, il[4] = 0;
+}
+
+static int same_bits(const OcrTensor *a, const OcrTensor *b) {
+    return ocr_tensor_bytes(a) == ocr_tensor_bytes(b) && memcmp(a->data, b->data, ocr_tensor_bytes(a)) == 0;
+}
+
+START_TEST(test_in_place_same_bits) {
+    // dlogits == logits: the gradient written over the logits has the bits of the gradient
+    // written into another buffer, and the losses are the same, at any thread count.
+    float z[MB * MT * MC];
+    int32_t tg[MB * MS], tl[MB], il[MB];
+    mixed_batch(z, tg, tl, il);
+    CtcBufs k = ctc_bufs(MB, MT, MC, MS, z, tg, tl, il);
+    OcrTensor zz = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(MB, MT, MC), NULL);
+    OcrTensor losses = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(MB), NULL);
+    OcrTensor loss = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(1), NULL);
+    OcrTensor inf;
+    ck_assert(ocr_tensor_alloc(&inf, OCR_I32, ocr_cpu(), 1, OCR_SHAPE(MB), OCR_MEM_DATA) == OCR_OK);
+    const int saved = omp_get_max_threads();
+    for (int threads = 1; threads <= 3; threads += 2)
+        for (int v = 0; v < 8; v++) {
+            CtcParams p = {(CtcReduction)(v & 3), (v >> 2) & 1, v & 1, v == 5 ? 64.0f : 0.0f};
+            omp_set_num_threads(threads);
+            double l1 = run(&k, p);
+            memcpy(zz.data, z, sizeof z);
+            ocr_test_poison(&inf);
+            double l2 = ocr_ctc_loss_forward(&losses, &loss, &zz, &inf, &zz, &k.targets, &k.tl, &k.il, p);
+            ck_assert_msg(memcmp(&l1, &l2, sizeof l1) == 0, "variant %d: loss %.17g vs %.17g", v, l1, l2);
+            ck_assert_msg(same_bits(&zz, &k.dlogits), "variant %d, %d threads: in-place gradient differs", v, threads);
+            ck_assert(same_bits(&losses, &k.losses) && same_bits(&loss, &k.loss) && same_bits(&inf, &k.infeasible));
+        }
+    omp_set_num_threads(saved);
+    ocr_tensor_free(&zz);
+    ocr_tensor_free(&losses);
+    ocr_tensor_free(&loss);
+    ocr_tensor_free(&inf);
+    ctc_bufs_free(&k);
+}
+END_TEST
+
+START_TEST(test_low_precision_same_bits) {
+    // f16/bf16 logits and dlogits, apart or one tensor, and the mixed pairs: the op on the f32
+    // values of the logits with its f32 gradient rounded once into dlogits' dtype, bit for bit
+    // (the trainer's former path: whole f32 copies, then a cast).
+    float z[MB * MT * MC], zf[MB * MT * MC], gf[MB * MT * MC];
+    int32_t tg[MB * MS], tl[MB], il[MB];
+    mixed_batch(z, tg, tl, il);
+    const ocr_dtype_t dts[2] = {OCR_F16, OCR_BF16};
+    const int saved = omp_get_max_threads();
+    for (int d = 0; d < 2; d++)
+        for (int zinf = 0; zinf < 2; zinf++) {
+            const ocr_dtype_t dt = dts[d];
+            const CtcParams p = {OCR_CTC_REDUCTION_PADDLE, zinf, 1, 1024.0f};
+            omp_set_num_threads(1 + 2 * d);
+            OcrTensor zh = ocr_test_tensor(dt, 3, OCR_SHAPE(MB, MT, MC), z);
+            ocr_tensor_to_f32(&zh, zf);
+            CtcBufs k = ctc_bufs(MB, MT, MC, MS, zf, tg, tl, il);
+            const double lf = run(&k, p);
+            memcpy(gf, k.dlogits.data, sizeof gf);
+            OcrTensor want = ocr_test_tensor(dt, 3, OCR_SHAPE(MB, MT, MC), NULL);
+            ocr_tensor_from_f32(&want, gf);  // rounded once, as the cast into dlogits does
+            OcrTensor gh = ocr_test_tensor(dt, 3, OCR_SHAPE(MB, MT, MC), NULL);
+            OcrTensor losses = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(MB), NULL);
+            // Low precision in and out, apart.
+            ocr_test_poison(&gh);
+            double l = ocr_ctc_loss_forward(&losses, NULL, &gh, NULL, &zh, &k.targets, &k.tl, &k.il, p);
+            ck_assert_msg(l == lf && same_bits(&gh, &want), "%s zinf %d: apart", ocr_dtype_name(dt), zinf);
+            ck_assert(same_bits(&losses, &k.losses));
+            // In place.
+            OcrTensor zin = ocr_test_tensor(dt, 3, OCR_SHAPE(MB, MT, MC), z);
+            l = ocr_ctc_loss_forward(&losses, NULL, &zin, NULL, &zin, &k.targets, &k.tl, &k.il, p);
+            ck_assert_msg(l == lf && same_bits(&zin, &want), "%s zinf %d: in place", ocr_dtype_name(dt), zinf);
+            ck_assert(same_bits(&losses, &k.losses));
+            // Low-precision logits, f32 gradient: the f32 op's gradient itself.
+            OcrTensor g32 = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(MB, MT, MC), NULL);
+            l = ocr_ctc_loss_forward(NULL, NULL, &g32, NULL, &zh, &k.targets, &k.tl, &k.il, p);
+            ck_assert_msg(l == lf && memcmp(g32.data, gf, sizeof gf) == 0, "%s: f32 gradient", ocr_dtype_name(dt));
+            // f32 logits, low-precision gradient.
+            ocr_test_poison(&gh);
+            l = ocr_ctc_loss_forward(NULL, NULL, &gh, NULL, &k.logits, &k.targets, &k.tl, &k.il, p);
+            ck_assert_msg(l == lf && same_bits(&gh, &want), "%s: f32 logits", ocr_dtype_name(dt));
+            // The loss alone.
+            l = ocr_ctc_loss_forward(&losses, NULL, NULL, NULL, &zh, &k.targets, &k.tl, &k.il, p);
+            ck_assert(l == lf && same_bits(&losses, &k.losses));
+            ocr_tensor_free(&zh);
+            ocr_tensor_free(&want);
+            ocr_tensor_free(&gh);
+            ocr_tensor_free(&zin);
+            ocr_tensor_free(&g32);
+            ocr_tensor_free(&losses);
+            ctc_bufs_free(&k);
+        }
+    omp_set_num_threads(saved);
+}
+END_TEST
+
 START_TEST(test_workspace_released) {
     float z[12];
     ocr_test_fill_uniform(z, 12, 1, -1.0f, 1.0f);
@@ -478,6 +593,8 @@ static Suite *ctc_suite(void) {
     tcase_add_test(tc, test_finite_difference);
     tcase_add_test(tc, test_thread_count_independent);
     tcase_add_test(tc, test_half_dtypes);
+    tcase_add_test(tc, test_in_place_same_bits);
+    tcase_add_test(tc, test_low_precision_same_bits);
     tcase_add_test(tc, test_workspace_released);
     suite_add_tcase(s, tc);
     return s;

@@ -172,6 +172,72 @@ START_TEST(test_two_steps_in_flight_bf16_o2) {
 }
 END_TEST
 
+// An extra loss that adds nothing. With one, the CPU step takes its f32 path: f32 logits and
+// gradient apart from the model's (a copy of low-precision logits, the gradient rounded into
+// dlogits afterwards), dlogits a buffer of their own.
+static ocr_status_t no_extra_loss(void *user, StepCtx *s, const FeedDeviceBatch *b, const OcrTensor *logits,
+                                  OcrTensor *dl32, float grad_scale, double *loss) {
+    (void)user, (void)s, (void)b, (void)logits, (void)dl32, (void)grad_scale;
+    *loss = 0.0;
+    return OCR_OK;
+}
+
+// Without an extra loss the CPU step runs the CTC loss on the model's logits in their own dtype
+// and writes the gradient over them (dlogits share the logits' memory): the same outcomes, kept
+// logits, weights and Adam moments as the f32 path, bit for bit.
+static void direct_loss_case(const char *tag, ocr_dtype_t logits_dtype, const char *const *ov, int nov) {
+    static Batch batches[NSTEPS];
+    FeedDeviceBatch db[NSTEPS];
+    for (int i = 0; i < NSTEPS; i++) {
+        make_batch(&batches[i], 20 + (uint64_t)i);
+        feed_batch_view(&batches[i].fb, &db[i]);
+    }
+    Stepper direct, apart;
+    stepper_init(&direct, ov, nov);
+    stepper_init(&apart, ov, nov);
+    apart.sc.extra.fn = no_extra_loss;
+    for (int i = 0; i < NSTEPS; i++) {
+        StepOutcome a, b;
+        ck_assert_msg(step_run(&direct.sc, &db[i], 0.01, &a) == OCR_OK, "%s", ocr_last_error());
+        ck_assert_msg(step_run(&apart.sc, &db[i], 0.01, &b) == OCR_OK, "%s", ocr_last_error());
+        ck_assert_msg(same_outcome(&a, &b), "%s step %d: loss %.9g/%.9g, norm %.9g/%.9g", tag, i, a.loss, b.loss,
+                      a.grad_norm, b.grad_norm);
+        ck_assert(isfinite(a.loss) && !a.skipped);
+        const OcrTensor *ka = step_kept_logits(&direct.sc), *kb = step_kept_logits(&apart.sc);
+        ck_assert(ka && kb && ocr_tensor_same_shape(ka, kb));
+        ck_assert_msg(memcmp(ka->data, kb->data, ocr_tensor_bytes(ka)) == 0, "%s step %d: kept logits differ", tag, i);
+    }
+    OcrParamTable *pa = ocr_model_params(direct.m), *pb = ocr_model_params(apart.m);
+    ck_assert_msg(memcmp(pa->data, pb->data, pa->bytes) == 0, "%s: weights differ", tag);
+    for (int i = 0; i < pa->count; i++)
+        ck_assert_msg(memcmp(direct.o.m[i].data, apart.o.m[i].data, ocr_tensor_bytes(&direct.o.m[i])) == 0 &&
+                          memcmp(direct.o.v[i].data, apart.o.v[i].data, ocr_tensor_bytes(&direct.o.v[i])) == 0,
+                      "%s: Adam moments of %s differ", tag, pa->items[i].name);
+    // The direct step's model pass has its dlogits in the logits' memory; the other's apart.
+    for (int shared = 0; shared < 2; shared++) {
+        ocr_model_share_dlogits(direct.m, shared);
+        ck_assert(ocr_model_forward_u8(direct.m, &db[0].images, &db[0].widths, 1) == OCR_OK);
+        const OcrTensor *z = ocr_model_logits(direct.m), *dz = ocr_model_dlogits(direct.m);
+        ck_assert(z && dz && ocr_tensor_same_shape(z, dz) && z->dtype == dz->dtype);
+        ck_assert_int_eq(z->dtype, logits_dtype);  // the case runs the loss in the dtype it means to
+        ck_assert_int_eq(z->data == dz->data, shared);
+    }
+    stepper_free(&direct);
+    stepper_free(&apart);
+}
+
+START_TEST(test_direct_loss_fp32) {
+    const char *ov[] = {"Global.use_amp=false"};
+    direct_loss_case("fp32", OCR_F32, ov, 1);
+}
+END_TEST
+
+START_TEST(test_direct_loss_bf16_o2) {
+    const char *ov[] = {"Global.use_amp=true", "Global.amp_level=O2", "Global.amp_dtype=bfloat16"};
+    direct_loss_case("bf16-o2", OCR_BF16, ov, 3);
+}
+END_TEST
+
 // metrics.jsonl without its timings (the only thing the depth may change).
 static char *metrics_without_timings(const char *dir) {
     char p[800];
@@ -266,6 +332,8 @@ int main(void) {
     tcase_add_test(tc, test_step_normalisation_is_feed_normalize);
     tcase_add_test(tc, test_two_steps_in_flight_fp32);
     tcase_add_test(tc, test_two_steps_in_flight_bf16_o2);
+    tcase_add_test(tc, test_direct_loss_fp32);
+    tcase_add_test(tc, test_direct_loss_bf16_o2);
     tcase_add_test(tc, test_trainer_loop_two_steps_in_flight);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);
