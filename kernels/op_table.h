@@ -84,6 +84,10 @@ OCR_OP_AS(bn_act, batchnorm2d_act_forward_sync, batchnorm2d_act_forward,
           (out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta, act, momentum, eps,
            training, sync),
           DEVICE_OF(out, save_mean, save_rstd, save_scale, running_mean, running_var, inp, gamma, beta))
+OCR_OP(bn_act, batchnorm2d_act_apply,
+       (OcrTensor *out, const OcrTensor *inp, const OcrTensor *save_mean, const OcrTensor *save_scale,
+        const OcrTensor *beta, ocr_activation_t act),
+       (out, inp, save_mean, save_scale, beta, act), DEVICE_OF(out, inp, save_mean, save_scale, beta))
 OCR_OP_AS(bn_act, batchnorm2d_act_backward_sync, batchnorm2d_act_backward,
           (OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout, const OcrTensor *inp,
            const OcrTensor *gamma, const OcrTensor *beta, const OcrTensor *save_mean, const OcrTensor *save_rstd,

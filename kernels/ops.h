@@ -140,6 +140,13 @@ void ocr_batchnorm2d_act_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor
                                  OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
                                  const OcrTensor *gamma, const OcrTensor *beta, ocr_activation_t act, float momentum,
                                  float eps, int training);
+// out (N, H, W, C) = act(value), value = (inp − save_mean)·save_scale + beta rounded to out's
+// dtype: batchnorm2d_act_forward's output pass alone, forward-only, from the save_mean and
+// save_scale (f32) that forward stored. With the forward's inp, beta, act and out dtype the
+// result is bit-identical to that forward's out (training or inference alike), so a training
+// pass can drop the output and rebuild it when a later backward reads it. beta may be NULL (0).
+void ocr_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const OcrTensor *save_mean,
+                               const OcrTensor *save_scale, const OcrTensor *beta, ocr_activation_t act);
 // Backward of batchnorm2d_act_forward from dout (N, H, W, C), the gradient of the ACTIVATION
 // output, without materialising BN's output: per element the pre-activation value is rebuilt
 // from inp, save_mean, save_scale (both f32) and beta with the forward's expression, rounded to

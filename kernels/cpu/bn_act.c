@@ -19,6 +19,9 @@
 // rounded to mid: dinp f32 or of dtype mid), else pass two forms it again. The loops run at the
 // CPU's vector width (rowwise.h); results are the same bits as with whole-tensor conversion.
 //
+// batchnorm2d_act_apply runs the forward's normalise/activate pass alone, from the saved
+// save_mean / save_scale and beta, to rebuild a dropped output bit for bit.
+//
 // Synchronised BN (sync != NULL, kernels/ops.h): the forward combines this rank's statistics
 // with the world's before the coefficients are formed; the backward sums (count, Σ g,
 // Σ g·(x − mean)) over the world for dx's coefficients and keeps its own sums for dgamma/dbeta.
@@ -257,6 +260,57 @@ static BnaTile bna_tile(const BnaTiles *t) {
     return b;
 }
 
+// The normalise/activate pass over all M rows: out = act(value) with value = (x − mf)·af + bf
+// rounded to mid (accumulate: out += act(value) rounded into out's dtype). The forward and
+// batchnorm2d_act_apply both run it, so the apply rebuilds the forward's output with the very
+// same loops at every vector level.
+static void bna_map(OcrTensor *out, const OcrTensor *inp, const BnaCoef *kp, int64_t M, int64_t C,
+                    ocr_activation_t act, int accumulate, ocr_dtype_t mid, CpuScratch *sp) {
+    const BnaCoef k = *kp;
+    const int64_t tr = cpu_tile_rows(C), ntiles = (M + tr - 1) / tr;
+    const int par = M * C >= BNA_PAR_MIN;
+    const int nthr = par ? omp_get_max_threads() : 1;
+    // Per thread: the widened input, the values (read by the activation into y, not in place,
+    // so that its loop needs no overlap check), y (unless out is f32) and the rounding buffer.
+    // bf16 in and out: the pass converts in registers and needs no tile buffers.
+    const int fwd_in_registers = inp->dtype == OCR_BF16 && out->dtype == OCR_BF16;
+    const int buffered = !fwd_in_registers;
+    // (The in-register pass keeps only its values tile, v.)
+    const BnaTiles tb = bna_tiles(sp, nthr, tr, C, buffered && inp->dtype != OCR_F32, 0, 1, 0,
+                                  buffered && out->dtype != OCR_F32, buffered && mid != OCR_F32);
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t t = 0; t < ntiles; t++) {
+        const int64_t r0 = t * tr, rows = (r0 + tr <= M ? tr : M - r0);
+        const BnaTile b = bna_tile(&tb);
+        if (fwd_in_registers) {
+            const size_t off = (size_t)(r0 * C);
+            forward_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf, rows, C,
+                         act, accumulate, b.v);
+            continue;
+        }
+        const float *x = ocr_cpu_rows_in(inp, C, r0, rows, b.x);
+        if (act == OCR_ACT_NONE && !accumulate) {
+            // Plain batch norm: the value is the output, computed straight into it (no copy).
+            float *y = ocr_cpu_rows_dst(out, C, r0, b.y);
+            bna_value_tile(y, x, rows, C, &k, mid, b.tmp);
+            ocr_cpu_rows_out(out, C, r0, rows, y);
+            continue;
+        }
+        bna_value_tile(b.v, x, rows, C, &k, mid, b.tmp);
+        if (accumulate) {
+            float *y = (float *)ocr_cpu_rows_in(out, C, r0, rows, b.y);  // out's own memory when it is f32
+            ocr_cpu_act_forward_tile(b.v, b.v, rows * C, act);
+            ocr_cpu_round_tile(b.v, rows * C, mid, b.tmp);
+            ocr_cpu_add_tile(y, y, b.v, rows * C);
+            ocr_cpu_rows_out(out, C, r0, rows, y);
+            continue;
+        }
+        float *y = ocr_cpu_rows_dst(out, C, r0, b.y);
+        ocr_cpu_act_forward_tile(y, b.v, rows * C, act);
+        ocr_cpu_rows_out(out, C, r0, rows, y);
+    }
+}
+
 // The forward of both entry points below: accumulate 0 writes act(value) into out, 1 adds it
 // (rounded into out's dtype first, as a tensor of that dtype would hold it) to out's elements.
 static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
@@ -291,49 +345,7 @@ static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rs
             y_whole = ocr_cpu_f32_out(&s, out, accumulate), yv = ocr_cpu_f32_view(out, y_whole), out = &yv;
     }
     const BnaCoef k = bna_coef(&s, inp, M, C, running_mean, running_var, gamma, beta, eps, training, sync);
-
-    const int64_t tr = cpu_tile_rows(C), ntiles = (M + tr - 1) / tr;
-    const int par = M * C >= BNA_PAR_MIN;
-    const int nthr = par ? omp_get_max_threads() : 1;
-    // Per thread: the widened input, the values (read by the activation into y, not in place,
-    // so that its loop needs no overlap check), y (unless out is f32) and the rounding buffer.
-    // bf16 in and out: the pass converts in registers and needs no tile buffers.
-    const int fwd_in_registers = inp->dtype == OCR_BF16 && out->dtype == OCR_BF16;
-    const int buffered = !fwd_in_registers;
-    // (The in-register pass keeps only its values tile, v.)
-    const BnaTiles tb = bna_tiles(&s, nthr, tr, C, buffered && inp->dtype != OCR_F32, 0, 1, 0,
-                                  buffered && out->dtype != OCR_F32, buffered && mid != OCR_F32);
-#pragma omp parallel for schedule(static) if (par)
-    for (int64_t t = 0; t < ntiles; t++) {
-        const int64_t r0 = t * tr, rows = (r0 + tr <= M ? tr : M - r0);
-        const BnaTile b = bna_tile(&tb);
-        if (fwd_in_registers) {
-            const size_t off = (size_t)(r0 * C);
-            forward_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, k.mf, k.af, k.bf, rows, C,
-                         act, accumulate, b.v);
-            continue;
-        }
-        const float *x = ocr_cpu_rows_in(inp, C, r0, rows, b.x);
-        if (act == OCR_ACT_NONE && !accumulate) {
-            // Plain batch norm: the value is the output, computed straight into it (no copy).
-            float *y = ocr_cpu_rows_dst(out, C, r0, b.y);
-            bna_value_tile(y, x, rows, C, &k, mid, b.tmp);
-            ocr_cpu_rows_out(out, C, r0, rows, y);
-            continue;
-        }
-        bna_value_tile(b.v, x, rows, C, &k, mid, b.tmp);
-        if (accumulate) {
-            float *y = (float *)ocr_cpu_rows_in(out, C, r0, rows, b.y);  // out's own memory when it is f32
-            ocr_cpu_act_forward_tile(b.v, b.v, rows * C, act);
-            ocr_cpu_round_tile(b.v, rows * C, mid, b.tmp);
-            ocr_cpu_add_tile(y, y, b.v, rows * C);
-            ocr_cpu_rows_out(out, C, r0, rows, y);
-            continue;
-        }
-        float *y = ocr_cpu_rows_dst(out, C, r0, b.y);
-        ocr_cpu_act_forward_tile(y, b.v, rows * C, act);
-        ocr_cpu_rows_out(out, C, r0, rows, y);
-    }
+    bna_map(out, inp, &k, M, C, act, accumulate, mid, &s);
     if (y_whole) ocr_cpu_f32_store(out_t, y_whole);
 
     if (save_mean) {
@@ -380,6 +392,44 @@ void ocr_cpu_batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mean
                                             int training) {
     bna_forward(out, save_mean, save_rstd, NULL, running_mean, running_var, inp, gamma, beta, OCR_ACT_NONE, momentum,
                 eps, training, NULL, 1);
+}
+
+void ocr_cpu_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const OcrTensor *save_mean,
+                                   const OcrTensor *save_scale, const OcrTensor *beta, ocr_activation_t act) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(inp);
+    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act_apply: out and inp shapes differ");
+    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
+    const int64_t C = ocr_tensor_dim(inp, -1);
+    OCR_ASSERT(C > 0, "batchnorm_act_apply: zero channels");
+    const int64_t M = ocr_tensor_numel(inp) / C;
+    bna_check_vec(save_mean, C, "save_mean");
+    bna_check_vec(save_scale, C, "save_scale");
+    if (beta) bna_check_vec(beta, C, "beta");
+    // The forward's coefficients are these f32 values themselves (it stored mf and af as they were).
+    OCR_ASSERT(save_mean->dtype == OCR_F32 && save_scale->dtype == OCR_F32,
+               "batchnorm_act_apply: save_mean and save_scale must be f32");
+
+    CpuScratch s = {0};
+    const ocr_dtype_t mid = out->dtype;
+    // Global.cpu_exact_numerics: the forward's whole-tensor path, so the bits stay the forward's.
+    OcrTensor xv, yv;
+    OcrTensor *out_t = out;
+    float *y_whole = NULL;
+    if (ocr_cpu_exact_numerics()) {
+        if (inp->dtype != OCR_F32) xv = ocr_cpu_f32_view(inp, ocr_cpu_f32_in(&s, inp)), inp = &xv;
+        if (out->dtype != OCR_F32) y_whole = ocr_cpu_f32_out(&s, out, 0), yv = ocr_cpu_f32_view(out, y_whole), out = &yv;
+    }
+    BnaCoef k = {0};
+    float *bf = ocr_cpu_scratch_floats(&s, (size_t)C);
+    const float *be = beta ? ocr_cpu_f32_in(&s, beta) : NULL;
+    for (int64_t c = 0; c < C; c++) bf[c] = be ? be[c] : 0.0f;
+    k.mf = ocr_cpu_f32_in(&s, save_mean);
+    k.af = ocr_cpu_f32_in(&s, save_scale);
+    k.bf = bf;
+    bna_map(out, inp, &k, M, C, act, 0, mid, &s);
+    if (y_whole) ocr_cpu_f32_store(out_t, y_whole);
+    ocr_cpu_scratch_free(&s);
 }
 
 // g (rows, C) = dout · act'(value) rounded to mid for the widened tiles x, dy, into g; returns g,

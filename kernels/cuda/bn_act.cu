@@ -456,3 +456,36 @@ extern "C" void ocr_cuda_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dg
         OCR_CUDA_LAUNCHED();
     }
 }
+
+// ---- apply: the forward's output pass alone -----------------------------------------------------------
+
+// act(value) from the saved coefficients (save_mean, save_scale, beta): ba_forward_kernel with
+// the coefficients ba_coef_kernel stored, so the output is the forward's, bit for bit.
+extern "C" void ocr_cuda_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const OcrTensor *save_mean,
+                                               const OcrTensor *save_scale, const OcrTensor *beta,
+                                               ocr_activation_t act) {
+    CUDA_ASSERT_FLOAT(out);
+    CUDA_ASSERT_FLOAT(inp);
+    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act_apply: out and inp shapes differ");
+    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
+    const int64_t C = ocr_tensor_dim(inp, -1);
+    OCR_ASSERT(C > 0, "batchnorm_act_apply: zero channels");
+    const int64_t n = ocr_tensor_numel(inp);
+    ba_vec_check(save_mean, C, "save_mean");
+    ba_vec_check(save_scale, C, "save_scale");
+    if (beta) ba_vec_check(beta, C, "beta");
+    OCR_ASSERT(save_mean->dtype == OCR_F32 && save_scale->dtype == OCR_F32,
+               "batchnorm_act_apply: save_mean and save_scale must be f32");
+    CudaCtx ctx = ocr_cuda_enter(out);
+    float *coef = (float *)ocr_cuda_scratch(ctx, 3 * (size_t)C * sizeof(float));
+    ba_value_coef_kernel<<<cuda_blocks(C, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(
+        coef, save_mean->data, save_mean->dtype, save_scale->data, save_scale->dtype, beta ? beta->data : NULL,
+        beta ? beta->dtype : OCR_F32, C);
+    OCR_CUDA_LAUNCHED();
+    if (n > 0) {
+        BaIn in = {inp->data, NULL, inp->dtype, OCR_F32, coef, NULL, (int)act, (int)out->dtype};
+        ba_forward_kernel<<<cuda_blocks(n, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(out->data, out->dtype, in, n, C,
+                                                                                     0);
+        OCR_CUDA_LAUNCHED();
+    }
+}

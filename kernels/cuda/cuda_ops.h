@@ -66,6 +66,8 @@ void ocr_cuda_batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mea
                                              OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp,
                                              const OcrTensor *gamma, const OcrTensor *beta, float momentum, float eps,
                                              int training);
+void ocr_cuda_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const OcrTensor *save_mean,
+                                    const OcrTensor *save_scale, const OcrTensor *beta, ocr_activation_t act);
 void ocr_cuda_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
                                        const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
                                        const OcrTensor *save_mean, const OcrTensor *save_rstd,

@@ -269,6 +269,41 @@ void v4block_build(OcrBuilder *b, V4Block *l, const char *prefix, V4BlockSpec s)
 
 static LConv *expand_conv(V4Block *l) { return l->expand.deploy ? &l->expand.conv : &l->expand.cb.conv; }
 
+// A training-form conv + BN without activation (the compress layer, the simple stem's conv1.2)
+// whose input x is the output of a fused BN + activation, src (lbn_act_forward: src_act->inplace).
+// Only the conv's backward reads x again (its weight gradient; src's backward reads its own BN
+// input and statistics), so in a training pass x goes as soon as the conv has run, and
+// *recompute says whether it must be rebuilt (lbn_act_output_again) for that backward: not when
+// the conv saved an autocast copy instead, nor with keep_all, which keeps x. Otherwise this is
+// v4convbn_forward.
+static OcrTensor *convbn_forward_dropping_input(OcrCtx *c, V4ConvBN *l, OcrTensor *x, const LAct *src_act,
+                                                int *recompute) {
+    *recompute = 0;
+    if (!c->training || l->deploy || l->cb.has_act || !src_act->inplace) return v4convbn_forward(c, l, x);
+    OcrTensor *y = lconv_forward(c, &l->cb.conv, x);
+    const int saved = !l->cb.conv.xcast;
+    ocr_ctx_drop(c, x);
+    *recompute = saved && !x->data;
+    OcrTensor *z = lbn_forward(c, &l->cb.bn, y);
+    ocr_ctx_release(c, y);
+    return z;
+}
+
+// Backward of convbn_forward_dropping_input: the BN's, then x rebuilt from src when it was
+// dropped (the forward's bits, so the weight gradient is unchanged) just before the conv's. The
+// rebuilt map is src_act's output again, freed by src's backward as the original would have been.
+static OcrTensor convbn_backward_rebuilding_input(OcrCtx *c, V4ConvBN *l, const OcrTensor *dy, int need_dx,
+                                                  LBN *src_bn, LAct *src_act, int *recompute) {
+    if (!*recompute) return v4convbn_backward(c, l, dy, need_dx);
+    Grad g = borrowed(dy);
+    grad_set(c, &g, lbn_backward(c, &l->cb.bn, &g.t, 1));
+    l->cb.conv.x = *lbn_act_output_again(c, src_bn, src_act);
+    *recompute = 0;
+    OcrTensor dx = lconv_backward(c, &l->cb.conv, &g.t, need_dx);
+    grad_drop(c, &g);
+    return dx;
+}
+
 OcrTensor *v4block_forward(OcrCtx *c, V4Block *l, const OcrTensor *x) {
     l->se_recompute = 0;
     OcrTensor *t = l->use_rep ? repdw_forward(c, &l->rep, x) : v4convbn_forward(c, &l->dw, x);
@@ -278,7 +313,8 @@ OcrTensor *v4block_forward(OcrCtx *c, V4Block *l, const OcrTensor *x) {
         t = s;
     }
     OcrTensor *e = v4convbn_forward(c, &l->expand, t);
-    OcrTensor *o = v4convbn_forward(c, &l->compress, e);
+    // e (2·cin channels) goes after the compress conv in training (expand_recompute).
+    OcrTensor *o = convbn_forward_dropping_input(c, &l->compress, e, &l->expand.cb.act, &l->expand_recompute);
     ocr_ctx_release(c, e);
     OcrTensor *y = o;
     if (l->residual) {
@@ -313,7 +349,8 @@ static void se_output_again(OcrCtx *c, V4Block *l) {
 OcrTensor v4block_backward(OcrCtx *c, V4Block *l, const OcrTensor *dy, int need_dx) {
     if (l->residual) ladd_backward(c, &l->add);
     Grad g = borrowed(dy);
-    grad_set(c, &g, v4convbn_backward(c, &l->compress, &g.t, 1));
+    grad_set(c, &g, convbn_backward_rebuilding_input(c, &l->compress, &g.t, 1, &l->expand.cb.bn, &l->expand.cb.act,
+                                                     &l->expand_recompute));
     if (l->se_recompute) se_output_again(c, l);
     grad_set(c, &g, v4convbn_backward(c, &l->expand, &g.t, 1));
     // The token mixer's output feeds both the channel mixer and the sum.
@@ -424,10 +461,22 @@ void lcnet4_build(OcrBuilder *b, Lcnet4 *m, const char *prefix, int in_channels,
 
 static OcrTensor *stem_forward(OcrCtx *c, Lcnet4 *m, const OcrTensor *x) {
     if (!m->branch_stem) {
-        OcrTensor *a = v4convbn_forward(c, &m->stem[0], x);
-        OcrTensor *g = lact_forward(c, &m->stem_gelu, a);
+        m->stem_recompute = 0;
+        ConvBN *cb = &m->stem[0].cb;
+        if (c->keep_all || m->stem[0].deploy || ocr_ctx_dtype(c, cb->bn.op) != ocr_ctx_dtype(c, m->stem_gelu.op)) {
+            OcrTensor *a = v4convbn_forward(c, &m->stem[0], x);
+            OcrTensor *g = lact_forward(c, &m->stem_gelu, a);
+            ocr_ctx_release(c, a);
+            OcrTensor *y = v4convbn_forward(c, &m->stem[1], g);
+            ocr_ctx_release(c, g);
+            return y;
+        }
+        // conv1.0's BN and the GELU as one fused op (convbn_forward's condition; the bits of BN
+        // then GELU): no BN output map, and the GELU output goes after conv1.2's conv.
+        OcrTensor *a = lconv_forward(c, &cb->conv, x);
+        OcrTensor *g = lbn_act_forward(c, &cb->bn, &m->stem_gelu, a);
         ocr_ctx_release(c, a);
-        OcrTensor *y = v4convbn_forward(c, &m->stem[1], g);
+        OcrTensor *y = convbn_forward_dropping_input(c, &m->stem[1], g, &m->stem_gelu, &m->stem_recompute);
         ocr_ctx_release(c, g);
         return y;
     }
@@ -459,9 +508,17 @@ static OcrTensor *stem_forward(OcrCtx *c, Lcnet4 *m, const OcrTensor *x) {
 static OcrTensor stem_backward(OcrCtx *c, Lcnet4 *m, const OcrTensor *dy, int need_dx) {
     if (!m->branch_stem) {
         Grad g = borrowed(dy);
-        grad_set(c, &g, v4convbn_backward(c, &m->stem[1], &g.t, 1));
-        grad_set(c, &g, lact_backward(c, &m->stem_gelu, &g.t, 1));
-        OcrTensor dx = v4convbn_backward(c, &m->stem[0], &g.t, need_dx);
+        ConvBN *cb = &m->stem[0].cb;
+        grad_set(c, &g, convbn_backward_rebuilding_input(c, &m->stem[1], &g.t, 1, &cb->bn, &m->stem_gelu,
+                                                         &m->stem_recompute));
+        OcrTensor dx;
+        if (m->stem_gelu.inplace) {
+            grad_set(c, &g, lbn_act_backward(c, &cb->bn, &m->stem_gelu, &g.t, 1));
+            dx = lconv_backward(c, &cb->conv, &g.t, need_dx);
+        } else {
+            grad_set(c, &g, lact_backward(c, &m->stem_gelu, &g.t, 1));
+            dx = v4convbn_backward(c, &m->stem[0], &g.t, need_dx);
+        }
         grad_drop(c, &g);
         return dx;
     }

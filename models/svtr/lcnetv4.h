@@ -75,6 +75,10 @@ typedef struct {
     // Training: the SE output (the expand conv's saved input) was freed after the forward and is
     // formed again, bit for bit, from the SE multiply's saved operands before the expand's backward.
     int se_recompute;
+    // Training: the expand's GELU output (the compress conv's saved input, the block's widest map)
+    // was freed after the compress conv's forward and is rebuilt, bit for bit, from the expand BN's
+    // saved input and statistics just before the compress conv's backward.
+    int expand_recompute;
 } V4Block;
 typedef struct {
     int cin, cout, k, sh, sw, use_se, deploy;
@@ -96,7 +100,8 @@ typedef struct {
     Lcnet4Spec s;
     int branch_stem;
     V4ConvBN stem[5];  // simple: conv1.0, conv1.2; branch: stem1, stem2a, stem2b, stem3, stem4
-    LAct stem_gelu;    // simple stem: conv1.1
+    LAct stem_gelu;    // simple stem: conv1.1 (fused into conv1.0's BN unless every output is kept)
+    int stem_recompute;  // simple stem, training: conv1.1's output dropped, rebuilt for conv1.2's backward
     LPad pad2a, pad2b, pad_pool;
     LPool stem_pool;
     LConcat stem_cat;

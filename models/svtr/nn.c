@@ -468,13 +468,27 @@ OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, i
                                           &bn->save_rstd, &bn->save_scale, act->act, act->y.dtype, bn->training,
                                           bn_sync(c, bn));
     }
+    // The kernel is batch norm's backward with act' folded into its passes: its time is the
+    // BN's, as the forward's is (lbn_act_forward records the BN op after the kernel); the
+    // activation's entry gets only what follows.
+    ocr_ctx_bwd_done(c, bn->op);
     ocr_ctx_free(c, &act->y);
-    ocr_ctx_bwd_done(c, act->op);
     ocr_ctx_free(c, &bn->save_scale);
     ocr_ctx_free(c, &bn->save_rstd);
     ocr_ctx_free(c, &bn->save_mean);
-    ocr_ctx_bwd_done(c, bn->op);
+    ocr_ctx_bwd_done(c, act->op);
     return dx;
+}
+
+OcrTensor *lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act) {
+    OCR_ASSERT(act->inplace && !act->y.data && bn->x.data && bn->save_scale.data && bn->save_mean.data,
+               "%s: no dropped output of lbn_act_forward to rebuild", c->ops->items[act->op].name);
+    act->y = ocr_ctx_new(c, ocr_ctx_dtype(c, bn->op), 4, bn->x.shape);
+    if (!c->plan) {
+        OcrTensor bb = ocr_ctx_param(c, bn->b);
+        ocr_batchnorm2d_act_apply(&act->y, &bn->x, &bn->save_mean, &bn->save_scale, &bb, act->act);
+    }
+    return &act->y;
 }
 
 // ---- learnable affine block -------------------------------------------------------------------------

@@ -215,6 +215,11 @@ OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x);
 // with batchnorm2d_forward, then lact_backward + lbn_backward). Frees the output and the
 // statistics; returns the BN input's gradient (empty when need_dx is 0).
 OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, int need_dx);
+// The output of lbn_act_forward again, after a training pass dropped it (ocr_ctx_drop) once its
+// readers' forwards had run: batchnorm2d_act_apply from the saved BN input, save_mean,
+// save_scale and beta, the forward's bits. For a later op whose backward reads that output (a
+// conv's saved input), rebuilt just before that backward; lbn_act_backward frees it as before.
+OcrTensor *lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act);
 
 // ---- LearnableAffineBlock: y = scale · x + bias with two learned scalars ----------------
 typedef struct {

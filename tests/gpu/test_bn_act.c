@@ -1,7 +1,8 @@
 // Fused batch norm + activation on the GPU against the CPU twin (kernels/cpu/bn_act.c): every
 // activation, training and inference, f32/f16/bf16 storage, NULL gamma/beta, the saved and
 // running statistics and save_scale, dgamma/dbeta accumulation, dinp alone, and bitwise-
-// repeatable runs; batchnorm2d_forward_accumulate; synchronised BN (the _sync ops) with a stand-in world on both sides.
+// repeatable runs; batchnorm2d_act_apply bit for bit against each side's forward;
+// batchnorm2d_forward_accumulate; synchronised BN (the _sync ops) with a stand-in world on both sides.
 #include "tests/gpu/gpu_test.h"
 
 #ifdef OCR_HAVE_CUDA
@@ -36,6 +37,19 @@ static void ba_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt, 
     ck_assert_msg(twin_close(&sa, BA_TOL, 0, what), "%s: save_scale", what);
     ck_assert_msg(twin_close(&rm, 1e-6, 1e-6, what), "%s: running_mean", what);
     ck_assert_msg(twin_close(&rv, BA_TOL, 0, what), "%s: running_var", what);
+    // batchnorm2d_act_apply from each side's own saved coefficients: that side's forward output,
+    // bit for bit (the model drops the output and rebuilds it this way).
+    {
+        Twin y2 = twin_new(dt, 4, shape);
+        twin_poison(&y2);
+        ocr_batchnorm2d_act_apply(&y2.h, &x.h, &sm.h, &sa.h, bh, act);
+        ocr_batchnorm2d_act_apply(&y2.d, &x.d, &sm.d, &sa.d, bd, act);
+        ck_assert_msg(memcmp(y2.h.data, y.h.data, ocr_tensor_bytes(&y.h)) == 0, "%s: CPU apply != CPU forward", what);
+        OcrTensor f = twin_fetch(&y), a = twin_fetch(&y2);
+        ck_assert_msg(memcmp(f.data, a.data, ocr_tensor_bytes(&f)) == 0, "%s: GPU apply != GPU forward", what);
+        ocr_tensor_free(&f), ocr_tensor_free(&a);
+        twin_free(&y2);
+    }
 
     // The GPU backward reads the GPU's statistics, the CPU's its own (they agree to BA_TOL).
     Twin dy = twin_uniform(dt, 4, shape, -1, 1);

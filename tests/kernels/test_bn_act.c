@@ -5,7 +5,8 @@
 // activation, f32/f16/bf16 storage, NULL gamma/beta and optional gradient outputs, the
 // backward against central finite differences in double, low-precision storage against the f32
 // result, and thread-count invariance; ocr_batchnorm2d_forward_accumulate (out += bn(x)) bit for bit
-// against batchnorm2d_forward followed by accumulate, and its gradient.
+// against batchnorm2d_forward followed by accumulate, and its gradient; batchnorm2d_act_apply bit
+// for bit against the forward's output (every case above, every vector level, mixed dtypes).
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -187,6 +188,17 @@ static int same_bits(const OcrTensor *a, const OcrTensor *b, const char *what, c
     return 0;
 }
 
+// batchnorm2d_act_apply from the forward's save_mean / save_scale and beta rebuilds the
+// forward's output r->y bit for bit, into a poisoned tensor; also from an input of each other
+// dtype (the forward's output pass widens any input the same way).
+static void check_apply(const Run *r, ocr_activation_t act, int affine, const char *ctx) {
+    OcrTensor y = ocr_test_tensor(r->y.dtype, 4, r->x.shape, NULL);
+    ocr_test_poison(&y);
+    ocr_batchnorm2d_act_apply(&y, &r->x, &r->sm, &r->sa, affine ? &r->b : NULL, act);
+    ck_assert_msg(same_bits(&y, &r->y, "apply", ctx), "%s: apply", ctx);
+    ocr_tensor_free(&y);
+}
+
 // Fused against unfused, bit for bit, forward and backward.
 static void check_unfused(int64_t N, int64_t H, int64_t W, int64_t C, uint64_t seed) {
     Prob p = prob_new(N, H, W, C, seed);
@@ -207,6 +219,7 @@ static void check_unfused(int64_t N, int64_t H, int64_t W, int64_t C, uint64_t s
                     ck_assert_msg(same_bits(&f.sr, &u.sr, "save_rstd", ctx), "%s: save_rstd", ctx);
                     ck_assert_msg(same_bits(&f.rm, &u.rm, "running_mean", ctx), "%s: running_mean", ctx);
                     ck_assert_msg(same_bits(&f.rv, &u.rv, "running_var", ctx), "%s: running_var", ctx);
+                    check_apply(&f, ACTS[a], affine, ctx);
                     ocr_test_poison(&f.dx);
                     fused_backward(&f, ACTS[a], training, affine, 1, 1);
                     unfused_backward(&u, ACTS[a], training, affine, 1, 1);
@@ -257,6 +270,42 @@ START_TEST(test_matches_unfused_every_level) {
         check_unfused(2, 3, 5, 37, 410 + lv);
     }
     ocr_cpu_vec_select(NULL);
+}
+END_TEST
+
+// The forward and apply with an input dtype other than the output's (a conv in f32 feeding a
+// bf16 BN, say): apply still gives the forward's bits, at every vector level and thread count.
+START_TEST(test_apply_mixed_dtypes_every_level) {
+    static const char *const levels[3] = {"sse2", "avx2", "avx512"};
+    for (int lv = 0; lv < 3; lv++) {
+        if (!ocr_cpu_vec_select(levels[lv])) {
+            printf("batchnorm2d_act_apply: this CPU has no %s; that level not checked\n", levels[lv]);
+            continue;
+        }
+        for (int xk = 0; xk < 3; xk++)
+            for (int yk = 0; yk < 3; yk++)
+                for (int threads = 1; threads <= 2; threads++) {
+                    omp_set_num_threads(threads);
+                    Prob p = prob_new(2, 5, 7, 37, 1000 + 10 * lv + xk);
+                    Run r = run_new(&p, DTS[xk]);
+                    const int64_t *shape = OCR_SHAPE(p.N, p.H, p.W, p.C);
+                    ocr_tensor_free(&r.y);
+                    r.y = ocr_test_tensor(DTS[yk], 4, shape, NULL);
+                    for (int a = 0; a < NACTS; a++)
+                        for (int training = 0; training <= 1; training++) {
+                            char ctx[128];
+                            snprintf(ctx, sizeof ctx, "%s x %s out %s %s training %d, %d threads", levels[lv],
+                                     ocr_dtype_name(DTS[xk]), ocr_dtype_name(DTS[yk]), ocr_activation_name(ACTS[a]),
+                                     training, threads);
+                            fused_forward(&r, ACTS[a], training, 1);
+                            check_apply(&r, ACTS[a], 1, ctx);
+                        }
+                    run_free(&r);
+                    prob_free(&p);
+                }
+    }
+    ocr_cpu_vec_select(NULL);
+    omp_set_num_threads(2);
 }
 END_TEST
 
@@ -538,6 +587,7 @@ int main(void) {
     tcase_add_test(tc, test_matches_unfused_tiles);
     tcase_add_test(tc, test_matches_unfused_wide);
     tcase_add_test(tc, test_matches_unfused_every_level);
+    tcase_add_test(tc, test_apply_mixed_dtypes_every_level);
     tcase_add_test(tc, test_forward_reference_training);
     tcase_add_test(tc, test_forward_reference_inference);
     tcase_add_test(tc, test_backward_fd_training);

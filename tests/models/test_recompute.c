@@ -167,11 +167,14 @@ START_TEST(test_svtr_tiny_paths_agree) {
 END_TEST
 
 // PP-OCRv6 (PPLCNetV4): the RepDW branches summed into the 1x1 branch's output, the residual sum
-// written over the channel mixer's output, and the StemBlock's maps that only feed its pads and
-// concat freed once read (the small's branched stem; the tiny's is a plain Sequential).
+// written over the channel mixer's output, the StemBlock's maps that only feed its pads and
+// concat freed once read (the small's branched stem; the tiny's is a plain Sequential, its
+// BN + GELU fused), and the expand GELU outputs (and the tiny stem's GELU output) freed after the
+// next conv's forward and rebuilt by batchnorm2d_act_apply before that conv's backward.
 START_TEST(test_ppocrv6_paths_agree) {
     const char *const ov[] = {NO_DICT, NULL};
     compare_paths("rec_ppocrv6_tiny_ctc.json", ov, 2, 48, 64, OCR_F32);
+    compare_paths("rec_ppocrv6_tiny_ctc.json", ov, 2, 48, 64, OCR_F16);
     compare_paths("rec_ppocrv6_tiny_ctc.json", ov, 2, 48, 64, OCR_BF16);
     compare_paths("rec_ppocrv6_small_ctc.json", ov, 2, 48, 64, OCR_F32);
     compare_paths("rec_ppocrv6_small_ctc.json", ov, 2, 48, 64, OCR_F16);
