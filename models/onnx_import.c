@@ -1333,10 +1333,8 @@ static ocr_status_t identify(const G *g, const Net *net, OcrArch *a, OcrOnnxImpo
         if (!dict || info->dictionary_known) {
             info->version = "PP-OCRv5";
             info->language = "mobile";
-            snprintf(dict_note, sizeof dict_note, "; dictionary %s", dict ? "ppocrv5_dict (18383 lines)" : "not given");
-        } else {
-            snprintf(dict_note, sizeof dict_note, "; a dictionary of %d lines that is not ppocrv5_dict", count_lines(dict));
         }
+        oi_dict_note(dict_note, sizeof dict_note, dict, OCR_PPOCRV5_DICT_FNV, "ppocrv5_dict");
     }
     snprintf(info->variant, sizeof info->variant, "%s %s: %s + %s + CTC head (%d classes)%s", info->version, info->language, bb,
              neck, a->num_classes, dict_note);
@@ -1757,6 +1755,14 @@ ocr_status_t oi_put_pair(Ctx *c, const OcrOpInfo *o, const OcrOnnxTensor *w, con
 }
 uint64_t oi_dict_fnv(const char *dictionary) { return dict_fnv(dictionary); }
 int oi_count_lines(const char *s) { return count_lines(s); }
+void oi_dict_note(char *buf, size_t cap, const char *dict, uint64_t want_fnv, const char *want_name) {
+    if (!dict)
+        snprintf(buf, cap, "; dictionary not given");
+    else if (dict_fnv(dict) == want_fnv)
+        snprintf(buf, cap, "; dictionary %s (%d lines)", want_name, count_lines(dict));
+    else
+        snprintf(buf, cap, "; a dictionary of %d lines that is not %s", count_lines(dict), want_name);
+}
 ocr_status_t oi_walk_svtr(G *g, int h, Blk *svtr, int max, int *depth, Ln *norm) {
     return walk_svtr(g, h, svtr, max, depth, norm);
 }

@@ -377,12 +377,7 @@ static ocr_status_t identify_hg(const G *g, const NetHg *n, OcrArch *a, OcrOnnxI
     uint64_t h = dict ? oi_dict_fnv(dict) : 0;
     info->dictionary_known = h && h == OCR_PPOCRV5_DICT_FNV ? "ppocrv5_dict" : NULL;
     char dict_note[128];
-    if (!dict)
-        snprintf(dict_note, sizeof dict_note, "; dictionary not given");
-    else if (info->dictionary_known)
-        snprintf(dict_note, sizeof dict_note, "; dictionary ppocrv5_dict (%d lines)", oi_count_lines(dict));
-    else
-        snprintf(dict_note, sizeof dict_note, "; a dictionary of %d lines that is not ppocrv5_dict", oi_count_lines(dict));
+    oi_dict_note(dict_note, sizeof dict_note, dict, OCR_PPOCRV5_DICT_FNV, "ppocrv5_dict");
     snprintf(info->variant, sizeof info->variant,
              "PP-OCRv5 server: PPHGNetV2_B4 text_rec (%d stages) + SVTR neck (dims %d, hidden %d, kernel %dx%d, depth %d, %d "
              "heads) + CTC head (%d classes)%s",

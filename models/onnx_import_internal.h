@@ -166,6 +166,9 @@ ocr_status_t oi_pair_deploy(Ctx *c, const OiDeployNet *p);
 
 uint64_t oi_dict_fnv(const char *dictionary);
 int oi_count_lines(const char *s);
+// The variant line's dictionary note: "; dictionary not given", "; dictionary NAME (N lines)" when
+// the text is the one whose FNV-1a hash is want_fnv, else "; a dictionary of N lines that is not NAME".
+void oi_dict_note(char *buf, size_t cap, const char *dict, uint64_t want_fnv, const char *want_name);
 
 // ---- PPLCNetV4 (PP-OCRv6), models/onnx_import_lcnetv4.c ------------------------------------------------------
 // The graph computes GELU (Erf or Gelu nodes): a PPLCNetV4 recognizer, not a PP-OCRv3/v4/v5 one.

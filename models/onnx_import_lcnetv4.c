@@ -357,12 +357,7 @@ static ocr_status_t identify6(const G *g, const Net6 *n, OcrArch *a, OcrOnnxImpo
                              : h == OCR_PPOCRV5_DICT_FNV        ? "ppocrv5_dict"
                                                                 : NULL;
     char dict_note[128];
-    if (!dict)
-        snprintf(dict_note, sizeof dict_note, "; dictionary not given");
-    else if (h == want)
-        snprintf(dict_note, sizeof dict_note, "; dictionary %s (%d lines)", want_name, oi_count_lines(dict));
-    else
-        snprintf(dict_note, sizeof dict_note, "; a dictionary of %d lines that is not %s", oi_count_lines(dict), want_name);
+    oi_dict_note(dict_note, sizeof dict_note, dict, want, want_name);
     char head[64];
     if (a->head_mid)
         snprintf(head, sizeof head, "CTC head (mid %d, %d classes)", a->head_mid, a->num_classes);
