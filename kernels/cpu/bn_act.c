@@ -338,12 +338,9 @@ static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rs
     // (the same bits; the tiles below then run on the fp32 copies).
     OcrTensor xv, yv;
     OcrTensor *out_t = out;
-    float *y_whole = NULL;
-    if (ocr_cpu_exact_numerics()) {
-        if (inp->dtype != OCR_F32) xv = ocr_cpu_f32_view(inp, ocr_cpu_f32_in(&s, inp)), inp = &xv;
-        if (out->dtype != OCR_F32)
-            y_whole = ocr_cpu_f32_out(&s, out, accumulate), yv = ocr_cpu_f32_view(out, y_whole), out = &yv;
-    }
+    float *y_whole;
+    inp = ocr_cpu_tiled_in(&s, inp, &xv);
+    out = ocr_cpu_tiled_out(&s, out, &yv, accumulate, &y_whole);
     const BnaCoef k = bna_coef(&s, inp, M, C, running_mean, running_var, gamma, beta, eps, training, sync);
     bna_map(out, inp, &k, M, C, act, accumulate, mid, &s);
     if (y_whole) ocr_cpu_f32_store(out_t, y_whole);
@@ -415,11 +412,9 @@ void ocr_cpu_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const O
     // Global.cpu_exact_numerics: the forward's whole-tensor path, so the bits stay the forward's.
     OcrTensor xv, yv;
     OcrTensor *out_t = out;
-    float *y_whole = NULL;
-    if (ocr_cpu_exact_numerics()) {
-        if (inp->dtype != OCR_F32) xv = ocr_cpu_f32_view(inp, ocr_cpu_f32_in(&s, inp)), inp = &xv;
-        if (out->dtype != OCR_F32) y_whole = ocr_cpu_f32_out(&s, out, 0), yv = ocr_cpu_f32_view(out, y_whole), out = &yv;
-    }
+    float *y_whole;
+    inp = ocr_cpu_tiled_in(&s, inp, &xv);
+    out = ocr_cpu_tiled_out(&s, out, &yv, 0, &y_whole);
     BnaCoef k = {0};
     float *bf = ocr_cpu_scratch_floats(&s, (size_t)C);
     const float *be = beta ? ocr_cpu_f32_in(&s, beta) : NULL;
