@@ -3,7 +3,7 @@
 //
 //   bench_model -c configs/rec_ppocrv3_en.json [--batch 32] [--height 48] [--width 320]
 //               [--dtype f32|f16|bf16] [--iters 5] [--warmup 1] [--threads N]
-//               [--mode both|fwd|train] [--profile] [--keep-activations] [--text-length N]
+//               [--mode both|fwd|train] [--profile] [--profile-top N] [--keep-activations] [--text-length N]
 //               [-o Key.path=value ...]
 //
 // "forward" is an inference pass (BN running statistics, no dropout); "forward+backward" is a
@@ -13,7 +13,7 @@
 // to f16, kernels compute in fp32 and round, as on a GPU; the weights stay f32, so this is not
 // AMP's O2 (which -o Global.use_amp=true -o Global.amp_level=O2 -o Global.amp_dtype=bfloat16
 // gives: an AMP engine attached as in training). --profile prints wall time per op
-// type and the slowest ops. --keep-activations keeps every activation (no in-place
+// type and the slowest ops (--profile-top N: the N slowest, 10 by default). --keep-activations keeps every activation (no in-place
 // activations, no recomputation in the backward: the memory-hungry path, for comparison).
 // The bench runs under ocrtrain's thread-runtime defaults (training/runtime.h: passive OpenMP wait,
 // short OpenBLAS thread timeout, unless set in the environment); OCR_RUNTIME_TUNED=1 keeps the
@@ -67,7 +67,7 @@ typedef struct {
     double fwd, bwd;
 } TypeTime;
 
-static void print_profile(OcrModel *m, int steps, const char *what) {
+static void print_profile(OcrModel *m, int steps, const char *what, int top) {
     OcrOpTable *ops = ocr_model_ops(m);
     TypeTime types[32];
     int nt = 0;
@@ -92,17 +92,18 @@ static void print_profile(OcrModel *m, int steps, const char *what) {
     for (int k = 0; k < nt; k++)
         printf("  %-12s %10.2f %10.2f %6.1f%%\n", types[k].type, 1e3 * types[k].fwd / steps, 1e3 * types[k].bwd / steps,
                100 * (types[k].fwd + types[k].bwd) / (total > 0 ? total : 1));
-    // The ten slowest ops.
-    int idx[10];
+    // The `top` slowest ops (--profile-top, 10 by default).
+    int *idx = malloc(sizeof *idx * (size_t)(top > 0 ? top : 1));
+    OCR_ASSERT(idx, "out of host memory");
     int n = 0;
     for (int i = 0; i < ops->count; i++) {
         double t = ops->items[i].time_fwd + ops->items[i].time_bwd;
-        int pos = n < 10 ? n++ : 10;
+        int pos = n < top ? n++ : top;
         while (pos > 0 && t > ops->items[idx[pos - 1]].time_fwd + ops->items[idx[pos - 1]].time_bwd) {
-            if (pos < 10) idx[pos] = idx[pos - 1];
+            if (pos < top) idx[pos] = idx[pos - 1];
             pos--;
         }
-        if (pos < 10) idx[pos] = i;
+        if (pos < top) idx[pos] = i;
     }
     printf("  slowest ops:\n");
     for (int k = 0; k < n; k++) {
@@ -112,13 +113,14 @@ static void print_profile(OcrModel *m, int steps, const char *what) {
         printf("    %-56s %-10s fwd %7.2f bwd %7.2f ms  (fwd %.1f GFLOP/s)\n", o->name, o->type, 1e3 * fwd_s,
                1e3 * o->time_bwd / steps, fwd_s > 0 ? o->flops / fwd_s / 1e9 : 0.0);
     }
+    free(idx);
 }
 
 int main(int argc, char **argv) {
     training_tune_runtime(argv);
     const char *cfg_path = NULL, *mode = "both";
     int batch = 32, height = 0, width = 0, iters = 5, warmup = 1, threads = 0, profile = 0, keep = 0;
-    int text_length = 10;
+    int text_length = 10, profile_top = 10;
     ocr_dtype_t dtype = OCR_F32;
     const char *overrides[32];
     int nover = 0;
@@ -135,6 +137,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--threads") && more) threads = atoi(argv[++i]);
         else if (!strcmp(a, "--mode") && more) mode = argv[++i];
         else if (!strcmp(a, "--profile")) profile = 1;
+        else if (!strcmp(a, "--profile-top") && more) profile = 1, profile_top = atoi(argv[++i]);
         else if (!strcmp(a, "--keep-activations")) keep = 1;
         else if (!strcmp(a, "--text-length") && more) text_length = atoi(argv[++i]);
         else if (!strcmp(a, "--dtype") && more) {
@@ -236,7 +239,7 @@ int main(int argc, char **argv) {
                "%.1f samples per CPU-second; activations %.1f MiB)\n",
                batch / med, 1e3 * med, p.flops / med / 1e9, 1e3 * cmed, batch / cmed, p.activations_bytes / 1048576.0);
         print_peak("forward");
-        if (profile) print_profile(m, iters, "forward");
+        if (profile) print_profile(m, iters, "forward", profile_top);
     }
     if (do_train) {
         OcrMemPlan p;
@@ -292,7 +295,7 @@ int main(int argc, char **argv) {
                "CPU-second; activations %.1f MiB)\n",
                batch / med, 1e3 * med, 1e3 * cmed, batch / cmed, p.activations_bytes / 1048576.0);
         print_peak("forward+backward");
-        if (profile) print_profile(m, iters, "training step");
+        if (profile) print_profile(m, iters, "training step", profile_top);
         free(labels);
         free(lengths);
     }
