@@ -173,7 +173,11 @@ static ocr_status_t probe(Built *b, int batch, int steps, OcrMemStats *peak) {
     // Probe images fill the whole width (every SAR valid ratio is 1).
     for (int i = 0; widths && i < B; i++) widths[i] = W;
     const OcrArch *arch = ocr_model_arch(b->m);
-    int L = b->max_len < 8 ? b->max_len : 8;
+    // Every probe text is max_text_length characters long, the longest a run's batch can hold:
+    // the CTC loss's per-thread scratch grows with the batch's longest label and a MultiHead
+    // guidance branch plans its arena for the longest text, so shorter probe texts would measure
+    // less than a real batch of long lines needs.
+    const int L = b->max_len;
     for (int i = 0; labels && lengths && i < B; i++) {
         lengths[i] = L;
         for (int k = 0; k < L; k++) labels[i * b->max_len + k] = 1 + (i + 3 * k) % (arch->num_classes - 1);

@@ -4,7 +4,9 @@
 //   the convolution is one sgemm per group with no copy. These are most of PP-OCR's FLOPs.
 // - Other dense and grouped convolutions: im2col into workspace (rows N·Ho·Wo, columns
 //   KH·KW·C/groups, channel fastest, matching the weight's KRSC layout) + sgemm per group.
-//   The batch is processed in chunks of whole images so the column buffer stays bounded.
+//   The batch is processed in chunks of whole images so the column buffer stays bounded; on
+//   the oneDNN path the forward and dinp take cache-sized chunks (their GEMM rows are
+//   independent), the weight gradient whole-budget ones (each chunk adds into dweight).
 // - Depthwise (groups == C == OC): direct loops in conv2d_depthwise.c, which read and write
 //   f16/bf16 maps in their dtype (widening a block of rows at a time); under
 //   Global.cpu_exact_numerics the maps are widened whole here instead (the reference, same bits).
@@ -85,6 +87,20 @@ static int64_t images_per_chunk(const ConvGeom *g) {
     int64_t n = per_image ? (int64_t)(im2col_budget / per_image) : g->N;
     if (n < 1) n = 1;
     return n < g->N ? n : g->N;
+}
+
+// Where the column rows are independent GEMM rows (the forward, and dinp's dcol), smaller
+// chunks cost nothing in rounding and keep the buffer in cache between the pass that writes it
+// and the one that reads it (im2col → GEMM, GEMM → col2im gather): the stem's whole-batch
+// columns are 13–27 MB, streamed through memory twice. Images of es-byte column entries per
+// chunk, within IM2COL_CACHE_BYTES (at least one image) and the budget above.
+#define IM2COL_CACHE_BYTES ((size_t)2 << 20)
+static int64_t images_per_cached_chunk(const ConvGeom *g, size_t es) {
+    size_t per_image = (size_t)(g->Ho * g->Wo * g->KKC) * es;
+    int64_t n = per_image ? (int64_t)(IM2COL_CACHE_BYTES / per_image) : g->N;
+    if (n < 1) n = 1;
+    int64_t cap = images_per_chunk(g);
+    return n < cap ? n : cap;
 }
 
 static void sgemm_rm(int ta, int tb, int64_t M, int64_t N, int64_t K, const float *a, int64_t lda, const float *b,
@@ -232,7 +248,7 @@ static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTenso
         return;
     }
     const size_t es = ocr_dtype_size(dt);
-    const int64_t chunk = images_per_chunk(g), img_rows = g->Ho * g->Wo;
+    const int64_t chunk = images_per_cached_chunk(g, es), img_rows = g->Ho * g->Wo;
     void *col = ocr_cpu_scratch_bytes(s, (size_t)(chunk * img_rows * g->KKC) * es);
     for (int64_t n0 = 0; n0 < g->N; n0 += chunk) {
         int64_t nb = g->N - n0 < chunk ? g->N - n0 : chunk;
@@ -271,14 +287,12 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
         return;
     }
     if (!dweight && !dinp) return;
-    // One buffer serves the low-precision columns (dweight) and then the fp32 dcol (dinp), both
-    // in whole-budget chunks (each dweight chunk adds into dweight, rounding it once more when it
-    // is f16/bf16). Cache-sized chunks for the forward and dinp were tried: faster stems, but the
-    // smaller scratch moved `compare --batch max`'s plan to a batch whose real run exceeded the
-    // budget (training_train with OMP_NUM_THREADS=1), so they wait for a planner that measures it.
+    // One buffer serves the low-precision columns (dweight) and then the fp32 dcol (dinp). The
+    // weight gradient takes whole-budget chunks (each chunk adds into dweight, rounding it once
+    // more when it is f16/bf16); dinp's rows are independent, so it takes cache-sized chunks.
     const size_t es = ocr_dtype_size(dt);
     const int64_t img_rows = g->Ho * g->Wo;
-    const int64_t wchunk = images_per_chunk(g), xchunk = wchunk;
+    const int64_t wchunk = images_per_chunk(g), xchunk = images_per_cached_chunk(g, sizeof(float));
     size_t col_bytes = dweight ? (size_t)(wchunk * img_rows * g->KKC) * es : 0;
     if (dinp && (size_t)(xchunk * img_rows * g->KKC) * sizeof(float) > col_bytes)
         col_bytes = (size_t)(xchunk * img_rows * g->KKC) * sizeof(float);
