@@ -3,7 +3,8 @@
 //
 // q, k and v are read in place from qkv (B, T, 3C) with leading dimension 3C, so nothing is
 // copied out per head. OpenMP runs over (batch, head) (see ATTN_BLAS_THREADED_MACS); each
-// thread owns its T×T fp32 buffers.
+// thread owns its T×T fp32 buffers, and those heads' products run in the small-matrix loops
+// (ocr_cpu_small_gemm) rather than one sgemm call each.
 // f16/bf16 qkv, out, dout and dqkv are read and written in their own dtype: a thread widens the
 // (T, 3C) slice of the batch element it is working on (once for all the heads it takes of it),
 // and rounds each head's columns of its results once, instead of whole-tensor fp32 copies.
@@ -33,6 +34,20 @@ typedef struct {
 static int attn_parallel_over_heads(const AttnShape *s) {
     int64_t per_head = s->T * s->T * s->D;
     return per_head < ATTN_BLAS_THREADED_MACS && s->B * s->H * per_head >= ATTN_PAR_MIN_MACS;
+}
+
+// One head's product c (M, N; row stride ldc) = alpha · op(a) · op(b), a and b row-major with
+// leading dimensions lda and ldb. Heads small enough to run one per OpenMP thread take the
+// small-matrix loops (sgemm's per-call overhead is most of the time there: an NRTR head is
+// 11×11×32); larger ones, one at a time with BLAS's threads, take sgemm.
+static void head_gemm(int small, int ta, int tb, int64_t M, int64_t N, int64_t K, float alpha, const float *a,
+                      int64_t lda, const float *b, int64_t ldb, float *c, int64_t ldc, float *pack) {
+    if (small) {
+        ocr_cpu_small_gemm(c, ldc, a, ta ? 1 : lda, ta ? lda : 1, b, tb ? 1 : ldb, tb ? ldb : 1, M, N, K, alpha, pack);
+        return;
+    }
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K,
+                alpha, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
 }
 
 static AttnShape attn_shape(const OcrTensor *qkv, int num_heads) {
@@ -119,15 +134,18 @@ void ocr_cpu_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor
     OcrTensor *Y = ocr_cpu_tiled_out(&sc, out, &vy, 0, &whole);
     // Per thread: P and P' (T×T each), then the batch element's qkv and out slices when they are
     // not f32 (f32 ones are used in place).
+    // The small-matrix loops' packed operand: at most T·max(T, D) floats.
+    const int small = attn_parallel_over_heads(&s);
     const size_t xper = X->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C), yper = Y->dtype == OCR_F32 ? 0 : (size_t)(T * C);
-    const size_t per = 2 * (size_t)TT + xper + yper;
+    const size_t pper = small ? (size_t)(T * (T > D ? T : D)) : 0;
+    const size_t per = 2 * (size_t)TT + xper + yper + pper;
     int nthreads = omp_get_max_threads();
     float *bufs = ocr_cpu_scratch_floats(&sc, (size_t)nthreads * per);
 
-#pragma omp parallel if (attn_parallel_over_heads(&s))
+#pragma omp parallel if (small)
     {
         float *P = bufs + (size_t)omp_get_thread_num() * per;
-        float *Pd = P + TT, *xb = Pd + TT, *yb = xb + xper;
+        float *Pd = P + TT, *xb = Pd + TT, *yb = xb + xper, *pack = yb + yper;
         int64_t held = -1;  // the batch element whose qkv slice xb holds
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
@@ -142,8 +160,7 @@ void ocr_cpu_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor
             const float *k = q + C;
             const float *v = q + 2 * C;
             // S = scale · q kᵀ (T × T)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)T, (int)D, scale, q, (int)(3 * C), k,
-                        (int)(3 * C), 0.0f, P, (int)T);
+            head_gemm(small, 0, 1, T, T, D, scale, q, 3 * C, k, 3 * C, P, T, pack);
             for (int64_t i = 0; i < T; i++) {
                 float *row = P + i * T;
                 if (mk)
@@ -169,8 +186,7 @@ void ocr_cpu_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor
                 Pv = Pd;
             }
             // o = P' v (T × D), written into its head's columns of out
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)T, 1.0f, Pv, (int)T, v,
-                        (int)(3 * C), 0.0f, y + h * D, (int)C);
+            head_gemm(small, 0, 0, T, D, T, 1.0f, Pv, T, v, 3 * C, y + h * D, C, pack);
             if (yper)  // only this head's columns: another thread may hold the other heads of b
                 for (int64_t i = 0; i < T; i++) slice_store(Y, (b * T + i) * C + h * D, y + i * C + h * D, D);
         }
@@ -204,16 +220,18 @@ void ocr_cpu_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const Oc
     const size_t xper = X->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C);
     const size_t gper = DY->dtype == OCR_F32 ? 0 : (size_t)(T * C);
     const size_t dper = DX->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C);
-    const size_t per = 3 * (size_t)TT + xper + gper + dper;
+    const int small = attn_parallel_over_heads(&s);
+    const size_t pper = small ? (size_t)(T * (T > D ? T : D)) : 0;
+    const size_t per = 3 * (size_t)TT + xper + gper + dper + pper;
     int nthreads = omp_get_max_threads();
     float *bufs = ocr_cpu_scratch_floats(&sc, (size_t)nthreads * per);
 
-#pragma omp parallel if (attn_parallel_over_heads(&s))
+#pragma omp parallel if (small)
     {
         float *P = bufs + (size_t)omp_get_thread_num() * per;
         float *F = P + TT;   // dropout factors, then P' = P · factor
         float *dP = F + TT;  // dP', then dP, then dS
-        float *xb = dP + TT, *gb = xb + xper, *db = gb + gper;
+        float *xb = dP + TT, *gb = xb + xper, *db = gb + gper, *pack = db + dper;
         int64_t held = -1;  // the batch element whose slices xb and gb hold
 #pragma omp for schedule(static)
         for (int64_t bh = 0; bh < B * H; bh++) {
@@ -235,8 +253,7 @@ void ocr_cpu_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const Oc
             float *dv = dq + 2 * C;
             slice_load(P, probs, bh * TT, TT);
             // dP' = dO vᵀ (T × T)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)T, (int)T, (int)D, 1.0f, dO, (int)C, v,
-                        (int)(3 * C), 0.0f, dP, (int)T);
+            head_gemm(small, 0, 1, T, T, D, 1.0f, dO, C, v, 3 * C, dP, T, pack);
             const float *Pv = P;
             if (dropout_factors(F, TT, (uint64_t)(bh * TT), &dropout)) {
                 // dP = dP' · factor, then F becomes P' = P · factor
@@ -247,8 +264,7 @@ void ocr_cpu_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const Oc
                 Pv = F;
             }
             // dV = P'ᵀ dO (T × D)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)D, (int)T, 1.0f, Pv, (int)T, dO,
-                        (int)C, 0.0f, dv, (int)(3 * C));
+            head_gemm(small, 1, 0, T, D, T, 1.0f, Pv, T, dO, C, dv, 3 * C, pack);
             // dS = P ⊙ (dP − Σ_j dP·P) per row
             for (int64_t i = 0; i < T; i++) {
                 const float *pr = P + i * T;
@@ -258,10 +274,8 @@ void ocr_cpu_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const Oc
                 for (int64_t j = 0; j < T; j++) dr[j] = pr[j] * (dr[j] - dot);
             }
             // dQ = scale · dS k, dK = scale · dSᵀ q (T × D each)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)T, (int)D, (int)T, scale, dP, (int)T, k,
-                        (int)(3 * C), 0.0f, dq, (int)(3 * C));
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (int)T, (int)D, (int)T, scale, dP, (int)T, q,
-                        (int)(3 * C), 0.0f, dk, (int)(3 * C));
+            head_gemm(small, 0, 0, T, D, T, scale, dP, T, k, 3 * C, dq, 3 * C, pack);
+            head_gemm(small, 1, 0, T, D, T, scale, dP, T, q, 3 * C, dk, 3 * C, pack);
             if (dper)  // this head's dq, dk and dv columns only (as in the forward)
                 for (int64_t i = 0; i < T; i++)
                     for (int part = 0; part < 3; part++) {

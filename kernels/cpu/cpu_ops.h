@@ -13,6 +13,12 @@
 #include "kernels/ops.h"
 
 // kernels/cpu/gemm.c
+// c (M, N; row stride ldc) = alpha · A · B on one thread, for products too small for sgemm's
+// per-call overhead (attention heads): A (M, K) and B (K, N) through element strides (row,
+// column), so transposed and interleaved operands need no copy; bpack holds K·N floats.
+// Each element is 0 + Σ_k (alpha·a[m,k])·b[k,n] in k order, the same bits at every vector level.
+void ocr_cpu_small_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_cs, const float *b,
+                        int64_t b_rs, int64_t b_cs, int64_t M, int64_t N, int64_t K, float alpha, float *bpack);
 void ocr_cpu_gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha,
                   float beta);
 void ocr_cpu_linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias);

@@ -109,7 +109,7 @@ static void run_case(const Cfg *c, const char *name, RunOpts o) {
     float *qs = malloc((size_t)nq * sizeof(float)), *gs = malloc((size_t)no * sizeof(float));
     ocr_test_fill_uniform(qs, nq, 17 + (uint64_t)c->T, -1.5f, 1.5f);
     ocr_test_fill_uniform(gs, no, 29 + (uint64_t)c->H, -1.0f, 1.0f);
-    float maskv[81];
+    float *maskv = malloc((size_t)T * T * sizeof(float));
     make_mask(maskv, c);
     OcrTensor qkv = ocr_test_tensor(c->qkv_dt, 3, OCR_SHAPE(c->B, T, 3 * C_of(c)), qs);
     OcrTensor out = ocr_test_tensor(c->out_dt, 3, OCR_SHAPE(c->B, T, C_of(c)), NULL);
@@ -178,6 +178,7 @@ static void run_case(const Cfg *c, const char *name, RunOpts o) {
     }
     free(qs);
     free(gs);
+    free(maskv);
     free(qd);
     free(dd);
     free(md);
@@ -264,6 +265,21 @@ START_TEST(test_attention_parallel_path) {
 }
 END_TEST
 
+// The network shapes on the per-head small-matrix loops, whose register blocks (32 and 8
+// columns, row pairs) the small cases above do not reach: NRTR's causal self-attention (T 11,
+// head dim 32) and an SVTR mixer's (T 40, head dim 15).
+START_TEST(test_attention_network_shapes) {
+    RunOpts o = {40};
+    Cfg nrtr = {6, 11, 4, 32, 1.0f / sqrtf(32.0f), 1, drop(0.1f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1), OCR_F32, OCR_F32,
+                OCR_F32};
+    run_case(&nrtr, "NRTR self-attention shape", o);
+    Cfg svtr = {4, 40, 2, 15, 1.0f / sqrtf(15.0f), 0, no_dropout(), OCR_F32, OCR_F32, OCR_F32};
+    run_case(&svtr, "SVTR mixer shape", o);
+    svtr.qkv_dt = svtr.out_dt = OCR_BF16;
+    run_case(&svtr, "SVTR mixer shape, bf16", o);
+}
+END_TEST
+
 // Same inputs and dropout parameters: bit-identical outputs for 1 and 2 threads; another
 // dropout seed changes the output.
 START_TEST(test_attention_reproducible) {
@@ -308,6 +324,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_dropout);
     tcase_add_test(tc, test_attention_low_precision);
     tcase_add_test(tc, test_attention_parallel_path);
+    tcase_add_test(tc, test_attention_network_shapes);
     tcase_add_test(tc, test_attention_reproducible);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);

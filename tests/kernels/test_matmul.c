@@ -3,7 +3,9 @@
 // f16/bf16 storage.
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
+#include "kernels/cpu/cpu_common.h"
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
 
@@ -17,6 +19,9 @@ static const MmCase cases[] = {
     {1, 1, 1, 1, 0, 0, 1.0f},    {3, 5, 4, 3, 0, 0, 1.0f},   {3, 5, 4, 3, 1, 0, 0.5f},  {3, 5, 4, 3, 0, 1, -1.0f},
     {3, 5, 4, 3, 1, 1, 2.0f},    {2, 7, 1, 6, 0, 1, 0.125f}, {1, 6, 5, 7, 1, 1, 1.0f},  {2, 70, 65, 66, 0, 0, 1.0f},
     {2, 70, 65, 66, 1, 1, 0.3f}, {2, 66, 70, 65, 0, 1, 1.0f}, {2, 65, 66, 70, 1, 0, -0.7f},
+    // The small loops' register blocks: 32 columns, then 8, then single columns, rows in pairs
+    // (odd M leaves one): NRTR cross-attention's shapes (Tq 11, Tk 40, head dim 32) and others.
+    {3, 11, 40, 32, 0, 1, 0.25f}, {3, 11, 32, 40, 0, 0, 1.0f}, {2, 9, 45, 7, 1, 0, 0.5f}, {2, 4, 17, 5, 1, 1, -1.5f},
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
@@ -180,12 +185,55 @@ END_TEST
 START_TEST(test_matmul_bf16) { run_case(&cases[_i], OCR_BF16); }
 END_TEST
 
+#if defined(__x86_64__) && defined(__GNUC__)
+// The small loops are compiled once per vector level (SSE2, AVX2, AVX-512) from one body with
+// one multiply and one add per term in k order and no FMA contraction: every level this CPU
+// has gives the bits of the best one, forward and backward.
+START_TEST(test_small_levels_agree) {
+    static const char *const levels[] = {"sse2", "avx2", "avx512"};
+    const MmCase *c = &cases[_i];
+    if ((int64_t)c->M * c->N * c->K >= 64 * 64 * 64 || c->B == 1) return;  // the sgemm path
+    int64_t sa[3], sb[3];
+    int64_t na = (int64_t)c->B * c->M * c->K, nb = (int64_t)c->B * c->K * c->N, ny = (int64_t)c->B * c->M * c->N;
+    OcrTensor a = ocr_test_tensor(OCR_F32, 3, a_shape(c, sa), NULL), b = ocr_test_tensor(OCR_F32, 3, b_shape(c, sb), NULL);
+    OcrTensor dy = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(c->B, c->M, c->N), NULL);
+    ocr_test_fill_uniform(a.data, na, 60, -1.0f, 1.0f);
+    ocr_test_fill_uniform(b.data, nb, 61, -1.0f, 1.0f);
+    ocr_test_fill_uniform(dy.data, ny, 62, -1.0f, 1.0f);
+    OcrTensor y[2], da[2], db[2];
+    for (int k = 0; k < 2; k++) {
+        y[k] = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(c->B, c->M, c->N), NULL);
+        da[k] = ocr_test_tensor(OCR_F32, 3, sa, NULL), db[k] = ocr_test_tensor(OCR_F32, 3, sb, NULL);
+    }
+    ocr_cpu_vec_select(NULL);
+    ocr_matmul_batched_forward(&y[0], &a, &b, c->ta, c->tb, c->alpha);
+    ocr_matmul_batched_backward(&da[0], &db[0], &dy, &a, &b, c->ta, c->tb, c->alpha);
+    for (int li = 0; li < 3; li++) {
+        if (!ocr_cpu_vec_select(levels[li])) continue;
+        ocr_matmul_batched_forward(&y[1], &a, &b, c->ta, c->tb, c->alpha);
+        ocr_matmul_batched_backward(&da[1], &db[1], &dy, &a, &b, c->ta, c->tb, c->alpha);
+        ck_assert_msg(!memcmp(y[0].data, y[1].data, (size_t)ny * sizeof(float)) &&
+                          !memcmp(da[0].data, da[1].data, (size_t)na * sizeof(float)) &&
+                          !memcmp(db[0].data, db[1].data, (size_t)nb * sizeof(float)),
+                      "bmm B%d %dx%dx%d ta%d tb%d: %s differs from the best level", c->B, c->M, c->N, c->K, c->ta,
+                      c->tb, levels[li]);
+    }
+    ocr_cpu_vec_select(NULL);
+    for (int k = 0; k < 2; k++) ocr_tensor_free(&y[k]), ocr_tensor_free(&da[k]), ocr_tensor_free(&db[k]);
+    ocr_tensor_free(&a), ocr_tensor_free(&b), ocr_tensor_free(&dy);
+}
+END_TEST
+#endif
+
 int main(void) {
     Suite *s = suite_create("kernels_matmul");
     TCase *tc = tcase_create("matmul_batched");
     tcase_add_loop_test(tc, test_matmul_f32, 0, NCASES);
     tcase_add_loop_test(tc, test_matmul_f16, 0, NCASES);
     tcase_add_loop_test(tc, test_matmul_bf16, 0, NCASES);
+#if defined(__x86_64__) && defined(__GNUC__)
+    tcase_add_loop_test(tc, test_small_levels_agree, 0, NCASES);
+#endif
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
