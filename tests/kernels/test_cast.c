@@ -1,5 +1,6 @@
 // cast_forward/backward and unscale_and_check.
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -216,6 +217,51 @@ START_TEST(test_unscale_large_nan) {
 }
 END_TEST
 
+// f16 / bf16 at inv_scale 1, the AMP engine's call (Adam applies the scale): the values stay as
+// they are, bit for bit (subnormals and negative zero included), amax is the largest finite
+// magnitude, and a NaN or infinity anywhere (here past the parallel threshold) is flagged with
+// amax still over the finite values only.
+START_TEST(test_unscale_unit_scale_half) {
+    const ocr_dtype_t dts[2] = {OCR_F16, OCR_BF16};
+    const int64_t n = 40001;
+    for (int k = 0; k < 2; k++) {
+        OcrTensor g = ocr_test_tensor(dts[k], 1, OCR_SHAPE(n), NULL);
+        uint16_t *x = g.data;
+        for (int64_t i = 0; i < n; i++) x[i] = (uint16_t)((i * 7919u) & 0x7fffu);  // every magnitude class
+        for (int64_t i = 0; i < n; i++)
+            if ((x[i] & 0x7fffu) >= (dts[k] == OCR_F16 ? 0x7c00u : 0x7f80u)) x[i] = (uint16_t)(x[i] & 0x03ffu);
+        for (int64_t i = 1; i < n; i += 3) x[i] |= 0x8000u;  // negatives
+        x[5] = 0x8000u;                                       // −0
+        uint16_t *before = malloc((size_t)n * sizeof *before);
+        memcpy(before, x, (size_t)n * sizeof *before);
+        double want = 0;
+        for (int64_t i = 0; i < n; i++) want = fmax(want, fabs(ocr_tensor_get_f32(&g, i)));
+        OcrTensor *list[1] = {&g};
+        float amax = NAN;
+        int nf = -1;
+        ck_assert_int_eq(ocr_unscale_and_check(list, 1, 1.0f, &amax, &nf), 0);
+        ck_assert_int_eq(nf, 0);
+        ck_assert_msg(amax == (float)want, "%s amax %g want %g", ocr_dtype_name(dts[k]), amax, want);
+        ck_assert(memcmp(before, x, (size_t)n * sizeof *before) == 0);
+
+        ocr_tensor_set_f32(&g, n - 3, NAN);
+        ocr_tensor_set_f32(&g, 11, -INFINITY);
+        ck_assert_int_eq(ocr_unscale_and_check(list, 1, 1.0f, &amax, &nf), 1);
+        ck_assert_int_eq(nf, 1);
+        double want_finite = 0;
+        for (int64_t i = 0; i < n; i++) {
+            float v = ocr_tensor_get_f32(&g, i);
+            if (isfinite(v)) want_finite = fmax(want_finite, fabs(v));
+        }
+        ck_assert_msg(amax == (float)want_finite, "%s amax with a NaN %g want %g", ocr_dtype_name(dts[k]), amax,
+                      want_finite);
+        ck_assert(isnan(ocr_tensor_get_f32(&g, n - 3)) && isinf(ocr_tensor_get_f32(&g, 11)));
+        free(before);
+        ocr_tensor_free(&g);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kernels_cast");
     TCase *tc = tcase_create("cast");
@@ -225,6 +271,7 @@ int main(void) {
     tcase_add_test(tc, test_unscale_finite);
     tcase_add_test(tc, test_unscale_nonfinite);
     tcase_add_test(tc, test_unscale_large_nan);
+    tcase_add_test(tc, test_unscale_unit_scale_half);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
