@@ -140,20 +140,21 @@ static void unscale_one(OcrTensor *g, float inv_scale, float *amax_out, int *non
     int64_t n = ocr_tensor_numel(g);
     float amax = 0.0f;
     int bad = 0;
+    if (inv_scale == 1.0f && (g->dtype == OCR_F16 || g->dtype == OCR_BF16)) {
+        const int f16 = g->dtype == OCR_F16;
+        const uint16_t mx = half_scan(g->data, n, f16 ? 0x7c00u : 0x7f80u, &bad);
+        if (!bad) {
+            *amax_out = f16 ? ocr_f16_to_f32(mx) : ocr_bf16_to_f32(mx);
+            *nonfinite_out = 0;
+            return;
+        }
+        // A non-finite value: the dtype's loop below writes the quieted NaNs and finds the same.
+        bad = 0;
+    }
     switch (g->dtype) {
         case OCR_F32: unscale_f32(g->data, n, inv_scale, amax_out, nonfinite_out); return;
         case OCR_F16: {
             ocr_f16_t *x = g->data;
-            if (inv_scale == 1.0f) {
-                ocr_f16_t mx = half_scan(x, n, 0x7c00u, &bad);
-                if (!bad) {
-                    *amax_out = ocr_f16_to_f32(mx);
-                    *nonfinite_out = 0;
-                    return;
-                }
-                // A non-finite value: the loop below writes the quieted NaNs and finds the same.
-                bad = 0;
-            }
 #pragma omp parallel for schedule(static) reduction(max : amax) reduction(| : bad) if (n > UNSCALE_PAR)
             for (int64_t i = 0; i < n; i++) {
                 ocr_f16_t h = ocr_f32_to_f16(ocr_f16_to_f32(x[i]) * inv_scale);
@@ -167,15 +168,6 @@ static void unscale_one(OcrTensor *g, float inv_scale, float *amax_out, int *non
         }
         case OCR_BF16: {
             ocr_bf16_t *x = g->data;
-            if (inv_scale == 1.0f) {
-                ocr_bf16_t mx = half_scan(x, n, 0x7f80u, &bad);
-                if (!bad) {
-                    *amax_out = ocr_bf16_to_f32(mx);
-                    *nonfinite_out = 0;
-                    return;
-                }
-                bad = 0;
-            }
 #pragma omp parallel for schedule(static) reduction(max : amax) reduction(| : bad) if (n > UNSCALE_PAR)
             for (int64_t i = 0; i < n; i++) {
                 ocr_bf16_t h = ocr_f32_to_bf16(ocr_bf16_to_f32(x[i]) * inv_scale);
