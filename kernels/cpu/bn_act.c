@@ -311,19 +311,44 @@ static void bna_map(OcrTensor *out, const OcrTensor *inp, const BnaCoef *kp, int
     }
 }
 
+// The checks shared by the forward and the apply op; returns C.
+static int64_t bna_check_io(const OcrTensor *out, const OcrTensor *inp, ocr_activation_t act, const char *op) {
+    CPU_ASSERT_FLOAT(out);
+    CPU_ASSERT_FLOAT(inp);
+    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "%s: out and inp shapes differ", op);
+    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
+    const int64_t C = ocr_tensor_dim(inp, -1);
+    OCR_ASSERT(C > 0, "%s: zero channels", op);
+    return C;
+}
+
+// bna_map into out (inp: ocr_cpu_tiled_in's operand). Under Global.cpu_exact_numerics the
+// reference path computes into a whole fp32 copy of out and rounds it once (the same bits; the
+// tiles then run on the fp32 copies).
+static void bna_map_into(OcrTensor *out, const OcrTensor *inp, const BnaCoef *k, int64_t M, int64_t C,
+                         ocr_activation_t act, int accumulate, CpuScratch *s) {
+    const ocr_dtype_t mid = out->dtype;
+    OcrTensor yv;
+    float *y_whole;
+    OcrTensor *o = ocr_cpu_tiled_out(s, out, &yv, accumulate, &y_whole);
+    bna_map(o, inp, k, M, C, act, accumulate, mid, s);
+    if (y_whole) ocr_cpu_f32_store(out, y_whole);
+}
+
+// A (C,) statistics output t = v, in t's dtype.
+static void bna_store_vec(CpuScratch *s, OcrTensor *t, const float *v, int64_t C) {
+    float *d = ocr_cpu_f32_out(s, t, 0);
+    memcpy(d, v, (size_t)C * sizeof(float));
+    ocr_cpu_f32_store(t, d);
+}
+
 // The forward of both entry points below: accumulate 0 writes act(value) into out, 1 adds it
 // (rounded into out's dtype first, as a tensor of that dtype would hold it) to out's elements.
 static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
                         OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma,
                         const OcrTensor *beta, ocr_activation_t act, float momentum, float eps, int training,
                         const OcrBnSync *sync, int accumulate) {
-    CPU_ASSERT_FLOAT(out);
-    CPU_ASSERT_FLOAT(inp);
-    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
-    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
-    const int64_t C = ocr_tensor_dim(inp, -1);
-    OCR_ASSERT(C > 0, "batchnorm_act: zero channels");
-    const int64_t M = ocr_tensor_numel(inp) / C;
+    const int64_t C = bna_check_io(out, inp, act, "batchnorm_act"), M = ocr_tensor_numel(inp) / C;
     if (gamma) bna_check_vec(gamma, C, "gamma");
     if (beta) bna_check_vec(beta, C, "beta");
     if (save_mean) bna_check_vec(save_mean, C, "save_mean");
@@ -333,33 +358,13 @@ static void bna_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rs
     if (running_var) bna_check_vec(running_var, C, "running_var");
 
     CpuScratch s = {0};
-    const ocr_dtype_t mid = out->dtype;
-    // Global.cpu_exact_numerics: the reference path widens the maps whole and rounds out whole
-    // (the same bits; the tiles below then run on the fp32 copies).
-    OcrTensor xv, yv;
-    OcrTensor *out_t = out;
-    float *y_whole;
+    OcrTensor xv;
     inp = ocr_cpu_tiled_in(&s, inp, &xv);
-    out = ocr_cpu_tiled_out(&s, out, &yv, accumulate, &y_whole);
     const BnaCoef k = bna_coef(&s, inp, M, C, running_mean, running_var, gamma, beta, eps, training, sync);
-    bna_map(out, inp, &k, M, C, act, accumulate, mid, &s);
-    if (y_whole) ocr_cpu_f32_store(out_t, y_whole);
-
-    if (save_mean) {
-        float *sm = ocr_cpu_f32_out(&s, save_mean, 0);
-        memcpy(sm, k.mf, (size_t)C * sizeof(float));
-        ocr_cpu_f32_store(save_mean, sm);
-    }
-    if (save_rstd) {
-        float *sr = ocr_cpu_f32_out(&s, save_rstd, 0);
-        memcpy(sr, k.rstd, (size_t)C * sizeof(float));
-        ocr_cpu_f32_store(save_rstd, sr);
-    }
-    if (save_scale) {
-        float *sa = ocr_cpu_f32_out(&s, save_scale, 0);
-        memcpy(sa, k.af, (size_t)C * sizeof(float));
-        ocr_cpu_f32_store(save_scale, sa);
-    }
+    bna_map_into(out, inp, &k, M, C, act, accumulate, &s);
+    if (save_mean) bna_store_vec(&s, save_mean, k.mf, C);
+    if (save_rstd) bna_store_vec(&s, save_rstd, k.rstd, C);
+    if (save_scale) bna_store_vec(&s, save_scale, k.af, C);
     if (training && running_mean) {
         float *rm = ocr_cpu_f32_out(&s, running_mean, 1);
         for (int64_t c = 0; c < C; c++) rm[c] = (float)(momentum * (double)rm[c] + (1.0 - momentum) * k.mean[c]);
@@ -393,13 +398,7 @@ void ocr_cpu_batchnorm2d_forward_accumulate(OcrTensor *out, OcrTensor *save_mean
 
 void ocr_cpu_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const OcrTensor *save_mean,
                                    const OcrTensor *save_scale, const OcrTensor *beta, ocr_activation_t act) {
-    CPU_ASSERT_FLOAT(out);
-    CPU_ASSERT_FLOAT(inp);
-    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act_apply: out and inp shapes differ");
-    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
-    const int64_t C = ocr_tensor_dim(inp, -1);
-    OCR_ASSERT(C > 0, "batchnorm_act_apply: zero channels");
-    const int64_t M = ocr_tensor_numel(inp) / C;
+    const int64_t C = bna_check_io(out, inp, act, "batchnorm_act_apply"), M = ocr_tensor_numel(inp) / C;
     bna_check_vec(save_mean, C, "save_mean");
     bna_check_vec(save_scale, C, "save_scale");
     if (beta) bna_check_vec(beta, C, "beta");
@@ -408,13 +407,8 @@ void ocr_cpu_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const O
                "batchnorm_act_apply: save_mean and save_scale must be f32");
 
     CpuScratch s = {0};
-    const ocr_dtype_t mid = out->dtype;
-    // Global.cpu_exact_numerics: the forward's whole-tensor path, so the bits stay the forward's.
-    OcrTensor xv, yv;
-    OcrTensor *out_t = out;
-    float *y_whole;
-    inp = ocr_cpu_tiled_in(&s, inp, &xv);
-    out = ocr_cpu_tiled_out(&s, out, &yv, 0, &y_whole);
+    OcrTensor xv;
+    inp = ocr_cpu_tiled_in(&s, inp, &xv);  // the forward's path, so the bits stay the forward's
     BnaCoef k = {0};
     float *bf = ocr_cpu_scratch_floats(&s, (size_t)C);
     const float *be = beta ? ocr_cpu_f32_in(&s, beta) : NULL;
@@ -422,8 +416,7 @@ void ocr_cpu_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const O
     k.mf = ocr_cpu_f32_in(&s, save_mean);
     k.af = ocr_cpu_f32_in(&s, save_scale);
     k.bf = bf;
-    bna_map(out, inp, &k, M, C, act, 0, mid, &s);
-    if (y_whole) ocr_cpu_f32_store(out_t, y_whole);
+    bna_map_into(out, inp, &k, M, C, act, 0, &s);
     ocr_cpu_scratch_free(&s);
 }
 

@@ -257,17 +257,22 @@ static __global__ void ba_forward_kernel(void *y, int ydt, BaIn in, int64_t n, i
     }
 }
 
+// The checks shared by the forward and the apply op; returns C.
+static int64_t ba_check_io(const OcrTensor *out, const OcrTensor *inp, ocr_activation_t act, const char *op) {
+    CUDA_ASSERT_FLOAT(out);
+    CUDA_ASSERT_FLOAT(inp);
+    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "%s: out and inp shapes differ", op);
+    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
+    const int64_t C = ocr_tensor_dim(inp, -1);
+    OCR_ASSERT(C > 0, "%s: zero channels", op);
+    return C;
+}
+
 static void ba_forward(OcrTensor *out, OcrTensor *save_mean, OcrTensor *save_rstd, OcrTensor *save_scale,
                        OcrTensor *running_mean, OcrTensor *running_var, const OcrTensor *inp, const OcrTensor *gamma,
                        const OcrTensor *beta, ocr_activation_t act, float momentum, float eps, int training,
                        const OcrBnSync *sync, int accumulate) {
-    CUDA_ASSERT_FLOAT(out);
-    CUDA_ASSERT_FLOAT(inp);
-    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
-    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
-    const int64_t C = ocr_tensor_dim(inp, -1);
-    OCR_ASSERT(C > 0, "batchnorm_act: zero channels");
-    const int64_t M = ocr_tensor_numel(inp) / C;
+    const int64_t C = ba_check_io(out, inp, act, "batchnorm_act"), M = ocr_tensor_numel(inp) / C;
     if (gamma) ba_vec_check(gamma, C, "gamma");
     if (beta) ba_vec_check(beta, C, "beta");
     if (save_mean) ba_vec_check(save_mean, C, "save_mean");
@@ -464,13 +469,7 @@ extern "C" void ocr_cuda_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dg
 extern "C" void ocr_cuda_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const OcrTensor *save_mean,
                                                const OcrTensor *save_scale, const OcrTensor *beta,
                                                ocr_activation_t act) {
-    CUDA_ASSERT_FLOAT(out);
-    CUDA_ASSERT_FLOAT(inp);
-    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act_apply: out and inp shapes differ");
-    OCR_ASSERT((unsigned)act < OCR_ACT_COUNT, "unknown activation %d", (int)act);
-    const int64_t C = ocr_tensor_dim(inp, -1);
-    OCR_ASSERT(C > 0, "batchnorm_act_apply: zero channels");
-    const int64_t n = ocr_tensor_numel(inp);
+    const int64_t C = ba_check_io(out, inp, act, "batchnorm_act_apply"), n = ocr_tensor_numel(inp);
     ba_vec_check(save_mean, C, "save_mean");
     ba_vec_check(save_scale, C, "save_scale");
     if (beta) ba_vec_check(beta, C, "beta");
