@@ -20,7 +20,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/half.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ctc.h"
@@ -318,26 +317,6 @@ size_t ocr_ctc_loss_workspace_bytes(const OcrTensor *logits, const OcrTensor *dl
     return bytes;
 }
 
-// n elements from element `first` of a float tensor into f32, and back (rounded to nearest
-// even): the conversions ocr_cpu_f32_in / ocr_cpu_f32_store apply to whole tensors.
-static void rows_to_f32(float *dst, const OcrTensor *t, size_t first, size_t n) {
-    if (t->dtype == OCR_F32)
-        memcpy(dst, (const float *)t->data + first, n * sizeof(float));
-    else if (t->dtype == OCR_F16)
-        ocr_f16_to_f32_array(dst, (const ocr_f16_t *)t->data + first, n);
-    else
-        ocr_bf16_to_f32_array(dst, (const ocr_bf16_t *)t->data + first, n);
-}
-
-static void rows_from_f32(OcrTensor *t, size_t first, const float *src, size_t n) {
-    if (t->dtype == OCR_F32)
-        memcpy((float *)t->data + first, src, n * sizeof(float));
-    else if (t->dtype == OCR_F16)
-        ocr_f32_to_f16_array((ocr_f16_t *)t->data + first, src, n);
-    else
-        ocr_f32_to_bf16_array((ocr_bf16_t *)t->data + first, src, n);
-}
-
 double ocr_cpu_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *dlogits, OcrTensor *infeasible,
                         const OcrTensor *logits, const OcrTensor *targets, const OcrTensor *target_lengths,
                         const OcrTensor *input_lengths, CtcParams p) {
@@ -419,21 +398,21 @@ double ocr_cpu_ctc_loss_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *d
             CtcWeightCtx ctx = {red * grad_scale, p.use_focal_loss};
             const float *z;
             float *g;
+            // The rows as one (1, n) strip each: ocr_cpu_rows_in/_out widen and round them as the
+            // whole-tensor conversions would.
             if (tiled) {  // rows past Tb are never read; the gradient's are zeroed
                 float *tile = tiles + (size_t)tid * sample;
-                rows_to_f32(tile, logits, off, (size_t)Tb * C);
-                z = tile;
+                z = ocr_cpu_rows_in(logits, 1, (int64_t)off, (int64_t)Tb * C, tile);  // f32 logits: in place
                 g = dlogits ? tile : NULL;
             } else if (in32) {
                 z = (const float *)logits->data + off;
                 g = dlogits ? (float *)dlogits->data + off : NULL;
             } else {  // low-precision logits, f32 gradient: converted into the gradient rows
                 g = (float *)dlogits->data + off;
-                rows_to_f32(g, logits, off, (size_t)Tb * C);
-                z = g;
+                z = ocr_cpu_rows_in(logits, 1, (int64_t)off, (int64_t)Tb * C, g);
             }
             nll_out[b] = ctc_sample(g, z, tg + (size_t)b * Smax, L, Tb, T, C, &w, ctc_weight, &ctx, p.zero_infinity);
-            if (g && !out32) rows_from_f32(dlogits, off, g, sample);
+            if (g && !out32) ocr_cpu_rows_out(dlogits, 1, (int64_t)off, (int64_t)sample, g);
         }
     }
 
