@@ -94,6 +94,13 @@ OCR_OP_AS(bn_act, batchnorm2d_act_backward_sync, batchnorm2d_act_backward,
            const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training, const OcrBnSync *sync),
           (dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale, act, mid, training, sync),
           DEVICE_OF(dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale))
+OCR_OP(bn_act, batchnorm2d_act_backward_rebuild,
+       (OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+        const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta, const OcrTensor *save_mean,
+        const OcrTensor *save_rstd, const OcrTensor *save_scale, ocr_activation_t act, int training,
+        const OcrBnSync *sync),
+       (out, dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale, act, training, sync),
+       DEVICE_OF(out, dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale))
 
 // ---- activations --------------------------------------------------------------------------------
 OCR_OP(activation, activation_forward, (OcrTensor *out, const OcrTensor *inp, ocr_activation_t act),

@@ -193,6 +193,18 @@ void ocr_batchnorm2d_act_backward_sync(OcrTensor *dinp, OcrTensor *dgamma, OcrTe
                                        const OcrTensor *save_mean, const OcrTensor *save_rstd,
                                        const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
                                        const OcrBnSync *sync);
+// batchnorm2d_act_backward_sync (mid = out's dtype) that also writes out = act(value), the
+// forward's output: bit-identical to batchnorm2d_act_apply with the same arguments. A training
+// pass that dropped that output and needs it again after this backward has its gradient (the
+// next convolution's weight gradient reads it, its input gradient is dout) gets it from the pass
+// that forms act'(value) anyway: the activation is evaluated once, not once per op (GELU's
+// exponential and Φ serve both). out must not share memory with the other tensors; dinp may be
+// dout's memory, as in the backward.
+void ocr_batchnorm2d_act_backward_rebuild(OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
+                                          const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
+                                          const OcrTensor *beta, const OcrTensor *save_mean, const OcrTensor *save_rstd,
+                                          const OcrTensor *save_scale, ocr_activation_t act, int training,
+                                          const OcrBnSync *sync);
 
 // ---- pooling ---------------------------------------------------------------------------
 typedef struct {

@@ -75,15 +75,37 @@ CPU_INLINE void act_backward_serial_body(float *dx, const float *dy, const float
 #undef ACT_BWD_LOOP
 }
 
+// y (n) = act(x) and dx (n) = dy · act'(x) in one loop: the forward's and the backward's
+// formulas side by side, so the compiler forms what they share once (GELU's Gaussian kernel and
+// Φ, swish's exponential) while each result keeps its own expression's bits. dx may equal dy.
+CPU_INLINE void act_forward_backward_serial_body(float *restrict y, float *dx, const float *dy, const float *restrict x,
+                                                 int64_t n, ocr_activation_t act) {
+#define ACT_FWD_BWD_LOOP(f)              \
+    for (int64_t i = 0; i < n; i++) {    \
+        const float v = x[i], g = dy[i]; \
+        y[i] = f##_forward_one(v);       \
+        dx[i] = f##_backward_one(g, v);  \
+    }
+    CPU_ACT_SWITCH(act, ACT_FWD_BWD_LOOP, )
+#undef ACT_FWD_BWD_LOOP
+}
+
 CPU_VEC_CLONES(act_forward_serial, (float *y, const float *x, int64_t n, ocr_activation_t act), (y, x, n, act))
 CPU_VEC_CLONES(act_backward_serial, (float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act),
                (dx, dy, x, n, act))
+CPU_VEC_CLONES(act_forward_backward_serial,
+               (float *y, float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act),
+               (y, dx, dy, x, n, act))
 
 void ocr_cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act) {
     act_forward_serial(y, x, n, act);
 }
 void ocr_cpu_act_backward_tile(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
     act_backward_serial(dx, dy, x, n, act);
+}
+void ocr_cpu_act_forward_backward_tile(float *y, float *dx, const float *dy, const float *x, int64_t n,
+                                       ocr_activation_t act) {
+    act_forward_backward_serial(y, dx, dy, x, n, act);
 }
 
 // Elements per parallel block of the whole-array forms; swish and gelu cost enough per element

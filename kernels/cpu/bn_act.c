@@ -20,7 +20,11 @@
 // CPU's vector width (rowwise.h); results are the same bits as with whole-tensor conversion.
 //
 // batchnorm2d_act_apply runs the forward's normalise/activate pass alone, from the saved
-// save_mean / save_scale and beta, to rebuild a dropped output bit for bit.
+// save_mean / save_scale and beta, to rebuild a dropped output bit for bit. When that output is
+// needed only after this backward (the next conv's weight gradient), batchnorm2d_act_backward_rebuild
+// writes it from the backward's sum pass instead: the value is formed there anyway, and act and
+// act' in one loop share their costly part (GELU's exponential and Φ), so the activation is
+// evaluated once per element instead of once for the rebuild and once for the gradient.
 //
 // Synchronised BN (sync != NULL, kernels/ops.h): the forward combines this rank's statistics
 // with the world's before the coefficients are formed; the backward sums (count, Σ g,
@@ -202,17 +206,30 @@ CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, c
 // The backward's sum pass on one tile: g = dy·act'(value) rounded to bf16, parked in gp (which
 // may be dy's memory: each element is read before it is written), p1 += Σ g, p2 += Σ g·(x − mean).
 // As in the forward, the values come per row into v, g over the tile as one flat loop, and the
-// sums per row (in row order, the buffered path's order) from the parked g.
+// sums per row (in row order, the buffered path's order) from the parked g. y (NULL: none)
+// receives act(value) rounded to bf16, the forward's output (BNA_SET of forward_bf16), formed in
+// the same loop as g so the two formulas share what they compute alike.
 CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_t *gp, const uint16_t *dy,
                                const uint16_t *restrict x, const float *restrict mean, const float *restrict af,
                                const float *restrict bf, int64_t rows, int64_t C, ocr_activation_t act,
-                               float *restrict v) {
+                               float *restrict v, uint16_t *restrict y) {
     const int64_t n = rows * C;
     value_bf16_rows(v, x, mean, af, bf, rows, C);
+    if (y) {
+#define BNA_YG_LOOP(f)                                                          \
+    for (int64_t i = 0; i < n; i++) {                                           \
+        const float g = ocr_bf16_to_f32(dy[i]);                                 \
+        BNA_SET(y[i], f##_forward_one(v[i]));                                   \
+        gp[i] = ocr_f32_to_bf16(f##_backward_one(g, v[i]));                     \
+    }
+        CPU_ACT_SWITCH(act, BNA_YG_LOOP, )
+#undef BNA_YG_LOOP
+    } else {
 #define BNA_G_LOOP(f) \
     for (int64_t i = 0; i < n; i++) gp[i] = ocr_f32_to_bf16(f(ocr_bf16_to_f32(dy[i]), v[i]));
-    CPU_ACT_SWITCH(act, BNA_G_LOOP, _backward_one)
+        CPU_ACT_SWITCH(act, BNA_G_LOOP, _backward_one)
 #undef BNA_G_LOOP
+    }
     for (int64_t r = 0; r < rows; r++) {
         const uint16_t *xr = x + r * C, *gr = gp + r * C;
         for (int64_t c = 0; c < C; c++) {
@@ -224,8 +241,8 @@ CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_
 }
 CPU_VEC_CLONES(sums_bf16, (double *p1, double *p2, uint16_t *gp, const uint16_t *dy, const uint16_t *x,
                            const float *mean, const float *af, const float *bf, int64_t rows, int64_t C,
-                           ocr_activation_t act, float *v),
-               (p1, p2, gp, dy, x, mean, af, bf, rows, C, act, v))
+                           ocr_activation_t act, float *v, uint16_t *y),
+               (p1, p2, gp, dy, x, mean, af, bf, rows, C, act, v, y))
 
 // Per-thread tile buffers (tr·C elements each; NULL where a pass does not need one).
 typedef struct {
@@ -421,21 +438,27 @@ void ocr_cpu_batchnorm2d_act_apply(OcrTensor *out, const OcrTensor *inp, const O
 }
 
 // g (rows, C) = dout · act'(value) rounded to mid for the widened tiles x, dy, into g; returns g,
-// or dy itself for OCR_ACT_NONE.
-static inline const float *bna_grad_tile(const BnaTile *b, float *g, const float *x, const float *dy, int64_t rows,
-                                         int64_t C, const BnaCoef *k, ocr_activation_t act, ocr_dtype_t mid) {
+// or dy itself for OCR_ACT_NONE. y (NULL: none; act != NONE) receives act(value) in fp32 too, the
+// forward's output before its rounding (bna_map's), from the same loop as g.
+static inline const float *bna_grad_tile(const BnaTile *b, float *g, float *y, const float *x, const float *dy,
+                                         int64_t rows, int64_t C, const BnaCoef *k, ocr_activation_t act,
+                                         ocr_dtype_t mid) {
     if (act == OCR_ACT_NONE) return dy;
     bna_value_tile(b->v, x, rows, C, k, mid, b->tmp);
-    ocr_cpu_act_backward_tile(g, dy, b->v, rows * C, act);
+    if (y)
+        ocr_cpu_act_forward_backward_tile(y, g, dy, b->v, rows * C, act);
+    else
+        ocr_cpu_act_backward_tile(g, dy, b->v, rows * C, act);
     ocr_cpu_round_tile(g, rows * C, mid, b->tmp);
     return g;
 }
 
-void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
-                                      const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
-                                      const OcrTensor *save_mean, const OcrTensor *save_rstd,
-                                      const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
-                                      const OcrBnSync *sync) {
+// The backward of both entry points below. out (NULL: none) receives act(value), the forward's
+// output (batchnorm2d_act_apply's bits; mid is out's dtype then), formed in the sum pass next to g.
+static void bna_backward(OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                         const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                         const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                         ocr_activation_t act, ocr_dtype_t mid, int training, const OcrBnSync *sync) {
     CPU_ASSERT_FLOAT(dout);
     CPU_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(dout, inp), "batchnorm_act: dout and inp shapes differ");
@@ -462,18 +485,29 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
     }
 
     const int need_sums = dgamma || dbeta || (training && dinp);
+    // The output is formed in the sum pass; without one (or without an activation, where it is
+    // the value alone) the apply op's own pass forms it first.
+    const int out_in_sums = out && need_sums && act != OCR_ACT_NONE && M > 0;
+    if (out && !out_in_sums) ocr_cpu_batchnorm2d_act_apply(out, inp, save_mean, save_scale, beta, act);
+    if (out_in_sums) {
+        CPU_ASSERT_FLOAT(out);
+        OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
+        OCR_ASSERT(out->dtype == mid, "batchnorm_act: the rebuilt output's dtype is mid");
+    }
     if (!need_sums && !dinp) return;
 
     CpuScratch s = {0};
     // Global.cpu_exact_numerics: the whole-tensor reference path (as in the forward).
-    OcrTensor xv, dyv, dxv;
-    OcrTensor *dinp_t = dinp;
-    float *dx_whole = NULL;
+    OcrTensor xv, dyv, dxv, yv;
+    OcrTensor *dinp_t = dinp, *out_t = out_in_sums ? out : NULL;
+    float *dx_whole = NULL, *y_whole = NULL;
     if (ocr_cpu_exact_numerics()) {
         if (inp->dtype != OCR_F32) xv = ocr_cpu_f32_view(inp, ocr_cpu_f32_in(&s, inp)), inp = &xv;
         if (dout->dtype != OCR_F32) dyv = ocr_cpu_f32_view(dout, ocr_cpu_f32_in(&s, dout)), dout = &dyv;
         if (dinp && dinp->dtype != OCR_F32)
             dx_whole = ocr_cpu_f32_out(&s, dinp, 0), dxv = ocr_cpu_f32_view(dinp, dx_whole), dinp = &dxv;
+        if (out_t && out_t->dtype != OCR_F32)
+            y_whole = ocr_cpu_f32_out(&s, out_t, 0), yv = ocr_cpu_f32_view(out_t, y_whole), out_t = &yv;
     }
     const float *mean = ocr_cpu_f32_in(&s, save_mean);
     const float *rstd = ocr_cpu_f32_in(&s, save_rstd);
@@ -499,6 +533,8 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
     const int park = has_act && dinp && need_sums && (dinp->dtype == OCR_F32 || dinp->dtype == mid);
     const BnaTiles tb = bna_tiles(&s, nthr, tr, C, inp->dtype != OCR_F32, dout->dtype != OCR_F32, has_act,
                                   has_act, dinp && dinp->dtype != OCR_F32, has_act && mid != OCR_F32);
+    // The rebuilt output's fp32 tile per thread (when out is not f32 and the pass is buffered).
+    float *out_tiles = out_t && out_t->dtype != OCR_F32 ? ocr_cpu_scratch_floats(&s, (size_t)nthr * tb.per) : NULL;
     int g_parked = 0;
 
     // Per channel: sdy = Σ g, sdx = Σ g · (x − mean), in double over batchnorm.c's chunks.
@@ -509,7 +545,8 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
         double *part = ocr_cpu_scratch_bytes(&s, (size_t)(2 * nch * C + 1) * sizeof(double));
         // g parked in a bf16 dinp from bf16 maps: the pass runs in registers (sums_bf16).
         const int sums_in_registers = park && has_act && mid == OCR_BF16 && dinp->dtype == OCR_BF16 &&
-                                      inp->dtype == OCR_BF16 && dout->dtype == OCR_BF16;
+                                      inp->dtype == OCR_BF16 && dout->dtype == OCR_BF16 &&
+                                      (!out_t || out_t->dtype == OCR_BF16);
         // No activation: g is dout itself, summed straight from the bf16 maps.
         const int plain_sums_in_registers = !has_act && inp->dtype == OCR_BF16 && dout->dtype == OCR_BF16;
 #pragma omp parallel for schedule(static) if (par)
@@ -523,7 +560,8 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
                 if (sums_in_registers) {
                     const size_t off = (size_t)(t0 * C);
                     sums_bf16(p1, p2, (uint16_t *)dinp->data + off, (const uint16_t *)dout->data + off,
-                              (const uint16_t *)inp->data + off, mean, k.af, k.bf, rows, C, act, b.v);
+                              (const uint16_t *)inp->data + off, mean, k.af, k.bf, rows, C, act, b.v,
+                              out_t ? (uint16_t *)out_t->data + off : NULL);
                     continue;
                 }
                 if (plain_sums_in_registers) {
@@ -537,9 +575,15 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
                 // after they were read (the activation's backward allows g == dy).
                 const float *dy = ocr_cpu_rows_in(dout, C, t0, rows, b.dy);
                 float *gdst = park ? ocr_cpu_rows_dst(dinp, C, t0, b.g) : b.g;
-                const float *gt = bna_grad_tile(&b, gdst, x, dy, rows, C, &k, act, mid);
+                float *y = NULL;
+                if (out_t) {
+                    float *ybuf = out_tiles ? out_tiles + (size_t)omp_get_thread_num() * tb.per : NULL;
+                    y = ocr_cpu_rows_dst(out_t, C, t0, ybuf);
+                }
+                const float *gt = bna_grad_tile(&b, gdst, y, x, dy, rows, C, &k, act, mid);
                 ocr_cpu_bn_sums_tile(p1, p2, x, gt, mean, rows, C);
                 if (park) ocr_cpu_rows_out(dinp, C, t0, rows, gt);
+                if (y) ocr_cpu_rows_out(out_t, C, t0, rows, y);
             }
         }
         cpu_bn_reduce_chunks(sdy, sdx, part, nch, C);
@@ -587,7 +631,7 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
                 gt = ocr_cpu_rows_in(dinp, C, r0, rows, b.g);
             } else {
                 const float *dy = ocr_cpu_rows_in(dout, C, r0, rows, b.dy);
-                gt = bna_grad_tile(&b, b.g, x, dy, rows, C, &k, act, mid);
+                gt = bna_grad_tile(&b, b.g, NULL, x, dy, rows, C, &k, act, mid);
             }
             float *dx = ocr_cpu_rows_dst(dinp, C, r0, b.y);
             ocr_cpu_bn_dx_tile(dx, gt, x, mean, af, bf, kf, rows, C);
@@ -595,5 +639,25 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
         }
         if (dx_whole) ocr_cpu_f32_store(dinp_t, dx_whole);
     }
+    if (y_whole) ocr_cpu_f32_store(out, y_whole);
     ocr_cpu_scratch_free(&s);
+}
+
+void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                                      const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                                      const OcrTensor *save_mean, const OcrTensor *save_rstd,
+                                      const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
+                                      const OcrBnSync *sync) {
+    bna_backward(NULL, dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale, act, mid,
+                 training, sync);
+}
+
+void ocr_cpu_batchnorm2d_act_backward_rebuild(OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
+                                              const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
+                                              const OcrTensor *beta, const OcrTensor *save_mean,
+                                              const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                              ocr_activation_t act, int training, const OcrBnSync *sync) {
+    OCR_ASSERT(out, "batchnorm_act_backward_rebuild: no output to rebuild");
+    bna_backward(out, dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale, act, out->dtype,
+                 training, sync);
 }

@@ -81,6 +81,11 @@ void ocr_cpu_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTen
                                       const OcrTensor *save_mean, const OcrTensor *save_rstd,
                                       const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
                                       const OcrBnSync *sync);
+void ocr_cpu_batchnorm2d_act_backward_rebuild(OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
+                                              const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
+                                              const OcrTensor *beta, const OcrTensor *save_mean,
+                                              const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                              ocr_activation_t act, int training, const OcrBnSync *sync);
 
 // kernels/cpu/layernorm.c
 void ocr_cpu_layernorm_forward(OcrTensor *out, OcrTensor *mean, OcrTensor *rstd, const OcrTensor *inp,

@@ -21,6 +21,10 @@ static inline int64_t cpu_tile_rows(int64_t C) { return C >= CPU_ROW_TILE ? 1 : 
 // equal x and dx may equal dy.
 void ocr_cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act);
 void ocr_cpu_act_backward_tile(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act);
+// Both at once (y = act(x), dx = dy · act'(x), each the bits of the call above), sharing what the
+// two formulas compute alike; dx may equal dy.
+void ocr_cpu_act_forward_backward_tile(float *y, float *dx, const float *dy, const float *x, int64_t n,
+                                       ocr_activation_t act);
 
 // y (n) = a + b and y (n) = alpha·x on the calling thread (elementwise.c's add and scale loops,
 // the bits of accumulate and scale_forward); y may equal an input.

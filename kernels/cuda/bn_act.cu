@@ -11,7 +11,8 @@
 // The forward writes act(value) with value = (x − mean)·a + b rounded to out's dtype (and a to
 // save_scale); the backward rebuilds value per element from save_mean, save_scale and beta,
 // forms g = dout·act'(value) rounded to mid, and runs batch norm's backward on g (one sum pass,
-// one elementwise pass that forms g again) without storing g.
+// one elementwise pass that forms g again) without storing g. The rebuild form writes the
+// forward's output act(value) from the elementwise pass's values too.
 //
 // Synchronised BN (sync != NULL): the world's sums go through sync->sum on device buffers in
 // the op's stream (kernels/ops.h): the forward's (count, count·mean) and then the squared
@@ -367,10 +368,20 @@ static __global__ void ba_backward_coef_kernel(float *gcoef, const double *part,
     }
 }
 
-static __global__ void ba_backward_dx_kernel(void *dx, int dxdt, BaIn in, const float *gcoef, int64_t n, int64_t C) {
+// y (NULL: none; ydt == in.mid) receives act(value), ba_forward_kernel's output, from the value
+// the gradient is formed from. dx may be dy's memory: dy is read first.
+static __global__ void ba_backward_dx_kernel(void *dx, int dxdt, void *y, int ydt, BaIn in, const float *gcoef,
+                                             int64_t n, int64_t C) {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n; i += (int64_t)gridDim.x * blockDim.x) {
         const int64_t c = i % C;
-        const float g = ba_grad(in, i, c, C);
+        float g;
+        if (y) {
+            const float v = ba_value(in, i, c, C), dy = ld(in.dy, in.dydt, i);
+            st(y, ydt, i, act_forward(v, in.act));
+            g = in.act == OCR_ACT_NONE ? dy : ba_round(act_backward(dy, v, in.act), in.mid);
+        } else {
+            g = ba_grad(in, i, c, C);
+        }
         st(dx, dxdt, i, gcoef[c] * g + gcoef[C + c] * (ld(in.x, in.xdt, i) - in.save_mean[c]) + gcoef[2 * C + c]);
     }
 }
@@ -385,12 +396,12 @@ static __global__ void ba_value_coef_kernel(float *coef, const void *sm, int smd
     }
 }
 
-extern "C" void ocr_cuda_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
-                                                  const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
-                                                  const OcrTensor *beta, const OcrTensor *save_mean,
-                                                  const OcrTensor *save_rstd, const OcrTensor *save_scale,
-                                                  ocr_activation_t act, ocr_dtype_t mid, int training,
-                                                  const OcrBnSync *sync) {
+// The backward of both entry points below; out (NULL: none) receives act(value), the forward's
+// output (the apply op's bits; mid is out's dtype), from the dx pass's values.
+static void ba_backward(OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta, const OcrTensor *dout,
+                        const OcrTensor *inp, const OcrTensor *gamma, const OcrTensor *beta,
+                        const OcrTensor *save_mean, const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                        ocr_activation_t act, ocr_dtype_t mid, int training, const OcrBnSync *sync) {
     CUDA_ASSERT_FLOAT(dout);
     CUDA_ASSERT_FLOAT(inp);
     OCR_ASSERT(ocr_tensor_same_shape(dout, inp), "batchnorm_act: dout and inp shapes differ");
@@ -456,10 +467,39 @@ extern "C" void ocr_cuda_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dg
     OCR_CUDA_LAUNCHED();
     const int64_t n = M * C;
     if (dinp && n > 0) {
-        ba_backward_dx_kernel<<<cuda_blocks(n, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(dinp->data, dinp->dtype, in,
-                                                                                        gcoef, n, C);
+        ba_backward_dx_kernel<<<cuda_blocks(n, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(
+            dinp->data, dinp->dtype, out ? out->data : NULL, out ? out->dtype : OCR_F32, in, gcoef, n, C);
+        OCR_CUDA_LAUNCHED();
+    } else if (out && n > 0) {
+        // No dx pass to form it in: the forward's output pass alone.
+        ba_forward_kernel<<<cuda_blocks(n, BA_THREADS), BA_THREADS, 0, ctx.stream>>>(out->data, out->dtype, in, n, C,
+                                                                                     0);
         OCR_CUDA_LAUNCHED();
     }
+}
+
+extern "C" void ocr_cuda_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
+                                                  const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
+                                                  const OcrTensor *beta, const OcrTensor *save_mean,
+                                                  const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                                  ocr_activation_t act, ocr_dtype_t mid, int training,
+                                                  const OcrBnSync *sync) {
+    ba_backward(NULL, dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale, act, mid,
+                training, sync);
+}
+
+extern "C" void ocr_cuda_batchnorm2d_act_backward_rebuild(OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma,
+                                                          OcrTensor *dbeta, const OcrTensor *dout,
+                                                          const OcrTensor *inp, const OcrTensor *gamma,
+                                                          const OcrTensor *beta, const OcrTensor *save_mean,
+                                                          const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                                          ocr_activation_t act, int training, const OcrBnSync *sync) {
+    OCR_ASSERT(out, "batchnorm_act_backward_rebuild: no output to rebuild");
+    CUDA_ASSERT_FLOAT(out);
+    OCR_ASSERT(ocr_tensor_same_shape(out, inp), "batchnorm_act: out and inp shapes differ");
+    OCR_ASSERT(save_scale, "batchnorm_act: the rebuilt output needs save_scale");
+    ba_backward(out, dinp, dgamma, dbeta, dout, inp, gamma, beta, save_mean, save_rstd, save_scale, act, out->dtype,
+                training, sync);
 }
 
 // ---- apply: the forward's output pass alone -----------------------------------------------------------

@@ -73,6 +73,11 @@ void ocr_cuda_batchnorm2d_act_backward(OcrTensor *dinp, OcrTensor *dgamma, OcrTe
                                        const OcrTensor *save_mean, const OcrTensor *save_rstd,
                                        const OcrTensor *save_scale, ocr_activation_t act, ocr_dtype_t mid, int training,
                                        const OcrBnSync *sync);
+void ocr_cuda_batchnorm2d_act_backward_rebuild(OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma, OcrTensor *dbeta,
+                                               const OcrTensor *dout, const OcrTensor *inp, const OcrTensor *gamma,
+                                               const OcrTensor *beta, const OcrTensor *save_mean,
+                                               const OcrTensor *save_rstd, const OcrTensor *save_scale,
+                                               ocr_activation_t act, int training, const OcrBnSync *sync);
 
 // ---- activation.cu ------------------------------------------------------------------------------------
 void ocr_cuda_activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act);

@@ -289,19 +289,30 @@ static OcrTensor *convbn_forward_dropping_input(OcrCtx *c, V4ConvBN *l, OcrTenso
     return z;
 }
 
-// Backward of convbn_forward_dropping_input: the BN's, then x rebuilt from src when it was
-// dropped (the forward's bits, so the weight gradient is unchanged) just before the conv's. The
-// rebuilt map is src_act's output again, freed by src's backward as the original would have been.
-static OcrTensor convbn_backward_rebuilding_input(OcrCtx *c, V4ConvBN *l, const OcrTensor *dy, int need_dx,
-                                                  LBN *src_bn, LAct *src_act, int *recompute) {
-    if (!*recompute) return v4convbn_backward(c, l, dy, need_dx);
+// Backward of convbn_forward_dropping_input, returning the gradient at x (src's output), or,
+// when x was dropped, at src's BN input with src's BN + activation backward done (*src_done = 1;
+// otherwise 0 and nothing of src has run). A dropped x is needed only by the conv's weight
+// gradient, while src's backward needs the conv's input gradient: so the conv's input gradient
+// comes first (it reads only dy and the weight), then src's BN + activation backward, which forms
+// x again in the same pass (lbn_act_backward_rebuilding_output: the forward's bits, so the weight
+// gradient is unchanged, and the activation evaluated once instead of once to rebuild and once to
+// differentiate), then the weight gradient from x, which is freed after it.
+static OcrTensor convbn_backward_rebuilding_input(OcrCtx *c, V4ConvBN *l, const OcrTensor *dy, LBN *src_bn,
+                                                  LAct *src_act, int *recompute, int *src_done) {
+    *src_done = 0;
+    if (!*recompute) return v4convbn_backward(c, l, dy, 1);
     Grad g = borrowed(dy);
     grad_set(c, &g, lbn_backward(c, &l->cb.bn, &g.t, 1));
-    l->cb.conv.x = *lbn_act_output_again(c, src_bn, src_act);
-    *recompute = 0;
-    OcrTensor dx = lconv_backward(c, &l->cb.conv, &g.t, need_dx);
+    OcrTensor dx = lconv_backward_input(c, &l->cb.conv, &g.t);
+    OcrTensor dsrc = lbn_act_backward_rebuilding_output(c, src_bn, src_act, &dx);
+    l->cb.conv.x = src_act->y;
+    lconv_backward_weight(c, &l->cb.conv, &g.t);
+    memset(&l->cb.conv.x, 0, sizeof l->cb.conv.x);
+    ocr_ctx_free(c, &src_act->y);
     grad_drop(c, &g);
-    return dx;
+    *recompute = 0;
+    *src_done = 1;
+    return dsrc;
 }
 
 OcrTensor *v4block_forward(OcrCtx *c, V4Block *l, const OcrTensor *x) {
@@ -349,10 +360,14 @@ static void se_output_again(OcrCtx *c, V4Block *l) {
 OcrTensor v4block_backward(OcrCtx *c, V4Block *l, const OcrTensor *dy, int need_dx) {
     if (l->residual) ladd_backward(c, &l->add);
     Grad g = borrowed(dy);
-    grad_set(c, &g, convbn_backward_rebuilding_input(c, &l->compress, &g.t, 1, &l->expand.cb.bn, &l->expand.cb.act,
-                                                     &l->expand_recompute));
+    int expand_bn_done;
+    grad_set(c, &g, convbn_backward_rebuilding_input(c, &l->compress, &g.t, &l->expand.cb.bn, &l->expand.cb.act,
+                                                     &l->expand_recompute, &expand_bn_done));
     if (l->se_recompute) se_output_again(c, l);
-    grad_set(c, &g, v4convbn_backward(c, &l->expand, &g.t, 1));
+    if (expand_bn_done)
+        grad_set(c, &g, lconv_backward(c, expand_conv(l), &g.t, 1));
+    else
+        grad_set(c, &g, v4convbn_backward(c, &l->expand, &g.t, 1));
     // The token mixer's output feeds both the channel mixer and the sum.
     if (l->residual && !c->plan) ocr_accumulate(&g.t, dy);
     if (l->use_se) grad_set(c, &g, se_backward(c, &l->se, &g.t, 1));
@@ -509,10 +524,13 @@ static OcrTensor stem_backward(OcrCtx *c, Lcnet4 *m, const OcrTensor *dy, int ne
     if (!m->branch_stem) {
         Grad g = borrowed(dy);
         ConvBN *cb = &m->stem[0].cb;
-        grad_set(c, &g, convbn_backward_rebuilding_input(c, &m->stem[1], &g.t, 1, &cb->bn, &m->stem_gelu,
-                                                         &m->stem_recompute));
+        int gelu_done;
+        grad_set(c, &g, convbn_backward_rebuilding_input(c, &m->stem[1], &g.t, &cb->bn, &m->stem_gelu,
+                                                         &m->stem_recompute, &gelu_done));
         OcrTensor dx;
-        if (m->stem_gelu.inplace) {
+        if (gelu_done) {
+            dx = lconv_backward(c, &cb->conv, &g.t, need_dx);
+        } else if (m->stem_gelu.inplace) {
             grad_set(c, &g, lbn_act_backward(c, &cb->bn, &m->stem_gelu, &g.t, 1));
             dx = lconv_backward(c, &cb->conv, &g.t, need_dx);
         } else {

@@ -132,6 +132,8 @@ void ocr_ctx_bwd_done(OcrCtx *c, int op) {
     if (c->bwd_hook && !c->plan) c->bwd_hook(c->bwd_hook_user, op);
 }
 
+void ocr_ctx_bwd_time(OcrCtx *c, int op) { prof_mark(c, op, 1); }
+
 void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops) {
     prof_mark(c, op, 0);
     OcrOpInfo *o = &c->ops->items[op];
@@ -282,6 +284,32 @@ OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx) 
     dx = autocast_backward(c, &dx, &l->x, l->xcast, l->in_dtype);
     ocr_ctx_bwd_done(c, l->op);
     return dx;
+}
+
+OcrTensor lconv_backward_input(OcrCtx *c, LConv *l, const OcrTensor *dy) {
+    OCR_ASSERT(!l->xcast, "%s: the split backward is not for an autocast input", c->ops->items[l->op].name);
+    OcrTensor dx = ocr_ctx_like(c, &l->x);
+    if (!c->plan) {
+        // The input's header without its memory (it may be gone): only its shape is read.
+        OcrTensor x = ocr_tensor_view(NULL, l->x.dtype, l->x.device, l->x.ndim, l->x.shape);
+        OcrTensor w = ocr_ctx_weight(c, l->w);
+        ocr_conv2d_backward(&dx, NULL, NULL, dy, &x, &w, l->p);
+    }
+    ocr_ctx_bwd_time(c, l->op);
+    return dx;
+}
+
+void lconv_backward_weight(OcrCtx *c, LConv *l, const OcrTensor *dy) {
+    OCR_ASSERT(!l->xcast, "%s: the split backward is not for an autocast input", c->ops->items[l->op].name);
+    if (!c->plan) {
+        OCR_ASSERT(l->x.data, "%s: the weight gradient needs the input back", c->ops->items[l->op].name);
+        OcrTensor dw = ocr_ctx_grad(c, l->w), db;
+        if (l->b >= 0) db = ocr_ctx_grad(c, l->b);
+        OcrTensor w = ocr_ctx_weight(c, l->w);
+        ocr_conv2d_backward(NULL, &dw, l->b >= 0 ? &db : NULL, dy, &l->x, &w, l->p);
+    }
+    ocr_ctx_free(c, &l->y);
+    ocr_ctx_bwd_done(c, l->op);
 }
 
 // ---- batch norm ------------------------------------------------------------------------------
@@ -489,6 +517,32 @@ OcrTensor *lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act) {
         ocr_batchnorm2d_act_apply(&act->y, &bn->x, &bn->save_mean, &bn->save_scale, &bb, act->act);
     }
     return &act->y;
+}
+
+OcrTensor lbn_act_backward_rebuilding_output(OcrCtx *c, LBN *bn, LAct *act, OcrTensor *dy) {
+    OCR_ASSERT(act->inplace && !act->y.data && bn->x.data && bn->save_scale.data && bn->save_mean.data && !bn->y.data,
+               "%s: no dropped output of lbn_act_forward to rebuild", c->ops->items[act->op].name);
+    act->y = ocr_ctx_new(c, ocr_ctx_dtype(c, bn->op), 4, bn->x.shape);
+    // The kernel reads each element of its dout before it writes that element of dinp.
+    const int in_place = dy->dtype == bn->x.dtype && ocr_tensor_same_shape(dy, &bn->x);
+    OcrTensor dx = in_place ? *dy : ocr_ctx_like(c, &bn->x);
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
+        OcrTensor dg = ocr_ctx_grad(c, bn->g), db = ocr_ctx_grad(c, bn->b);
+        ocr_batchnorm2d_act_backward_rebuild(&act->y, &dx, &dg, &db, in_place ? &dx : dy, &bn->x, &g, &bb,
+                                             &bn->save_mean, &bn->save_rstd, &bn->save_scale, act->act, bn->training,
+                                             bn_sync(c, bn));
+    }
+    if (in_place)
+        memset(dy, 0, sizeof *dy);
+    else
+        ocr_ctx_free(c, dy);
+    ocr_ctx_bwd_done(c, bn->op);
+    ocr_ctx_free(c, &bn->save_scale);
+    ocr_ctx_free(c, &bn->save_rstd);
+    ocr_ctx_free(c, &bn->save_mean);
+    ocr_ctx_bwd_done(c, act->op);
+    return dx;
 }
 
 // ---- learnable affine block -------------------------------------------------------------------------

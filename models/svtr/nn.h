@@ -135,8 +135,11 @@ void ocr_ctx_release(OcrCtx *c, OcrTensor *t);
 // finds its output field empty and frees nothing.
 void ocr_ctx_drop(OcrCtx *c, OcrTensor *t);
 void ocr_ctx_record(OcrCtx *c, int op, const OcrTensor *out, double flops);
-// Marks the end of an op's backward (profiling).
+// Marks the end of an op's backward (profiling; the data-parallel hook: its gradients are final).
 void ocr_ctx_bwd_done(OcrCtx *c, int op);
+// Profiling only: the time since the last mark is op's backward, whose gradients are not final
+// yet (a backward run in two parts, the hook fires at its ocr_ctx_bwd_done).
+void ocr_ctx_bwd_time(OcrCtx *c, int op);
 // dst += src, or dst = src when dst is empty (the first branch of a sum of gradients).
 void ocr_ctx_accumulate(OcrCtx *c, OcrTensor *dst, OcrTensor *src);
 
@@ -164,6 +167,13 @@ typedef struct {
 void lconv_build(OcrBuilder *b, LConv *l, const char *name, LConvSpec s);
 OcrTensor *lconv_forward(OcrCtx *c, LConv *l, const OcrTensor *x);
 OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx);
+// lconv_backward in two parts, for an input the training pass dropped and rebuilds only once its
+// gradient exists (lbn_act_backward_rebuilding_output): _input returns dx from dy and the weight
+// (a convolution's input gradient never reads the input's values, only its shape); _weight, with
+// l->x back, adds the weight and bias gradients and ends the backward as lconv_backward does.
+// The same bits as lconv_backward (the two products are independent). Not for an autocast copy.
+OcrTensor lconv_backward_input(OcrCtx *c, LConv *l, const OcrTensor *dy);
+void lconv_backward_weight(OcrCtx *c, LConv *l, const OcrTensor *dy);
 
 // ---- batch norm (Paddle: momentum 0.9, eps 1e-5) ---------------------------------------
 // Three modes: training (batch statistics, running ones updated), inference (running
@@ -220,6 +230,13 @@ OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, i
 // save_scale and beta, the forward's bits. For a later op whose backward reads that output (a
 // conv's saved input), rebuilt just before that backward; lbn_act_backward frees it as before.
 OcrTensor *lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act);
+// lbn_act_backward (need_dx) for a dropped output that the next op's backward reads after this
+// one: the output comes back (act->y, the forward's bits) from the same pass that forms act'
+// (batchnorm2d_act_backward_rebuild), so the activation is evaluated once for both, not once to
+// rebuild and once to differentiate. dy is consumed: its memory becomes the returned gradient
+// when the dtypes allow, else it is freed. act->y stays for the caller, who frees it after that
+// backward; the statistics are freed here.
+OcrTensor lbn_act_backward_rebuilding_output(OcrCtx *c, LBN *bn, LAct *act, OcrTensor *dy);
 
 // ---- LearnableAffineBlock: y = scale · x + bias with two learned scalars ----------------
 typedef struct {

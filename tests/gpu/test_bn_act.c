@@ -2,6 +2,8 @@
 // activation, training and inference, f32/f16/bf16 storage, NULL gamma/beta, the saved and
 // running statistics and save_scale, dgamma/dbeta accumulation, dinp alone, and bitwise-
 // repeatable runs; batchnorm2d_act_apply bit for bit against each side's forward;
+// batchnorm2d_act_backward_rebuild (its output each side's forward's bit for bit, its gradients
+// the CPU's, dinp in dout's memory or apart);
 // batchnorm2d_forward_accumulate; synchronised BN (the _sync ops) with a stand-in world on both sides.
 #include "tests/gpu/gpu_test.h"
 
@@ -68,6 +70,31 @@ static void ba_case(int64_t N, int64_t H, int64_t W, int64_t C, ocr_dtype_t dt, 
     ocr_batchnorm2d_act_backward(&dx.h, NULL, NULL, &dy.h, &x.h, gh, bh, &sm.h, &sr.h, &sa.h, act, dt, training);
     ocr_batchnorm2d_act_backward(&dx.d, NULL, NULL, &dy.d, &x.d, gd, bd, &sm.d, &sr.d, &sa.d, act, dt, training);
     ck_assert_msg(twin_close(&dx, BA_TOL, 1e-4, what), "%s: dinp alone", what);
+    // The backward that rebuilds the output: each side's rebuilt output is its own forward's bit
+    // for bit, the GPU's gradients the CPU's to the tolerances above (the CPU's equal its plain
+    // backward's bit for bit: tests/kernels/test_bn_act.c), with dinp in dout's memory (the
+    // model's use) and apart.
+    for (int in_place = 0; in_place < 2; in_place++) {
+        Twin y2 = twin_new(dt, 4, shape), dy2 = twin_uniform(dt, 4, shape, -1, 1), dx2 = twin_new(dt, 4, shape);
+        Twin dg2 = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1), db2 = twin_uniform(OCR_F32, 1, OCR_SHAPE(C), -1, 1);
+        twin_poison(&y2), twin_poison(&dx2);
+        Twin *dxr = in_place ? &dy2 : &dx2;
+        ocr_batchnorm2d_act_backward_rebuild(&y2.h, &dxr->h, affine ? &dg2.h : NULL, affine ? &db2.h : NULL, &dy2.h,
+                                             &x.h, gh, bh, &sm.h, &sr.h, &sa.h, act, training, NULL);
+        ocr_batchnorm2d_act_backward_rebuild(&y2.d, &dxr->d, affine ? &dg2.d : NULL, affine ? &db2.d : NULL, &dy2.d,
+                                             &x.d, gd, bd, &sm.d, &sr.d, &sa.d, act, training, NULL);
+        ck_assert_msg(memcmp(y2.h.data, y.h.data, ocr_tensor_bytes(&y.h)) == 0, "%s: CPU rebuild != CPU forward",
+                      what);
+        OcrTensor f = twin_fetch(&y), r = twin_fetch(&y2);
+        ck_assert_msg(memcmp(f.data, r.data, ocr_tensor_bytes(&f)) == 0, "%s: GPU rebuild != GPU forward", what);
+        ocr_tensor_free(&f), ocr_tensor_free(&r);
+        ck_assert_msg(twin_close(dxr, BA_TOL, 1e-4, what), "%s: rebuild dinp (in place %d)", what, in_place);
+        if (affine) {
+            ck_assert_msg(twin_close(&dg2, 1e-4, 1e-4, what), "%s: rebuild dgamma", what);
+            ck_assert_msg(twin_close(&db2, 1e-4, 1e-4, what), "%s: rebuild dbeta", what);
+        }
+        twin_free(&y2), twin_free(&dy2), twin_free(&dx2), twin_free(&dg2), twin_free(&db2);
+    }
     twin_free(&x), twin_free(&g), twin_free(&b), twin_free(&rm), twin_free(&rv), twin_free(&sm), twin_free(&sr);
     twin_free(&sa), twin_free(&y), twin_free(&dy), twin_free(&dx), twin_free(&dg), twin_free(&db);
 }

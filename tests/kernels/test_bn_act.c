@@ -6,7 +6,9 @@
 // backward against central finite differences in double, low-precision storage against the f32
 // result, and thread-count invariance; ocr_batchnorm2d_forward_accumulate (out += bn(x)) bit for bit
 // against batchnorm2d_forward followed by accumulate, and its gradient; batchnorm2d_act_apply bit
-// for bit against the forward's output (every case above, every vector level, mixed dtypes).
+// for bit against the forward's output (every case above, every vector level, mixed dtypes);
+// batchnorm2d_act_backward_rebuild: its output the forward's, its gradients the backward's, bit
+// for bit (every case above, every vector level; dinp apart, in dout's memory, absent).
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -199,6 +201,32 @@ static void check_apply(const Run *r, ocr_activation_t act, int affine, const ch
     ocr_tensor_free(&y);
 }
 
+// The backward that rebuilds the output (batchnorm2d_act_backward_rebuild) on a fresh forward
+// of r's problem: out is the forward's output f->y bit for bit, dinp / dgamma / dbeta the plain
+// backward's (u: the unfused sequence), with dinp in its own tensor, in dout's memory, and absent.
+static void check_rebuild(const Prob *p, ocr_dtype_t dt, const Run *f, const Run *u, ocr_activation_t act,
+                          int training, int affine, const char *ctx) {
+    for (int form = 0; form < 3; form++) {  // 0: dinp apart, 1: dinp = dout, 2: no dinp
+        char what[200];
+        snprintf(what, sizeof what, "%s rebuild (%s)", ctx,
+                 form == 0 ? "dinp apart" : form == 1 ? "dinp in dout's memory" : "no dinp");
+        Run q = run_new(p, dt);
+        fused_forward(&q, act, training, affine);
+        OcrTensor y = ocr_test_tensor(dt, 4, q.x.shape, NULL);
+        ocr_test_poison(&y);
+        ocr_test_poison(&q.dx);
+        OcrTensor *dinp = form == 0 ? &q.dx : form == 1 ? &q.dy : NULL;
+        ocr_batchnorm2d_act_backward_rebuild(&y, dinp, &q.dg, &q.db, &q.dy, &q.x, affine ? &q.g : NULL,
+                                             affine ? &q.b : NULL, &q.sm, &q.sr, &q.sa, act, training, NULL);
+        ck_assert_msg(same_bits(&y, &f->y, "rebuilt out", what), "%s: rebuilt out", what);
+        if (dinp) ck_assert_msg(same_bits(dinp, &u->dx, "dinp", what), "%s: dinp", what);
+        ck_assert_msg(same_bits(&q.dg, &u->dg, "dgamma", what), "%s: dgamma", what);
+        ck_assert_msg(same_bits(&q.db, &u->db, "dbeta", what), "%s: dbeta", what);
+        ocr_tensor_free(&y);
+        run_free(&q);
+    }
+}
+
 // Fused against unfused, bit for bit, forward and backward.
 static void check_unfused(int64_t N, int64_t H, int64_t W, int64_t C, uint64_t seed) {
     Prob p = prob_new(N, H, W, C, seed);
@@ -226,6 +254,7 @@ static void check_unfused(int64_t N, int64_t H, int64_t W, int64_t C, uint64_t s
                     ck_assert_msg(same_bits(&f.dx, &u.dx, "dinp", ctx), "%s: dinp", ctx);
                     ck_assert_msg(same_bits(&f.dg, &u.dg, "dgamma", ctx), "%s: dgamma", ctx);
                     ck_assert_msg(same_bits(&f.db, &u.db, "dbeta", ctx), "%s: dbeta", ctx);
+                    check_rebuild(&p, DTS[d], &f, &u, ACTS[a], training, affine, ctx);
                     // Optional outputs: dinp alone, then the parameter gradients alone.
                     Run o = run_new(&p, DTS[d]);
                     fused_forward(&o, ACTS[a], training, affine);

@@ -76,9 +76,10 @@ static OcrTensor rand_tensor(ocr_dtype_t dt, int ndim, const int64_t *shape, flo
 typedef struct {
     OcrTensor x, gamma, beta, out, mean, rstd, scale, rmean, rvar;  // forward
     OcrTensor dout, dinp, dgamma, dbeta;                            // backward
+    OcrTensor rebuilt;                                              // rebuild: the output again
     ocr_activation_t act;
     ocr_dtype_t mid;
-    int training, fused;
+    int training, fused, rebuild;
 } BnCase;
 
 static void run_bn_forward(void *vc) {
@@ -93,7 +94,10 @@ static void run_bn_forward(void *vc) {
 
 static void run_bn_backward(void *vc) {
     BnCase *c = vc;
-    if (c->fused)
+    if (c->rebuild)
+        ocr_batchnorm2d_act_backward_rebuild(&c->rebuilt, &c->dinp, &c->dgamma, &c->dbeta, &c->dout, &c->x, &c->gamma,
+                                             &c->beta, &c->mean, &c->rstd, &c->scale, c->act, c->training, NULL);
+    else if (c->fused)
         ocr_batchnorm2d_act_backward(&c->dinp, &c->dgamma, &c->dbeta, &c->dout, &c->x, &c->gamma, &c->beta, &c->mean,
                                      &c->rstd, &c->scale, c->act, c->mid, c->training);
     else
@@ -103,10 +107,13 @@ static void run_bn_backward(void *vc) {
 
 // M = N·H·W rows of C channels; C = 37 leaves a tail at every vector width, and M·C is above the
 // kernels' parallel threshold, so two threads split the chunks and tiles.
-static void bn_case(ocr_dtype_t dt, ocr_dtype_t dinp_dt, ocr_dtype_t mid, ocr_activation_t act, int fused,
-                    int training, const char *what) {
+// rebuild: the backward is batchnorm2d_act_backward_rebuild (mid is then the output's dtype), whose
+// rebuilt output is compared too.
+static void bn_case_ex(ocr_dtype_t dt, ocr_dtype_t dinp_dt, ocr_dtype_t mid, ocr_activation_t act, int fused,
+                       int training, int rebuild, const char *what) {
     const int64_t N = 2, H = 6, W = 97, C = 37;
-    BnCase c = {.act = act, .mid = mid, .training = training, .fused = fused};
+    BnCase c = {.act = act, .mid = mid, .training = training, .fused = fused, .rebuild = rebuild};
+    c.rebuilt = ocr_test_tensor(mid, 4, OCR_SHAPE(N, H, W, C), NULL);
     c.x = rand_tensor(dt, 4, OCR_SHAPE(N, H, W, C), -2.0f, 2.0f);
     c.gamma = rand_tensor(OCR_F32, 1, OCR_SHAPE(C), 0.5f, 2.0f);
     c.beta = rand_tensor(OCR_F32, 1, OCR_SHAPE(C), -1.0f, 1.0f);
@@ -136,13 +143,19 @@ static void bn_case(ocr_dtype_t dt, ocr_dtype_t dinp_dt, ocr_dtype_t mid, ocr_ac
     outs_add(&bo, &c.dinp, "dinp");
     outs_add(&bo, &c.dgamma, "dgamma");
     outs_add(&bo, &c.dbeta, "dbeta");
+    if (rebuild) outs_add(&bo, &c.rebuilt, "rebuilt out");
     snprintf(name, sizeof name, "%s backward", what);
     native_vs_reference(&bo, run_bn_backward, &c, name);
     outs_free(&fo);
     outs_free(&bo);
     OcrTensor *all[] = {&c.x, &c.gamma, &c.beta, &c.out, &c.mean, &c.rstd, &c.scale, &c.rmean, &c.rvar,
-                        &c.dout, &c.dinp, &c.dgamma, &c.dbeta};
+                        &c.dout, &c.dinp, &c.dgamma, &c.dbeta, &c.rebuilt};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ocr_tensor_free(all[i]);
+}
+
+static void bn_case(ocr_dtype_t dt, ocr_dtype_t dinp_dt, ocr_dtype_t mid, ocr_activation_t act, int fused,
+                    int training, const char *what) {
+    bn_case_ex(dt, dinp_dt, mid, act, fused, training, 0, what);
 }
 
 static const ocr_dtype_t LP[] = {OCR_BF16, OCR_F16};
@@ -161,6 +174,13 @@ START_TEST(test_bn_native_vs_reference) {
                  ocr_activation_name(acts[a]));
         bn_case(dt, dt, dt, acts[a], 1, 1, what);
     }
+    for (int a = 0; a < 5; a++) {
+        snprintf(what, sizeof what, "%s %s bn_act %s, output rebuilt in the backward", LEVELS[li],
+                 ocr_dtype_name(dt), ocr_activation_name(acts[a]));
+        bn_case_ex(dt, dt, dt, acts[a], 1, 1, 1, what);
+    }
+    snprintf(what, sizeof what, "%s %s bn_act GELU, output rebuilt, dinp f32", LEVELS[li], ocr_dtype_name(dt));
+    bn_case_ex(dt, OCR_F32, dt, OCR_ACT_GELU, 1, 1, 1, what);
     snprintf(what, sizeof what, "%s %s bn_act, dinp f32", LEVELS[li], ocr_dtype_name(dt));
     bn_case(dt, OCR_F32, dt, OCR_ACT_HARDSWISH, 1, 1, what);
     snprintf(what, sizeof what, "%s %s bn_act, mid f32 (g formed twice)", LEVELS[li], ocr_dtype_name(dt));
