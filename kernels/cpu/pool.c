@@ -248,43 +248,327 @@ void ocr_cpu_adaptive_avgpool2d_backward(OcrTensor *dinp, const OcrTensor *dout)
     ocr_cpu_scratch_free(&s);
 }
 
-// y = max over each bin; with arg non-NULL, arg receives the flat input pixel (h·W + w) of
-// the FIRST maximum in row-major window order (later equal values do not replace it).
-static void max_forward(float *y, int32_t *arg, const float *x, int64_t N, int64_t C, const PoolAxis *ah,
-                        const PoolAxis *aw) {
-    const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
-#pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t oh = 0; oh < Ho; oh++)
-            for (int64_t ow = 0; ow < Wo; ow++) {
-                const int64_t o = ((n * Ho + oh) * Wo + ow) * C;
-                float *yo = y + o;
-                const int64_t h0 = ah->start[oh], w0 = aw->start[ow];
-                const float *x0 = x + ((n * H + h0) * W + w0) * C;
-                for (int64_t c = 0; c < C; c++) yo[c] = x0[c];
-                if (arg)
-                    for (int64_t c = 0; c < C; c++) arg[o + c] = (int32_t)(h0 * W + w0);
-                for (int64_t h = h0; h < ah->end[oh]; h++)
-                    for (int64_t w = w0; w < aw->end[ow]; w++) {
-                        const float *xi = x + ((n * H + h) * W + w) * C;
-                        if (arg) {
-                            int32_t *restrict ao = arg + o;
-                            float *restrict ym = yo;
-                            const float *restrict xv = xi;
-                            const int32_t pix = (int32_t)(h * W + w);
-                            for (int64_t c = 0; c < C; c++) {
-                                // The index update is a bit-mask blend: a select of ints
-                                // on a float compare does not vectorise with GCC.
-                                const float v = xv[c], m = ym[c];
-                                const int32_t gt = -(int32_t)(v > m);
-                                ao[c] = (pix & gt) | (ao[c] & ~gt);
-                                ym[c] = v > m ? v : m;
-                            }
-                        } else {
-                            for (int64_t c = 0; c < C; c++) yo[c] = xi[c] > yo[c] ? xi[c] : yo[c];
-                        }
-                    }
+// ---- max pooling ------------------------------------------------------------------------------
+// f16/bf16 maps are read and written in their own dtype here too: the input (and, backward, the
+// output-gradient) rows a thread is about to use are widened into a few row slots that stay in
+// cache, and each result row is rounded once by the bulk converters. Widening is exact and every
+// output runs the same fp32 compares (or sums) in the same order as the whole-tensor fp32 path,
+// so the bits are that path's, NaNs included (a NaN that wins is widened, kept and rounded back
+// exactly as the whole-map copy would be). Global.cpu_exact_numerics keeps the whole-tensor path
+// as the reference, as for the average pools.
+//
+// The backward recomputes the argmax of the output rows an input row receives from, into a
+// per-thread slot that stays in cache, and gathers from it at once; nothing map-sized is
+// allocated (the old path kept an fp32 copy of x, dy and dx plus a whole-map max and argmax).
+// The hot loops are compiled per vector level (CPU_VEC_CLONES); they are compares, selects and
+// adds with no reassociation, so every level gives the same bits.
+
+// Rows r of a map viewed as (rows, len), fp32: the tensor's own memory when it is f32, else
+// widened into slot r % nslots of buf (kept while the slot holds r). Callers use at most
+// nslots consecutive rows at a time, so those rows occupy distinct slots.
+typedef struct {
+    const OcrTensor *t;
+    int64_t len;
+    int nslots;
+    float *buf;     // nslots · len floats (unused for an f32 map)
+    int64_t *tag;   // the row each slot holds, −1: none
+} PoolRows;
+
+static void rows_init(PoolRows *r, const OcrTensor *t, int64_t len, int nslots, float *buf, int64_t *tag) {
+    r->t = t;
+    r->len = len;
+    r->nslots = nslots;
+    r->buf = buf;
+    r->tag = tag;
+    for (int i = 0; i < nslots; i++) tag[i] = -1;
+}
+
+static const float *rows_get(PoolRows *r, int64_t row) {
+    if (r->t->dtype == OCR_F32) return (const float *)r->t->data + row * r->len;
+    const int slot = (int)(row % r->nslots);
+    float *b = r->buf + (size_t)slot * (size_t)r->len;
+    if (r->tag[slot] != row) {
+        ocr_cpu_rows_in(r->t, r->len, row, 1, b);
+        r->tag[slot] = row;
+    }
+    return b;
+}
+
+// The width geometry of a fixed-window max pool. The argmax is kept as the index of the pixel
+// in its window, k = i·kw + dw for row i and column dw from the window's unclipped origin
+// (oh·sh − ph, ow·sw − pw): unique within the window, and, at stride 1, the same for every
+// window at a given offset, so whole rows run as one flat loop (below).
+typedef struct {
+    const int *ws, *we, *lo, *hi;  // aw's bins and covers
+    int64_t W, Wo, C;
+    int kw, sw, pw;
+    // Stride 1: the windows ow in [fa, fb) lie inside the map, and the pixels w in [ga, gb) are
+    // covered by all kw windows ow = w + pw − dw; both run as flat loops over j = ow·C + c (or
+    // w·C + c) with the window offsets as constant shifts of j. Empty otherwise.
+    int64_t fa, fb, ga, gb;
+} MaxGeom;
+
+static MaxGeom max_geom(const PoolAxis *aw, int64_t C, Pool2dParams p) {
+    MaxGeom g = {aw->start, aw->end, aw->lo, aw->hi, aw->in, aw->out, C, p.kernel_w, p.stride_w, p.pad_w, 0, 0, 0, 0};
+    if (p.stride_w == 1) {
+        g.fa = p.pad_w;
+        g.fb = aw->in - p.kernel_w + p.pad_w + 1 < aw->out ? aw->in - p.kernel_w + p.pad_w + 1 : aw->out;
+        g.ga = p.kernel_w - 1 - p.pad_w > 0 ? p.kernel_w - 1 - p.pad_w : 0;
+        g.gb = aw->out - p.pad_w < aw->in ? aw->out - p.pad_w : aw->in;
+        if (g.fb < g.fa) g.fb = g.fa;
+        if (g.gb < g.ga) g.gb = g.ga;
+    }
+    return g;
+}
+
+// Whether window ow (or pixel w) is done by the flat loops.
+static inline int geom_flat_out(const MaxGeom *g, int64_t ow) { return ow >= g->fa && ow < g->fb; }
+static inline int geom_flat_in(const MaxGeom *g, int64_t w) { return w >= g->ga && w < g->gb; }
+
+// One output row of the max: y (Wo, C) = max over each window of the input rows xr[0..nh). The
+// first element of a window starts the max and later ones (row-major window order) replace it
+// only when strictly greater, so a NaN that starts a window stays and other NaNs never win;
+// v > m ? v : m is one MAXPS per vector at every level.
+CPU_INLINE void max_row_body(float *restrict y, const float *const *xr, int64_t nh, const MaxGeom *g) {
+    const int64_t C = g->C;
+    for (int64_t ow = 0; ow < g->Wo; ow++) {
+        if (geom_flat_out(g, ow)) continue;
+        float *restrict yo = y + ow * C;
+        const int64_t w0 = g->ws[ow], w1 = g->we[ow];
+        const float *restrict x0 = xr[0] + w0 * C;
+        for (int64_t c = 0; c < C; c++) yo[c] = x0[c];
+        for (int64_t i = 0; i < nh; i++)
+            for (int64_t w = i ? w0 : w0 + 1; w < w1; w++) {
+                const float *restrict xi = xr[i] + w * C;
+                for (int64_t c = 0; c < C; c++) yo[c] = xi[c] > yo[c] ? xi[c] : yo[c];
             }
+    }
+    // The same compares for the inner windows, one window offset (i, dw) at a time.
+    const int64_t n = (g->fb - g->fa) * C;
+    if (n <= 0) return;
+    float *restrict yy = y + g->fa * C;
+    const float *restrict x0 = xr[0] + (g->fa - g->pw) * C;
+    for (int64_t j = 0; j < n; j++) yy[j] = x0[j];
+    for (int64_t i = 0; i < nh; i++)
+        for (int dw = i ? 0 : 1; dw < g->kw; dw++) {
+            const float *restrict xx = xr[i] + (g->fa - g->pw + dw) * C;
+            for (int64_t j = 0; j < n; j++) yy[j] = xx[j] > yy[j] ? xx[j] : yy[j];
+        }
+}
+CPU_VEC_CLONES(max_row, (float *y, const float *const *xr, int64_t nh, const MaxGeom *g), (y, xr, nh, g))
+
+// One output row of the argmax: arg (Wo, C) = the window index k of the FIRST maximum of each
+// window (the compares of max_row; later equal values do not replace it). The input rows
+// xr[0..nh) are window rows i0.. (i0 > 0 where the window is clipped at the top). m: Wo·C floats
+// of scratch (the running maxima).
+CPU_INLINE void arg_row_body(int32_t *restrict arg, float *restrict m, const float *const *xr, int64_t nh, int64_t i0,
+                             const MaxGeom *g) {
+    const int64_t C = g->C;
+    const int kw = g->kw;
+    // The index update is a bit-mask blend: a select of ints on a float compare does not
+    // vectorise with GCC.
+#define MAX_ARG_STEP(J, V, K)                          \
+    do {                                               \
+        const float v_ = (V), m_ = m[J];               \
+        const int32_t gt_ = -(int32_t)(v_ > m_);       \
+        arg[J] = ((K) & gt_) | (arg[J] & ~gt_);        \
+        m[J] = v_ > m_ ? v_ : m_;                      \
+    } while (0)
+    for (int64_t ow = 0; ow < g->Wo; ow++) {
+        if (geom_flat_out(g, ow)) continue;
+        const int64_t o = ow * C, w0 = g->ws[ow], w1 = g->we[ow], u = ow * g->sw - g->pw;  // u: unclipped origin
+        const float *restrict x0 = xr[0] + w0 * C;
+        const int32_t k0 = (int32_t)(i0 * kw + (w0 - u));
+        for (int64_t c = 0; c < C; c++) {
+            m[o + c] = x0[c];
+            arg[o + c] = k0;
+        }
+        for (int64_t i = 0; i < nh; i++)
+            for (int64_t w = i ? w0 : w0 + 1; w < w1; w++) {
+                const float *restrict xv = xr[i] + w * C;
+                const int32_t k = (int32_t)((i0 + i) * kw + (w - u));
+                for (int64_t c = 0; c < C; c++) MAX_ARG_STEP(o + c, xv[c], k);
+            }
+    }
+    const int64_t n = (g->fb - g->fa) * C, f = g->fa * C;
+    if (n <= 0) return;
+    const float *restrict x0 = xr[0] + (g->fa - g->pw) * C;
+    const int32_t k0 = (int32_t)(i0 * kw);
+    for (int64_t j = f; j < f + n; j++) {
+        m[j] = x0[j - f];
+        arg[j] = k0;
+    }
+    for (int64_t i = 0; i < nh; i++)
+        for (int dw = i ? 0 : 1; dw < kw; dw++) {
+            const float *restrict xx = xr[i] + (g->fa - g->pw + dw) * C;
+            const int32_t k = (int32_t)((i0 + i) * kw + dw);
+            for (int64_t j = 0; j < n; j++) MAX_ARG_STEP(f + j, xx[j], k);
+        }
+#undef MAX_ARG_STEP
+}
+CPU_VEC_CLONES(arg_row, (int32_t *arg, float *m, const float *const *xr, int64_t nh, int64_t i0, const MaxGeom *g),
+               (arg, m, xr, nh, i0, g))
+
+// One input row of the gradient: dx (W, C) = Σ over the output rows r < nr (dy rows dyr[r],
+// argmax rows ar[r], ascending oh; the input row is row ir[r] of their windows) and the windows
+// ow covering each pixel, ascending, of dy where the argmax is that pixel; 0, then one add per
+// window in that order, as the whole-map path did. A select, not a multiply: a NaN or inf
+// gradient of another pixel adds nothing.
+CPU_INLINE void gather_row_body(float *restrict dx, const float *const *dyr, const int32_t *const *ar,
+                                const int64_t *ir, int64_t nr, const MaxGeom *g) {
+    const int64_t C = g->C;
+    const int kw = g->kw;
+    for (int64_t j = 0; j < g->W * C; j++) dx[j] = 0.0f;
+    for (int64_t r = 0; r < nr; r++) {
+        const float *restrict dyv = dyr[r];
+        const int32_t *restrict av = ar[r];
+        const int32_t kr = (int32_t)(ir[r] * kw);
+        for (int64_t w = 0; w < g->W; w++) {
+            if (geom_flat_in(g, w)) continue;
+            float *restrict di = dx + w * C;
+            for (int64_t ow = g->lo[w]; ow < g->hi[w]; ow++) {
+                const float *restrict go = dyv + ow * C;
+                const int32_t *restrict ao = av + ow * C;
+                const int32_t k = kr + (int32_t)(w - (ow * g->sw - g->pw));
+                for (int64_t c = 0; c < C; c++) {
+                    const float gv = go[c];  // unconditional load: the select vectorises
+                    di[c] += ao[c] == k ? gv : 0.0f;
+                }
+            }
+        }
+        // Inner pixels: window ow = w + pw − dw, ascending ow is descending dw.
+        const int64_t n = (g->gb - g->ga) * C;
+        float *restrict dd = dx + g->ga * C;
+        for (int dw = kw - 1; dw >= 0 && n > 0; dw--) {
+            const int64_t sh = (g->ga + g->pw - dw) * C;
+            const float *restrict go = dyv + sh;
+            const int32_t *restrict ao = av + sh;
+            const int32_t k = kr + dw;
+            for (int64_t j = 0; j < n; j++) {
+                const float gv = go[j];
+                dd[j] += ao[j] == k ? gv : 0.0f;
+            }
+        }
+    }
+}
+CPU_VEC_CLONES(gather_row, (float *dx, const float *const *dyr, const int32_t *const *ar, const int64_t *ir, int64_t nr,
+                            const MaxGeom *g),
+               (dx, dyr, ar, ir, nr, g))
+
+// Work items: each image's rows split into nblk contiguous blocks, enough items for every thread
+// when the batch is small. Results do not depend on the split (each output is computed alone).
+static int64_t pool_blocks(int64_t N, int64_t rows, int par) {
+    if (!par) return 1;
+    const int64_t want = 4 * (int64_t)omp_get_max_threads();
+    int64_t nblk = (want + N - 1) / N;
+    return nblk < 1 ? 1 : nblk > rows ? rows : nblk;
+}
+
+static int pool_kernel_rows(const PoolAxis *ah) {
+    int k = 1;
+    for (int o = 0; o < ah->out; o++)
+        if (ah->end[o] - ah->start[o] > k) k = ah->end[o] - ah->start[o];
+    return k;
+}
+
+// y (N, Ho, Wo, C) = max over each window of x.
+static void max_forward(OcrTensor *out, const OcrTensor *inp, const PoolAxis *ah, const PoolAxis *aw, Pool2dParams p,
+                        CpuScratch *s) {
+    const int64_t N = inp->shape[0], C = inp->shape[3];
+    const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
+    const int64_t xrow = W * C, yrow = Wo * C;
+    const int kh = pool_kernel_rows(ah);
+    const int par = N * H * W * C >= POOL_PAR_MIN;
+    const size_t nthr = (size_t)(par ? omp_get_max_threads() : 1);
+    const int64_t nblk = pool_blocks(N, Ho, par);
+    const MaxGeom g = max_geom(aw, C, p);
+    const size_t xper = inp->dtype == OCR_F32 ? 0 : (size_t)kh * (size_t)xrow;
+    const size_t yper = out->dtype == OCR_F32 ? 0 : (size_t)yrow;
+    float *bufs = ocr_cpu_scratch_floats(s, nthr * (xper + yper) + 1);
+    int64_t *tags = ocr_cpu_scratch_bytes(s, nthr * (size_t)kh * sizeof(int64_t));
+    const float **ptrs = ocr_cpu_scratch_bytes(s, nthr * (size_t)kh * sizeof(float *));
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t item = 0; item < N * nblk; item++) {
+        const size_t t = (size_t)omp_get_thread_num();
+        const int64_t n = item / nblk, b = item % nblk;
+        const int64_t o0 = b * Ho / nblk, o1 = (b + 1) * Ho / nblk;
+        float *xb = bufs + t * (xper + yper), *yb = xb + xper;
+        const float **xr = ptrs + t * (size_t)kh;
+        PoolRows xrows;
+        rows_init(&xrows, inp, xrow, kh, xb, tags + t * (size_t)kh);
+        for (int64_t oh = o0; oh < o1; oh++) {
+            const int64_t h0 = ah->start[oh], nh = ah->end[oh] - h0;
+            for (int64_t i = 0; i < nh; i++) xr[i] = rows_get(&xrows, n * H + h0 + i);
+            float *yr = ocr_cpu_rows_dst(out, yrow, n * Ho + oh, yb);
+            max_row(yr, xr, nh, &g);
+            ocr_cpu_rows_out(out, yrow, n * Ho + oh, 1, yr);
+        }
+    }
+}
+
+// dx (N, H, W, C) = Σ of dy over the windows whose first maximum is each pixel.
+static void max_backward(OcrTensor *dinp, const OcrTensor *dout, const OcrTensor *inp, const PoolAxis *ah,
+                         const PoolAxis *aw, Pool2dParams p, CpuScratch *s) {
+    const int64_t N = inp->shape[0], C = inp->shape[3];
+    const int64_t H = ah->in, W = aw->in, Ho = ah->out, Wo = aw->out;
+    const int64_t xrow = W * C, yrow = Wo * C;
+    const int kh = pool_kernel_rows(ah);
+    int span = 1;  // most output rows one input row receives from
+    for (int64_t h = 0; h < H; h++)
+        if (ah->hi[h] - ah->lo[h] > span) span = ah->hi[h] - ah->lo[h];
+    const int par = N * H * W * C >= POOL_PAR_MIN;
+    const size_t nthr = (size_t)(par ? omp_get_max_threads() : 1);
+    const int64_t nblk = pool_blocks(N, H, par);
+    const MaxGeom g = max_geom(aw, C, p);
+    // Per thread: kh widened input rows, span widened gradient rows, span argmax rows, one dx
+    // row and the running maxima of one output row.
+    const size_t xper = inp->dtype == OCR_F32 ? 0 : (size_t)kh * (size_t)xrow;
+    const size_t yper = dout->dtype == OCR_F32 ? 0 : (size_t)span * (size_t)yrow;
+    const size_t dper = dinp->dtype == OCR_F32 ? 0 : (size_t)xrow;
+    const size_t fper = xper + yper + dper + (size_t)yrow;
+    float *bufs = ocr_cpu_scratch_floats(s, nthr * fper + 1);
+    int32_t *args = ocr_cpu_scratch_bytes(s, nthr * (size_t)span * (size_t)yrow * sizeof(int32_t) + 1);
+    const size_t ntag = (size_t)(kh + 2 * span);
+    int64_t *tags = ocr_cpu_scratch_bytes(s, nthr * ntag * sizeof(int64_t));
+    const void **ptrs = ocr_cpu_scratch_bytes(s, nthr * (size_t)(kh + 2 * span) * sizeof(void *));
+    int64_t *irs = ocr_cpu_scratch_bytes(s, nthr * (size_t)span * sizeof(int64_t));
+#pragma omp parallel for schedule(static) if (par)
+    for (int64_t item = 0; item < N * nblk; item++) {
+        const size_t t = (size_t)omp_get_thread_num();
+        const int64_t n = item / nblk, b = item % nblk;
+        const int64_t h0 = b * H / nblk, h1 = (b + 1) * H / nblk;
+        float *xb = bufs + t * fper, *yb = xb + xper, *db = yb + yper, *m = db + dper;
+        int32_t *ab = args + t * (size_t)span * (size_t)yrow;
+        int64_t *tg = tags + t * ntag, *atag = tg + kh + span;
+        const float **xr = (const float **)(ptrs + t * (size_t)(kh + 2 * span));
+        const float **dyr = xr + kh;
+        const int32_t **ar = (const int32_t **)(dyr + span);
+        int64_t *ir = irs + t * (size_t)span;
+        PoolRows xrows, yrows;
+        rows_init(&xrows, inp, xrow, kh, xb, tg);
+        rows_init(&yrows, dout, yrow, span, yb, tg + kh);
+        for (int i = 0; i < span; i++) atag[i] = -1;
+        for (int64_t h = h0; h < h1; h++) {
+            const int64_t lo = ah->lo[h], nr = ah->hi[h] - lo;
+            for (int64_t r = 0; r < nr; r++) {
+                const int64_t oh = lo + r, origin = oh * p.stride_h - p.pad_h;  // the window's unclipped top
+                const int slot = (int)(oh % span);
+                int32_t *a = ab + (size_t)slot * (size_t)yrow;
+                if (atag[slot] != oh) {  // the argmax of output row oh, once per item
+                    const int64_t hs = ah->start[oh], nh = ah->end[oh] - hs;
+                    for (int64_t i = 0; i < nh; i++) xr[i] = rows_get(&xrows, n * H + hs + i);
+                    arg_row(a, m, xr, nh, hs - origin, &g);
+                    atag[slot] = oh;
+                }
+                ar[r] = a;
+                ir[r] = h - origin;
+                dyr[r] = rows_get(&yrows, n * Ho + oh);
+            }
+            float *dx = ocr_cpu_rows_dst(dinp, xrow, n * H + h, db);
+            gather_row(dx, dyr, ar, ir, nr, &g);
+            ocr_cpu_rows_out(dinp, xrow, n * H + h, 1, dx);
+        }
+    }
 }
 
 void ocr_cpu_maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p) {
@@ -293,10 +577,12 @@ void ocr_cpu_maxpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParam
     PoolAxis ah, aw;
     axis_window(&ah, &s, (int)out->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     axis_window(&aw, &s, (int)out->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
-    const float *x = ocr_cpu_f32_in(&s, inp);
-    float *y = ocr_cpu_f32_out(&s, out, 0);
-    max_forward(y, NULL, x, inp->shape[0], inp->shape[3], &ah, &aw);
-    ocr_cpu_f32_store(out, y);
+    OcrTensor vx, vy;
+    float *whole;
+    const OcrTensor *x = ocr_cpu_tiled_in(&s, inp, &vx);
+    OcrTensor *y = ocr_cpu_tiled_out(&s, out, &vy, 0, &whole);
+    max_forward(y, x, &ah, &aw, p, &s);
+    if (whole) ocr_cpu_f32_store(out, whole);
     ocr_cpu_scratch_free(&s);
 }
 
@@ -304,39 +590,17 @@ void ocr_cpu_maxpool2d_backward(OcrTensor *dinp, const OcrTensor *dout, const Oc
     pool_check_nhwc(dout, inp, "maxpool2d");
     CPU_ASSERT_FLOAT(dinp);
     OCR_ASSERT(ocr_tensor_same_shape(dinp, inp), "maxpool2d: dinp and inp shapes differ");
+    OCR_ASSERT((int64_t)p.kernel_h * p.kernel_w <= INT32_MAX, "maxpool2d: window too large");
     CpuScratch s = {0};
     PoolAxis ah, aw;
     axis_window(&ah, &s, (int)dout->shape[1], (int)inp->shape[1], p.kernel_h, p.stride_h, p.pad_h, "height");
     axis_window(&aw, &s, (int)dout->shape[2], (int)inp->shape[2], p.kernel_w, p.stride_w, p.pad_w, "width");
-    const int64_t N = inp->shape[0], H = inp->shape[1], W = inp->shape[2], C = inp->shape[3];
-    const int64_t Ho = ah.out, Wo = aw.out;
-    OCR_ASSERT(H * W <= INT32_MAX, "maxpool2d: map too large");
-    const float *x = ocr_cpu_f32_in(&s, inp);
-    const float *dy = ocr_cpu_f32_in(&s, dout);
-    const int64_t nout = ocr_tensor_numel(dout);
-    float *ymax = ocr_cpu_scratch_floats(&s, (size_t)nout + 1);
-    int32_t *arg = ocr_cpu_scratch_bytes(&s, (size_t)(nout + 1) * sizeof(int32_t));
-    max_forward(ymax, arg, x, N, C, &ah, &aw);
-
-    float *dx = ocr_cpu_f32_out(&s, dinp, 0);
-#pragma omp parallel for collapse(2) schedule(static) if (N * H * W * C >= POOL_PAR_MIN)
-    for (int64_t n = 0; n < N; n++)
-        for (int64_t h = 0; h < H; h++)
-            for (int64_t w = 0; w < W; w++) {
-                float *di = dx + ((n * H + h) * W + w) * C;
-                const int32_t pix = (int32_t)(h * W + w);
-                for (int64_t c = 0; c < C; c++) di[c] = 0.0f;
-                for (int64_t oh = ah.lo[h]; oh < ah.hi[h]; oh++)
-                    for (int64_t ow = aw.lo[w]; ow < aw.hi[w]; ow++) {
-                        const int64_t o = ((n * Ho + oh) * Wo + ow) * C;
-                        const float *go = dy + o;
-                        const int32_t *ao = arg + o;
-                        for (int64_t c = 0; c < C; c++) {
-                            const float g = go[c];  // unconditional load: the select vectorises
-                            di[c] += ao[c] == pix ? g : 0.0f;
-                        }
-                    }
-            }
-    ocr_cpu_f32_store(dinp, dx);
+    OcrTensor vx, vdy, vdx;
+    float *whole;
+    const OcrTensor *x = ocr_cpu_tiled_in(&s, inp, &vx);
+    const OcrTensor *dy = ocr_cpu_tiled_in(&s, dout, &vdy);
+    OcrTensor *dx = ocr_cpu_tiled_out(&s, dinp, &vdx, 0, &whole);
+    max_backward(dx, dy, x, &ah, &aw, p, &s);
+    if (whole) ocr_cpu_f32_store(dinp, whole);
     ocr_cpu_scratch_free(&s);
 }

@@ -1,15 +1,20 @@
 // Pooling on NHWC maps: average (padding excluded from the divisor, Paddle exclusive=True),
 // max (gradient to the first maximum) and adaptive average (floor/ceil bins, global pooling
 // included). Forward against a double reference, backward against finite differences of
-// Σ dout·out, hand-computed cases, ties, f16/bf16 against f32, and thread-count invariance.
+// Σ dout·out, hand-computed cases, ties, f16/bf16 against f32, thread-count invariance, and the
+// max pool bit for bit against a whole-tensor fp32 reference at every vector level.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
+#include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
+
+int ocr_cpu_vec_select(const char *name);  // kernels/cpu/cpu_common.h (test hook)
 
 enum { POOL_AVG, POOL_MAX, POOL_ADAPTIVE };
 static const char *const KIND_NAMES[3] = {"avgpool", "maxpool", "adaptive_avgpool"};
@@ -353,6 +358,206 @@ START_TEST(test_threads_invariant) {
 }
 END_TEST
 
+// ---- max pool bit for bit --------------------------------------------------------------------
+// The reference is the whole-tensor fp32 path the kernel had before it read f16/bf16 maps in
+// their own dtype: widen every map with the bulk converters, take each window's max in fp32
+// (first element, then v > m ? v : m in row-major window order), gather each pixel's gradient in
+// fp32 (0, then + (argmax == pixel ? dy : 0) over the windows covering it, oh then ow ascending)
+// and round every output once with the bulk converters. The inputs are a small palette (many
+// ties, +0 next to −0, ±inf) with a few NaNs (signalling ones with payloads too), so the tie
+// rule, the sign of a zero maximum and what becomes of a NaN are all visible in the bits.
+
+static void bits_widen(float *dst, const OcrTensor *t) {
+    const size_t n = (size_t)ocr_tensor_numel(t);
+    if (t->dtype == OCR_F32) memcpy(dst, t->data, n * sizeof(float));
+    else if (t->dtype == OCR_F16) ocr_f16_to_f32_array(dst, t->data, n);
+    else ocr_bf16_to_f32_array(dst, t->data, n);
+}
+
+// src rounded to dt into dst (numel·size bytes).
+static void bits_round(void *dst, const float *src, size_t n, ocr_dtype_t dt) {
+    if (dt == OCR_F32) memcpy(dst, src, n * sizeof(float));
+    else if (dt == OCR_F16) ocr_f32_to_f16_array(dst, src, n);
+    else ocr_f32_to_bf16_array(dst, src, n);
+}
+
+static uint32_t lcg_next(uint64_t *st) {
+    *st = *st * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(*st >> 33);
+}
+
+// Fills t with palette values: integers −3..3 (ties), ±0, ±inf, and NaNs in about 1/nan_every
+// of the elements (0: none), of either sign, quiet and signalling with payloads.
+static void bits_fill(OcrTensor *t, uint64_t seed, int nan_every, int smooth) {
+    static const float palette[] = {-3, -2, -1, -0.0f, 0.0f, 1, 2, 3, -2.5f, 1.5f};
+    static const uint32_t nan32[] = {0x7fc00000u, 0xffc00001u, 0x7f800001u, 0xffa5a5a5u};
+    static const uint16_t nan16[] = {0x7e00u, 0xfe01u, 0x7c01u, 0xfd55u};
+    static const uint16_t nanbf[] = {0x7fc0u, 0xffc1u, 0x7f81u, 0xffa5u};
+    const int64_t n = ocr_tensor_numel(t);
+    const size_t es = ocr_dtype_size(t->dtype);
+    float *v = malloc((size_t)n * sizeof(float) + 1);
+    uint64_t st = seed;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t u = lcg_next(&st);
+        if (smooth) v[i] = ((float)(u % 2001u) - 1000.0f) / 337.0f;
+        else v[i] = (u % 41u == 0) ? ((u >> 8) & 1 ? INFINITY : -INFINITY) : palette[(u >> 8) % 10u];
+    }
+    bits_round(t->data, v, (size_t)n, t->dtype);
+    for (int64_t i = 0; nan_every && i < n; i++) {
+        const uint32_t u = lcg_next(&st);
+        if (u % (uint32_t)nan_every) continue;
+        const int k = (int)((u >> 8) & 3);
+        char *dst = (char *)t->data + (size_t)i * es;
+        if (t->dtype == OCR_F32) memcpy(dst, &nan32[k], 4);
+        else memcpy(dst, t->dtype == OCR_F16 ? &nan16[k] : &nanbf[k], 2);
+    }
+    free(v);
+}
+
+// y and arg (flat input pixel of the first maximum) of every output, in fp32.
+static void bits_ref_forward(float *y, int32_t *arg, const float *x, const PoolRef *r) {
+    for (int64_t n = 0; n < r->N; n++)
+        for (int64_t oh = 0; oh < r->Ho; oh++)
+            for (int64_t ow = 0; ow < r->Wo; ow++) {
+                int64_t h0, h1, w0, w1;
+                ref_window(r, oh, ow, &h0, &h1, &w0, &w1);
+                for (int64_t c = 0; c < r->C; c++) {
+                    float m = x[((n * r->H + h0) * r->W + w0) * r->C + c];
+                    int32_t a = (int32_t)(h0 * r->W + w0);
+                    for (int64_t h = h0; h < h1; h++)
+                        for (int64_t w = w0; w < w1; w++) {
+                            const float v = x[((n * r->H + h) * r->W + w) * r->C + c];
+                            if (v > m) m = v, a = (int32_t)(h * r->W + w);
+                        }
+                    const int64_t o = ((n * r->Ho + oh) * r->Wo + ow) * r->C + c;
+                    y[o] = m;
+                    arg[o] = a;
+                }
+            }
+}
+
+// loose[i] is set where two or more NaN gradients meet in dx[i]: which one's payload the sum keeps
+// depends on the operand order the compiler picks for +, which C leaves open, so those elements
+// are only required to be NaN.
+static void bits_ref_backward(float *dx, char *loose, const int32_t *arg, const float *dy, const PoolRef *r) {
+    for (int64_t n = 0; n < r->N; n++)
+        for (int64_t h = 0; h < r->H; h++)
+            for (int64_t w = 0; w < r->W; w++)
+                for (int64_t c = 0; c < r->C; c++) {
+                    float acc = 0.0f;
+                    int nans = 0;
+                    for (int64_t oh = 0; oh < r->Ho; oh++)
+                        for (int64_t ow = 0; ow < r->Wo; ow++) {
+                            int64_t h0, h1, w0, w1;
+                            ref_window(r, oh, ow, &h0, &h1, &w0, &w1);
+                            if (h < h0 || h >= h1 || w < w0 || w >= w1) continue;
+                            const int64_t o = ((n * r->Ho + oh) * r->Wo + ow) * r->C + c;
+                            const int hit = arg[o] == (int32_t)(h * r->W + w);
+                            acc += hit ? dy[o] : 0.0f;
+                            nans += hit && isnan(dy[o]);
+                        }
+                    dx[((n * r->H + h) * r->W + w) * r->C + c] = acc;
+                    loose[((n * r->H + h) * r->W + w) * r->C + c] = nans > 1;
+                }
+}
+
+// t's elements equal want's bits (where loose is set: both are NaN).
+static void bits_expect(const OcrTensor *t, const void *want, const char *loose, const char *what, const char *name) {
+    const size_t es = ocr_dtype_size(t->dtype);
+    const int64_t n = ocr_tensor_numel(t);
+    for (int64_t i = 0; i < n; i++) {
+        const char *a = (const char *)t->data + (size_t)i * es, *b = (const char *)want + (size_t)i * es;
+        if (memcmp(a, b, es) == 0) continue;
+        if (loose && loose[i] && isnan(ocr_tensor_get_f32(t, i))) continue;
+        uint32_t ga = 0, gb = 0;
+        memcpy(&ga, a, es);
+        memcpy(&gb, b, es);
+        ck_abort_msg("%s: %s (%s)[%lld] has bits 0x%x, expected 0x%x", what, name, ocr_dtype_name(t->dtype),
+                     (long long)i, ga, gb);
+    }
+}
+
+static const char *const VEC_LEVELS[3] = {"sse2", "avx2", "avx512"};
+
+// One case in one dtype combination {x, y, dy, dx}: the reference, then the kernel at every
+// vector level, with 1 and 3 threads and under Global.cpu_exact_numerics, each bit for bit.
+static void bits_case(PoolRef r, const ocr_dtype_t dt[4], uint64_t seed, int nan_every, int smooth) {
+    const int64_t ni = r.N * r.H * r.W * r.C, no = r.N * r.Ho * r.Wo * r.C;
+    OcrTensor x = ocr_test_tensor(dt[0], 4, OCR_SHAPE(r.N, r.H, r.W, r.C), NULL);
+    OcrTensor y = ocr_test_tensor(dt[1], 4, OCR_SHAPE(r.N, r.Ho, r.Wo, r.C), NULL);
+    OcrTensor dy = ocr_test_tensor(dt[2], 4, OCR_SHAPE(r.N, r.Ho, r.Wo, r.C), NULL);
+    OcrTensor dx = ocr_test_tensor(dt[3], 4, OCR_SHAPE(r.N, r.H, r.W, r.C), NULL);
+    bits_fill(&x, seed, nan_every, smooth);
+    bits_fill(&dy, seed + 1, nan_every ? 4 * nan_every : 0, 1);
+    float *xf = fvec(ni), *yf = fvec(no), *dyf = fvec(no), *dxf = fvec(ni);
+    int32_t *arg = malloc((size_t)no * sizeof(int32_t) + 1);
+    char *loose = malloc((size_t)ni + 1);
+    void *ywant = malloc(ocr_tensor_bytes(&y) + 1), *dxwant = malloc(ocr_tensor_bytes(&dx) + 1);
+    bits_widen(xf, &x);
+    bits_widen(dyf, &dy);
+    bits_ref_forward(yf, arg, xf, &r);
+    bits_ref_backward(dxf, loose, arg, dyf, &r);
+    bits_round(ywant, yf, (size_t)no, dt[1]);
+    bits_round(dxwant, dxf, (size_t)ni, dt[3]);
+
+    const int saved = omp_get_max_threads();
+    int ran = 0;
+    for (int li = 0; li < 3; li++) {
+        if (!ocr_cpu_vec_select(VEC_LEVELS[li])) continue;
+        for (int q = 0; q < 3; q++) {
+            omp_set_num_threads(q == 1 ? 3 : 1);
+            ocr_cpu_set_exact_numerics(q == 2);
+            char what[200];
+            snprintf(what, sizeof what, "maxpool %s N%lld H%lld W%lld C%lld k%dx%d s%dx%d p%dx%d x %s dy %s, %s%s",
+                     VEC_LEVELS[li], (long long)r.N, (long long)r.H, (long long)r.W, (long long)r.C, r.p.kernel_h,
+                     r.p.kernel_w, r.p.stride_h, r.p.stride_w, r.p.pad_h, r.p.pad_w, ocr_dtype_name(dt[0]),
+                     ocr_dtype_name(dt[2]), q == 1 ? "3 threads" : "1 thread", q == 2 ? ", exact numerics" : "");
+            ocr_test_poison(&y);
+            ocr_test_poison(&dx);
+            ocr_maxpool2d_forward(&y, &x, r.p);
+            ocr_maxpool2d_backward(&dx, &dy, &x, r.p);
+            bits_expect(&y, ywant, NULL, what, "y");
+            bits_expect(&dx, dxwant, loose, what, "dx");
+            ran++;
+        }
+    }
+    ocr_cpu_set_exact_numerics(0);
+    omp_set_num_threads(saved);
+    ocr_cpu_vec_select(NULL);
+    ck_assert(ran >= 3);
+    ocr_tensor_free(&x); ocr_tensor_free(&y); ocr_tensor_free(&dy); ocr_tensor_free(&dx);
+    free(xf); free(yf); free(dyf); free(dxf); free(arg); free(loose); free(ywant); free(dxwant);
+}
+
+START_TEST(test_maxpool_bits) {
+    const PoolRef cases[] = {
+        window_case(POOL_MAX, 2, 25, 33, 48, 2, 2, 1, 1, 0, 0),  // the PP-OCR stems' pool (parallel)
+        window_case(POOL_MAX, 3, 9, 11, 3, 3, 3, 1, 1, 1, 1),    // "same" size, C = 3
+        window_case(POOL_MAX, 2, 7, 6, 17, 3, 3, 2, 2, 1, 1),    // overlapping, padded
+        window_case(POOL_MAX, 2, 8, 9, 17, 2, 3, 1, 2, 0, 1),    // anisotropic
+        window_case(POOL_MAX, 1, 5, 7, 5, 3, 2, 2, 1, 1, 0),
+        window_case(POOL_MAX, 4, 7, 5, 48, 2, 2, 2, 2, 0, 0),    // last row and column dropped
+        window_case(POOL_MAX, 2, 4, 6, 17, 4, 6, 1, 1, 0, 0),    // one window over the whole map
+        window_case(POOL_MAX, 2, 12, 13, 64, 3, 3, 1, 1, 1, 1),  // parallel, 3×3
+        window_case(POOL_MAX, 1, 30, 20, 24, 2, 2, 1, 1, 0, 0),  // parallel, one image in blocks
+    };
+    const ocr_dtype_t combos[][4] = {
+        {OCR_F32, OCR_F32, OCR_F32, OCR_F32},
+        {OCR_BF16, OCR_BF16, OCR_BF16, OCR_BF16},
+        {OCR_F16, OCR_F16, OCR_F16, OCR_F16},
+        {OCR_BF16, OCR_F32, OCR_F16, OCR_F32},
+        {OCR_F32, OCR_BF16, OCR_F32, OCR_F16},
+    };
+    const int ncases = (int)(sizeof cases / sizeof cases[0]), ncombos = (int)(sizeof combos / sizeof combos[0]);
+    for (int ci = 0; ci < ncases; ci++)
+        for (int k = 0; k < ncombos; k++) {
+            bits_case(cases[ci], combos[k], 800 + 10 * (uint64_t)ci + (uint64_t)k, 0, 0);   // ties, ±0, ±inf
+            bits_case(cases[ci], combos[k], 900 + 10 * (uint64_t)ci + (uint64_t)k, 23, 0);  // and NaNs
+            bits_case(cases[ci], combos[k], 700 + 10 * (uint64_t)ci + (uint64_t)k, 0, 1);   // few ties
+        }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kernels_pool");
     TCase *tc = tcase_create("pool");
@@ -364,6 +569,7 @@ int main(void) {
     tcase_add_test(tc, test_maxpool_ties);
     tcase_add_test(tc, test_low_precision);
     tcase_add_test(tc, test_threads_invariant);
+    tcase_add_test(tc, test_maxpool_bits);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
