@@ -510,10 +510,13 @@ def main():
                     help="OMP_WAIT_POLICY for the PyTorch runs only (ACTIVE is libgomp's and so PyTorch's own "
                          "default), so that each framework runs at its default in one session")
     a = ap.parse_args()
-    # Idle OpenMP workers sleep instead of spinning, as ocrtrain's own runtime defaults have them
-    # (training/runtime.h): on a shared or oversubscribed machine a spinning worker whose partner is
-    # descheduled burns CPU time that is not the step's. Set it in the environment to override.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # PyTorch's idle OpenMP workers sleep (PASSIVE) unless --torch-wait-policy says otherwise or
+    # OMP_WAIT_POLICY is set: on a shared or oversubscribed machine a spinning worker whose partner
+    # is descheduled burns CPU time that is not the step's. ocrtrain's runs get the environment as
+    # it is, so its own runtime defaults apply (training/runtime.h) unless the caller set them.
+    torch_policy = a.torch_wait_policy or os.environ.get("OMP_WAIT_POLICY") or "PASSIVE"
+    if a.one:  # a PyTorch child run directly (the parent passes OMP_WAIT_POLICY itself)
+        os.environ.setdefault("OMP_WAIT_POLICY", torch_policy)
     if a.one:
         measure(a)
         return
@@ -539,9 +542,7 @@ def main():
                                                       "--threads", str(a.threads), "--iters", str(a.iters),
                                                       "--warmup", str(a.warmup)]))
                 for who, p, cmd in runs:
-                    env = None
-                    if who == "torch" and a.torch_wait_policy:
-                        env = dict(os.environ, OMP_WAIT_POLICY=a.torch_wait_policy)
+                    env = dict(os.environ, OMP_WAIT_POLICY=torch_policy) if who == "torch" else None
                     res = run_child(cmd, env)
                     key = (cfg, who, p)
                     if key not in cells:

@@ -7,6 +7,9 @@
 // bit-identical either way). Both are read by the libraries' constructors before main runs,
 // so training_tune_runtime sets whichever the user has not set and re-executes the program once
 // (/proc/self/exe with the same arguments). OCR_RUNTIME_TUNED=1 in the environment disables it.
+// On CPUs whose fp32 linears run on oneDNN (AVX-512), the passive team first spins briefly
+// (GOMP_SPINCOUNT=30000, about half a millisecond): no OpenBLAS pool competes for the cores
+// there, and waking a sleeping thread for each of a step's short parallel regions costs ~10 %.
 #ifndef OCR_TRAINING_RUNTIME_H
 #define OCR_TRAINING_RUNTIME_H
 

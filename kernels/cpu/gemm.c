@@ -5,7 +5,8 @@
 // once into the output's dtype, which is what a tensor-core GEMM with an fp32 accumulator
 // stores. Elsewhere, and under Global.cpu_exact_numerics, they are widened into fp32 scratch
 // and multiplied with OpenBLAS sgemm (the reference: the same contract, sgemm's summation
-// order). f32 always takes sgemm.
+// order). f32 takes oneDNN's fp32 matmul on AVX-512 CPUs and sgemm elsewhere
+// (ocr_cpu_f32_linear_onednn, kernels/cpu/isa.h).
 #include <cblas.h>
 #include <omp.h>
 #include <string.h>
@@ -16,10 +17,17 @@
 #include "kernels/cpu/onednn.h"
 #include "kernels/ops.h"
 
-// The hardware path takes both operands in one native low-precision dtype and writes f32 or
-// that dtype; any other mix (an f32 weight with a bf16 input) takes the reference.
+// The oneDNN path takes both operands in one native low-precision dtype and writes f32 or that
+// dtype; any other mix (an f32 weight with a bf16 input) takes the reference.
 static int lp_native(const OcrTensor *a, const OcrTensor *b) {
     return a->dtype == b->dtype && ocr_cpu_lp_native(a->dtype);
+}
+// The same for GEMMs and linears, which take it with all-f32 operands too where oneDNN's fp32
+// matmul is chosen (ocr_cpu_f32_linear_onednn). The batched matmul keeps sgemm and its own small
+// products for f32 (attention heads: too small for oneDNN's per-call set-up).
+static int onednn_operands(const OcrTensor *a, const OcrTensor *b) {
+    if (a->dtype == OCR_F32 && b->dtype == OCR_F32) return ocr_cpu_f32_linear_onednn();
+    return lp_native(a, b);
 }
 static int lp_out_ok(const OcrTensor *out, const OcrTensor *a) { return out->dtype == OCR_F32 || out->dtype == a->dtype; }
 
@@ -67,7 +75,7 @@ void ocr_cpu_gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int tran
     OCR_ASSERT(K == Kb, "gemm: inner dimensions differ (%lld vs %lld)", (long long)K, (long long)Kb);
     OCR_ASSERT(mat_rows(c) == M && ocr_tensor_dim(c, -1) == N, "gemm: c is not (%lld, %lld)", (long long)M,
                (long long)N);
-    if (lp_native(a, b) && lp_out_ok(c, a) && (beta == 0.0f || beta == 1.0f) && M > 0 && N > 0 && K > 0) {
+    if (onednn_operands(a, b) && lp_out_ok(c, a) && (beta == 0.0f || beta == 1.0f) && M > 0 && N > 0 && K > 0) {
         ocr_onednn_gemm(1, M, N, K, alpha, onednn_mat(a->data, a->dtype, 0, ac, trans_a),
                         onednn_mat(b->data, b->dtype, 0, bc, trans_b), NULL, beta == 1.0f, c->data, c->dtype, N, 0);
         return;
@@ -96,7 +104,7 @@ void ocr_cpu_linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTenso
     int64_t R = mat_rows(inp);
     OCR_ASSERT(mat_rows(out) == R, "linear: input and output rows differ");
     CpuScratch s = {0};
-    if (lp_native(inp, weight) && lp_out_ok(out, inp) && R > 0 && OUT > 0 && IN > 0) {
+    if (onednn_operands(inp, weight) && lp_out_ok(out, inp) && R > 0 && OUT > 0 && IN > 0) {
         const float *bb = NULL;
         if (bias) {
             CPU_ASSERT_FLOAT(bias);
@@ -153,7 +161,7 @@ void ocr_cpu_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
     OCR_ASSERT(ocr_tensor_dim(inp, -1) == IN && ocr_tensor_dim(dout, -1) == OUT && mat_rows(dout) == R,
                "linear backward: shapes of inp/dout do not match the weight");
     CpuScratch s = {0};
-    if (lp_native(dout, weight) && lp_native(dout, inp) && (!dinp || lp_out_ok(dinp, dout)) &&
+    if (onednn_operands(dout, weight) && onednn_operands(dout, inp) && (!dinp || lp_out_ok(dinp, dout)) &&
         (!dweight || lp_out_ok(dweight, dout)) && R > 0 && IN > 0 && OUT > 0) {
         if (dinp) {
             CPU_ASSERT_FLOAT(dinp);

@@ -120,6 +120,40 @@ int ocr_cpu_f32_conv_onednn(void) {
     return f32_conv_default && !ocr_cpu_exact_numerics() && ocr_onednn_available();
 }
 
+static pthread_once_t f32_linear_once = PTHREAD_ONCE_INIT;
+static int f32_linear_default;
+static void f32_linear_env(void) {
+    const OcrCpuFeatures *f = ocr_cpu_features();
+    f32_linear_default = f->avx512f && f->avx512bw && f->avx512vl;
+    const char *e = getenv("OCR_CPU_F32_LINEAR");
+    if (!e || !*e) return;
+    if (strcmp(e, "onednn") == 0)
+        f32_linear_default = 1;
+    else if (strcmp(e, "sgemm") == 0)
+        f32_linear_default = 0;
+    else
+        ocr_log(OCR_LOG_WARN, "OCR_CPU_F32_LINEAR=%s is not sgemm or onednn; ignored", e);
+}
+
+int ocr_cpu_f32_linear_onednn(void) {
+    pthread_once(&f32_linear_once, f32_linear_env);
+    return f32_linear_default && !ocr_cpu_exact_numerics() && ocr_onednn_available();
+}
+
+// Test hook (not in isa.h): "sgemm" or "onednn" selects that path for f32 linears, NULL the
+// CPU's default; returns 0 and changes nothing for "onednn" without oneDNN or an unknown name.
+int ocr_cpu_f32_linear_select(const char *name) {
+    pthread_once(&f32_linear_once, f32_linear_env);
+    if (!name) {
+        const OcrCpuFeatures *f = ocr_cpu_features();
+        f32_linear_default = f->avx512f && f->avx512bw && f->avx512vl;
+        return 1;
+    }
+    if (strcmp(name, "sgemm") == 0) return f32_linear_default = 0, 1;
+    if (strcmp(name, "onednn") == 0 && ocr_onednn_available()) return f32_linear_default = 1, 1;
+    return 0;
+}
+
 const char *ocr_cpu_isa_emulated_reason(ocr_dtype_t dt) {
     if (dt != OCR_BF16 && dt != OCR_F16) return NULL;
     if (ocr_cpu_lp_native(dt)) return NULL;

@@ -1,6 +1,8 @@
 // linear_forward / linear_backward against a double-precision reference: leading dims,
-// bias / no bias, finite-difference gradients, accumulation rules, f16/bf16 storage.
+// bias / no bias, finite-difference gradients, accumulation rules, f16/bf16 storage; f32 on both
+// of its CPU paths (OpenBLAS sgemm and oneDNN's fp32 matmul).
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -99,7 +101,22 @@ static void check_forward(const LinCase *c, ocr_dtype_t dt) {
     free(r.x), free(r.w), free(r.b);
 }
 
-START_TEST(test_linear_forward_f32) { check_forward(&cases[_i], OCR_F32); }
+int ocr_cpu_f32_linear_select(const char *name);  // kernels/cpu/isa.c (test hook)
+
+// f32 runs on OpenBLAS's sgemm or oneDNN's fp32 matmul depending on the CPU
+// (ocr_cpu_f32_linear_onednn): every f32 check runs on both, whatever this CPU's default is.
+static const char *const F32_PATHS[2] = {"sgemm", "onednn"};
+static int select_f32_path(int k) {
+    if (ocr_cpu_f32_linear_select(F32_PATHS[k])) return 1;
+    printf("SKIP: f32 linear path %s unavailable in this build\n", F32_PATHS[k]);
+    return 0;
+}
+
+START_TEST(test_linear_forward_f32) {
+    for (int k = 0; k < 2; k++)
+        if (select_f32_path(k)) check_forward(&cases[_i], OCR_F32);
+    ocr_cpu_f32_linear_select(NULL);
+}
 END_TEST
 START_TEST(test_linear_forward_f16) { check_forward(&cases[_i], OCR_F16); }
 END_TEST
@@ -108,8 +125,7 @@ END_TEST
 
 // f32 backward against central differences of L = Σ dout·out, called twice: dinp is
 // assigned (same after the second call), dweight/dbias accumulate onto their start values.
-START_TEST(test_linear_backward_f32) {
-    const LinCase *c = &cases[_i];
+static void check_backward_f32(const LinCase *c) {
     if (case_rows(c) * c->IN > 2000) return;  // finite differences stay cheap; the big case runs in the dtype test
     int64_t xs[4], ys[4];
     int64_t nx = shape_of(c, xs, c->IN), ny = shape_of(c, ys, c->OUT), nw = (int64_t)c->IN * c->OUT;
@@ -156,6 +172,12 @@ START_TEST(test_linear_backward_f32) {
     ocr_tensor_free(&dw), ocr_tensor_free(&db);
     free(vx), free(vw), free(vb), free(vdy), free(w0), free(b0), free(gx), free(gw), free(gb), free(ew), free(eb);
     free(r.x), free(r.w), free(r.b), free(r.dy);
+}
+
+START_TEST(test_linear_backward_f32) {
+    for (int k = 0; k < 2; k++)
+        if (select_f32_path(k)) check_backward_f32(&cases[_i]);
+    ocr_cpu_f32_linear_select(NULL);
 }
 END_TEST
 
