@@ -6,12 +6,20 @@
 // softmax(x) − q (Σ q = 1). The mean runs over the rows whose target is not ignore_index, so
 // the gradient of the mean divides by that count. The log-sum-exp and the loss sums are kept
 // in double: with thousands of classes (6629 for PP-OCRv4 ch) a float sum of the ε/(C − 1)·lp_j
-// terms would lose the small ones.
+// terms would lose the small ones. The exponentials are activation_math.h's vexpf in fp32 (within
+// ~1e-7 relative, far inside what the double sums then carry), so the row loops vectorise: libm's
+// scalar double exp, three per logit, had made this loss a tenth of a v6 MultiHead step (its NRTR
+// branch scores 6,910–18,714 classes). The sums keep CE_LANES partial sums in double, lane k taking
+// the elements j ≡ k (mod CE_LANES) in order, folded in lane order: the same bits at every vector
+// level and thread count.
 #include <math.h>
 
+#include "kernels/activation_math.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
+
+#define CE_LANES 16
 
 static void check_targets(const OcrTensor *logits, const OcrTensor *targets, int64_t *N, int64_t *C, const char *op) {
     CPU_ASSERT_FLOAT(logits);
@@ -30,14 +38,44 @@ static void check_target(int32_t t, int64_t n, int64_t C, CrossEntropyParams p, 
                (long long)n, (long long)C);
 }
 
-// lse = max + log Σ exp(x − max), in double.
-static double row_lse(const float *x, int64_t C) {
+// st[0] = lse = max + log Σ exp(x − max) (NaNs skipped by the max, as fmaxf does) and, with
+// want_sum, st[1] = Σ x, both in double over CE_LANES lanes.
+CPU_INLINE void row_stats_body(double *restrict st, const float *restrict x, int64_t C, int want_sum) {
+    float m[CE_LANES];
+    double e[CE_LANES], sx[CE_LANES];
+    for (int k = 0; k < CE_LANES; k++) m[k] = -INFINITY, e[k] = 0.0, sx[k] = 0.0;
+    const int64_t full = C / CE_LANES * CE_LANES;
+    for (int64_t j = 0; j < full; j += CE_LANES)
+        for (int k = 0; k < CE_LANES; k++) m[k] = x[j + k] > m[k] ? x[j + k] : m[k];
+    for (int64_t j = full; j < C; j++) m[j - full] = x[j] > m[j - full] ? x[j] : m[j - full];
     float mx = -INFINITY;
-    for (int64_t j = 0; j < C; j++) mx = fmaxf(mx, x[j]);
-    double s = 0.0;
-    for (int64_t j = 0; j < C; j++) s += exp((double)x[j] - mx);
-    return mx + log(s);
+    for (int k = 0; k < CE_LANES; k++) mx = m[k] > mx ? m[k] : mx;
+    for (int64_t j = 0; j < full; j += CE_LANES)
+        for (int k = 0; k < CE_LANES; k++) {
+            e[k] += (double)vexpf(x[j + k] - mx);
+            if (want_sum) sx[k] += (double)x[j + k];
+        }
+    for (int64_t j = full; j < C; j++) {
+        e[j - full] += (double)vexpf(x[j] - mx);
+        if (want_sum) sx[j - full] += (double)x[j];
+    }
+    double es = 0.0, xs = 0.0;
+    for (int k = 0; k < CE_LANES; k++) es += e[k], xs += sx[k];
+    st[0] = (double)mx + log(es);
+    st[1] = xs;
 }
+CPU_VEC_CLONES(row_stats, (double *st, const float *x, int64_t C, int want_sum), (st, x, C, want_sum))
+
+// dr (C) = g · (exp(x − lse) − q) with q = on at the target t, off elsewhere.
+CPU_INLINE void row_grad_body(float *restrict dr, const float *restrict x, int64_t C, double lse, int64_t t, double g,
+                              double on, double off) {
+    for (int64_t j = 0; j < C; j++) {
+        const double q = j == t ? on : off;
+        dr[j] = (float)(g * ((double)vexpf((float)((double)x[j] - lse)) - q));
+    }
+}
+CPU_VEC_CLONES(row_grad, (float *dr, const float *x, int64_t C, double lse, int64_t t, double g, double on, double off),
+               (dr, x, C, lse, t, g, on, off))
 
 void ocr_cpu_cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor *counted, const OcrTensor *logits,
                                    const OcrTensor *targets, CrossEntropyParams p) {
@@ -64,10 +102,10 @@ void ocr_cpu_cross_entropy_forward(OcrTensor *losses, OcrTensor *loss, OcrTensor
             continue;
         }
         const float *xr = x + n * C;
-        const double lse = row_lse(xr, C);
-        double sum_lp = 0.0;
-        if (off != 0.0)
-            for (int64_t j = 0; j < C; j++) sum_lp += (double)xr[j] - lse;
+        double st[2];
+        row_stats(st, xr, C, off != 0.0);
+        const double lse = st[0];
+        const double sum_lp = off != 0.0 ? st[1] - (double)C * lse : 0.0;  // Σ_j (x_j − lse)
         const double lp_t = (double)xr[t[n]] - lse;
         // −[(1 − ε)·lp_t + ε/(C − 1)·Σ_{j≠t} lp_j]
         row[n] = -(on * lp_t + off * (sum_lp - lp_t));
@@ -110,12 +148,9 @@ void ocr_cpu_cross_entropy_backward(OcrTensor *dlogits, const OcrTensor *logits,
             for (int64_t j = 0; j < C; j++) dr[j] = 0.0f;
             continue;
         }
-        const float *xr = x + n * C;
-        const double lse = row_lse(xr, C);
-        for (int64_t j = 0; j < C; j++) {
-            const double q = j == t[n] ? on : off;
-            dr[j] = (float)(g * (exp((double)xr[j] - lse) - q));
-        }
+        double st[2];
+        row_stats(st, x + n * C, C, 0);
+        row_grad(dr, x + n * C, C, st[0], t[n], g, on, off);
     }
     ocr_cpu_f32_store(dlogits, dx);
     ocr_cpu_scratch_free(&s);

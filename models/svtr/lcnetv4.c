@@ -273,9 +273,9 @@ static LConv *expand_conv(V4Block *l) { return l->expand.deploy ? &l->expand.con
 // whose input x is the output of a fused BN + activation, src (lbn_act_forward: src_act->inplace).
 // Only the conv's backward reads x again (its weight gradient; src's backward reads its own BN
 // input and statistics), so in a training pass x goes as soon as the conv has run, and
-// *recompute says whether it must be rebuilt (lbn_act_output_again) for that backward: not when
-// the conv saved an autocast copy instead, nor with keep_all, which keeps x. Otherwise this is
-// v4convbn_forward.
+// *recompute says whether it must be rebuilt for that backward (lbn_act_backward_rebuilding_output):
+// not when the conv saved an autocast copy instead, nor with keep_all, which keeps x. Otherwise
+// this is v4convbn_forward.
 static OcrTensor *convbn_forward_dropping_input(OcrCtx *c, V4ConvBN *l, OcrTensor *x, const LAct *src_act,
                                                 int *recompute) {
     *recompute = 0;

@@ -508,16 +508,6 @@ OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, i
     return dx;
 }
 
-OcrTensor *lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act) {
-    OCR_ASSERT(act->inplace && !act->y.data && bn->x.data && bn->save_scale.data && bn->save_mean.data,
-               "%s: no dropped output of lbn_act_forward to rebuild", c->ops->items[act->op].name);
-    act->y = ocr_ctx_new(c, ocr_ctx_dtype(c, bn->op), 4, bn->x.shape);
-    if (!c->plan) {
-        OcrTensor bb = ocr_ctx_param(c, bn->b);
-        ocr_batchnorm2d_act_apply(&act->y, &bn->x, &bn->save_mean, &bn->save_scale, &bb, act->act);
-    }
-    return &act->y;
-}
 
 OcrTensor lbn_act_backward_rebuilding_output(OcrCtx *c, LBN *bn, LAct *act, OcrTensor *dy) {
     OCR_ASSERT(act->inplace && !act->y.data && bn->x.data && bn->save_scale.data && bn->save_mean.data && !bn->y.data,

@@ -225,13 +225,9 @@ OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x);
 // with batchnorm2d_forward, then lact_backward + lbn_backward). Frees the output and the
 // statistics; returns the BN input's gradient (empty when need_dx is 0).
 OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, int need_dx);
-// The output of lbn_act_forward again, after a training pass dropped it (ocr_ctx_drop) once its
-// readers' forwards had run: batchnorm2d_act_apply from the saved BN input, save_mean,
-// save_scale and beta, the forward's bits. For a later op whose backward reads that output (a
-// conv's saved input), rebuilt just before that backward; lbn_act_backward frees it as before.
-OcrTensor *lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act);
-// lbn_act_backward (need_dx) for a dropped output that the next op's backward reads after this
-// one: the output comes back (act->y, the forward's bits) from the same pass that forms act'
+// lbn_act_backward (need_dx) for the output of lbn_act_forward that a training pass dropped
+// (ocr_ctx_drop) once its readers' forwards had run, and that the next op's backward reads after
+// this one (a conv's saved input, for its weight gradient): the output comes back (act->y, the forward's bits) from the same pass that forms act'
 // (batchnorm2d_act_backward_rebuild), so the activation is evaluated once for both, not once to
 // rebuild and once to differentiate. dy is consumed: its memory becomes the returned gradient
 // when the dtypes allow, else it is freed. act->y stays for the caller, who frees it after that

@@ -2,10 +2,11 @@
 // smoothing, the PAD id ignored): per-row losses and the mean against a double reference,
 // the gradient against central finite differences of the reference's mean loss (times
 // grad_scale), in every logits dtype; ignored rows give 0 and 0 gradient; all rows ignored
-// gives a mean of 0 and a zero gradient.
+// gives a mean of 0 and a zero gradient; rows thousands of classes wide at every vector level.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
@@ -138,11 +139,80 @@ START_TEST(test_cross_entropy_all_ignored) {
 }
 END_TEST
 
+int ocr_cpu_vec_select(const char *name);  // kernels/cpu/cpu_common.h (test hook)
+
+// Rows as wide as the NRTR heads' (6,910 classes for PP-OCRv6 tiny) and ragged ones (37: two full
+// lane groups of 16 and a tail), with smoothing: the row losses against the double reference
+// (log-sum-exp, Σ q·lp) and the gradient against g·(softmax − q) in double, at every vector level,
+// each level's bits equal to the others'.
+START_TEST(test_cross_entropy_wide_every_level) {
+    static const char *const levels[3] = {"sse2", "avx2", "avx512"};
+    static const int64_t widths[2] = {6910, 37};
+    for (int w = 0; w < 2; w++) {
+        const int64_t R = 5, W = widths[w];
+        float *xs = malloc(sizeof(float) * (size_t)(R * W));
+        ocr_test_fill_uniform(xs, R * W, 900 + (uint64_t)w, -8.0f, 6.0f);
+        OcrTensor x = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(R, W), xs);
+        OcrTensor t = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(R), NULL);
+        const int32_t tv[5] = {3, 0, (int32_t)(W - 1), 17, 0};  // 0 ignored
+        for (int n = 0; n < R; n++) ((int32_t *)t.data)[n] = tv[n];
+        const CrossEntropyParams p = {0.1f, 0, 2.0f};
+        float *first_rows = NULL, *first_dx = NULL;
+        for (int lv = 0; lv < 3; lv++) {
+            if (!ocr_cpu_vec_select(levels[lv])) {
+                printf("cross_entropy: this CPU has no %s; that level not checked\n", levels[lv]);
+                continue;
+            }
+            OcrTensor rows = ocr_test_tensor(OCR_F32, 1, OCR_SHAPE(R), NULL);
+            OcrTensor dx = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(R, W), NULL);
+            ocr_test_poison(&dx);
+            ocr_cross_entropy_forward(&rows, NULL, NULL, &x, &t, p);
+            ocr_cross_entropy_backward(&dx, &x, &t, p);
+            const float *rv = rows.data, *dv = dx.data;
+            int counted = 0;
+            for (int n = 0; n < R; n++) counted += tv[n] != 0;
+            for (int n = 0; n < R; n++) {
+                const float *xr = xs + n * W;
+                double mx = -INFINITY, se = 0.0;
+                for (int64_t j = 0; j < W; j++) mx = fmax(mx, xr[j]);
+                for (int64_t j = 0; j < W; j++) se += exp(xr[j] - mx);
+                const double lse = mx + log(se), on = 1.0 - 0.1, off = 0.1 / (double)(W - 1);
+                double L = 0.0;
+                for (int64_t j = 0; j < W; j++) L -= (j == tv[n] ? on : off) * (xr[j] - lse);
+                if (tv[n] == 0) L = 0.0;
+                ck_assert_msg(fabs(rv[n] - L) <= 1e-5 * fabs(L) + 1e-6, "%s W %lld row %d loss %.9g, expected %.9g",
+                              levels[lv], (long long)W, n, (double)rv[n], L);
+                for (int64_t j = 0; j < W; j++) {
+                    const double g = tv[n] == 0 ? 0.0 : 2.0 / counted * (exp(xr[j] - lse) - (j == tv[n] ? on : off));
+                    ck_assert_msg(fabs(dv[n * W + j] - g) <= 1e-6 * fabs(g) + 1e-9,
+                                  "%s W %lld dlogits[%d, %lld] = %.9g, expected %.9g", levels[lv], (long long)W, n,
+                                  (long long)j, (double)dv[n * W + j], g);
+                }
+            }
+            if (!first_rows) {
+                first_rows = malloc(sizeof(float) * (size_t)R), first_dx = malloc(sizeof(float) * (size_t)(R * W));
+                memcpy(first_rows, rv, sizeof(float) * (size_t)R), memcpy(first_dx, dv, sizeof(float) * (size_t)(R * W));
+            } else {
+                ck_assert_msg(memcmp(first_rows, rv, sizeof(float) * (size_t)R) == 0, "%s: row losses differ in bits",
+                              levels[lv]);
+                ck_assert_msg(memcmp(first_dx, dv, sizeof(float) * (size_t)(R * W)) == 0, "%s: dlogits differ in bits",
+                              levels[lv]);
+            }
+            ocr_tensor_free(&rows), ocr_tensor_free(&dx);
+        }
+        ocr_cpu_vec_select(NULL);
+        free(first_rows), free(first_dx), free(xs);
+        ocr_tensor_free(&x), ocr_tensor_free(&t);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kernels_cross_entropy");
     TCase *tc = tcase_create("cross_entropy");
     tcase_add_test(tc, test_cross_entropy_cases);
     tcase_add_test(tc, test_cross_entropy_all_ignored);
+    tcase_add_test(tc, test_cross_entropy_wide_every_level);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
