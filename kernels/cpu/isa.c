@@ -102,37 +102,39 @@ int ocr_cpu_lp_native(ocr_dtype_t dt) {
     return !ocr_cpu_exact_numerics() && hardware_path(dt);
 }
 
-static pthread_once_t f32_conv_once = PTHREAD_ONCE_INIT;
-static int f32_conv_default = OCR_F32_CONV_ONEDNN_DEFAULT;
-static void f32_conv_env(void) {
-    const char *e = getenv("OCR_CPU_F32_CONV");
+// *flag = 1 for "onednn", 0 for "sgemm" in environment variable var; unset leaves it, anything
+// else is named in a warning and ignored.
+static void gemm_path_env(const char *var, int *flag) {
+    const char *e = getenv(var);
     if (!e || !*e) return;
     if (strcmp(e, "onednn") == 0)
-        f32_conv_default = 1;
+        *flag = 1;
     else if (strcmp(e, "sgemm") == 0)
-        f32_conv_default = 0;
+        *flag = 0;
     else
-        ocr_log(OCR_LOG_WARN, "OCR_CPU_F32_CONV=%s is not sgemm or onednn; ignored", e);
+        ocr_log(OCR_LOG_WARN, "%s=%s is not sgemm or onednn; ignored", var, e);
 }
+
+static pthread_once_t f32_conv_once = PTHREAD_ONCE_INIT;
+static int f32_conv_default = OCR_F32_CONV_ONEDNN_DEFAULT;
+static void f32_conv_env(void) { gemm_path_env("OCR_CPU_F32_CONV", &f32_conv_default); }
 
 int ocr_cpu_f32_conv_onednn(void) {
     pthread_once(&f32_conv_once, f32_conv_env);
     return f32_conv_default && !ocr_cpu_exact_numerics() && ocr_onednn_available();
 }
 
+// The fp32 linears' default: oneDNN where the CPU has the AVX-512 its avx512_core kernels use.
+static int f32_linear_cpu_default(void) {
+    const OcrCpuFeatures *f = ocr_cpu_features();
+    return f->avx512f && f->avx512bw && f->avx512vl;
+}
+
 static pthread_once_t f32_linear_once = PTHREAD_ONCE_INIT;
 static int f32_linear_default;
 static void f32_linear_env(void) {
-    const OcrCpuFeatures *f = ocr_cpu_features();
-    f32_linear_default = f->avx512f && f->avx512bw && f->avx512vl;
-    const char *e = getenv("OCR_CPU_F32_LINEAR");
-    if (!e || !*e) return;
-    if (strcmp(e, "onednn") == 0)
-        f32_linear_default = 1;
-    else if (strcmp(e, "sgemm") == 0)
-        f32_linear_default = 0;
-    else
-        ocr_log(OCR_LOG_WARN, "OCR_CPU_F32_LINEAR=%s is not sgemm or onednn; ignored", e);
+    f32_linear_default = f32_linear_cpu_default();
+    gemm_path_env("OCR_CPU_F32_LINEAR", &f32_linear_default);
 }
 
 int ocr_cpu_f32_linear_onednn(void) {
@@ -144,11 +146,7 @@ int ocr_cpu_f32_linear_onednn(void) {
 // CPU's default; returns 0 and changes nothing for "onednn" without oneDNN or an unknown name.
 int ocr_cpu_f32_linear_select(const char *name) {
     pthread_once(&f32_linear_once, f32_linear_env);
-    if (!name) {
-        const OcrCpuFeatures *f = ocr_cpu_features();
-        f32_linear_default = f->avx512f && f->avx512bw && f->avx512vl;
-        return 1;
-    }
+    if (!name) return f32_linear_default = f32_linear_cpu_default(), 1;
     if (strcmp(name, "sgemm") == 0) return f32_linear_default = 0, 1;
     if (strcmp(name, "onednn") == 0 && ocr_onednn_available()) return f32_linear_default = 1, 1;
     return 0;
