@@ -150,7 +150,24 @@ void ocr_cpu_bn_dx_tile(float *dx, const float *g, const float *x, const float *
 CPU_INLINE void dx_tile_bf16_body(uint16_t *dx, const uint16_t *g, const uint16_t *restrict x,
                                   const float *restrict mean, const float *restrict a, const float *restrict b,
                                   const float *restrict k, int64_t rows, int64_t C) {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    const int64_t grp = cpu_group_rows(C);
+    if (grp > 1 && rows >= grp) {
+        // Groups of rows as one flat loop where C leaves a partial vector per row (rowwise.h).
+        const int64_t L = grp * C;
+        float m2[CPU_GROUP_MAX], a2[CPU_GROUP_MAX], b2[CPU_GROUP_MAX], k2[CPU_GROUP_MAX];
+        cpu_repeat_coefs(m2, mean, C, L), cpu_repeat_coefs(a2, a, C, L);
+        cpu_repeat_coefs(b2, b, C, L), cpu_repeat_coefs(k2, k, C, L);
+        for (; r + grp <= rows; r += grp) {
+            const uint16_t *xr = x + r * C, *gr = g + r * C;
+            uint16_t *dr = dx + r * C;
+            for (int64_t j = 0; j < L; j++) {
+                const float v = a2[j] * ocr_bf16_to_f32(gr[j]) + b2[j] * (ocr_bf16_to_f32(xr[j]) - m2[j]) + k2[j];
+                dr[j] = ocr_f32_to_bf16(v);
+            }
+        }
+    }
+    for (; r < rows; r++) {
         const uint16_t *xr = x + r * C, *gr = g + r * C;
         uint16_t *dr = dx + r * C;
         for (int64_t c = 0; c < C; c++) {

@@ -167,7 +167,20 @@ static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_
 // v (rows, C) = the pre-activation values of bf16 rows x, rounded to bf16, in fp32.
 CPU_INLINE void value_bf16_rows(float *restrict v, const uint16_t *restrict x, const float *restrict mf,
                                 const float *restrict af, const float *restrict bf, int64_t rows, int64_t C) {
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t r = 0;
+    const int64_t g = cpu_group_rows(C);
+    if (g > 1 && rows >= g) {
+        // Groups of g rows as one flat loop (rowwise.h): no partial vector per row.
+        const int64_t L = g * C;
+        float m2[CPU_GROUP_MAX], a2[CPU_GROUP_MAX], b2[CPU_GROUP_MAX];
+        cpu_repeat_coefs(m2, mf, C, L), cpu_repeat_coefs(a2, af, C, L), cpu_repeat_coefs(b2, bf, C, L);
+        for (; r + g <= rows; r += g) {
+            const uint16_t *xr = x + r * C;
+            float *vr = v + r * C;
+            for (int64_t j = 0; j < L; j++) vr[j] = ocr_bf16_round((ocr_bf16_to_f32(xr[j]) - m2[j]) * a2[j] + b2[j]);
+        }
+    }
+    for (; r < rows; r++) {
         const uint16_t *xr = x + r * C;
         float *vr = v + r * C;
         for (int64_t c = 0; c < C; c++) vr[c] = ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]);
@@ -179,8 +192,26 @@ CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict
                                   ocr_activation_t act, int accumulate, float *restrict v) {
     const int64_t n = rows * C;
     if (act == OCR_ACT_NONE) {
-        // No activation to keep in full vectors: the value goes straight into y, one loop.
-        for (int64_t r = 0; r < rows; r++) {
+        // No activation to keep in full vectors: the value goes straight into y, one loop (over
+        // groups of rows where C leaves a partial vector per row, rowwise.h).
+        int64_t r = 0;
+        const int64_t g = cpu_group_rows(C);
+        if (g > 1 && rows >= g) {
+            const int64_t L = g * C;
+            float m2[CPU_GROUP_MAX], a2[CPU_GROUP_MAX], b2[CPU_GROUP_MAX];
+            cpu_repeat_coefs(m2, mf, C, L), cpu_repeat_coefs(a2, af, C, L), cpu_repeat_coefs(b2, bf, C, L);
+            for (; r + g <= rows; r += g) {
+                const uint16_t *xr = x + r * C;
+                uint16_t *yr = y + r * C;
+                if (accumulate)
+                    for (int64_t j = 0; j < L; j++)
+                        BNA_ADD(yr[j], ocr_bf16_round((ocr_bf16_to_f32(xr[j]) - m2[j]) * a2[j] + b2[j]));
+                else
+                    for (int64_t j = 0; j < L; j++)
+                        BNA_SET(yr[j], ocr_bf16_round((ocr_bf16_to_f32(xr[j]) - m2[j]) * a2[j] + b2[j]));
+            }
+        }
+        for (; r < rows; r++) {
             const uint16_t *xr = x + r * C;
             uint16_t *yr = y + r * C;
             if (accumulate)
