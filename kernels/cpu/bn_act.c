@@ -164,27 +164,34 @@ static inline void bna_value_tile(float *v, const float *x, int64_t rows, int64_
 #define BNA_FWD_SET_LOOP(f) BNA_FWD_FLAT(f, BNA_SET)
 #define BNA_FWD_ADD_LOOP(f) BNA_FWD_FLAT(f, BNA_ADD)
 
+// For every element of the bf16 rows x (rows, C): STORE(d, i, value), value = (x − mf)·af + bf rounded
+// to bf16 (in fp32), i its index in the tile. Where C leaves a partial vector per row, g rows at a
+// time as one flat loop over coefficients repeated g times (rowwise.h: cpu_group_rows), the
+// element's arithmetic unchanged; the rows left over one by one.
+#define BNA_VALUE(xv, m, a, b) ocr_bf16_round((ocr_bf16_to_f32(xv) - (m)) * (a) + (b))
+#define BNA_VALUE_ROWS(STORE)                                                                      \
+    do {                                                                                           \
+        int64_t r_ = 0;                                                                            \
+        const int64_t g_ = cpu_group_rows(C);                                                      \
+        if (g_ > 1 && rows >= g_) {                                                                \
+            const int64_t L_ = g_ * C;                                                             \
+            float m2_[CPU_GROUP_MAX], a2_[CPU_GROUP_MAX], b2_[CPU_GROUP_MAX];                      \
+            cpu_repeat_coefs(m2_, mf, C, L_), cpu_repeat_coefs(a2_, af, C, L_);                    \
+            cpu_repeat_coefs(b2_, bf, C, L_);                                                      \
+            for (; r_ + g_ <= rows; r_ += g_)                                                      \
+                for (int64_t j_ = 0; j_ < L_; j_++)                                                \
+                    STORE(r_ * C + j_, BNA_VALUE(x[r_ * C + j_], m2_[j_], a2_[j_], b2_[j_]));       \
+        }                                                                                          \
+        for (; r_ < rows; r_++)                                                                    \
+            for (int64_t c_ = 0; c_ < C; c_++) STORE(r_ * C + c_, BNA_VALUE(x[r_ * C + c_], mf[c_], af[c_], bf[c_])); \
+    } while (0)
+
 // v (rows, C) = the pre-activation values of bf16 rows x, rounded to bf16, in fp32.
 CPU_INLINE void value_bf16_rows(float *restrict v, const uint16_t *restrict x, const float *restrict mf,
                                 const float *restrict af, const float *restrict bf, int64_t rows, int64_t C) {
-    int64_t r = 0;
-    const int64_t g = cpu_group_rows(C);
-    if (g > 1 && rows >= g) {
-        // Groups of g rows as one flat loop (rowwise.h): no partial vector per row.
-        const int64_t L = g * C;
-        float m2[CPU_GROUP_MAX], a2[CPU_GROUP_MAX], b2[CPU_GROUP_MAX];
-        cpu_repeat_coefs(m2, mf, C, L), cpu_repeat_coefs(a2, af, C, L), cpu_repeat_coefs(b2, bf, C, L);
-        for (; r + g <= rows; r += g) {
-            const uint16_t *xr = x + r * C;
-            float *vr = v + r * C;
-            for (int64_t j = 0; j < L; j++) vr[j] = ocr_bf16_round((ocr_bf16_to_f32(xr[j]) - m2[j]) * a2[j] + b2[j]);
-        }
-    }
-    for (; r < rows; r++) {
-        const uint16_t *xr = x + r * C;
-        float *vr = v + r * C;
-        for (int64_t c = 0; c < C; c++) vr[c] = ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]);
-    }
+#define BNA_STORE_V(i, val) v[i] = (val)
+    BNA_VALUE_ROWS(BNA_STORE_V);
+#undef BNA_STORE_V
 }
 
 CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
@@ -192,35 +199,16 @@ CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict
                                   ocr_activation_t act, int accumulate, float *restrict v) {
     const int64_t n = rows * C;
     if (act == OCR_ACT_NONE) {
-        // No activation to keep in full vectors: the value goes straight into y, one loop (over
-        // groups of rows where C leaves a partial vector per row, rowwise.h).
-        int64_t r = 0;
-        const int64_t g = cpu_group_rows(C);
-        if (g > 1 && rows >= g) {
-            const int64_t L = g * C;
-            float m2[CPU_GROUP_MAX], a2[CPU_GROUP_MAX], b2[CPU_GROUP_MAX];
-            cpu_repeat_coefs(m2, mf, C, L), cpu_repeat_coefs(a2, af, C, L), cpu_repeat_coefs(b2, bf, C, L);
-            for (; r + g <= rows; r += g) {
-                const uint16_t *xr = x + r * C;
-                uint16_t *yr = y + r * C;
-                if (accumulate)
-                    for (int64_t j = 0; j < L; j++)
-                        BNA_ADD(yr[j], ocr_bf16_round((ocr_bf16_to_f32(xr[j]) - m2[j]) * a2[j] + b2[j]));
-                else
-                    for (int64_t j = 0; j < L; j++)
-                        BNA_SET(yr[j], ocr_bf16_round((ocr_bf16_to_f32(xr[j]) - m2[j]) * a2[j] + b2[j]));
-            }
-        }
-        for (; r < rows; r++) {
-            const uint16_t *xr = x + r * C;
-            uint16_t *yr = y + r * C;
-            if (accumulate)
-                for (int64_t c = 0; c < C; c++)
-                    BNA_ADD(yr[c], ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]));
-            else
-                for (int64_t c = 0; c < C; c++)
-                    BNA_SET(yr[c], ocr_bf16_round((ocr_bf16_to_f32(xr[c]) - mf[c]) * af[c] + bf[c]));
-        }
+        // No activation to keep in full vectors: the value goes straight into y (an extra pass
+        // through v measured 35 % slower for plain BN's output).
+#define BNA_STORE_ADD(i, val) BNA_ADD(y[i], val)
+#define BNA_STORE_SET(i, val) BNA_SET(y[i], val)
+        if (accumulate)
+            BNA_VALUE_ROWS(BNA_STORE_ADD);
+        else
+            BNA_VALUE_ROWS(BNA_STORE_SET);
+#undef BNA_STORE_ADD
+#undef BNA_STORE_SET
         return;
     }
     value_bf16_rows(v, x, mf, af, bf, rows, C);

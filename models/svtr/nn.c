@@ -482,6 +482,18 @@ OcrTensor *lbn_act_forward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *x) {
     return &act->y;
 }
 
+// The end of a fused BN + activation backward: the kernel is batch norm's backward with act'
+// folded into its passes, so its time is the BN's, as the forward's is (lbn_act_forward records
+// the BN op after the kernel); the activation's entry gets only what follows. The saved statistics
+// go (act->y is the caller's to free).
+static void lbn_act_backward_end(OcrCtx *c, LBN *bn, LAct *act) {
+    ocr_ctx_bwd_done(c, bn->op);
+    ocr_ctx_free(c, &bn->save_scale);
+    ocr_ctx_free(c, &bn->save_rstd);
+    ocr_ctx_free(c, &bn->save_mean);
+    ocr_ctx_bwd_done(c, act->op);
+}
+
 OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, int need_dx) {
     // act->y may be gone already (ocr_ctx_drop: the backward never reads it); save_scale is
     // lbn_act_forward's alone.
@@ -496,18 +508,10 @@ OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, i
                                           &bn->save_rstd, &bn->save_scale, act->act, act->y.dtype, bn->training,
                                           bn_sync(c, bn));
     }
-    // The kernel is batch norm's backward with act' folded into its passes: its time is the
-    // BN's, as the forward's is (lbn_act_forward records the BN op after the kernel); the
-    // activation's entry gets only what follows.
-    ocr_ctx_bwd_done(c, bn->op);
     ocr_ctx_free(c, &act->y);
-    ocr_ctx_free(c, &bn->save_scale);
-    ocr_ctx_free(c, &bn->save_rstd);
-    ocr_ctx_free(c, &bn->save_mean);
-    ocr_ctx_bwd_done(c, act->op);
+    lbn_act_backward_end(c, bn, act);
     return dx;
 }
-
 
 OcrTensor lbn_act_backward_rebuilding_output(OcrCtx *c, LBN *bn, LAct *act, OcrTensor *dy) {
     OCR_ASSERT(act->inplace && !act->y.data && bn->x.data && bn->save_scale.data && bn->save_mean.data && !bn->y.data,
@@ -527,11 +531,7 @@ OcrTensor lbn_act_backward_rebuilding_output(OcrCtx *c, LBN *bn, LAct *act, OcrT
         memset(dy, 0, sizeof *dy);
     else
         ocr_ctx_free(c, dy);
-    ocr_ctx_bwd_done(c, bn->op);
-    ocr_ctx_free(c, &bn->save_scale);
-    ocr_ctx_free(c, &bn->save_rstd);
-    ocr_ctx_free(c, &bn->save_mean);
-    ocr_ctx_bwd_done(c, act->op);
+    lbn_act_backward_end(c, bn, act);  // act->y stays: the caller frees it
     return dx;
 }
 
