@@ -495,8 +495,9 @@ static void lbn_act_backward_end(OcrCtx *c, LBN *bn, LAct *act) {
 }
 
 OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, int need_dx) {
-    // act->y may be gone already (ocr_ctx_drop: the backward never reads it); save_scale is
-    // lbn_act_forward's alone.
+    // act->y may be gone already (ocr_ctx_drop: the backward never reads it), so the dtype the
+    // value was rounded to (mid) is the forward's own, not act->y's (a freed tensor reads as f32);
+    // save_scale is lbn_act_forward's alone.
     OCR_ASSERT(act->inplace && bn->save_scale.data && !bn->y.data, "%s: not the output of lbn_act_forward",
                c->ops->items[act->op].name);
     OcrTensor dx = {0};
@@ -505,8 +506,8 @@ OcrTensor lbn_act_backward(OcrCtx *c, LBN *bn, LAct *act, const OcrTensor *dy, i
         OcrTensor g = ocr_ctx_param(c, bn->g), bb = ocr_ctx_param(c, bn->b);
         OcrTensor dg = ocr_ctx_grad(c, bn->g), db = ocr_ctx_grad(c, bn->b);
         ocr_batchnorm2d_act_backward_sync(need_dx ? &dx : NULL, &dg, &db, dy, &bn->x, &g, &bb, &bn->save_mean,
-                                          &bn->save_rstd, &bn->save_scale, act->act, act->y.dtype, bn->training,
-                                          bn_sync(c, bn));
+                                          &bn->save_rstd, &bn->save_scale, act->act, ocr_ctx_dtype(c, bn->op),
+                                          bn->training, bn_sync(c, bn));
     }
     ocr_ctx_free(c, &act->y);
     lbn_act_backward_end(c, bn, act);
