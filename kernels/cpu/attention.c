@@ -16,6 +16,7 @@
 #include <omp.h>
 
 #include "core/rng.h"
+#include "kernels/activation_math.h"
 #include "kernels/cpu/cpu_common.h"
 #include "kernels/cpu/cpu_ops.h"
 #include "kernels/ops.h"
@@ -50,6 +51,13 @@ static void head_gemm(int small, int ta, int tb, int64_t M, int64_t N, int64_t K
                 alpha, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
 }
 
+// The small-matrix loops' packed B operand, K · padded(N) floats, for the largest of the head
+// products: (K, N) = (D, T) for S = q kᵀ and dP' = dO vᵀ, (T, D) for the other four.
+static size_t head_pack_floats(int64_t T, int64_t D) {
+    const int64_t a = D * ocr_cpu_small_gemm_padded(T), b = T * ocr_cpu_small_gemm_padded(D);
+    return (size_t)(a > b ? a : b);
+}
+
 static AttnShape attn_shape(const OcrTensor *qkv, int num_heads) {
     OCR_ASSERT(qkv->ndim == 3, "attention: qkv must be (B, T, 3C)");
     AttnShape s = {qkv->shape[0], qkv->shape[1], qkv->shape[2] / 3, num_heads, 0};
@@ -59,32 +67,40 @@ static AttnShape attn_shape(const OcrTensor *qkv, int num_heads) {
     return s;
 }
 
-// Factor applied to P (and dP') per element: keep/(1 − p), keep, or a constant in inference.
-// mult[k] for the T·T entries of one (b, h) block starting at draw index `first`; returns 0
-// when the factor is 1 everywhere (nothing to apply).
+// Factor applied to P (and dP') per element: ocr_cpu_dropout_factors (dropout.c's keep masks, whole
+// 64-draw groups as vectors), keep/(1 − p), keep, or a constant in inference.
 static int dropout_factors(float *mult, int64_t n, uint64_t first, const DropoutParams *d) {
-    int upscale = d->mode == OCR_DROPOUT_UPSCALE_IN_TRAIN;
-    if (!d->training || d->p <= 0.0f) {
-        if (upscale || d->p <= 0.0f) return 0;
-        for (int64_t k = 0; k < n; k++) mult[k] = 1.0f - d->p;  // downscale in inference
-        return 1;
-    }
-    float keep_scale = d->p >= 1.0f ? 0.0f : (upscale ? 1.0f / (1.0f - d->p) : 1.0f);
-    uint32_t blk[4];
-    uint64_t cached = UINT64_MAX;
-    uint32_t key[2] = {(uint32_t)d->seed, (uint32_t)(d->seed >> 32)};
-    for (int64_t k = 0; k < n; k++) {
-        uint64_t idx = d->offset + first + (uint64_t)k;
-        if ((idx >> 2) != cached) {
-            cached = idx >> 2;
-            uint32_t ctr[4] = {(uint32_t)cached, (uint32_t)(cached >> 32), (uint32_t)d->stream,
-                               (uint32_t)(d->stream >> 32)};
-            ocr_philox4x32_10(ctr, key, blk);
-        }
-        mult[k] = ocr_rng_u32_to_uniform(blk[idx & 3]) >= d->p ? keep_scale : 0.0f;
-    }
-    return 1;
+    return ocr_cpu_dropout_factors(mult, n, first, d);
 }
+
+// One head's T rows of S (T × T) turned into softmax(S + mask) in place, mask (T × T) or NULL. The
+// maximum, the exponentials and the scaling run as vector loops (vexpf, activation_math.h: within
+// ~1e-7 relative of e^x, the same bits at every vector level; libm's expf is a scalar call per
+// element, most of this op's time at T = 40); each row's sum is added in index order. An
+// exponent below −87 (a masked entry, −inf, or a weight below 1.6e-38 of the row's largest) gives
+// exactly 0, so masked entries stay exact zeros. A row masked everywhere attends to nothing.
+CPU_INLINE void softmax_rows_body(float *P, const float *mk, int64_t T) {
+    for (int64_t i = 0; i < T; i++) {
+        float *row = P + i * T;
+        if (mk)
+            for (int64_t j = 0; j < T; j++) row[j] += mk[i * T + j];
+        float mx = -INFINITY;
+        for (int64_t j = 0; j < T; j++) mx = row[j] > mx ? row[j] : mx;  // NaN never wins, as fmaxf
+        if (mx == -INFINITY) {
+            for (int64_t j = 0; j < T; j++) row[j] = 0.0f;
+            continue;
+        }
+        for (int64_t j = 0; j < T; j++) {
+            const float x = row[j] - mx;
+            row[j] = ACT_SELECT(x < -87.0f, 0.0f, vexpf_unclamped(ACT_SELECT(x < -87.0f, -87.0f, x)));
+        }
+        float sum = 0.0f;
+        for (int64_t j = 0; j < T; j++) sum += row[j];
+        const float inv = 1.0f / sum;
+        for (int64_t j = 0; j < T; j++) row[j] *= inv;
+    }
+}
+CPU_VEC_CLONES(softmax_rows, (float *P, const float *mk, int64_t T), (P, mk, T))
 
 // n values of t starting at element `first`, to/from fp32 (t of any float dtype).
 static void slice_store(OcrTensor *t, int64_t first, const float *src, int64_t n) {
@@ -134,10 +150,10 @@ void ocr_cpu_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor
     OcrTensor *Y = ocr_cpu_tiled_out(&sc, out, &vy, 0, &whole);
     // Per thread: P and P' (T×T each), then the batch element's qkv and out slices when they are
     // not f32 (f32 ones are used in place).
-    // The small-matrix loops' packed operand: at most T·max(T, D) floats.
+    // The small-matrix loops' packed operand (head_pack_floats).
     const int small = attn_parallel_over_heads(&s);
     const size_t xper = X->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C), yper = Y->dtype == OCR_F32 ? 0 : (size_t)(T * C);
-    const size_t pper = small ? (size_t)(T * (T > D ? T : D)) : 0;
+    const size_t pper = small ? head_pack_floats(T, D) : 0;
     const size_t per = 2 * (size_t)TT + xper + yper + pper;
     int nthreads = omp_get_max_threads();
     float *bufs = ocr_cpu_scratch_floats(&sc, (size_t)nthreads * per);
@@ -161,24 +177,7 @@ void ocr_cpu_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor
             const float *v = q + 2 * C;
             // S = scale · q kᵀ (T × T)
             head_gemm(small, 0, 1, T, T, D, scale, q, 3 * C, k, 3 * C, P, T, pack);
-            for (int64_t i = 0; i < T; i++) {
-                float *row = P + i * T;
-                if (mk)
-                    for (int64_t j = 0; j < T; j++) row[j] += mk[i * T + j];
-                float mx = -INFINITY;
-                for (int64_t j = 0; j < T; j++) mx = fmaxf(mx, row[j]);
-                if (mx == -INFINITY) {  // fully masked row: attends to nothing
-                    for (int64_t j = 0; j < T; j++) row[j] = 0.0f;
-                    continue;
-                }
-                float sum = 0.0f;
-                for (int64_t j = 0; j < T; j++) {
-                    row[j] = expf(row[j] - mx);
-                    sum += row[j];
-                }
-                float inv = 1.0f / sum;
-                for (int64_t j = 0; j < T; j++) row[j] *= inv;
-            }
+            softmax_rows(P, mk, T);
             if (probs) slice_store(probs, bh * TT, P, TT);
             const float *Pv = P;
             if (dropout_factors(Pd, TT, (uint64_t)(bh * TT), &dropout)) {
@@ -221,7 +220,7 @@ void ocr_cpu_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const Oc
     const size_t gper = DY->dtype == OCR_F32 ? 0 : (size_t)(T * C);
     const size_t dper = DX->dtype == OCR_F32 ? 0 : (size_t)(T * 3 * C);
     const int small = attn_parallel_over_heads(&s);
-    const size_t pper = small ? (size_t)(T * (T > D ? T : D)) : 0;
+    const size_t pper = small ? head_pack_floats(T, D) : 0;
     const size_t per = 3 * (size_t)TT + xper + gper + dper + pper;
     int nthreads = omp_get_max_threads();
     float *bufs = ocr_cpu_scratch_floats(&sc, (size_t)nthreads * per);

@@ -15,8 +15,10 @@
 // kernels/cpu/gemm.c
 // c (M, N; row stride ldc) = alpha · A · B on one thread, for products too small for sgemm's
 // per-call overhead (attention heads): A (M, K) and B (K, N) through element strides (row,
-// column), so transposed and interleaved operands need no copy; bpack holds K·N floats.
-// Each element is 0 + Σ_k (alpha·a[m,k])·b[k,n] in k order, the same bits at every vector level.
+// column), so transposed and interleaved operands need no copy; bpack holds
+// K·ocr_cpu_small_gemm_padded(N) floats. Each element is 0 + Σ_k (alpha·a[m,k])·b[k,n] in k order,
+// the same bits at every vector level.
+static inline int64_t ocr_cpu_small_gemm_padded(int64_t N) { return (N + 7) / 8 * 8; }
 void ocr_cpu_small_gemm(float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_cs, const float *b,
                         int64_t b_rs, int64_t b_cs, int64_t M, int64_t N, int64_t K, float alpha, float *bpack);
 void ocr_cpu_gemm(OcrTensor *c, const OcrTensor *a, const OcrTensor *b, int trans_a, int trans_b, float alpha,
@@ -144,6 +146,9 @@ void ocr_cpu_attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int w
 // kernels/cpu/dropout.c
 void ocr_cpu_dropout_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
 void ocr_cpu_dropout_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
+// mult (n) = dropout's per-element factor for draw indices d->offset + first + k (keep_scale or 0
+// in training, 1 − p in downscale-in-infer inference); 0 when it is 1 everywhere (mult untouched).
+int ocr_cpu_dropout_factors(float *mult, int64_t n, uint64_t first, const DropoutParams *d);
 void ocr_cpu_droppath_forward(OcrTensor *out, const OcrTensor *inp, DropoutParams d);
 void ocr_cpu_droppath_backward(OcrTensor *dinp, const OcrTensor *dout, DropoutParams d);
 

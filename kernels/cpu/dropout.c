@@ -188,6 +188,23 @@ CPU_VEC_CLONES(masked_scale,
                (float *y, const float *x, int64_t first, int64_t m, float p, float keep_scale, const DropoutParams *d),
                (y, x, first, m, p, keep_scale, d))
 
+// mult[k] (k < n) = the factor dropout applies to the element drawn at index d->offset + first + k:
+// keep_scale or 0 in training, 1 − p in downscale-in-infer inference; returns 0 (mult untouched)
+// when the factor is 1 everywhere. The attention op applies it to its probabilities; the keep
+// masks are masked_scale's (whole 64-draw groups as vectors), so the draws are dropout's own.
+int ocr_cpu_dropout_factors(float *mult, int64_t n, uint64_t first, const DropoutParams *d) {
+    const int upscale = d->mode == OCR_DROPOUT_UPSCALE_IN_TRAIN;
+    if (!d->training || d->p <= 0.0f) {
+        if (upscale || d->p <= 0.0f) return 0;
+        for (int64_t k = 0; k < n; k++) mult[k] = 1.0f - d->p;
+        return 1;
+    }
+    const float keep_scale = d->p >= 1.0f ? 0.0f : (upscale ? 1.0f / (1.0f - d->p) : 1.0f);
+    for (int64_t k = 0; k < n; k++) mult[k] = 1.0f;
+    masked_scale(mult, mult, (int64_t)first, n, d->p, keep_scale, d);  // in place: 1 · factor
+    return 1;
+}
+
 // What dropout_apply does to every element.
 typedef enum { DROP_ALL, DROP_MASKED, DROP_SCALE } DropMode;
 

@@ -224,11 +224,13 @@ void ocr_cpu_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
 
 // c (M, N) = alpha · A · B with A (M, K) and B (K, N) given through element strides
 // (a_rs, a_cs) and (b_rs, b_cs), so transposed operands need no copy. B is packed into
-// bpack (K·N) first so the inner loop runs over contiguous n. Every c element is
-// 0 + Σ_k (alpha·a[m,k])·b[k,n], k ascending, one multiply and one add per term (no FMA: the
-// ISA clones give the same bits). Two rows of c and SMALL_GEMM_NB columns accumulate in
-// registers over the whole k loop (the attention shapes, N = 32..64, are a block or two);
-// the columns past the last whole block accumulate in c itself, in the same order.
+// bpack (K × Np, Np = N rounded up to a multiple of 8, the extra columns zero) first so the inner
+// loop runs over contiguous n. Every c element is 0 + Σ_k (alpha·a[m,k])·b[k,n], k ascending, one
+// multiply and one add per term (no FMA: the ISA clones give the same bits). Two rows of c and up
+// to SMALL_GEMM_NB columns accumulate in registers over the whole k loop; a last block of fewer
+// than 8 columns runs as a whole vector over the zero padding (its lanes compute exactly what a
+// scalar loop would) and stores only the real columns. Attention heads have N = D = 15..64 or
+// N = T: without the padding a 15-column product ran 7 of its columns through memory.
 #define SMALL_GEMM_NB 32
 // Eight floats as one GCC vector: 8-wide in the AVX2/AVX-512 clones, two SSE registers in the
 // baseline one. Element-wise mul and add, so the bits do not depend on the clone. (Loaded and
@@ -236,15 +238,22 @@ void ocr_cpu_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
 typedef float sg_v8 __attribute__((vector_size(32)));
 #define SG_LOAD(v, p) memcpy(&(v), (p), sizeof(sg_v8))
 #define SG_STORE(p, v) memcpy((p), &(v), sizeof(sg_v8))
+// The first n (< 8) lanes of v to p.
+#define SG_STORE_PART(p, v, n)             \
+    do {                                   \
+        float lane_[8];                    \
+        SG_STORE(lane_, v);                \
+        memcpy((p), lane_, (size_t)(n) * sizeof(float)); \
+    } while (0)
 CPU_INLINE void small_gemm_rows(float *restrict c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_cs,
-                                const float *restrict bpack, int64_t m0, int64_t rows, int64_t N, int64_t K,
-                                float alpha) {
+                                const float *restrict bpack, int64_t m0, int64_t rows, int64_t N, int64_t Np,
+                                int64_t K, float alpha) {
     const int two = rows > 1;
     int64_t n0 = 0;
     for (; n0 + SMALL_GEMM_NB <= N; n0 += SMALL_GEMM_NB) {
         sg_v8 p0 = {0}, p1 = {0}, p2 = {0}, p3 = {0}, q0 = {0}, q1 = {0}, q2 = {0}, q3 = {0};
         for (int64_t k = 0; k < K; k++) {
-            const float *brow = bpack + k * N + n0;
+            const float *brow = bpack + k * Np + n0;
             sg_v8 b0, b1, b2, b3;
             SG_LOAD(b0, brow), SG_LOAD(b1, brow + 8), SG_LOAD(b2, brow + 16), SG_LOAD(b3, brow + 24);
             const float s0 = alpha * a[m0 * a_rs + k * a_cs];
@@ -257,26 +266,44 @@ CPU_INLINE void small_gemm_rows(float *restrict c, int64_t ldc, const float *a, 
         SG_STORE(c0, p0), SG_STORE(c0 + 8, p1), SG_STORE(c0 + 16, p2), SG_STORE(c0 + 24, p3);
         if (two) SG_STORE(c1, q0), SG_STORE(c1 + 8, q1), SG_STORE(c1 + 16, q2), SG_STORE(c1 + 24, q3);
     }
-    for (; n0 + 8 <= N; n0 += 8) {
+    // 16 columns at a time (a 15- or 16-column head in one pass over k), then 8.
+    for (; n0 + 16 <= Np; n0 += 16) {
+        sg_v8 p0 = {0}, p1 = {0}, q0 = {0}, q1 = {0};
+        for (int64_t k = 0; k < K; k++) {
+            const float *brow = bpack + k * Np + n0;
+            sg_v8 b0, b1;
+            SG_LOAD(b0, brow), SG_LOAD(b1, brow + 8);
+            const float s0 = alpha * a[m0 * a_rs + k * a_cs];
+            const float s1 = two ? alpha * a[(m0 + 1) * a_rs + k * a_cs] : 0.0f;
+            const sg_v8 v0 = {s0, s0, s0, s0, s0, s0, s0, s0}, v1 = {s1, s1, s1, s1, s1, s1, s1, s1};
+            p0 += v0 * b0, p1 += v0 * b1, q0 += v1 * b0, q1 += v1 * b1;
+        }
+        float *c0 = c + m0 * ldc + n0, *c1 = c0 + ldc;
+        const int64_t tail = N - n0 - 8;  // columns of the second vector that are real (1..8)
+        SG_STORE(c0, p0);
+        if (tail == 8) SG_STORE(c0 + 8, p1); else SG_STORE_PART(c0 + 8, p1, tail);
+        if (two) {
+            SG_STORE(c1, q0);
+            if (tail == 8) SG_STORE(c1 + 8, q1); else SG_STORE_PART(c1 + 8, q1, tail);
+        }
+    }
+    for (; n0 < Np; n0 += 8) {
         sg_v8 p0 = {0}, q0 = {0};
         for (int64_t k = 0; k < K; k++) {
             sg_v8 b0;
-            SG_LOAD(b0, bpack + k * N + n0);
+            SG_LOAD(b0, bpack + k * Np + n0);
             const float s0 = alpha * a[m0 * a_rs + k * a_cs];
             const float s1 = two ? alpha * a[(m0 + 1) * a_rs + k * a_cs] : 0.0f;
             const sg_v8 v0 = {s0, s0, s0, s0, s0, s0, s0, s0}, v1 = {s1, s1, s1, s1, s1, s1, s1, s1};
             p0 += v0 * b0, q0 += v1 * b0;
         }
-        SG_STORE(c + m0 * ldc + n0, p0);
-        if (two) SG_STORE(c + (m0 + 1) * ldc + n0, q0);
-    }
-    for (int64_t m = m0; m < m0 + rows && n0 < N; m++) {
-        float *restrict crow = c + m * ldc;
-        for (int64_t n = n0; n < N; n++) crow[n] = 0.0f;
-        for (int64_t k = 0; k < K; k++) {
-            const float av = alpha * a[m * a_rs + k * a_cs];
-            const float *restrict brow = bpack + k * N;
-            for (int64_t n = n0; n < N; n++) crow[n] += av * brow[n];
+        const int64_t real = N - n0 < 8 ? N - n0 : 8;
+        if (real == 8) {
+            SG_STORE(c + m0 * ldc + n0, p0);
+            if (two) SG_STORE(c + (m0 + 1) * ldc + n0, q0);
+        } else {
+            SG_STORE_PART(c + m0 * ldc + n0, p0, real);
+            if (two) SG_STORE_PART(c + (m0 + 1) * ldc + n0, q0, real);
         }
     }
 }
@@ -284,10 +311,13 @@ CPU_INLINE void small_gemm_rows(float *restrict c, int64_t ldc, const float *a, 
 CPU_INLINE void small_gemm_body(float *restrict c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_cs,
                                 const float *b, int64_t b_rs, int64_t b_cs, int64_t M, int64_t N, int64_t K,
                                 float alpha, float *restrict bpack) {
-    for (int64_t k = 0; k < K; k++)
-        for (int64_t n = 0; n < N; n++) bpack[k * N + n] = b[k * b_rs + n * b_cs];
+    const int64_t Np = ocr_cpu_small_gemm_padded(N);
+    for (int64_t k = 0; k < K; k++) {
+        for (int64_t n = 0; n < N; n++) bpack[k * Np + n] = b[k * b_rs + n * b_cs];
+        for (int64_t n = N; n < Np; n++) bpack[k * Np + n] = 0.0f;
+    }
     for (int64_t m = 0; m < M; m += 2)
-        small_gemm_rows(c, ldc, a, a_rs, a_cs, bpack, m, M - m < 2 ? M - m : 2, N, K, alpha);
+        small_gemm_rows(c, ldc, a, a_rs, a_cs, bpack, m, M - m < 2 ? M - m : 2, N, Np, K, alpha);
 }
 CPU_VEC_CLONES(small_gemm,
                (float *c, int64_t ldc, const float *a, int64_t a_rs, int64_t a_cs, const float *b, int64_t b_rs,
@@ -313,10 +343,11 @@ static void batched_sgemm(float *c, const float *a, int ta, const float *b, int 
     int64_t b_rs = tb ? 1 : N, b_cs = tb ? K : 1;
     CpuScratch s = {0};
     int nt = omp_get_max_threads();
-    float *packs = ocr_cpu_scratch_floats(&s, (size_t)nt * (size_t)(K * N > 0 ? K * N : 1));
+    const size_t per = (size_t)(K * ocr_cpu_small_gemm_padded(N));
+    float *packs = ocr_cpu_scratch_floats(&s, (size_t)nt * (per > 0 ? per : 1));
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < B; i++) {
-        float *pack = packs + (size_t)omp_get_thread_num() * (size_t)(K * N);
+        float *pack = packs + (size_t)omp_get_thread_num() * per;
         small_gemm(c + i * M * N, N, a + i * M * K, a_rs, a_cs, b + i * K * N, b_rs, b_cs, M, N, K, alpha, pack);
     }
     ocr_cpu_scratch_free(&s);

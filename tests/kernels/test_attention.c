@@ -315,6 +315,74 @@ START_TEST(test_attention_reproducible) {
 }
 END_TEST
 
+// Every vector level gives the same bits (the softmax's exponentials, the small-matrix loops'
+// padded column blocks, the dropout keep masks), on the network shapes with dropout and a mask,
+// bf16 included. The hook selects a level below the CPU's best.
+int ocr_cpu_vec_select(const char *name);
+
+static void attention_at_level(const char *level, int B, int T, int H, int D, int causal, ocr_dtype_t dt,
+                               OcrTensor *out, OcrTensor *probs, OcrTensor *dqkv) {
+    const int C = H * D;
+    const int64_t nq = (int64_t)B * T * 3 * C, no = (int64_t)B * T * C;
+    float *qs = malloc((size_t)nq * sizeof(float)), *gs = malloc((size_t)no * sizeof(float));
+    ocr_test_fill_uniform(qs, nq, 11, -2, 2);
+    ocr_test_fill_uniform(gs, no, 12, -1, 1);
+    OcrTensor q32 = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, 3 * C), qs);
+    OcrTensor g32 = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), gs);
+    OcrTensor qkv = ocr_test_tensor(dt, 3, OCR_SHAPE(B, T, 3 * C), NULL);
+    OcrTensor dout = ocr_test_tensor(dt, 3, OCR_SHAPE(B, T, C), NULL);
+    ocr_cast_forward(&qkv, &q32);
+    ocr_cast_forward(&dout, &g32);
+    OcrTensor mask = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(T, T), NULL);
+    float *m = mask.data;
+    for (int i = 0; i < T; i++)
+        for (int j = 0; j < T; j++) m[i * T + j] = j > i ? -INFINITY : 0.0f;
+    *out = ocr_test_tensor(dt, 3, OCR_SHAPE(B, T, C), NULL);
+    *probs = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(B, H, T, T), NULL);
+    *dqkv = ocr_test_tensor(dt, 3, OCR_SHAPE(B, T, 3 * C), NULL);
+    DropoutParams d = drop(0.1f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
+    ck_assert_msg(ocr_cpu_vec_select(level), "level %s", level);
+    ocr_attention_forward(out, probs, &qkv, causal ? &mask : NULL, H, 1.0f / sqrtf((float)D), d);
+    ocr_attention_backward(dqkv, &dout, &qkv, probs, H, 1.0f / sqrtf((float)D), d);
+    ocr_cpu_vec_select(NULL);
+    free(qs), free(gs);
+    ocr_tensor_free(&q32), ocr_tensor_free(&g32), ocr_tensor_free(&qkv), ocr_tensor_free(&dout);
+    ocr_tensor_free(&mask);
+}
+
+START_TEST(test_attention_levels_agree) {
+    static const char *const levels[] = {"sse2", "avx2", "avx512"};
+    const struct {
+        int B, T, H, D, causal;
+        ocr_dtype_t dt;
+    } cases[] = {{8, 40, 8, 15, 0, OCR_BF16}, {8, 11, 12, 32, 1, OCR_F32}, {3, 13, 2, 21, 1, OCR_F32}};
+    omp_set_num_threads(2);
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        OcrTensor ro, rp, rd;
+        attention_at_level("sse2", cases[k].B, cases[k].T, cases[k].H, cases[k].D, cases[k].causal, cases[k].dt, &ro,
+                           &rp, &rd);
+        for (int li = 1; li < 3; li++) {
+            if (!ocr_cpu_vec_select(levels[li])) {
+                printf("SKIP: this CPU has no %s path\n", levels[li]);
+                continue;
+            }
+            ocr_cpu_vec_select(NULL);
+            OcrTensor o, p, dq;
+            attention_at_level(levels[li], cases[k].B, cases[k].T, cases[k].H, cases[k].D, cases[k].causal,
+                               cases[k].dt, &o, &p, &dq);
+            ck_assert_msg(memcmp(o.data, ro.data, ocr_tensor_bytes(&o)) == 0, "case %zu out: %s != sse2", k,
+                          levels[li]);
+            ck_assert_msg(memcmp(p.data, rp.data, ocr_tensor_bytes(&p)) == 0, "case %zu probs: %s != sse2", k,
+                          levels[li]);
+            ck_assert_msg(memcmp(dq.data, rd.data, ocr_tensor_bytes(&dq)) == 0, "case %zu dqkv: %s != sse2", k,
+                          levels[li]);
+            ocr_tensor_free(&o), ocr_tensor_free(&p), ocr_tensor_free(&dq);
+        }
+        ocr_tensor_free(&ro), ocr_tensor_free(&rp), ocr_tensor_free(&rd);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kernels_attention");
     TCase *tc = tcase_create("attention");
@@ -326,6 +394,7 @@ int main(void) {
     tcase_add_test(tc, test_attention_parallel_path);
     tcase_add_test(tc, test_attention_network_shapes);
     tcase_add_test(tc, test_attention_reproducible);
+    tcase_add_test(tc, test_attention_levels_agree);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
