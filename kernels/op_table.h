@@ -187,6 +187,14 @@ OCR_OP(attention, attention_backward,
        (OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs, int num_heads,
         float scale, DropoutParams dropout),
        (dqkv, dout, qkv, probs, num_heads, scale, dropout), DEVICE_OF(dqkv, dout, qkv, probs))
+OCR_OP(attention, attention_cross_forward,
+       (OcrTensor *out, OcrTensor *probs, const OcrTensor *q, const OcrTensor *kv, int num_heads, float scale,
+        DropoutParams dropout),
+       (out, probs, q, kv, num_heads, scale, dropout), DEVICE_OF(out, probs, q, kv))
+OCR_OP(attention, attention_cross_backward,
+       (OcrTensor *dq, OcrTensor *dkv, const OcrTensor *dout, const OcrTensor *q, const OcrTensor *kv,
+        const OcrTensor *probs, int num_heads, float scale, DropoutParams dropout),
+       (dq, dkv, dout, q, kv, probs, num_heads, scale, dropout), DEVICE_OF(dq, dkv, dout, q, kv, probs))
 OCR_OP(attention, attention_local_mask, (OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w),
        (mask, grid_h, grid_w, window_h, window_w), DEVICE_OF(mask))
 

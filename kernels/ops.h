@@ -323,6 +323,16 @@ void ocr_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qk
 // dqkv (B, T, 3·C) assigned.
 void ocr_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
                             int num_heads, float scale, DropoutParams dropout);
+// Multi-head cross-attention core (NRTR's decoder reading the encoder's memory): q (B, Tq, C), kv
+// (B, Tk, 2·C) = [k | v] along the last axis, each (heads, head_dim); no mask. Per batch and head
+// as above with S (Tq, Tk); out (B, Tq, C); probs (B, heads, Tq, Tk) receives P (pre-dropout).
+// Dropout draw of P element (b, h, i, j): offset + ((b·heads + h)·Tq + i)·Tk + j.
+void ocr_attention_cross_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *q, const OcrTensor *kv,
+                                 int num_heads, float scale, DropoutParams dropout);
+// dq (B, Tq, C) and dkv (B, Tk, 2·C) assigned.
+void ocr_attention_cross_backward(OcrTensor *dq, OcrTensor *dkv, const OcrTensor *dout, const OcrTensor *q,
+                                  const OcrTensor *kv, const OcrTensor *probs, int num_heads, float scale,
+                                  DropoutParams dropout);
 
 // The additive mask (T, T) f32, T = grid_h · grid_w, of PaddleOCR's local mixer: query (h, w)
 // sees the keys in rows h − window_h/2 .. h + window_h − 1 − window_h/2 and columns

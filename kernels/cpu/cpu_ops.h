@@ -141,6 +141,10 @@ void ocr_cpu_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor
                                int num_heads, float scale, DropoutParams dropout);
 void ocr_cpu_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
                                 int num_heads, float scale, DropoutParams dropout);
+void ocr_cpu_attention_cross_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *q, const OcrTensor *kv,
+                                    int num_heads, float scale, DropoutParams dropout);
+void ocr_cpu_attention_cross_backward(OcrTensor *dq, OcrTensor *dkv, const OcrTensor *dout, const OcrTensor *q,
+                                     const OcrTensor *kv, const OcrTensor *probs, int num_heads, float scale, DropoutParams dropout);
 void ocr_cpu_attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);
 
 // kernels/cpu/dropout.c

@@ -1,4 +1,5 @@
-// The multi-head self-attention core on the GPU, and the local mixer's additive mask
+// The multi-head attention cores on the GPU (self-attention on qkv; cross-attention on q and kv,
+// read through the same kernels with other strides: AttnIO), and the local mixer's additive mask
 // (attention_local_mask).
 //
 // One fused kernel per direction, one block per (batch, head), everything in
@@ -12,7 +13,7 @@
 //             P' and dS (T×T per head) live in scratch.
 // Every output element is written by one thread in a fixed order: deterministic.
 // Dropout draws use the CPU's indices: element (b, h, i, j) of P draws at
-// offset + ((b·H + h)·T + i)·T + j from (seed, stream).
+// offset + ((b·H + h)·Tq + i)·Tk + j from (seed, stream).
 #include <math.h>
 
 #include "kernels/cuda/cuda_internal.h"
@@ -50,16 +51,26 @@ __device__ __forceinline__ float attn_factor(const AttnDrop &d, uint64_t idx) {
     return u32_to_uniform(philox_u32(d.seed, d.stream, base + idx)) >= d.p ? d.keep_scale : 0.0f;
 }
 
+// Where a head's rows live (the CPU's AttnIO): q rows of the q tensor (row stride ldq, column
+// offset q_off), k and v rows of the kv tensor (row stride ldkv, offsets k_off and v_off); self-
+// attention passes qkv as both with strides 3C and offsets 0, C, 2C. Head h adds h·D columns.
+struct AttnIO {
+    int Tq, Tk, C, H, D;
+    int64_t ldq, ldkv, q_off, k_off, v_off;
+};
+
 struct AttnFwdArgs {
     void *out;
     int out_dt;
     void *probs;  // NULL: not stored
     int probs_dt;
-    const void *qkv;
-    int qkv_dt;
-    const float *mask;  // (T, T) or NULL
-    float *kv_global;   // NULL: K, V in shared memory; else 2·T·D floats per block
-    int T, C, H, D;
+    const void *q;
+    int q_dt;
+    const void *kv;
+    int kv_dt;
+    const float *mask;  // (Tq, Tk) or NULL
+    float *kv_global;   // NULL: K, V in shared memory; else 2·Tk·D floats per block
+    AttnIO io;
     float scale;
     AttnDrop drop;
 };
@@ -67,146 +78,155 @@ struct AttnFwdArgs {
 extern __shared__ float att_smem[];
 
 static __global__ void __launch_bounds__(ATT_THREADS) attention_forward_kernel(AttnFwdArgs a) {
-    const int bh = blockIdx.x, b = bh / a.H, h = bh % a.H;
-    const int T = a.T, D = a.D, C = a.C;
-    const int64_t C3 = 3 * (int64_t)C;
+    const AttnIO io = a.io;
+    const int bh = blockIdx.x, b = bh / io.H, h = bh % io.H;
+    const int Tq = io.Tq, Tk = io.Tk, D = io.D, C = io.C;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     float *smem = att_smem;
     float *Ks, *Vs;
     if (a.kv_global) {
-        Ks = a.kv_global + (size_t)bh * 2 * T * D;
+        Ks = a.kv_global + (size_t)bh * 2 * Tk * D;
     } else {
         Ks = smem;
-        smem += 2 * T * D;
+        smem += 2 * Tk * D;
     }
-    Vs = Ks + T * D;
-    float *qbuf = smem + warp * (D + T);
+    Vs = Ks + Tk * D;
+    float *qbuf = smem + warp * (D + Tk);
     float *row = qbuf + D;
-    const int64_t base = (int64_t)b * T * C3 + (int64_t)h * D;  // q of token 0 of this head
+    const int64_t qbase = (int64_t)b * Tq * io.ldq + io.q_off + (int64_t)h * D;  // q of query 0 of this head
+    const int64_t kvbase = (int64_t)b * Tk * io.ldkv + (int64_t)h * D;
 
-    for (int e = threadIdx.x; e < T * D; e += blockDim.x) {
+    for (int e = threadIdx.x; e < Tk * D; e += blockDim.x) {
         const int j = e / D, d = e - j * D;
-        Ks[e] = ld(a.qkv, a.qkv_dt, base + j * C3 + C + d);
-        Vs[e] = ld(a.qkv, a.qkv_dt, base + j * C3 + 2 * C + d);
+        Ks[e] = ld(a.kv, a.kv_dt, kvbase + j * io.ldkv + io.k_off + d);
+        Vs[e] = ld(a.kv, a.kv_dt, kvbase + j * io.ldkv + io.v_off + d);
     }
     __syncthreads();
 
-    for (int i = warp; i < T; i += ATT_WARPS) {
-        for (int d = lane; d < D; d += 32) qbuf[d] = ld(a.qkv, a.qkv_dt, base + i * C3 + d);
+    for (int i = warp; i < Tq; i += ATT_WARPS) {
+        for (int d = lane; d < D; d += 32) qbuf[d] = ld(a.q, a.q_dt, qbase + i * io.ldq + d);
         __syncwarp();
         float mx = -INFINITY;
-        for (int j = lane; j < T; j += 32) {
+        for (int j = lane; j < Tk; j += 32) {
             float s = 0.0f;
             for (int d = 0; d < D; d++) s += qbuf[d] * Ks[j * D + d];
             s = a.scale * s;
-            if (a.mask) s += a.mask[(int64_t)i * T + j];
+            if (a.mask) s += a.mask[(int64_t)i * Tk + j];
             row[j] = s;
             mx = fmaxf(mx, s);
         }
         mx = warp_max(mx);
-        const uint64_t first = ((uint64_t)bh * T + i) * T;  // probs index of (i, 0)
+        const uint64_t first = ((uint64_t)bh * Tq + i) * Tk;  // probs index of (i, 0)
         if (mx == -INFINITY) {  // fully masked row: attends to nothing
-            for (int j = lane; j < T; j += 32) row[j] = 0.0f;
+            for (int j = lane; j < Tk; j += 32) row[j] = 0.0f;
         } else {
             float sum = 0.0f;
-            for (int j = lane; j < T; j += 32) {
+            for (int j = lane; j < Tk; j += 32) {
                 const float e = expf(row[j] - mx);
                 row[j] = e;
                 sum += e;
             }
             sum = warp_sum(sum);
             const float inv = 1.0f / sum;
-            for (int j = lane; j < T; j += 32) row[j] *= inv;
+            for (int j = lane; j < Tk; j += 32) row[j] *= inv;
         }
-        for (int j = lane; j < T; j += 32) {
+        for (int j = lane; j < Tk; j += 32) {
             if (a.probs) st(a.probs, a.probs_dt, (int64_t)(first + j), row[j]);
             row[j] *= attn_factor(a.drop, first + j);
         }
         __syncwarp();
         for (int d = lane; d < D; d += 32) {
             float o = 0.0f;
-            for (int j = 0; j < T; j++) o += row[j] * Vs[j * D + d];
-            st(a.out, a.out_dt, ((int64_t)b * T + i) * C + (int64_t)h * D + d, o);
+            for (int j = 0; j < Tk; j++) o += row[j] * Vs[j * D + d];
+            st(a.out, a.out_dt, ((int64_t)b * Tq + i) * C + (int64_t)h * D + d, o);
         }
         __syncwarp();  // qbuf and row are rewritten for the next row
     }
 }
 
 struct AttnBwdArgs {
-    void *dqkv;
-    int dqkv_dt;
+    void *dq;  // for self-attention dq and dkv are both dqkv
+    int dq_dt;
+    void *dkv;
+    int dkv_dt;
     const void *dout;
     int dout_dt;
-    const void *qkv;
-    int qkv_dt;
+    const void *q;
+    int q_dt;
+    const void *kv;
+    int kv_dt;
     const void *probs;
     int probs_dt;
-    float *qkvo_global;  // NULL: Q, K, V, dO in shared memory; else 4·T·D floats per block
-    float *mats;         // P' and dS: 2·T·T floats per block
-    int T, C, H, D;
+    float *qkvo_global;  // NULL: Q, K, V, dO in shared memory; else (2·Tq + 2·Tk)·D floats per block
+    float *mats;         // P' and dS: 2·Tq·Tk floats per block
+    AttnIO io;
     float scale;
     AttnDrop drop;
 };
 
 static __global__ void __launch_bounds__(ATT_THREADS) attention_backward_kernel(AttnBwdArgs a) {
-    const int bh = blockIdx.x, b = bh / a.H, h = bh % a.H;
-    const int T = a.T, D = a.D, C = a.C;
-    const int64_t C3 = 3 * (int64_t)C;
+    const AttnIO io = a.io;
+    const int bh = blockIdx.x, b = bh / io.H, h = bh % io.H;
+    const int Tq = io.Tq, Tk = io.Tk, D = io.D, C = io.C;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    float *Qs = a.qkvo_global ? a.qkvo_global + (size_t)bh * 4 * T * D : att_smem;
-    float *Ks = Qs + T * D, *Vs = Ks + T * D, *dOs = Vs + T * D;
-    float *Pp = a.mats + (size_t)bh * 2 * T * T;
-    float *dS = Pp + (size_t)T * T;
-    const int64_t base = (int64_t)b * T * C3 + (int64_t)h * D;
-    const int64_t obase = (int64_t)b * T * C + (int64_t)h * D;
+    float *Qs = a.qkvo_global ? a.qkvo_global + (size_t)bh * (2 * Tq + 2 * Tk) * D : att_smem;
+    float *dOs = Qs + Tq * D, *Ks = dOs + Tq * D, *Vs = Ks + Tk * D;
+    float *Pp = a.mats + (size_t)bh * 2 * Tq * Tk;
+    float *dS = Pp + (size_t)Tq * Tk;
+    const int64_t qbase = (int64_t)b * Tq * io.ldq + io.q_off + (int64_t)h * D;
+    const int64_t kvbase = (int64_t)b * Tk * io.ldkv + (int64_t)h * D;
+    const int64_t obase = (int64_t)b * Tq * C + (int64_t)h * D;
 
-    for (int e = threadIdx.x; e < T * D; e += blockDim.x) {
+    for (int e = threadIdx.x; e < Tq * D; e += blockDim.x) {
+        const int i = e / D, d = e - i * D;
+        Qs[e] = ld(a.q, a.q_dt, qbase + i * io.ldq + d);
+        dOs[e] = ld(a.dout, a.dout_dt, obase + (int64_t)i * C + d);
+    }
+    for (int e = threadIdx.x; e < Tk * D; e += blockDim.x) {
         const int j = e / D, d = e - j * D;
-        Qs[e] = ld(a.qkv, a.qkv_dt, base + j * C3 + d);
-        Ks[e] = ld(a.qkv, a.qkv_dt, base + j * C3 + C + d);
-        Vs[e] = ld(a.qkv, a.qkv_dt, base + j * C3 + 2 * C + d);
-        dOs[e] = ld(a.dout, a.dout_dt, obase + (int64_t)j * C + d);
+        Ks[e] = ld(a.kv, a.kv_dt, kvbase + j * io.ldkv + io.k_off + d);
+        Vs[e] = ld(a.kv, a.kv_dt, kvbase + j * io.ldkv + io.v_off + d);
     }
     __syncthreads();
 
-    // Rows i: dP, P', dS, dQ.
-    for (int i = warp; i < T; i += ATT_WARPS) {
-        const uint64_t first = ((uint64_t)bh * T + i) * T;
+    // Query rows i: dP, P', dS, dQ.
+    for (int i = warp; i < Tq; i += ATT_WARPS) {
+        const uint64_t first = ((uint64_t)bh * Tq + i) * Tk;
         float dot = 0.0f;
-        for (int j = lane; j < T; j += 32) {
+        for (int j = lane; j < Tk; j += 32) {
             const float P = ld(a.probs, a.probs_dt, (int64_t)(first + j));
             float dp = 0.0f;
             for (int d = 0; d < D; d++) dp += dOs[i * D + d] * Vs[j * D + d];
             const float f = attn_factor(a.drop, first + j);
             dp *= f;
-            Pp[(size_t)i * T + j] = P * f;
-            dS[(size_t)i * T + j] = dp;
+            Pp[(size_t)i * Tk + j] = P * f;
+            dS[(size_t)i * Tk + j] = dp;
             dot += dp * P;
         }
         dot = warp_sum(dot);
-        for (int j = lane; j < T; j += 32) {
+        for (int j = lane; j < Tk; j += 32) {
             const float P = ld(a.probs, a.probs_dt, (int64_t)(first + j));
-            dS[(size_t)i * T + j] = P * (dS[(size_t)i * T + j] - dot);
+            dS[(size_t)i * Tk + j] = P * (dS[(size_t)i * Tk + j] - dot);
         }
         __syncwarp();
         for (int d = lane; d < D; d += 32) {
             float acc = 0.0f;
-            for (int j = 0; j < T; j++) acc += dS[(size_t)i * T + j] * Ks[j * D + d];
-            st(a.dqkv, a.dqkv_dt, base + i * C3 + d, a.scale * acc);
+            for (int j = 0; j < Tk; j++) acc += dS[(size_t)i * Tk + j] * Ks[j * D + d];
+            st(a.dq, a.dq_dt, qbase + i * io.ldq + d, a.scale * acc);
         }
     }
     __syncthreads();
 
     // Key rows j: dV, dK.
-    for (int j = warp; j < T; j += ATT_WARPS) {
+    for (int j = warp; j < Tk; j += ATT_WARPS) {
         for (int d = lane; d < D; d += 32) {
             float av = 0.0f, ak = 0.0f;
-            for (int i = 0; i < T; i++) {
-                av += Pp[(size_t)i * T + j] * dOs[i * D + d];
-                ak += dS[(size_t)i * T + j] * Qs[i * D + d];
+            for (int i = 0; i < Tq; i++) {
+                av += Pp[(size_t)i * Tk + j] * dOs[i * D + d];
+                ak += dS[(size_t)i * Tk + j] * Qs[i * D + d];
             }
-            st(a.dqkv, a.dqkv_dt, base + j * C3 + C + d, a.scale * ak);
-            st(a.dqkv, a.dqkv_dt, base + j * C3 + 2 * C + d, av);
+            st(a.dkv, a.dkv_dt, kvbase + j * io.ldkv + io.k_off + d, a.scale * ak);
+            st(a.dkv, a.dkv_dt, kvbase + j * io.ldkv + io.v_off + d, av);
         }
     }
 }
@@ -221,9 +241,38 @@ static AttnShape attn_shape(const OcrTensor *qkv, int num_heads) {
     OCR_ASSERT(s.C * 3 == qkv->shape[2] && num_heads > 0 && s.C % num_heads == 0,
                "attention: qkv last dim %lld is not 3·heads·head_dim (heads %d)", (long long)qkv->shape[2], num_heads);
     s.D = s.C / s.H;
-    OCR_ASSERT(s.T <= (1 << 20) && s.C <= (1 << 24) && s.B * s.H <= 0x7fffffff && 4 * s.T * s.D <= 0x7fffffff,
-               "attention: sizes too large");
     return s;
+}
+
+// The kernels' int indexing: every size fits.
+static void check_sizes(int64_t B, int64_t Tq, int64_t Tk, int64_t C, int64_t H, int64_t D) {
+    OCR_ASSERT(Tq <= (1 << 20) && Tk <= (1 << 20) && C <= (1 << 24) && B * H <= 0x7fffffff &&
+                   2 * (Tq + Tk) * D <= 0x7fffffff,
+               "attention: sizes too large");
+}
+
+static AttnIO io_self(const AttnShape &s) {
+    AttnIO io;
+    io.Tq = io.Tk = (int)s.T, io.C = (int)s.C, io.H = (int)s.H, io.D = (int)s.D;
+    io.ldq = io.ldkv = 3 * s.C, io.q_off = 0, io.k_off = s.C, io.v_off = 2 * s.C;
+    return io;
+}
+
+static AttnIO io_cross(const OcrTensor *q, const OcrTensor *kv, int num_heads, int64_t *B) {
+    OCR_ASSERT(q->ndim == 3 && kv->ndim == 3, "attention_cross: q must be (B, Tq, C) and kv (B, Tk, 2C)");
+    const int64_t C = q->shape[2];
+    OCR_ASSERT(kv->shape[0] == q->shape[0] && kv->shape[2] == 2 * C,
+               "attention_cross: kv (%lld, %lld, %lld) does not pair with q (%lld, %lld, %lld)",
+               (long long)kv->shape[0], (long long)kv->shape[1], (long long)kv->shape[2], (long long)q->shape[0],
+               (long long)q->shape[1], (long long)C);
+    OCR_ASSERT(num_heads > 0 && C % num_heads == 0, "attention_cross: C %lld is not a multiple of %d heads",
+               (long long)C, num_heads);
+    *B = q->shape[0];
+    check_sizes(*B, q->shape[1], kv->shape[1], C, num_heads, C / num_heads);
+    AttnIO io;
+    io.Tq = (int)q->shape[1], io.Tk = (int)kv->shape[1], io.C = (int)C, io.H = num_heads, io.D = (int)(C / num_heads);
+    io.ldq = C, io.ldkv = 2 * C, io.q_off = 0, io.k_off = 0, io.v_off = C;
+    return io;
 }
 
 static void set_smem(const void *kernel, size_t bytes) {
@@ -231,12 +280,82 @@ static void set_smem(const void *kernel, size_t bytes) {
         OCR_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, (int)bytes));
 }
 
+// The forward launch for q and kv laid out as io says.
+static void forward_launch(CudaCtx ctx, OcrTensor *out, OcrTensor *probs, const OcrTensor *q, const OcrTensor *kv,
+                           const OcrTensor *mask, int64_t B, const AttnIO &io, float scale,
+                           const DropoutParams &dropout) {
+    if (B * io.Tq == 0) return;
+    AttnFwdArgs a;
+    a.out = out->data;
+    a.out_dt = out->dtype;
+    a.probs = probs ? probs->data : NULL;
+    a.probs_dt = probs ? probs->dtype : OCR_F32;
+    a.q = q->data;
+    a.q_dt = q->dtype;
+    a.kv = kv->data;
+    a.kv_dt = kv->dtype;
+    a.mask = mask ? (const float *)mask->data : NULL;
+    a.io = io;
+    a.scale = scale;
+    a.drop = attn_drop(dropout, ctx.device);
+    const size_t rows_bytes = (size_t)ATT_WARPS * (size_t)(io.D + io.Tk) * sizeof(float);
+    const size_t kv_bytes = 2 * (size_t)io.Tk * (size_t)io.D * sizeof(float);
+    const size_t limit = (size_t)ocr_cuda_max_smem_optin(ctx);
+    OCR_ASSERT(rows_bytes <= limit, "attention: Tk = %d, head_dim = %d need more shared memory than the GPU has",
+               io.Tk, io.D);
+    size_t smem = rows_bytes;
+    a.kv_global = NULL;
+    if (rows_bytes + kv_bytes <= limit) {
+        smem += kv_bytes;
+    } else {
+        a.kv_global = (float *)ocr_cuda_scratch(ctx, (size_t)(B * io.H) * kv_bytes);
+    }
+    set_smem((const void *)attention_forward_kernel, smem);
+    attention_forward_kernel<<<(unsigned)(B * io.H), ATT_THREADS, smem, ctx.stream>>>(a);
+    OCR_CUDA_LAUNCHED();
+}
+
+static void backward_launch(CudaCtx ctx, OcrTensor *dq, OcrTensor *dkv, const OcrTensor *dout, const OcrTensor *q,
+                            const OcrTensor *kv, const OcrTensor *probs, int64_t B, const AttnIO &io, float scale,
+                            const DropoutParams &dropout) {
+    if (B * io.Tq == 0) return;
+    AttnBwdArgs a;
+    a.dq = dq->data;
+    a.dq_dt = dq->dtype;
+    a.dkv = dkv->data;
+    a.dkv_dt = dkv->dtype;
+    a.dout = dout->data;
+    a.dout_dt = dout->dtype;
+    a.q = q->data;
+    a.q_dt = q->dtype;
+    a.kv = kv->data;
+    a.kv_dt = kv->dtype;
+    a.probs = probs->data;
+    a.probs_dt = probs->dtype;
+    a.io = io;
+    a.scale = scale;
+    a.drop = attn_drop(dropout, ctx.device);
+    const size_t qkvo_bytes = 2 * (size_t)(io.Tq + io.Tk) * (size_t)io.D * sizeof(float);
+    const size_t mats_bytes = 2 * (size_t)io.Tq * (size_t)io.Tk * sizeof(float);
+    const size_t limit = (size_t)ocr_cuda_max_smem_optin(ctx);
+    const int in_smem = qkvo_bytes <= limit;
+    const size_t nbh = (size_t)(B * io.H);
+    char *scratch = (char *)ocr_cuda_scratch(ctx, nbh * mats_bytes + (in_smem ? 0 : nbh * qkvo_bytes));
+    a.mats = (float *)scratch;
+    a.qkvo_global = in_smem ? NULL : (float *)(scratch + nbh * mats_bytes);
+    const size_t smem = in_smem ? qkvo_bytes : 0;
+    set_smem((const void *)attention_backward_kernel, smem);
+    attention_backward_kernel<<<(unsigned)nbh, ATT_THREADS, smem, ctx.stream>>>(a);
+    OCR_CUDA_LAUNCHED();
+}
+
 extern "C" void ocr_cuda_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *qkv,
                                            const OcrTensor *mask, int num_heads, float scale, DropoutParams dropout) {
     CUDA_ASSERT_FLOAT(out);
     CUDA_ASSERT_FLOAT(qkv);
     AttnShape s = attn_shape(qkv, num_heads);
-    const int64_t B = s.B, T = s.T, C = s.C, H = s.H, D = s.D, TT = s.T * s.T;
+    const int64_t B = s.B, T = s.T, C = s.C, H = s.H, TT = s.T * s.T;
+    check_sizes(B, T, T, C, H, s.D);
     OCR_ASSERT(ocr_tensor_numel(out) == B * T * C && ocr_tensor_dim(out, -1) == C, "attention: out must be (B, T, C)");
     if (probs) {
         CUDA_ASSERT_FLOAT(probs);
@@ -246,33 +365,7 @@ extern "C" void ocr_cuda_attention_forward(OcrTensor *out, OcrTensor *probs, con
         OCR_ASSERT(mask->dtype == OCR_F32 && mask->device.type == OCR_DEVICE_CUDA && ocr_tensor_numel(mask) == TT,
                    "attention: mask must be an f32 (T, T) CUDA tensor");
     CudaCtx ctx = ocr_cuda_enter(out);
-    if (B * T == 0) return;
-    AttnFwdArgs a;
-    a.out = out->data;
-    a.out_dt = out->dtype;
-    a.probs = probs ? probs->data : NULL;
-    a.probs_dt = probs ? probs->dtype : OCR_F32;
-    a.qkv = qkv->data;
-    a.qkv_dt = qkv->dtype;
-    a.mask = mask ? (const float *)mask->data : NULL;
-    a.T = (int)T, a.C = (int)C, a.H = (int)H, a.D = (int)D;
-    a.scale = scale;
-    a.drop = attn_drop(dropout, ctx.device);
-    const size_t rows_bytes = (size_t)ATT_WARPS * (size_t)(D + T) * sizeof(float);
-    const size_t kv_bytes = 2 * (size_t)T * (size_t)D * sizeof(float);
-    const size_t limit = (size_t)ocr_cuda_max_smem_optin(ctx);
-    OCR_ASSERT(rows_bytes <= limit, "attention: T = %lld, head_dim = %lld need more shared memory than the GPU has",
-               (long long)T, (long long)D);
-    size_t smem = rows_bytes;
-    a.kv_global = NULL;
-    if (rows_bytes + kv_bytes <= limit) {
-        smem += kv_bytes;
-    } else {
-        a.kv_global = (float *)ocr_cuda_scratch(ctx, (size_t)(B * H) * kv_bytes);
-    }
-    set_smem((const void *)attention_forward_kernel, smem);
-    attention_forward_kernel<<<(unsigned)(B * H), ATT_THREADS, smem, ctx.stream>>>(a);
-    OCR_CUDA_LAUNCHED();
+    forward_launch(ctx, out, probs, qkv, qkv, mask, B, io_self(s), scale, dropout);
 }
 
 extern "C" void ocr_cuda_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv,
@@ -283,36 +376,51 @@ extern "C" void ocr_cuda_attention_backward(OcrTensor *dqkv, const OcrTensor *do
     CUDA_ASSERT_FLOAT(qkv);
     CUDA_ASSERT_FLOAT(probs);
     AttnShape s = attn_shape(qkv, num_heads);
-    const int64_t B = s.B, T = s.T, C = s.C, H = s.H, D = s.D, TT = s.T * s.T;
+    const int64_t B = s.B, T = s.T, C = s.C, H = s.H, TT = s.T * s.T;
+    check_sizes(B, T, T, C, H, s.D);
     OCR_ASSERT(ocr_tensor_same_shape(dqkv, qkv), "attention_backward: dqkv must match qkv");
     OCR_ASSERT(ocr_tensor_numel(dout) == B * T * C, "attention_backward: dout must be (B, T, C)");
     OCR_ASSERT(ocr_tensor_numel(probs) == B * H * TT, "attention_backward: probs must be (B, heads, T, T)");
     CudaCtx ctx = ocr_cuda_enter(dqkv);
-    if (B * T == 0) return;
-    AttnBwdArgs a;
-    a.dqkv = dqkv->data;
-    a.dqkv_dt = dqkv->dtype;
-    a.dout = dout->data;
-    a.dout_dt = dout->dtype;
-    a.qkv = qkv->data;
-    a.qkv_dt = qkv->dtype;
-    a.probs = probs->data;
-    a.probs_dt = probs->dtype;
-    a.T = (int)T, a.C = (int)C, a.H = (int)H, a.D = (int)D;
-    a.scale = scale;
-    a.drop = attn_drop(dropout, ctx.device);
-    const size_t qkvo_bytes = 4 * (size_t)T * (size_t)D * sizeof(float);
-    const size_t mats_bytes = 2 * (size_t)TT * sizeof(float);
-    const size_t limit = (size_t)ocr_cuda_max_smem_optin(ctx);
-    const int in_smem = qkvo_bytes <= limit;
-    const size_t nbh = (size_t)(B * H);
-    char *scratch = (char *)ocr_cuda_scratch(ctx, nbh * mats_bytes + (in_smem ? 0 : nbh * qkvo_bytes));
-    a.mats = (float *)scratch;
-    a.qkvo_global = in_smem ? NULL : (float *)(scratch + nbh * mats_bytes);
-    const size_t smem = in_smem ? qkvo_bytes : 0;
-    set_smem((const void *)attention_backward_kernel, smem);
-    attention_backward_kernel<<<(unsigned)nbh, ATT_THREADS, smem, ctx.stream>>>(a);
-    OCR_CUDA_LAUNCHED();
+    backward_launch(ctx, dqkv, dqkv, dout, qkv, qkv, probs, B, io_self(s), scale, dropout);
+}
+
+extern "C" void ocr_cuda_attention_cross_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *q,
+                                                 const OcrTensor *kv, int num_heads, float scale,
+                                                 DropoutParams dropout) {
+    CUDA_ASSERT_FLOAT(out);
+    CUDA_ASSERT_FLOAT(q);
+    CUDA_ASSERT_FLOAT(kv);
+    int64_t B;
+    const AttnIO io = io_cross(q, kv, num_heads, &B);
+    OCR_ASSERT(ocr_tensor_same_shape(out, q), "attention_cross: out must be (B, Tq, C) like q");
+    if (probs) {
+        CUDA_ASSERT_FLOAT(probs);
+        OCR_ASSERT(ocr_tensor_numel(probs) == B * io.H * (int64_t)io.Tq * io.Tk,
+                   "attention_cross: probs must be (B, heads, Tq, Tk)");
+    }
+    CudaCtx ctx = ocr_cuda_enter(out);
+    forward_launch(ctx, out, probs, q, kv, NULL, B, io, scale, dropout);
+}
+
+extern "C" void ocr_cuda_attention_cross_backward(OcrTensor *dq, OcrTensor *dkv, const OcrTensor *dout,
+                                                  const OcrTensor *q, const OcrTensor *kv, const OcrTensor *probs,
+                                                  int num_heads, float scale, DropoutParams dropout) {
+    CUDA_ASSERT_FLOAT(dq);
+    CUDA_ASSERT_FLOAT(dkv);
+    CUDA_ASSERT_FLOAT(dout);
+    CUDA_ASSERT_FLOAT(q);
+    CUDA_ASSERT_FLOAT(kv);
+    CUDA_ASSERT_FLOAT(probs);
+    int64_t B;
+    const AttnIO io = io_cross(q, kv, num_heads, &B);
+    OCR_ASSERT(ocr_tensor_same_shape(dq, q) && ocr_tensor_same_shape(dkv, kv),
+               "attention_cross_backward: dq and dkv must match q and kv");
+    OCR_ASSERT(ocr_tensor_same_shape(dout, q), "attention_cross_backward: dout must be (B, Tq, C)");
+    OCR_ASSERT(ocr_tensor_numel(probs) == B * io.H * (int64_t)io.Tq * io.Tk,
+               "attention_cross_backward: probs must be (B, heads, Tq, Tk)");
+    CudaCtx ctx = ocr_cuda_enter(dq);
+    backward_launch(ctx, dq, dkv, dout, q, kv, probs, B, io, scale, dropout);
 }
 
 // ---- local attention mask ----------------------------------------------------------------------

@@ -134,6 +134,10 @@ void ocr_cuda_attention_forward(OcrTensor *out, OcrTensor *probs, const OcrTenso
                                 int num_heads, float scale, DropoutParams dropout);
 void ocr_cuda_attention_backward(OcrTensor *dqkv, const OcrTensor *dout, const OcrTensor *qkv, const OcrTensor *probs,
                                  int num_heads, float scale, DropoutParams dropout);
+void ocr_cuda_attention_cross_forward(OcrTensor *out, OcrTensor *probs, const OcrTensor *q, const OcrTensor *kv,
+                                     int num_heads, float scale, DropoutParams dropout);
+void ocr_cuda_attention_cross_backward(OcrTensor *dq, OcrTensor *dkv, const OcrTensor *dout, const OcrTensor *q,
+                                      const OcrTensor *kv, const OcrTensor *probs, int num_heads, float scale, DropoutParams dropout);
 void ocr_cuda_attention_local_mask(OcrTensor *mask, int grid_h, int grid_w, int window_h, int window_w);
 
 // ---- dropout.cu: dropout, drop path -------------------------------------------------------------------

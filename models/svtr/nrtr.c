@@ -103,7 +103,7 @@ static OcrTensor lcausal_backward(OcrCtx *c, LCausalAttn *l, const OcrTensor *dy
     return dx;
 }
 
-// ---- cross-attention core (permutes + batched GEMMs + f32 softmax) ---------------------------------------
+// ---- cross-attention core ---------------------------------------------------------------------------------
 
 static void lcross_build(OcrBuilder *b, LCrossAttn *l, const char *name, int dim, int heads) {
     memset(l, 0, sizeof *l);
@@ -113,51 +113,19 @@ static void lcross_build(OcrBuilder *b, LCrossAttn *l, const char *name, int dim
     l->scale = 1.0f / sqrtf((float)(dim / heads));
 }
 
-static OcrTensor view4(const OcrTensor *t, int64_t a, int64_t b, int64_t c, int64_t d) {
-    return ocr_tensor_reshape(t, 4, (int64_t[]){a, b, c, d});
-}
-static OcrTensor view3(const OcrTensor *t, int64_t a, int64_t b, int64_t c) {
-    return ocr_tensor_reshape(t, 3, (int64_t[]){a, b, c});
-}
-
-static const int PERM_HEADS[4] = {0, 2, 1, 3};  // (B, T, H, Dh) <-> (B, H, T, Dh)
-static const int PERM_KV[4] = {2, 0, 1, 3};     // (B, Tk, 2, C) -> (2, B, Tk, C)
-
-// q (B, Tq, C), kv (B, Tk, 2C) -> (B, Tq, C).
+// q (B, Tq, C), kv (B, Tk, 2C) -> (B, Tq, C): the attention op reads the heads in place (no
+// per-head copies); q and kv stay (the backward reads them) until lcross_backward.
 static OcrTensor *lcross_forward(OcrCtx *c, LCrossAttn *l, const OcrTensor *q, const OcrTensor *kv) {
-    const int64_t B = q->shape[0], Tq = q->shape[1], Tk = kv->shape[1], C = l->dim, H = l->heads, Dh = C / H;
+    const int64_t B = q->shape[0], Tq = q->shape[1], Tk = kv->shape[1], C = l->dim, H = l->heads;
     OCR_ASSERT(q->shape[2] == C && kv->shape[0] == B && kv->shape[2] == 2 * C, "cross attention: shapes");
-    const ocr_dtype_t dt = ocr_ctx_dtype(c, l->op);
     l->q_dtype = q->dtype;
     l->kv_dtype = kv->dtype;
-    l->qh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tq, Dh});
-    OcrTensor kvt = ocr_ctx_new(c, dt, 4, (int64_t[]){2, B, Tk, C});
-    l->kh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tk, Dh});
-    l->vh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tk, Dh});
-    if (!c->plan) {
-        OcrTensor q4 = view4(q, B, Tq, H, Dh), kv4 = view4(kv, B, Tk, 2, C);
-        ocr_permute_forward(&l->qh, &q4, PERM_HEADS);
-        ocr_permute_forward(&kvt, &kv4, PERM_KV);
-        size_t half = (size_t)ocr_tensor_bytes(&kvt) / 2;
-        OcrTensor k = ocr_tensor_view(kvt.data, dt, kvt.device, 4, (int64_t[]){B, Tk, H, Dh});
-        OcrTensor v = ocr_tensor_view((char *)kvt.data + half, dt, kvt.device, 4, (int64_t[]){B, Tk, H, Dh});
-        ocr_permute_forward(&l->kh, &k, PERM_HEADS);
-        ocr_permute_forward(&l->vh, &v, PERM_HEADS);
-    }
-    ocr_ctx_free(c, &kvt);
-    l->probs = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){B * H, Tq, Tk});
-    l->oh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tq, Dh});
-    l->y = ocr_ctx_new(c, dt, 3, (int64_t[]){B, Tq, C});
-    if (!c->plan) {
-        OcrTensor q3 = view3(&l->qh, B * H, Tq, Dh), k3 = view3(&l->kh, B * H, Tk, Dh);
-        OcrTensor v3 = view3(&l->vh, B * H, Tk, Dh), o3 = view3(&l->oh, B * H, Tq, Dh);
-        ocr_matmul_batched_forward(&l->probs, &q3, &k3, 0, 1, l->scale);
-        ocr_softmax_forward(&l->probs, &l->probs);
-        ocr_matmul_batched_forward(&o3, &l->probs, &v3, 0, 0, 1.0f);
-        OcrTensor y4 = view4(&l->y, B, Tq, H, Dh);
-        ocr_permute_forward(&y4, &l->oh, PERM_HEADS);
-    }
-    ocr_ctx_free(c, &l->oh);
+    l->q = ocr_ctx_autocast_input(c, l->op, q, 0, &l->qcast);
+    l->kv = ocr_ctx_autocast_input(c, l->op, kv, 0, &l->kvcast);
+    l->probs = ocr_ctx_new(c, OCR_F32, 4, (int64_t[]){B, H, Tq, Tk});
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 3, (int64_t[]){B, Tq, C});
+    const DropoutParams none = {0.0f, OCR_DROPOUT_UPSCALE_IN_TRAIN, c->training, c->seed, 0, 0};
+    if (!c->plan) ocr_attention_cross_forward(&l->y, &l->probs, &l->q, &l->kv, (int)H, l->scale, none);
     double tt = (double)B * Tq * Tk;
     ocr_ctx_record(c, l->op, &l->y, 4.0 * tt * C + 5.0 * tt * H);
     return &l->y;
@@ -165,54 +133,16 @@ static OcrTensor *lcross_forward(OcrCtx *c, LCrossAttn *l, const OcrTensor *q, c
 
 // dy (B, Tq, C) -> dq (B, Tq, C) in q's dtype, dkv (B, Tk, 2C) in kv's dtype.
 static void lcross_backward(OcrCtx *c, LCrossAttn *l, const OcrTensor *dy, OcrTensor *dq, OcrTensor *dkv) {
-    const int64_t B = l->qh.shape[0], H = l->heads, Tq = l->qh.shape[2], Tk = l->kh.shape[2], Dh = l->qh.shape[3];
-    const int64_t C = H * Dh;
-    const ocr_dtype_t dt = l->qh.dtype;
-    OcrTensor doh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tq, Dh});
-    OcrTensor dp = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){B * H, Tq, Tk});
-    OcrTensor dvh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tk, Dh});
-    if (!c->plan) {
-        OcrTensor dy4 = view4(dy, B, Tq, H, Dh);
-        ocr_permute_forward(&doh, &dy4, PERM_HEADS);
-        OcrTensor do3 = view3(&doh, B * H, Tq, Dh), v3 = view3(&l->vh, B * H, Tk, Dh);
-        OcrTensor dv3 = view3(&dvh, B * H, Tk, Dh);
-        ocr_matmul_batched_backward(&dp, &dv3, &do3, &l->probs, &v3, 0, 0, 1.0f);
-    }
-    ocr_ctx_free(c, &doh);
-    OcrTensor ds = ocr_ctx_new(c, OCR_F32, 3, (int64_t[]){B * H, Tq, Tk});
-    if (!c->plan) ocr_softmax_backward(&ds, &dp, &l->probs);
-    ocr_ctx_free(c, &dp);
-    OcrTensor dqh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tq, Dh});
-    OcrTensor dkh = ocr_ctx_new(c, dt, 4, (int64_t[]){B, H, Tk, Dh});
-    if (!c->plan) {
-        OcrTensor q3 = view3(&l->qh, B * H, Tq, Dh), k3 = view3(&l->kh, B * H, Tk, Dh);
-        OcrTensor dq3 = view3(&dqh, B * H, Tq, Dh), dk3 = view3(&dkh, B * H, Tk, Dh);
-        ocr_matmul_batched_backward(&dq3, &dk3, &ds, &q3, &k3, 0, 1, l->scale);
-    }
-    ocr_ctx_free(c, &ds);
-    *dq = ocr_ctx_new(c, l->q_dtype, 3, (int64_t[]){B, Tq, C});
-    OcrTensor dkvt = ocr_ctx_new(c, dt, 4, (int64_t[]){2, B, Tk, C});
-    *dkv = ocr_ctx_new(c, l->kv_dtype, 3, (int64_t[]){B, Tk, 2 * C});
-    if (!c->plan) {
-        OcrTensor dq4 = view4(dq, B, Tq, H, Dh);
-        ocr_permute_forward(&dq4, &dqh, PERM_HEADS);
-        size_t half = (size_t)ocr_tensor_bytes(&dkvt) / 2;
-        OcrTensor dk = ocr_tensor_view(dkvt.data, dt, dkvt.device, 4, (int64_t[]){B, Tk, H, Dh});
-        OcrTensor dv = ocr_tensor_view((char *)dkvt.data + half, dt, dkvt.device, 4, (int64_t[]){B, Tk, H, Dh});
-        ocr_permute_forward(&dk, &dkh, PERM_HEADS);
-        ocr_permute_forward(&dv, &dvh, PERM_HEADS);
-        OcrTensor dkv4 = view4(dkv, B, Tk, 2, C);
-        ocr_permute_backward(&dkv4, &dkvt, PERM_KV);
-    }
-    ocr_ctx_free(c, &dkvt);
-    ocr_ctx_free(c, &dkh);
-    ocr_ctx_free(c, &dqh);
-    ocr_ctx_free(c, &dvh);
+    *dq = ocr_ctx_like(c, &l->q);
+    *dkv = ocr_ctx_like(c, &l->kv);
+    const DropoutParams none = {0.0f, OCR_DROPOUT_UPSCALE_IN_TRAIN, c->training, c->seed, 0, 0};
+    if (!c->plan) ocr_attention_cross_backward(dq, dkv, dy, &l->q, &l->kv, &l->probs, l->heads, l->scale, none);
     ocr_ctx_free(c, &l->y);
     ocr_ctx_free(c, &l->probs);
-    ocr_ctx_free(c, &l->vh);
-    ocr_ctx_free(c, &l->kh);
-    ocr_ctx_free(c, &l->qh);
+    *dq = ocr_ctx_cast_grad(c, dq, l->q_dtype);
+    *dkv = ocr_ctx_cast_grad(c, dkv, l->kv_dtype);
+    if (l->qcast) ocr_ctx_free(c, &l->q);
+    if (l->kvcast) ocr_ctx_free(c, &l->kv);
     ocr_ctx_bwd_done(c, l->op);
 }
 

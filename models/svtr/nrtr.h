@@ -44,12 +44,14 @@ typedef struct {
 
 // Multi-head attention core over two sequences: q (B, Tq, C), kv (B, Tk, 2C) laid out [k | v],
 // each as (heads, head_dim); softmax(scale·q·kᵀ)·v per head, no mask, no dropout (attention
-// dropout 0.0). Scores and probabilities are f32 whatever the compute dtype (the softmax stays
-// f32 under AMP, as the attention op's does).
+// dropout 0.0): the attention op's cross form. Scores and probabilities are f32 whatever the
+// compute dtype (the softmax stays f32 under AMP). q and kv are the inputs themselves, or copies
+// in the op's dtype (qcast, kvcast) that the backward frees.
 typedef struct {
     int op, heads, dim;
     float scale;
-    OcrTensor qh, kh, vh, probs, oh, y;  // qh (B, H, Tq, Dh), kh/vh (B, H, Tk, Dh), probs (B·H, Tq, Tk) f32
+    OcrTensor q, kv, probs, y;  // probs (B, H, Tq, Tk) f32
+    int qcast, kvcast;
     ocr_dtype_t q_dtype, kv_dtype;
 } LCrossAttn;
 

@@ -125,6 +125,41 @@ START_TEST(test_attention_long) {
 }
 END_TEST
 
+// Cross-attention (q and kv apart, Tq != Tk), CUDA against the CPU.
+static void cross_case(int64_t B, int64_t Tq, int64_t Tk, int64_t H, int64_t D, ocr_dtype_t dt, DropoutParams dp) {
+    const int64_t C = H * D;
+    char what[160];
+    snprintf(what, sizeof what, "cross attention B%lld Tq%lld Tk%lld H%lld D%lld %s drop p%g", (long long)B,
+             (long long)Tq, (long long)Tk, (long long)H, (long long)D, dtn(dt), (double)dp.p);
+    Twin q = twin_uniform(dt, 3, OCR_SHAPE(B, Tq, C), -1.5f, 1.5f);
+    Twin kv = twin_uniform(dt, 3, OCR_SHAPE(B, Tk, 2 * C), -1.5f, 1.5f);
+    Twin out = twin_new(dt, 3, OCR_SHAPE(B, Tq, C));
+    Twin probs = twin_new(OCR_F32, 4, OCR_SHAPE(B, H, Tq, Tk));
+    const float scale = 1.0f / sqrtf((float)D);
+    ocr_attention_cross_forward(&out.h, &probs.h, &q.h, &kv.h, (int)H, scale, dp);
+    ocr_attention_cross_forward(&out.d, &probs.d, &q.d, &kv.d, (int)H, scale, dp);
+    ck_assert_msg(twin_close(&out, ATT_TOL, ATT_TOL, what), "%s: out", what);
+    ck_assert_msg(twin_close(&probs, SM_RTOL, SM_ATOL, what), "%s: probs", what);
+    twin_sync_up(&probs);
+    Twin dout = twin_uniform(dt, 3, OCR_SHAPE(B, Tq, C), -1, 1);
+    Twin dq = twin_new(dt, 3, OCR_SHAPE(B, Tq, C));
+    Twin dkv = twin_new(dt, 3, OCR_SHAPE(B, Tk, 2 * C));
+    ocr_attention_cross_backward(&dq.h, &dkv.h, &dout.h, &q.h, &kv.h, &probs.h, (int)H, scale, dp);
+    ocr_attention_cross_backward(&dq.d, &dkv.d, &dout.d, &q.d, &kv.d, &probs.d, (int)H, scale, dp);
+    ck_assert_msg(twin_close(&dq, ATT_TOL, ATT_TOL, what), "%s: dq", what);
+    ck_assert_msg(twin_close(&dkv, ATT_TOL, ATT_TOL, what), "%s: dkv", what);
+    twin_free(&q), twin_free(&kv), twin_free(&out), twin_free(&probs), twin_free(&dout), twin_free(&dq),
+        twin_free(&dkv);
+}
+
+START_TEST(test_attention_cross) {
+    const DropoutParams none = drop(0.0f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
+    for (int k = 0; k < 3; k++) cross_case(4, 11, 40, 12, 32, DTS[k], none);  // NRTR decoder over the memory
+    cross_case(2, 26, 7, 3, 16, OCR_F32, drop(0.2f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1));
+    cross_case(1, 5, 700, 2, 64, OCR_F32, none);  // K, V through scratch
+}
+END_TEST
+
 static Suite *suite(void) {
     Suite *s = suite_create("gpu_softmax_attention");
     TCase *tc = tcase_create("softmax_attention");
@@ -132,6 +167,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, test_softmax_family);
     tcase_add_test(tc, test_attention);
     tcase_add_test(tc, test_attention_long);
+    tcase_add_test(tc, test_attention_cross);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -315,6 +315,183 @@ START_TEST(test_attention_reproducible) {
 }
 END_TEST
 
+// ---- cross-attention: q (B, Tq, C), kv (B, Tk, 2C) ------------------------------------------------
+typedef struct {
+    int B, Tq, Tk, H, D;
+    float scale;
+    DropoutParams drop;
+    ocr_dtype_t dt;
+} XCfg;
+
+typedef struct {
+    const XCfg *c;
+    const double *q, *kv, *dout, *F;  // F (B, H, Tq, Tk): the dropout factors
+    double *out, *P;
+} XRef;
+
+static void xref_forward(const XRef *r, const double *q, const double *kv) {
+    const XCfg *c = r->c;
+    const int C = c->H * c->D, Tq = c->Tq, Tk = c->Tk, D = c->D;
+    double *sc = malloc((size_t)Tk * sizeof(double));
+    for (int b = 0; b < c->B; b++)
+        for (int h = 0; h < c->H; h++)
+            for (int i = 0; i < Tq; i++) {
+                const double *qi = q + ((int64_t)b * Tq + i) * C + h * D;
+                double mx = -INFINITY, sum = 0;
+                for (int j = 0; j < Tk; j++) {
+                    const double *kj = kv + ((int64_t)b * Tk + j) * 2 * C + h * D;
+                    double acc = 0;
+                    for (int d = 0; d < D; d++) acc += qi[d] * kj[d];
+                    sc[j] = c->scale * acc;
+                    mx = fmax(mx, sc[j]);
+                }
+                for (int j = 0; j < Tk; j++) sum += exp(sc[j] - mx);
+                const int64_t row = (((int64_t)b * c->H + h) * Tq + i) * Tk;
+                for (int j = 0; j < Tk; j++) r->P[row + j] = exp(sc[j] - mx) / sum;
+                for (int d = 0; d < D; d++) {
+                    double acc = 0;
+                    for (int j = 0; j < Tk; j++)
+                        acc += r->P[row + j] * r->F[row + j] * kv[((int64_t)b * Tk + j) * 2 * C + C + h * D + d];
+                    r->out[((int64_t)b * Tq + i) * C + h * D + d] = acc;
+                }
+            }
+    free(sc);
+}
+
+static double xref_loss(const XRef *r, const double *q, const double *kv) {
+    xref_forward(r, q, kv);
+    double L = 0;
+    const int64_t no = (int64_t)r->c->B * r->c->Tq * r->c->H * r->c->D;
+    for (int64_t i = 0; i < no; i++) L += r->dout[i] * r->out[i];
+    return L;
+}
+static double xref_loss_q(const double *q, void *ctx) {
+    const XRef *r = ctx;
+    return xref_loss(r, q, r->kv);
+}
+static double xref_loss_kv(const double *kv, void *ctx) {
+    const XRef *r = ctx;
+    return xref_loss(r, r->q, kv);
+}
+
+static void run_cross(const XCfg *c, const char *name) {
+    const int C = c->H * c->D;
+    const int64_t nq = (int64_t)c->B * c->Tq * C, nkv = (int64_t)c->B * c->Tk * 2 * C;
+    const int64_t np = (int64_t)c->B * c->H * c->Tq * c->Tk;
+    float *qs = malloc((size_t)nq * sizeof(float)), *ks = malloc((size_t)nkv * sizeof(float));
+    float *gs = malloc((size_t)nq * sizeof(float));
+    ocr_test_fill_uniform(qs, nq, 41 + (uint64_t)c->Tq, -1.5f, 1.5f);
+    ocr_test_fill_uniform(ks, nkv, 43 + (uint64_t)c->Tk, -1.5f, 1.5f);
+    ocr_test_fill_uniform(gs, nq, 47, -1.0f, 1.0f);
+    OcrTensor q = ocr_test_tensor(c->dt, 3, OCR_SHAPE(c->B, c->Tq, C), qs);
+    OcrTensor kv = ocr_test_tensor(c->dt, 3, OCR_SHAPE(c->B, c->Tk, 2 * C), ks);
+    OcrTensor dout = ocr_test_tensor(c->dt, 3, OCR_SHAPE(c->B, c->Tq, C), gs);
+    OcrTensor out = ocr_test_tensor(c->dt, 3, OCR_SHAPE(c->B, c->Tq, C), NULL);
+    OcrTensor probs = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(c->B, c->H, c->Tq, c->Tk), NULL);
+    OcrTensor dq = ocr_test_tensor(c->dt, 3, OCR_SHAPE(c->B, c->Tq, C), NULL);
+    OcrTensor dkv = ocr_test_tensor(c->dt, 3, OCR_SHAPE(c->B, c->Tk, 2 * C), NULL);
+    ocr_attention_cross_forward(&out, &probs, &q, &kv, c->H, c->scale, c->drop);
+    ocr_attention_cross_backward(&dq, &dkv, &dout, &q, &kv, &probs, c->H, c->scale, c->drop);
+
+    // The reference reads the stored (rounded) operands and regenerates the dropout draws.
+    double *qd = malloc((size_t)nq * 8), *kd = malloc((size_t)nkv * 8), *dd = malloc((size_t)nq * 8);
+    double *F = malloc((size_t)np * 8);
+    for (int64_t i = 0; i < nq; i++) qd[i] = ocr_tensor_get_f32(&q, i), dd[i] = ocr_tensor_get_f32(&dout, i);
+    for (int64_t i = 0; i < nkv; i++) kd[i] = ocr_tensor_get_f32(&kv, i);
+    const DropoutParams *d = &c->drop;
+    for (int64_t e = 0; e < np; e++) {
+        const int active = d->training && d->p > 0.0f;
+        const int keep = !active || ocr_rng_uniform(d->seed, d->stream, d->offset + (uint64_t)e) >= d->p;
+        F[e] = keep ? (active ? 1.0 / (1.0 - d->p) : 1.0) : 0.0;
+    }
+    XRef r = {c, qd, kd, dd, F, malloc((size_t)nq * 8), malloc((size_t)np * 8)};
+    xref_forward(&r, qd, kd);
+    const int64_t nmax = nq > nkv ? (nq > np ? nq : np) : (nkv > np ? nkv : np);
+    float *got = malloc((size_t)nmax * sizeof(float));
+    const double eps = ocr_test_dtype_eps(c->dt);
+    char what[160];
+    ocr_tensor_to_f32(&out, got);
+    snprintf(what, sizeof what, "%s: out", name);
+    ck_assert_msg(ocr_test_allclose_f64(got, r.out, nq, 2 * eps + 2e-6, 2 * eps + 1e-5, what), "%s", what);
+    ocr_tensor_to_f32(&probs, got);
+    snprintf(what, sizeof what, "%s: probs", name);
+    ck_assert_msg(ocr_test_allclose_f64(got, r.P, np, 1e-7, 1e-6, what), "%s", what);
+    // Gradients against central differences of the reference loss Σ dout·out.
+    const double tol = 1e-5 + 12 * eps;
+    double *num = malloc((size_t)nmax * 8);
+    ocr_test_numeric_grad(num, qd, nq, xref_loss_q, &r, 1e-6);
+    ocr_tensor_to_f32(&dq, got);
+    double err = ocr_test_rel_error(got, num, nq);
+    ck_assert_msg(err < tol, "%s: dq rel error %g > %g", name, err, tol);
+    ocr_test_numeric_grad(num, kd, nkv, xref_loss_kv, &r, 1e-6);
+    ocr_tensor_to_f32(&dkv, got);
+    err = ocr_test_rel_error(got, num, nkv);
+    ck_assert_msg(err < tol, "%s: dkv rel error %g > %g", name, err, tol);
+    double mx = 0;
+    for (int64_t i = 0; i < nkv; i++) mx = fmax(mx, fabs(num[i]));
+    ck_assert_msg(mx > 1e-3, "%s: degenerate test gradient", name);
+    free(qs), free(ks), free(gs), free(qd), free(kd), free(dd), free(F), free(r.out), free(r.P), free(got), free(num);
+    OcrTensor *all[] = {&q, &kv, &dout, &out, &probs, &dq, &dkv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ocr_tensor_free(all[i]);
+}
+
+START_TEST(test_attention_cross) {
+    XCfg c = {2, 5, 7, 2, 3, 0.6f, no_dropout(), OCR_F32};
+    run_cross(&c, "cross f32 Tq 5 Tk 7");
+    c.Tq = 9, c.Tk = 4;
+    run_cross(&c, "cross f32 Tq 9 Tk 4");
+    c.drop = drop(0.3f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
+    run_cross(&c, "cross f32 with dropout");
+    // NRTR's decoder over the memory (Tq 11, Tk 40, head dim 32), on the small-matrix loops.
+    XCfg n = {3, 11, 40, 2, 32, 1.0f / sqrtf(32.0f), no_dropout(), OCR_F32};
+    run_cross(&n, "cross NRTR shape");
+    n.dt = OCR_BF16;
+    run_cross(&n, "cross NRTR shape, bf16");
+}
+END_TEST
+
+// Cross-attention over kv equal to qkv's [k | v] and q equal to its q gives self-attention's
+// results bit for bit (the same loops, other strides).
+START_TEST(test_attention_cross_matches_self) {
+    const int B = 3, T = 10, H = 2, D = 6, C = H * D;
+    const int64_t nq = (int64_t)B * T * 3 * C;
+    float *qs = malloc((size_t)nq * sizeof(float)), *gs = malloc((size_t)B * T * C * sizeof(float));
+    ocr_test_fill_uniform(qs, nq, 5, -1, 1);
+    ocr_test_fill_uniform(gs, (int64_t)B * T * C, 6, -1, 1);
+    float *qo = malloc((size_t)B * T * C * sizeof(float)), *kvo = malloc((size_t)B * T * 2 * C * sizeof(float));
+    for (int64_t r = 0; r < (int64_t)B * T; r++) {
+        memcpy(qo + r * C, qs + r * 3 * C, (size_t)C * sizeof(float));
+        memcpy(kvo + r * 2 * C, qs + r * 3 * C + C, (size_t)2 * C * sizeof(float));
+    }
+    OcrTensor qkv = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, 3 * C), qs);
+    OcrTensor q = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), qo);
+    OcrTensor kv = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, 2 * C), kvo);
+    OcrTensor dout = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), gs);
+    OcrTensor o1 = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), NULL);
+    OcrTensor o2 = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), NULL);
+    OcrTensor p1 = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(B, H, T, T), NULL);
+    OcrTensor p2 = ocr_test_tensor(OCR_F32, 4, OCR_SHAPE(B, H, T, T), NULL);
+    OcrTensor dqkv = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, 3 * C), NULL);
+    OcrTensor dq = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, C), NULL);
+    OcrTensor dkv = ocr_test_tensor(OCR_F32, 3, OCR_SHAPE(B, T, 2 * C), NULL);
+    DropoutParams d = drop(0.2f, OCR_DROPOUT_UPSCALE_IN_TRAIN, 1);
+    ocr_attention_forward(&o1, &p1, &qkv, NULL, H, 0.4f, d);
+    ocr_attention_backward(&dqkv, &dout, &qkv, &p1, H, 0.4f, d);
+    ocr_attention_cross_forward(&o2, &p2, &q, &kv, H, 0.4f, d);
+    ocr_attention_cross_backward(&dq, &dkv, &dout, &q, &kv, &p2, H, 0.4f, d);
+    ck_assert(memcmp(o1.data, o2.data, ocr_tensor_bytes(&o1)) == 0);
+    ck_assert(memcmp(p1.data, p2.data, ocr_tensor_bytes(&p1)) == 0);
+    const float *g = dqkv.data, *gq = dq.data, *gkv = dkv.data;
+    for (int64_t r = 0; r < (int64_t)B * T; r++) {
+        ck_assert(memcmp(g + r * 3 * C, gq + r * C, (size_t)C * sizeof(float)) == 0);
+        ck_assert(memcmp(g + r * 3 * C + C, gkv + r * 2 * C, (size_t)2 * C * sizeof(float)) == 0);
+    }
+    free(qs), free(gs), free(qo), free(kvo);
+    OcrTensor *all[] = {&qkv, &q, &kv, &dout, &o1, &o2, &p1, &p2, &dqkv, &dq, &dkv};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ocr_tensor_free(all[i]);
+}
+END_TEST
+
 // Every vector level gives the same bits (the softmax's exponentials, the small-matrix loops'
 // padded column blocks, the dropout keep masks), on the network shapes with dropout and a mask,
 // bf16 included. The hook selects a level below the CPU's best.
@@ -395,6 +572,8 @@ int main(void) {
     tcase_add_test(tc, test_attention_network_shapes);
     tcase_add_test(tc, test_attention_reproducible);
     tcase_add_test(tc, test_attention_levels_agree);
+    tcase_add_test(tc, test_attention_cross);
+    tcase_add_test(tc, test_attention_cross_matches_self);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
