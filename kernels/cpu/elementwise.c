@@ -2,11 +2,12 @@
 // along channels, permute.
 //
 // Arithmetic ops compute in fp32 on tiles: f16/bf16 operands are widened and results rounded a
-// tile at a time (ocr_cpu_rows_in / ocr_cpu_rows_out), the loops run at the CPU's vector width
-// (cpu_common.h), and the results are the bits of the whole-tensor fp32 path, which
-// Global.cpu_exact_numerics keeps as the reference. Pure data movement (concat,
-// permute, copies) moves raw elements when the dtypes agree, so it is exact and does not
-// touch NaN payloads, and converts through fp32 only when they differ.
+// tile at a time (ocr_cpu_rows_in / ocr_cpu_rows_out), or, when every map of add, accumulate or
+// the SE gating is bf16 (BF16-O2), converted in registers as the loops load and store them; the
+// loops run at the CPU's vector width (cpu_common.h), and the results are the bits of the
+// whole-tensor fp32 path, which Global.cpu_exact_numerics keeps as the reference. Pure data
+// movement (concat, permute, copies) moves raw elements when the dtypes agree, so it is exact
+// and does not touch NaN payloads, and converts through fp32 only when they differ.
 #include <omp.h>
 #include <string.h>
 
@@ -116,24 +117,74 @@ CPU_INLINE void chscale_tile_body(float *y, const float *x, const float *sc, int
 CPU_VEC_CLONES(chscale_tile, (float *y, const float *x, const float *sc, int64_t r0, int64_t rows, int64_t HW,
                               int64_t C),
                (y, x, sc, r0, rows, HW, C))
+// chscale_tile on bf16 rows with the conversions in registers (BF16-O2's maps): x widened as it is
+// loaded (exact), the fp32 product, y rounded as it is stored with ocr_f32_to_bf16's nearest even
+// and NaN quieting (the bulk converters' rounding), so the bits of widening into a tile,
+// chscale_tile and rounding back, without the tile buffers' stores and loads. A sample's rows
+// share one scale row, so where C leaves a partial vector per row they run g rows at a time as one
+// flat loop over the scale repeated g times (rowwise.h: cpu_group_rows; the element's arithmetic
+// unchanged), the sample's rows left over one by one. y may equal x (each element is read before
+// it is written).
+CPU_INLINE void chscale_tile_bf16_body(uint16_t *y, const uint16_t *x, const float *restrict sc, int64_t r0,
+                                       int64_t rows, int64_t HW, int64_t C) {
+    const int64_t g = cpu_group_rows(C), L = g * C;
+    float s2[CPU_GROUP_MAX];
+    int64_t r = 0;
+    while (r < rows) {
+        const int64_t n = (r0 + r) / HW, end = (n + 1) * HW - r0 < rows ? (n + 1) * HW - r0 : rows;
+        const float *sr = sc + n * C;
+        if (g > 1 && end - r >= g) {
+            cpu_repeat_coefs(s2, sr, C, L);
+            for (; r + g <= end; r += g) {
+                const uint16_t *xr = x + r * C;
+                uint16_t *yr = y + r * C;
+                for (int64_t j = 0; j < L; j++) yr[j] = ocr_f32_to_bf16(ocr_bf16_to_f32(xr[j]) * s2[j]);
+            }
+        }
+        for (; r < end; r++) {
+            const uint16_t *xr = x + r * C;
+            uint16_t *yr = y + r * C;
+            for (int64_t c = 0; c < C; c++) yr[c] = ocr_f32_to_bf16(ocr_bf16_to_f32(xr[c]) * sr[c]);
+        }
+    }
+}
+CPU_VEC_CLONES(chscale_tile_bf16, (uint16_t *y, const uint16_t *x, const float *sc, int64_t r0, int64_t rows,
+                                   int64_t HW, int64_t C),
+               (y, x, sc, r0, rows, HW, C))
 CPU_INLINE void dot_rows_body(double *restrict acc, const float *restrict g, const float *restrict x, int64_t rows,
                               int64_t C) {
     for (int64_t r = 0; r < rows; r++)
         for (int64_t c = 0; c < C; c++) acc[c] += (double)g[r * C + c] * (double)x[r * C + c];
 }
 CPU_VEC_CLONES(dot_rows, (double *acc, const float *g, const float *x, int64_t rows, int64_t C), (acc, g, x, rows, C))
+// dot_rows on bf16 rows, widened in registers: the same products (exact widening) added in the
+// same order, so the same bits.
+CPU_INLINE void dot_rows_bf16_body(double *restrict acc, const uint16_t *restrict g, const uint16_t *restrict x,
+                                   int64_t rows, int64_t C) {
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t c = 0; c < C; c++)
+            acc[c] += (double)ocr_bf16_to_f32(g[r * C + c]) * (double)ocr_bf16_to_f32(x[r * C + c]);
+}
+CPU_VEC_CLONES(dot_rows_bf16, (double *acc, const uint16_t *g, const uint16_t *x, int64_t rows, int64_t C),
+               (acc, g, x, rows, C))
 
 // out (rows, C) = inp · scale per sample, in row tiles (tiles: nthr·tr·C floats for each of
-// the two buffers).
+// the two buffers; none when both are bf16, converted in registers).
 static void chscale_rows(OcrTensor *out, const OcrTensor *inp, const float *sc, int64_t rows, int64_t HW, int64_t C,
                          CpuScratch *s) {
     const int64_t tr = cpu_tile_rows(C), ntiles = (rows + tr - 1) / tr;
     const int par = rows * C >= EW_PAR_MIN;
     const size_t per = (size_t)(tr * C);
-    float *bufs = ocr_cpu_scratch_floats(s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
+    const int bf16_maps = inp->dtype == OCR_BF16 && out->dtype == OCR_BF16;
+    float *bufs = bf16_maps ? NULL : ocr_cpu_scratch_floats(s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
 #pragma omp parallel for schedule(static) if (par)
     for (int64_t t = 0; t < ntiles; t++) {
         const int64_t r0 = t * tr, m = r0 + tr <= rows ? tr : rows - r0;
+        if (bf16_maps) {
+            const size_t off = (size_t)(r0 * C);
+            chscale_tile_bf16((uint16_t *)out->data + off, (const uint16_t *)inp->data + off, sc, r0, m, HW, C);
+            continue;
+        }
         float *bx = bufs + (size_t)omp_get_thread_num() * 2 * per, *by = bx + per;
         const float *x = ocr_cpu_rows_in(inp, C, r0, m, bx);
         float *y = ocr_cpu_rows_dst(out, C, r0, by);
@@ -195,19 +246,28 @@ void ocr_cpu_channel_scale_backward(OcrTensor *dinp, OcrTensor *dscale, const Oc
     }
     if (dscale) {
         // dscale[n, c] = Σ over the sample's pixels of dout · inp, accumulated in double, the
-        // sample's rows in order a tile at a time.
+        // sample's rows in order a tile at a time (all of them at once when dout and inp are
+        // bf16, widened in registers: the same terms in the same order).
         const OcrTensor *x = ew_in(&s, inp, &vx);
         const int64_t tr = cpu_tile_rows(C);
         const int par = N * HW * C >= EW_PAR_MIN;
         const size_t per = (size_t)(tr * C);
-        float *bufs = ocr_cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
+        const int bf16_maps = dy->dtype == OCR_BF16 && x->dtype == OCR_BF16;
+        float *bufs =
+            bf16_maps ? NULL : ocr_cpu_scratch_floats(&s, (size_t)(par ? omp_get_max_threads() : 1) * 2 * per);
         double *acc = ocr_cpu_scratch_bytes(&s, (size_t)(N * C + 1) * sizeof(double));
         float *ds = ocr_cpu_f32_out(&s, dscale, 0);
 #pragma omp parallel for schedule(static) if (par)
         for (int64_t n = 0; n < N; n++) {
-            float *bg = bufs + (size_t)omp_get_thread_num() * 2 * per, *bx = bg + per;
             double *an = acc + n * C;
             for (int64_t c = 0; c < C; c++) an[c] = 0.0;
+            if (bf16_maps) {
+                const size_t off = (size_t)(n * HW * C);
+                dot_rows_bf16(an, (const uint16_t *)dy->data + off, (const uint16_t *)x->data + off, HW, C);
+                for (int64_t c = 0; c < C; c++) ds[n * C + c] = (float)an[c];
+                continue;
+            }
+            float *bg = bufs + (size_t)omp_get_thread_num() * 2 * per, *bx = bg + per;
             for (int64_t p = 0; p < HW; p += tr) {
                 const int64_t m = p + tr <= HW ? tr : HW - p;
                 dot_rows(an, ocr_cpu_rows_in(dy, C, n * HW + p, m, bg), ocr_cpu_rows_in(x, C, n * HW + p, m, bx), m, C);

@@ -178,16 +178,72 @@ void ocr_cpu_adam_update(OcrTensor *param, OcrTensor *master, OcrTensor *m, OcrT
 }
 
 // ---- global gradient norm -----------------------------------------------------------------
-#define NORM_BLOCK 1024  // floats of a low-precision chunk widened at a time (on the stack)
+// Σ g² over every gradient, in double. A strictly sequential sum ran one dependent add per
+// element (the add's latency, ~4 cycles, per element: the whole norm was latency-bound); instead
+// each chunk keeps NORM_LANES partial sums, element i of the chunk going into lane i mod
+// NORM_LANES in order, and folds the lanes in lane order at the chunk's end; the chunks' sums
+// are then added in chunk order and the tensors' in list order. Every term is exact: a float
+// (f16/bf16 widened exactly) has a 24-bit significand, so its square fits in double's 53 bits
+// and stays inside double's exponent range (subnormal floats included). Each lane is therefore
+// the same sequence of correctly rounded double adds of the same exact terms whatever the
+// vector width that runs the lanes side by side (two per SSE2 register, four per AVX2, eight
+// per AVX-512), and a fused multiply-add, were one contracted, would round the same exact
+// x² + acc once; with chunks fixed (not one per thread) the norm has the same bits at every
+// vector level and thread count.
+#define NORM_LANES 16
 
-// acc + Σ x², one element after another in double (the order fixes the bits).
-static double sum_squares_f32(const float *x, int64_t n, double acc) {
-    for (int64_t i = 0; i < n; i++) {
-        double v = x[i];
-        acc += v * v;
+// f16 → f32 as ocr_f16_to_f32 (bit for bit, NaN payloads and subnormals included) without its
+// branches, so the loop below vectorises: the exponent is rebiased with one add; for inf/NaN a
+// second add moves it to 255; an f16 subnormal m·2^-24 (or zero) is formed as the float
+// 2^-14·(1 + m/1024) minus 2^-14, which is exact (Sterbenz: the operands are within a factor of
+// two; the result is an f32 normal or zero). The bulk converters would do as well through a
+// buffer, but the scalar ocr_f16_to_f32's subnormal loop keeps a loop over it scalar.
+CPU_INLINE float f16_widen(uint16_t h) {
+    const uint32_t em = (uint32_t)(h & 0x7fffu) << 13, exp = em & 0x0f800000u;
+    const uint32_t u = em + ((127u - 15u) << 23);
+    const float sub = ocr_bits_f32(u + (1u << 23)) - ocr_bits_f32(113u << 23);
+    const uint32_t v = exp == 0x0f800000u ? u + ((128u - 16u) << 23) : exp == 0 ? ocr_f32_bits(sub) : u;
+    return ocr_bits_f32(v | (uint32_t)(h & 0x8000u) << 16);
+}
+
+// Element i of x widened to double: f32, bf16 (shift, exact) or f16 (f16_widen); dt is a
+// constant after inlining.
+CPU_INLINE double norm_load(const void *x, int64_t i, ocr_dtype_t dt) {
+    if (dt == OCR_F32) return (double)((const float *)x)[i];
+    if (dt == OCR_BF16) return (double)ocr_bf16_to_f32(((const uint16_t *)x)[i]);
+    return (double)f16_widen(((const uint16_t *)x)[i]);
+}
+
+// The sum of squares of one chunk x (n elements) in the lanes described above.
+CPU_INLINE double chunk_sum_squares(const void *x, int64_t n, ocr_dtype_t dt) {
+    double lane[NORM_LANES];
+    for (int k = 0; k < NORM_LANES; k++) lane[k] = 0.0;
+    const int64_t full = n / NORM_LANES * NORM_LANES;
+    for (int64_t j = 0; j < full; j += NORM_LANES)
+        for (int k = 0; k < NORM_LANES; k++) {
+            const double v = norm_load(x, j + k, dt);
+            lane[k] += v * v;
+        }
+    for (int64_t j = full; j < n; j++) {
+        const double v = norm_load(x, j, dt);
+        lane[j - full] += v * v;
     }
+    double acc = 0.0;
+    for (int k = 0; k < NORM_LANES; k++) acc += lane[k];
     return acc;
 }
+CPU_INLINE void sum_squares_f32_body(double *out, const float *x, int64_t n) {
+    *out = chunk_sum_squares(x, n, OCR_F32);
+}
+CPU_VEC_CLONES(sum_squares_f32, (double *out, const float *x, int64_t n), (out, x, n))
+CPU_INLINE void sum_squares_bf16_body(double *out, const uint16_t *x, int64_t n) {
+    *out = chunk_sum_squares(x, n, OCR_BF16);
+}
+CPU_VEC_CLONES(sum_squares_bf16, (double *out, const uint16_t *x, int64_t n), (out, x, n))
+CPU_INLINE void sum_squares_f16_body(double *out, const uint16_t *x, int64_t n) {
+    *out = chunk_sum_squares(x, n, OCR_F16);
+}
+CPU_VEC_CLONES(sum_squares_f16, (double *out, const uint16_t *x, int64_t n), (out, x, n))
 
 static double sum_squares(const OcrTensor *t) {
     OCR_ASSERT(t->device.type == OCR_DEVICE_CPU && ocr_dtype_is_float(t->dtype),
@@ -200,23 +256,11 @@ static double sum_squares(const OcrTensor *t) {
 #pragma omp parallel for schedule(static) if (chunks > 1)
     for (int64_t c = 0; c < chunks; c++) {
         int64_t lo = c * NORM_CHUNK, hi = lo + NORM_CHUNK < n ? lo + NORM_CHUNK : n;
-        double acc = 0.0;
-        if (t->dtype == OCR_F32) {
-            acc = sum_squares_f32((const float *)t->data + lo, hi - lo, acc);
-        } else {
-            // Widened a block at a time by the bulk conversions (exact, vectorised; the scalar
-            // f16 one is a bit-field decode per element), then summed in the same order.
-            float buf[NORM_BLOCK];
-            for (int64_t b = lo; b < hi; b += NORM_BLOCK) {
-                size_t m = (size_t)(hi - b < NORM_BLOCK ? hi - b : NORM_BLOCK);
-                if (t->dtype == OCR_F16)
-                    ocr_f16_to_f32_array(buf, (const ocr_f16_t *)t->data + b, m);
-                else
-                    ocr_bf16_to_f32_array(buf, (const ocr_bf16_t *)t->data + b, m);
-                acc = sum_squares_f32(buf, (int64_t)m, acc);
-            }
+        switch (t->dtype) {
+            case OCR_F32: sum_squares_f32(&partial[c], (const float *)t->data + lo, hi - lo); break;
+            case OCR_BF16: sum_squares_bf16(&partial[c], (const uint16_t *)t->data + lo, hi - lo); break;
+            default: sum_squares_f16(&partial[c], (const uint16_t *)t->data + lo, hi - lo); break;
         }
-        partial[c] = acc;
     }
     double total = 0.0;
     for (int64_t c = 0; c < chunks; c++) total += partial[c];  // fixed order

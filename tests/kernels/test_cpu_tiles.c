@@ -10,7 +10,9 @@
 // operations in the same order on the same values (same row chunks, same thread ranges), and
 // each output element is rounded once by the same round-to-nearest-even conversion. So every
 // output (maps, statistics, running estimates, parameter gradients) must match bit for bit.
-// A second test checks that the vector levels agree with each other in f32 (ISO C compiles
+// The SE gating on bf16 maps (converted in registers) is also checked run against run across the
+// levels and at 1 and 2 threads, on inputs with NaNs, infinities, subnormals and rounding ties.
+// A further test checks that the vector levels agree with each other in f32 (ISO C compiles
 // without FMA contraction, so BN and the activations are the same at all three; the depthwise
 // primitive uses FMA at AVX2 and AVX-512, one per lane and term, so those two agree).
 #include <math.h>
@@ -19,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "kernels/cpu/isa.h"
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
@@ -288,6 +291,108 @@ START_TEST(test_elementwise_native_vs_reference) {
 }
 END_TEST
 
+// ---- SE channel gating on bf16 maps (converted in registers) -----------------------------------
+// Forward (out = inp · scale per sample), backward dinp (dout · scale) and dscale (Σ dout · inp per
+// sample and channel, in double) with every map bf16, the scale (and dscale) bf16 or f32: against
+// the reference at every level and at 1 and 2 threads, and every run against the first one.
+// Shapes: C = 24 and C = 40 run two rows at a time per sample (rowwise.h: cpu_group_rows) with a
+// sample's odd row left over, C = 96 fills whole vectors, C = 37 leaves a tail at every width;
+// HW = 1 and 3 give samples shorter than a group; the large ones split into tiles that start
+// inside a sample and across the threads.
+typedef struct {
+    OcrTensor x, sc, y, dy, dx, dsc;
+} ChCase;
+
+static void run_chscale(void *vc) {
+    ChCase *c = vc;
+    ocr_channel_scale_forward(&c->y, &c->x, &c->sc);
+    ocr_channel_scale_backward(&c->dx, &c->dsc, &c->dy, &c->x, &c->sc);
+}
+
+// bf16 patterns for the rounding's corners: quiet and signalling NaNs with payloads, ±inf, −0, the
+// smallest subnormal, the largest finite value, and 1 + 2^-7 (odd last bit: times 1.5 a tie).
+static const uint16_t CH_SPECIAL[8] = {0x7fc1, 0xff81, 0x7f80, 0xff80, 0x8000, 0x0001, 0x7f7f, 0x3f81};
+// Scale values of the last sample: 0, inf, NaN, 1.5 (a tie for every odd-last-bit input), a
+// subnormal (products round in the subnormal range).
+static const float CH_SCALE_SPECIAL[5] = {0.0f, INFINITY, NAN, 1.5f, 1e-39f};
+
+// Each special value gets its own channel (x: channel k, dout: channel C − 1 − k, scale: channels
+// 8.. of the last sample), so no product and no dscale sum meets two NaNs, whose payload would
+// then depend on the operand order the compiler picks. Channel C / 2 of every sample starts with
+// the products 2^60 and −2^60: summed in row order they cancel before the small terms come, in
+// another order the small terms would be lost against 2^60, so dscale pins the order.
+static void chscale_specials(ChCase *c, int64_t N, int64_t HW, int64_t C) {
+    uint16_t *x = c->x.data, *dy = c->dy.data;
+    const uint16_t big = ocr_f32_to_bf16(0x1p30f), nbig = ocr_f32_to_bf16(-0x1p30f);
+    for (int64_t n = 0; n < N; n++) {
+        for (int k = 0; k < 8; k++) {
+            const int64_t row = n * HW + (k + n) % HW;
+            x[row * C + k] = CH_SPECIAL[k];
+            dy[row * C + C - 1 - k] = CH_SPECIAL[(k + 3) % 8];
+        }
+        if (HW >= 3) {
+            const int64_t i = n * HW * C + C / 2;
+            x[i] = big, dy[i] = big;
+            x[i + C] = big, dy[i + C] = nbig;
+        }
+    }
+    for (int k = 0; k < 5; k++) {
+        const int64_t i = (N - 1) * C + 8 + k;
+        if (c->sc.dtype == OCR_F32)
+            ((float *)c->sc.data)[i] = CH_SCALE_SPECIAL[k];
+        else
+            ((uint16_t *)c->sc.data)[i] = ocr_f32_to_bf16(CH_SCALE_SPECIAL[k]);
+    }
+}
+
+START_TEST(test_chscale_bf16_levels_threads) {
+    static const int64_t SHAPES[][4] = {{4, 13, 29, 24}, {3, 5, 40, 96}, {2, 7, 97, 37}, {9, 1, 3, 40}, {6, 1, 1, 37}};
+    for (size_t si = 0; si < sizeof SHAPES / sizeof SHAPES[0]; si++)
+        for (int sdt = 0; sdt < 2; sdt++) {
+            const int64_t N = SHAPES[si][0], H = SHAPES[si][1], W = SHAPES[si][2], C = SHAPES[si][3];
+            const ocr_dtype_t st = sdt ? OCR_F32 : OCR_BF16;
+            const int64_t *shape = OCR_SHAPE(N, H, W, C);
+            ChCase c;
+            c.x = rand_tensor(OCR_BF16, 4, shape, -2.0f, 2.0f);
+            c.sc = rand_tensor(st, 4, OCR_SHAPE(N, 1, 1, C), 0.0f, 1.0f);
+            c.y = ocr_test_tensor(OCR_BF16, 4, shape, NULL);
+            c.dy = rand_tensor(OCR_BF16, 4, shape, -1.0f, 1.0f);
+            c.dx = ocr_test_tensor(OCR_BF16, 4, shape, NULL);
+            c.dsc = ocr_test_tensor(st, 4, OCR_SHAPE(N, 1, 1, C), NULL);
+            chscale_specials(&c, N, H * W, C);
+            Outs o = {0};
+            outs_add(&o, &c.y, "out"), outs_add(&o, &c.dx, "dinp"), outs_add(&o, &c.dsc, "dscale");
+            void *first[TILES_MAX_OUT];
+            for (int i = 0; i < o.n; i++) first[i] = malloc(ocr_tensor_bytes(o.t[i]) + 1);
+            int have_first = 0;
+            for (int li = 0; li < NLEVELS; li++) {
+                if (!select_level(li)) continue;
+                for (int threads = 1; threads <= 2; threads++) {
+                    omp_set_num_threads(threads);
+                    char what[160];
+                    snprintf(what, sizeof what, "channel_scale %lldx%lldx%lldx%lld, scale %s, %s, %d thread(s)",
+                             (long long)N, (long long)H, (long long)W, (long long)C, ocr_dtype_name(st), LEVELS[li],
+                             threads);
+                    native_vs_reference(&o, run_chscale, &c, what);
+                    if (!have_first) {
+                        outs_keep(&o, first);
+                        have_first = 1;
+                    }
+                    char vs[200];
+                    snprintf(vs, sizeof vs, "%s vs the first level and thread count", what);
+                    outs_expect(&o, first, vs);
+                }
+            }
+            restore_level();
+            omp_set_num_threads(2);
+            for (int i = 0; i < o.n; i++) free(first[i]);
+            outs_free(&o);
+            OcrTensor *all[] = {&c.x, &c.sc, &c.y, &c.dy, &c.dx, &c.dsc};
+            for (size_t i = 0; i < sizeof all / sizeof all[0]; i++) ocr_tensor_free(all[i]);
+        }
+}
+END_TEST
+
 // ---- depthwise convolution ---------------------------------------------------------------------
 typedef struct {
     int N, H, W, C, K, sh, sw, ph, pw;
@@ -440,6 +545,7 @@ int main(void) {
     tcase_add_loop_test(tc, test_bn_native_vs_reference, 0, 2 * NLEVELS);
     tcase_add_loop_test(tc, test_act_native_vs_reference, 0, 2 * NLEVELS);
     tcase_add_loop_test(tc, test_elementwise_native_vs_reference, 0, 2 * NLEVELS);
+    tcase_add_test(tc, test_chscale_bf16_levels_threads);
     tcase_add_loop_test(tc, test_depthwise_native_vs_reference, 0, 2 * NLEVELS);
     tcase_add_test(tc, test_levels_agree_f32);
     suite_add_tcase(s, tc);

@@ -340,6 +340,95 @@ START_TEST(test_global_norm) {
 }
 END_TEST
 
+// Hooks (not in public headers): kernels/cpu/cpu_common.c.
+int ocr_cpu_vec_select(const char *name);
+static const char *const VEC_LEVELS[] = {"sse2", "avx2", "avx512"};
+
+// Σ x² in long double (64-bit significand, the terms exact): a reference for the double sums.
+static double ref_sum_squares_ld(const OcrTensor *t) {
+    long double s = 0;
+    for (int64_t i = 0; i < ocr_tensor_numel(t); i++) {
+        const long double x = ocr_tensor_get_f32(t, i);
+        s += x * x;
+    }
+    return (double)s;
+}
+
+// The norm keeps fixed lanes and chunks (kernels/cpu/optim.c): the same bits at every vector level
+// and thread count, and within a few ulps of a long double sum. Sizes cover chunk tails, lane
+// tails, one partial lane group, and several chunks per thread; values span many binades so the
+// terms differ widely in size.
+START_TEST(test_global_norm_levels_threads) {
+    const ocr_dtype_t dts[3] = {OCR_F32, OCR_F16, OCR_BF16};
+    const int64_t sizes[4] = {7, 16, 3 * 8192 + 13, 100003};
+    int saved = omp_get_max_threads();
+    for (int k = 0; k < 3; k++)
+        for (int z = 0; z < 4; z++) {
+            const int64_t n = sizes[z];
+            float *xs = malloc((size_t)n * sizeof(float));
+            ocr_test_fill_uniform(xs, n, 300 + (uint64_t)(k * 4 + z), -1.0f, 1.0f);
+            for (int64_t i = 0; i < n; i++) xs[i] *= ldexpf(1.0f, (int)(i % 23) - 11);  // 2^-11 .. 2^11
+            OcrTensor g = ocr_test_tensor(dts[k], 1, OCR_SHAPE(n), xs);
+            OcrTensor *list[1] = {&g};
+            const double want = sqrt(ref_sum_squares_ld(&g));
+            double first = 0;
+            int have_first = 0;
+            for (int li = 0; li < 3; li++) {
+                if (!ocr_cpu_vec_select(VEC_LEVELS[li])) {
+                    printf("SKIP: this CPU has no %s path\n", VEC_LEVELS[li]);
+                    continue;
+                }
+                for (int threads = 1; threads <= 3; threads++) {
+                    omp_set_num_threads(threads);
+                    const double got = ocr_grad_global_norm(list, 1);
+                    ck_assert_msg(fabs(got - want) <= 1e-13 * want, "%s n=%lld at %s: norm %.17g, want %.17g",
+                                  ocr_dtype_name(dts[k]), (long long)n, VEC_LEVELS[li], got, want);
+                    if (!have_first) first = got, have_first = 1;
+                    ck_assert_msg(memcmp(&got, &first, sizeof got) == 0,
+                                  "%s n=%lld: %.17g at %s with %d threads, %.17g at the first level and count",
+                                  ocr_dtype_name(dts[k]), (long long)n, got, VEC_LEVELS[li], threads, first);
+                }
+            }
+            ocr_cpu_vec_select(NULL);
+            ocr_tensor_free(&g);
+            free(xs);
+        }
+    omp_set_num_threads(saved);
+}
+END_TEST
+
+// Every f16 and bf16 bit pattern, widened in registers by the norm's loops: 17 copies of a value
+// x fill one lane group (the vector loop) and one tail element, and 17·x² is exact in double, so
+// the norm must be sqrt(17·x²) to the bit, at every vector level (NaN stays NaN, inf stays inf).
+START_TEST(test_global_norm_every_half) {
+    const int64_t n = 17;
+    OcrTensor g[2] = {ocr_test_tensor(OCR_F16, 1, OCR_SHAPE(n), NULL),
+                      ocr_test_tensor(OCR_BF16, 1, OCR_SHAPE(n), NULL)};
+    for (int li = 0; li < 3; li++) {
+        if (!ocr_cpu_vec_select(VEC_LEVELS[li])) continue;
+        for (int d = 0; d < 2; d++) {
+            OcrTensor *list[1] = {&g[d]};
+            uint16_t *h = g[d].data;
+            for (uint32_t b = 0; b < 65536; b++) {
+                for (int64_t i = 0; i < n; i++) h[i] = (uint16_t)b;
+                const double x = d ? ocr_bf16_to_f32((uint16_t)b) : ocr_f16_to_f32((uint16_t)b);
+                const double want = sqrt(17.0 * x * x), got = ocr_grad_global_norm(list, 1);
+                if (isnan(want)) {
+                    ck_assert_msg(isnan(got), "%s 0x%04x at %s: %.17g, want NaN", ocr_dtype_name(g[d].dtype), b,
+                                  VEC_LEVELS[li], got);
+                    continue;
+                }
+                ck_assert_msg(memcmp(&got, &want, sizeof got) == 0, "%s 0x%04x at %s: %.17g, want %.17g",
+                              ocr_dtype_name(g[d].dtype), b, VEC_LEVELS[li], got, want);
+            }
+        }
+    }
+    ocr_cpu_vec_select(NULL);
+    ocr_tensor_free(&g[0]);
+    ocr_tensor_free(&g[1]);
+}
+END_TEST
+
 START_TEST(test_clip_global_norm) {
     OcrTensor g[3], before[3];
     make_grads(g, 91);
@@ -381,6 +470,8 @@ int main(void) {
     tcase_add_test(tc, test_stochastic_rounding_unbiased);
     tcase_add_test(tc, test_stochastic_rounding_reproducible);
     tcase_add_test(tc, test_global_norm);
+    tcase_add_test(tc, test_global_norm_levels_threads);
+    tcase_add_test(tc, test_global_norm_every_half);
     tcase_add_test(tc, test_clip_global_norm);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
