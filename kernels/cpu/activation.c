@@ -6,7 +6,9 @@
 // swish/gelu use the branch-free exp and normal CDF of kernels/activation_math.h instead of libm's scalar
 // expf/erff (2-2.5x faster on 4-wide SSE2, more with -march=native). The loops are compiled
 // for SSE2, AVX2 and AVX-512 from one body and picked at run time (cpu_common.h); every level
-// computes the same bits.
+// computes the same bits, except GELU at SSE2: GELU rounds each multiply-add once with the FMA
+// instruction at AVX2 and AVX-512 and twice at SSE2, which has none (the bodies take hw_fma from
+// CPU_VEC_CLONES_FMA; kernels/activation_math.h says why).
 //
 // Derivatives at the kinks follow Paddle's gradient kernels:
 //   relu:        x > 0 → 1, else 0 (0 at x = 0).
@@ -52,50 +54,51 @@ int ocr_activation_from_name(const char *name, ocr_activation_t *out) {
 }
 
 // y (n) = act(x) on one thread; y may equal x.
-CPU_INLINE void act_forward_serial_body(float *y, const float *x, int64_t n, ocr_activation_t act) {
+CPU_INLINE void act_forward_serial_body(int hw_fma, float *y, const float *x, int64_t n, ocr_activation_t act) {
     if (act == OCR_ACT_NONE) {
         if (y != x) memcpy(y, x, (size_t)n * sizeof(float));
         return;
     }
 #define ACT_FWD_LOOP(f) \
     for (int64_t i = 0; i < n; i++) y[i] = f(x[i]);
-    CPU_ACT_SWITCH(act, ACT_FWD_LOOP, _forward_one)
+    CPU_ACT_SWITCH(act, hw_fma, ACT_FWD_LOOP, _forward_one)
 #undef ACT_FWD_LOOP
 }
 
 // dx (n) = dy · act'(x) on one thread; dx may equal dy.
-CPU_INLINE void act_backward_serial_body(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act) {
+CPU_INLINE void act_backward_serial_body(int hw_fma, float *dx, const float *dy, const float *x, int64_t n,
+                                         ocr_activation_t act) {
     if (act == OCR_ACT_NONE) {
         if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(float));
         return;
     }
 #define ACT_BWD_LOOP(f) \
     for (int64_t i = 0; i < n; i++) dx[i] = f(dy[i], x[i]);
-    CPU_ACT_SWITCH(act, ACT_BWD_LOOP, _backward_one)
+    CPU_ACT_SWITCH(act, hw_fma, ACT_BWD_LOOP, _backward_one)
 #undef ACT_BWD_LOOP
 }
 
 // y (n) = act(x) and dx (n) = dy · act'(x) in one loop: the forward's and the backward's
 // formulas side by side, so the compiler forms what they share once (GELU's Gaussian kernel and
 // Φ, swish's exponential) while each result keeps its own expression's bits. dx may equal dy.
-CPU_INLINE void act_forward_backward_serial_body(float *restrict y, float *dx, const float *dy, const float *restrict x,
-                                                 int64_t n, ocr_activation_t act) {
+CPU_INLINE void act_forward_backward_serial_body(int hw_fma, float *restrict y, float *dx, const float *dy,
+                                                 const float *restrict x, int64_t n, ocr_activation_t act) {
 #define ACT_FWD_BWD_LOOP(f)              \
     for (int64_t i = 0; i < n; i++) {    \
         const float v = x[i], g = dy[i]; \
         y[i] = f##_forward_one(v);       \
         dx[i] = f##_backward_one(g, v);  \
     }
-    CPU_ACT_SWITCH(act, ACT_FWD_BWD_LOOP, )
+    CPU_ACT_SWITCH(act, hw_fma, ACT_FWD_BWD_LOOP, )
 #undef ACT_FWD_BWD_LOOP
 }
 
-CPU_VEC_CLONES(act_forward_serial, (float *y, const float *x, int64_t n, ocr_activation_t act), (y, x, n, act))
-CPU_VEC_CLONES(act_backward_serial, (float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act),
-               (dx, dy, x, n, act))
-CPU_VEC_CLONES(act_forward_backward_serial,
-               (float *y, float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act),
-               (y, dx, dy, x, n, act))
+CPU_VEC_CLONES_FMA(act_forward_serial, (float *y, const float *x, int64_t n, ocr_activation_t act), (y, x, n, act))
+CPU_VEC_CLONES_FMA(act_backward_serial, (float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act),
+                   (dx, dy, x, n, act))
+CPU_VEC_CLONES_FMA(act_forward_backward_serial,
+                   (float *y, float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act),
+                   (y, dx, dy, x, n, act))
 
 void ocr_cpu_act_forward_tile(float *y, const float *x, int64_t n, ocr_activation_t act) {
     act_forward_serial(y, x, n, act);
@@ -161,17 +164,17 @@ static void block_out(OcrTensor *t, int64_t i0, const float *src, int64_t m) {
 // bf16 in and out (BF16-O2's maps): the same per-element arithmetic with the conversions in
 // registers — widening is exact and ocr_f32_to_bf16 is the bulk converters' rounding — so these
 // give block_in / the f32 loop / block_out's bits without the block buffers.
-CPU_INLINE void act_forward_bf16_body(uint16_t *y, const uint16_t *x, int64_t n, ocr_activation_t act) {
+CPU_INLINE void act_forward_bf16_body(int hw_fma, uint16_t *y, const uint16_t *x, int64_t n, ocr_activation_t act) {
     if (act == OCR_ACT_NONE) {
         if (y != x) memcpy(y, x, (size_t)n * sizeof(uint16_t));
         return;
     }
 #define ACT_FWD_BF16_LOOP(f) \
     for (int64_t i = 0; i < n; i++) y[i] = ocr_f32_to_bf16(f(ocr_bf16_to_f32(x[i])));
-    CPU_ACT_SWITCH(act, ACT_FWD_BF16_LOOP, _forward_one)
+    CPU_ACT_SWITCH(act, hw_fma, ACT_FWD_BF16_LOOP, _forward_one)
 #undef ACT_FWD_BF16_LOOP
 }
-CPU_INLINE void act_backward_bf16_body(uint16_t *dx, const uint16_t *dy, const uint16_t *x, int64_t n,
+CPU_INLINE void act_backward_bf16_body(int hw_fma, uint16_t *dx, const uint16_t *dy, const uint16_t *x, int64_t n,
                                        ocr_activation_t act) {
     if (act == OCR_ACT_NONE) {
         if (dx != dy) memcpy(dx, dy, (size_t)n * sizeof(uint16_t));
@@ -179,13 +182,13 @@ CPU_INLINE void act_backward_bf16_body(uint16_t *dx, const uint16_t *dy, const u
     }
 #define ACT_BWD_BF16_LOOP(f) \
     for (int64_t i = 0; i < n; i++) dx[i] = ocr_f32_to_bf16(f(ocr_bf16_to_f32(dy[i]), ocr_bf16_to_f32(x[i])));
-    CPU_ACT_SWITCH(act, ACT_BWD_BF16_LOOP, _backward_one)
+    CPU_ACT_SWITCH(act, hw_fma, ACT_BWD_BF16_LOOP, _backward_one)
 #undef ACT_BWD_BF16_LOOP
 }
-CPU_VEC_CLONES(act_forward_bf16, (uint16_t *y, const uint16_t *x, int64_t n, ocr_activation_t act), (y, x, n, act))
-CPU_VEC_CLONES(act_backward_bf16, (uint16_t *dx, const uint16_t *dy, const uint16_t *x, int64_t n,
-                                   ocr_activation_t act),
-               (dx, dy, x, n, act))
+CPU_VEC_CLONES_FMA(act_forward_bf16, (uint16_t *y, const uint16_t *x, int64_t n, ocr_activation_t act), (y, x, n, act))
+CPU_VEC_CLONES_FMA(act_backward_bf16, (uint16_t *dx, const uint16_t *dy, const uint16_t *x, int64_t n,
+                                       ocr_activation_t act),
+                   (dx, dy, x, n, act))
 
 void ocr_cpu_activation_forward(OcrTensor *out, const OcrTensor *inp, ocr_activation_t act) {
     CPU_ASSERT_FLOAT(out);

@@ -266,39 +266,40 @@ static void aaa_inner(float *a, float *h, const float *x, float s1, float b1, oc
 #define AAA_BWD_F32(f) AAA_BACKWARD_LOOP(AFFINE_F32, AFFINE_F32, AFFINE_F32, f)
 #define AAA_BWD_BF16(f) AAA_BACKWARD_LOOP(ocr_bf16_to_f32, ocr_bf16_round, ocr_f32_to_bf16, f)
 
-CPU_INLINE void aaa_forward_f32_body(float *y, const float *x, float s1, float b1, float s2,
+CPU_INLINE void aaa_forward_f32_body(int hw_fma, float *y, const float *x, float s1, float b1, float s2,
                                      float b2, int64_t m, ocr_activation_t act) {
-    CPU_ACT_SWITCH(act, AAA_FWD_F32, )
+    CPU_ACT_SWITCH(act, hw_fma, AAA_FWD_F32, )
 }
-CPU_VEC_CLONES(aaa_forward_f32,
-               (float *y, const float *x, float s1, float b1, float s2, float b2, int64_t m, ocr_activation_t act),
-               (y, x, s1, b1, s2, b2, m, act))
-CPU_INLINE void aaa_forward_bf16_body(uint16_t *y, const uint16_t *x, float s1, float b1, float s2,
+CPU_VEC_CLONES_FMA(aaa_forward_f32,
+                   (float *y, const float *x, float s1, float b1, float s2, float b2, int64_t m, ocr_activation_t act),
+                   (y, x, s1, b1, s2, b2, m, act))
+CPU_INLINE void aaa_forward_bf16_body(int hw_fma, uint16_t *y, const uint16_t *x, float s1, float b1, float s2,
                                       float b2, int64_t m, ocr_activation_t act) {
-    CPU_ACT_SWITCH(act, AAA_FWD_BF16, )
+    CPU_ACT_SWITCH(act, hw_fma, AAA_FWD_BF16, )
 }
-CPU_VEC_CLONES(aaa_forward_bf16,
-               (uint16_t *y, const uint16_t *x, float s1, float b1, float s2, float b2, int64_t m,
-                ocr_activation_t act),
-               (y, x, s1, b1, s2, b2, m, act))
-CPU_INLINE void aaa_backward_f32_body(double *restrict lanes, float *dx, const float *dy, const float *x, float s1,
-                                      float b1, float s2, int64_t m, ocr_activation_t act) {
+CPU_VEC_CLONES_FMA(aaa_forward_bf16,
+                   (uint16_t *y, const uint16_t *x, float s1, float b1, float s2, float b2, int64_t m,
+                    ocr_activation_t act),
+                   (y, x, s1, b1, s2, b2, m, act))
+CPU_INLINE void aaa_backward_f32_body(int hw_fma, double *restrict lanes, float *dx, const float *dy, const float *x,
+                                      float s1, float b1, float s2, int64_t m, ocr_activation_t act) {
     AAA_LANES_DECLARE
-    CPU_ACT_SWITCH(act, AAA_BWD_F32, )
+    CPU_ACT_SWITCH(act, hw_fma, AAA_BWD_F32, )
 }
-CPU_VEC_CLONES(aaa_backward_f32,
-               (double *lanes, float *dx, const float *dy, const float *x, float s1, float b1, float s2, int64_t m,
-                ocr_activation_t act),
-               (lanes, dx, dy, x, s1, b1, s2, m, act))
-CPU_INLINE void aaa_backward_bf16_body(double *restrict lanes, uint16_t *dx, const uint16_t *dy, const uint16_t *x,
-                                       float s1, float b1, float s2, int64_t m, ocr_activation_t act) {
+CPU_VEC_CLONES_FMA(aaa_backward_f32,
+                   (double *lanes, float *dx, const float *dy, const float *x, float s1, float b1, float s2, int64_t m,
+                    ocr_activation_t act),
+                   (lanes, dx, dy, x, s1, b1, s2, m, act))
+CPU_INLINE void aaa_backward_bf16_body(int hw_fma, double *restrict lanes, uint16_t *dx, const uint16_t *dy,
+                                       const uint16_t *x, float s1, float b1, float s2, int64_t m,
+                                       ocr_activation_t act) {
     AAA_LANES_DECLARE
-    CPU_ACT_SWITCH(act, AAA_BWD_BF16, )
+    CPU_ACT_SWITCH(act, hw_fma, AAA_BWD_BF16, )
 }
-CPU_VEC_CLONES(aaa_backward_bf16,
-               (double *lanes, uint16_t *dx, const uint16_t *dy, const uint16_t *x, float s1, float b1, float s2,
-                int64_t m, ocr_activation_t act),
-               (lanes, dx, dy, x, s1, b1, s2, m, act))
+CPU_VEC_CLONES_FMA(aaa_backward_bf16,
+                   (double *lanes, uint16_t *dx, const uint16_t *dy, const uint16_t *x, float s1, float b1, float s2,
+                    int64_t m, ocr_activation_t act),
+                   (lanes, dx, dy, x, s1, b1, s2, m, act))
 
 static void aaa_check(const OcrTensor *t, int64_t n, const char *what) {
     CPU_ASSERT_FLOAT(t);

@@ -194,9 +194,9 @@ CPU_INLINE void value_bf16_rows(float *restrict v, const uint16_t *restrict x, c
 #undef BNA_STORE_V
 }
 
-CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict x, const float *restrict mf,
-                                  const float *restrict af, const float *restrict bf, int64_t rows, int64_t C,
-                                  ocr_activation_t act, int accumulate, float *restrict v) {
+CPU_INLINE void forward_bf16_body(int hw_fma, uint16_t *restrict y, const uint16_t *restrict x,
+                                  const float *restrict mf, const float *restrict af, const float *restrict bf,
+                                  int64_t rows, int64_t C, ocr_activation_t act, int accumulate, float *restrict v) {
     const int64_t n = rows * C;
     if (act == OCR_ACT_NONE) {
         // No activation to keep in full vectors: the value goes straight into y (an extra pass
@@ -213,14 +213,14 @@ CPU_INLINE void forward_bf16_body(uint16_t *restrict y, const uint16_t *restrict
     }
     value_bf16_rows(v, x, mf, af, bf, rows, C);
     if (accumulate) {
-        CPU_ACT_SWITCH(act, BNA_FWD_ADD_LOOP, _forward_one)
+        CPU_ACT_SWITCH(act, hw_fma, BNA_FWD_ADD_LOOP, _forward_one)
     } else {
-        CPU_ACT_SWITCH(act, BNA_FWD_SET_LOOP, _forward_one)
+        CPU_ACT_SWITCH(act, hw_fma, BNA_FWD_SET_LOOP, _forward_one)
     }
 }
-CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
-                              int64_t rows, int64_t C, ocr_activation_t act, int accumulate, float *v),
-               (y, x, mf, af, bf, rows, C, act, accumulate, v))
+CPU_VEC_CLONES_FMA(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, const float *af, const float *bf,
+                                  int64_t rows, int64_t C, ocr_activation_t act, int accumulate, float *v),
+                   (y, x, mf, af, bf, rows, C, act, accumulate, v))
 
 // The backward's sum pass on one tile: g = dy·act'(value) rounded to bf16, parked in gp (which
 // may be dy's memory: each element is read before it is written), p1 += Σ g, p2 += Σ g·(x − mean).
@@ -228,7 +228,7 @@ CPU_VEC_CLONES(forward_bf16, (uint16_t *y, const uint16_t *x, const float *mf, c
 // sums per row (in row order, the buffered path's order) from the parked g. y (NULL: none)
 // receives act(value) rounded to bf16, the forward's output (BNA_SET of forward_bf16), formed in
 // the same loop as g so the two formulas share what they compute alike.
-CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_t *gp, const uint16_t *dy,
+CPU_INLINE void sums_bf16_body(int hw_fma, double *restrict p1, double *restrict p2, uint16_t *gp, const uint16_t *dy,
                                const uint16_t *restrict x, const float *restrict mean, const float *restrict af,
                                const float *restrict bf, int64_t rows, int64_t C, ocr_activation_t act,
                                float *restrict v, uint16_t *restrict y) {
@@ -241,12 +241,12 @@ CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_
         BNA_SET(y[i], f##_forward_one(v[i]));                                   \
         gp[i] = ocr_f32_to_bf16(f##_backward_one(g, v[i]));                     \
     }
-        CPU_ACT_SWITCH(act, BNA_YG_LOOP, )
+        CPU_ACT_SWITCH(act, hw_fma, BNA_YG_LOOP, )
 #undef BNA_YG_LOOP
     } else {
 #define BNA_G_LOOP(f) \
     for (int64_t i = 0; i < n; i++) gp[i] = ocr_f32_to_bf16(f(ocr_bf16_to_f32(dy[i]), v[i]));
-        CPU_ACT_SWITCH(act, BNA_G_LOOP, _backward_one)
+        CPU_ACT_SWITCH(act, hw_fma, BNA_G_LOOP, _backward_one)
 #undef BNA_G_LOOP
     }
     for (int64_t r = 0; r < rows; r++) {
@@ -258,10 +258,10 @@ CPU_INLINE void sums_bf16_body(double *restrict p1, double *restrict p2, uint16_
         }
     }
 }
-CPU_VEC_CLONES(sums_bf16, (double *p1, double *p2, uint16_t *gp, const uint16_t *dy, const uint16_t *x,
-                           const float *mean, const float *af, const float *bf, int64_t rows, int64_t C,
-                           ocr_activation_t act, float *v, uint16_t *y),
-               (p1, p2, gp, dy, x, mean, af, bf, rows, C, act, v, y))
+CPU_VEC_CLONES_FMA(sums_bf16, (double *p1, double *p2, uint16_t *gp, const uint16_t *dy, const uint16_t *x,
+                               const float *mean, const float *af, const float *bf, int64_t rows, int64_t C,
+                               ocr_activation_t act, float *v, uint16_t *y),
+                   (p1, p2, gp, dy, x, mean, af, bf, rows, C, act, v, y))
 
 // Per-thread tile buffers (tr·C elements each; NULL where a pass does not need one).
 typedef struct {

@@ -96,7 +96,13 @@ static int vec_index(const char *name) {
 
 static void vec_detect(void) {
     const OcrCpuFeatures *f = ocr_cpu_features();
-    int best = f->avx512f && f->avx512bw && f->avx512vl ? CPU_VEC_AVX512 : f->avx2 ? CPU_VEC_AVX2 : CPU_VEC_SSE2;
+    // The AVX2 and AVX-512 clones are compiled with FMA3, which GELU's fused multiply-adds use
+    // (cpu_common.h), so both levels need it: a CPU with AVX2 but without FMA3 runs the SSE2 clones.
+    int best = CPU_VEC_SSE2;
+    if (f->fma && f->avx512f && f->avx512bw && f->avx512vl)
+        best = CPU_VEC_AVX512;
+    else if (f->fma && f->avx2)
+        best = CPU_VEC_AVX2;
     atomic_store(&vec_best, best);
     int level = best;
     const char *env = getenv("OCR_CPU_VEC");

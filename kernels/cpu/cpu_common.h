@@ -43,10 +43,12 @@ void ocr_cpu_scratch_free(CpuScratch *s);
 // ---- our own loops at the CPU's vector width -------------------------------------------------
 // The hot loops of the memory-bound ops (BN, BN + activation, activations, depthwise
 // convolution) are compiled three times from one always-inline body: baseline x86-64 (SSE2),
-// AVX2 and AVX-512 (target attributes; the build itself stays baseline), and called through
-// ocr_cpu_vec_level(), chosen once from CPUID. ISO C mode compiles without FMA contraction and GCC
-// does not reassociate without -ffast-math, so every level computes the same bits per element;
-// only the vector width differs. OCR_CPU_VEC=sse2|avx2|avx512 in the environment (read once)
+// AVX2 + FMA3 and AVX-512 (+ FMA3) (target attributes; the build itself stays baseline), and
+// called through ocr_cpu_vec_level(), chosen once from CPUID (a CPU with AVX2 but without FMA3
+// takes SSE2). ISO C mode compiles without FMA contraction and GCC does not reassociate without
+// -ffast-math, so every level computes the same bits per element; only the vector width differs.
+// Where a formula fuses on purpose (GELU, kernels/activation_math.h), AVX2 and AVX-512 agree and
+// the SSE2 clone, without FMA, rounds twice (CPU_VEC_CLONES_FMA). OCR_CPU_VEC=sse2|avx2|avx512 in the environment (read once)
 // or the test hook below caps the level, so the narrower paths run on any machine too.
 typedef enum { CPU_VEC_SSE2 = 0, CPU_VEC_AVX2 = 1, CPU_VEC_AVX512 = 2 } CpuVecLevel;
 CpuVecLevel ocr_cpu_vec_level(void);
@@ -56,8 +58,8 @@ const char *ocr_cpu_vec_level_name(CpuVecLevel level);
 int ocr_cpu_vec_select(const char *name);
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define CPU_TARGET_AVX2 __attribute__((target("avx2")))
-#define CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,prefer-vector-width=512")))
+#define CPU_TARGET_AVX2 __attribute__((target("avx2,fma")))
+#define CPU_TARGET_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,prefer-vector-width=512")))
 #else
 #define CPU_TARGET_AVX2
 #define CPU_TARGET_AVX512
@@ -76,6 +78,23 @@ int ocr_cpu_vec_select(const char *name);
             case CPU_VEC_AVX2: name##_avx2 args; break;          \
             default: name##_sse2 args; break;                    \
         }                                                        \
+    }
+
+// CPU_VEC_CLONES for a body whose first parameter is `int hw_fma` (not in params or args): each
+// clone passes a literal, 1 where it has the FMA instruction (AVX2, AVX-512), 0 in the SSE2 one,
+// so the formulas that fuse (activation_math.h: fused_mul_add) fold to the instruction or to the
+// unfused multiply and add, never to libm's scalar fmaf.
+#define CPU_VEC_ARGS(...) __VA_ARGS__
+#define CPU_VEC_CLONES_FMA(name, params, args)                                              \
+    static void name##_sse2 params { name##_body(0, CPU_VEC_ARGS args); }                   \
+    CPU_TARGET_AVX2 static void name##_avx2 params { name##_body(1, CPU_VEC_ARGS args); }   \
+    CPU_TARGET_AVX512 static void name##_avx512 params { name##_body(1, CPU_VEC_ARGS args); } \
+    static void name params {                                                               \
+        switch (ocr_cpu_vec_level()) {                                                      \
+            case CPU_VEC_AVX512: name##_avx512 args; break;                                 \
+            case CPU_VEC_AVX2: name##_avx2 args; break;                                     \
+            default: name##_sse2 args; break;                                               \
+        }                                                                                   \
     }
 
 // ---- rows of a tensor in fp32, a tile at a time ----------------------------------------------

@@ -47,6 +47,8 @@ static void detect(void) {
     int os_avx = (xcr0 & 0x6) == 0x6;              // XMM + YMM state
     int os_avx512 = os_avx && (xcr0 & 0xe0) == 0xe0;  // opmask + ZMM state
     int os_amx = (xcr0 & 0x60000ull) == 0x60000ull;   // XTILECFG + XTILEDATA
+    // FMA3: our vector loops' AVX2 and AVX-512 levels need it (GELU fuses its multiply-adds), so a
+    // CPU with AVX2 but without FMA3 runs the SSE2 level (cpu_common.c, vec_detect).
     feats.fma = os_avx && ((c >> 12) & 1);
     feats.f16c = os_avx && ((c >> 29) & 1);
     unsigned max_leaf = __get_cpuid_max(0, NULL);

@@ -17,7 +17,8 @@
 
 // What the CPU has (CPUID and OS state), detected once.
 typedef struct {
-    int avx2, fma, f16c;
+    int avx2, fma, f16c;              // fma: FMA3, which our loops' AVX2 and AVX-512 levels require
+                                      // (kernels/cpu/cpu_common.c: without it they run SSE2)
     int avx512f, avx512bw, avx512vl;  // the AVX-512 subset our own loops use
     int avx512_bf16, avx512_fp16;
     int amx_bf16, amx_fp16;           // AMX tiles the OS lets this process use
