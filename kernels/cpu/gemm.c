@@ -279,7 +279,8 @@ CPU_INLINE void small_gemm_rows(float *restrict c, int64_t ldc, const float *a, 
             p0 += v0 * b0, p1 += v0 * b1, q0 += v1 * b0, q1 += v1 * b1;
         }
         float *c0 = c + m0 * ldc + n0, *c1 = c0 + ldc;
-        const int64_t tail = N - n0 - 8;  // columns of the second vector that are real (1..8)
+        // Columns of the second vector that are real: 8 unless this block holds the last ones.
+        const int64_t tail = N - n0 - 8 < 8 ? N - n0 - 8 : 8;
         SG_STORE(c0, p0);
         if (tail == 8) SG_STORE(c0 + 8, p1); else SG_STORE_PART(c0 + 8, p1, tail);
         if (two) {
