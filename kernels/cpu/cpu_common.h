@@ -66,36 +66,34 @@ int ocr_cpu_vec_select(const char *name);
 #endif
 #define CPU_INLINE static inline __attribute__((always_inline))
 
+// `static void name params`, which calls name##_sse2, _avx2 or _avx512 for the active level.
+#define CPU_VEC_DISPATCH(name, params, args)                \
+    static void name params {                               \
+        switch (ocr_cpu_vec_level()) {                      \
+            case CPU_VEC_AVX512: name##_avx512 args; break; \
+            case CPU_VEC_AVX2: name##_avx2 args; break;     \
+            default: name##_sse2 args; break;               \
+        }                                                   \
+    }
+
 // Defines `static void name params` that runs name##_body (a CPU_INLINE function) compiled for
 // the active level. args repeats the parameter names.
-#define CPU_VEC_CLONES(name, params, args)                       \
-    static void name##_sse2 params { name##_body args; }         \
-    CPU_TARGET_AVX2 static void name##_avx2 params { name##_body args; } \
+#define CPU_VEC_CLONES(name, params, args)                                   \
+    static void name##_sse2 params { name##_body args; }                     \
+    CPU_TARGET_AVX2 static void name##_avx2 params { name##_body args; }     \
     CPU_TARGET_AVX512 static void name##_avx512 params { name##_body args; } \
-    static void name params {                                    \
-        switch (ocr_cpu_vec_level()) {                               \
-            case CPU_VEC_AVX512: name##_avx512 args; break;      \
-            case CPU_VEC_AVX2: name##_avx2 args; break;          \
-            default: name##_sse2 args; break;                    \
-        }                                                        \
-    }
+    CPU_VEC_DISPATCH(name, params, args)
 
 // CPU_VEC_CLONES for a body whose first parameter is `int hw_fma` (not in params or args): each
 // clone passes a literal, 1 where it has the FMA instruction (AVX2, AVX-512), 0 in the SSE2 one,
 // so the formulas that fuse (activation_math.h: fused_mul_add) fold to the instruction or to the
 // unfused multiply and add, never to libm's scalar fmaf.
 #define CPU_VEC_ARGS(...) __VA_ARGS__
-#define CPU_VEC_CLONES_FMA(name, params, args)                                              \
-    static void name##_sse2 params { name##_body(0, CPU_VEC_ARGS args); }                   \
-    CPU_TARGET_AVX2 static void name##_avx2 params { name##_body(1, CPU_VEC_ARGS args); }   \
+#define CPU_VEC_CLONES_FMA(name, params, args)                                                \
+    static void name##_sse2 params { name##_body(0, CPU_VEC_ARGS args); }                     \
+    CPU_TARGET_AVX2 static void name##_avx2 params { name##_body(1, CPU_VEC_ARGS args); }     \
     CPU_TARGET_AVX512 static void name##_avx512 params { name##_body(1, CPU_VEC_ARGS args); } \
-    static void name params {                                                               \
-        switch (ocr_cpu_vec_level()) {                                                      \
-            case CPU_VEC_AVX512: name##_avx512 args; break;                                 \
-            case CPU_VEC_AVX2: name##_avx2 args; break;                                     \
-            default: name##_sse2 args; break;                                               \
-        }                                                                                   \
-    }
+    CPU_VEC_DISPATCH(name, params, args)
 
 // ---- rows of a tensor in fp32, a tile at a time ----------------------------------------------
 // The low-precision path of the row-wise kernels: instead of widening the whole tensor into
