@@ -212,6 +212,17 @@ CPU_INLINE void forward_bf16_body(int hw_fma, uint16_t *restrict y, const uint16
         return;
     }
     value_bf16_rows(v, x, mf, af, bf, rows, C);
+    if (act == OCR_ACT_GELU) {
+        // GELU of a bf16 value by table (kernels/cpu/activation.c): v becomes GELU(v) rounded to
+        // bf16, what the formula loop stores.
+        ocr_cpu_table_lookup_f32(v, v, ocr_cpu_gelu_bf16_table(hw_fma)->value, n);
+        if (accumulate) {
+            BNA_FWD_ADD_LOOP(act_none_forward_one)
+        } else {
+            BNA_FWD_SET_LOOP(act_none_forward_one)
+        }
+        return;
+    }
     if (accumulate) {
         CPU_ACT_SWITCH(act, hw_fma, BNA_FWD_ADD_LOOP, _forward_one)
     } else {
@@ -227,14 +238,23 @@ CPU_VEC_CLONES_FMA(forward_bf16, (uint16_t *y, const uint16_t *x, const float *m
 // As in the forward, the values come per row into v, g over the tile as one flat loop, and the
 // sums per row (in row order, the buffered path's order) from the parked g. y (NULL: none)
 // receives act(value) rounded to bf16, the forward's output (BNA_SET of forward_bf16), formed in
-// the same loop as g so the two formulas share what they compute alike.
+// the same loop as g so the two formulas share what they compute alike. GELU looks both up
+// instead (kernels/cpu/activation.c), through w (rows·C floats).
 CPU_INLINE void sums_bf16_body(int hw_fma, double *restrict p1, double *restrict p2, uint16_t *gp, const uint16_t *dy,
                                const uint16_t *restrict x, const float *restrict mean, const float *restrict af,
                                const float *restrict bf, int64_t rows, int64_t C, ocr_activation_t act,
-                               float *restrict v, uint16_t *restrict y) {
+                               float *restrict v, float *restrict w, uint16_t *restrict y) {
     const int64_t n = rows * C;
     value_bf16_rows(v, x, mean, af, bf, rows, C);
-    if (y) {
+    if (act == OCR_ACT_GELU) {
+        const OcrGeluBf16Table *tab = ocr_cpu_gelu_bf16_table(hw_fma);
+        if (y) {
+            ocr_cpu_table_lookup_f32(w, v, tab->value, n);
+            for (int64_t i = 0; i < n; i++) BNA_SET(y[i], w[i]);
+        }
+        ocr_cpu_table_lookup_f32(v, v, tab->slope, n);
+        for (int64_t i = 0; i < n; i++) gp[i] = ocr_f32_to_bf16(ocr_bf16_to_f32(dy[i]) * v[i]);
+    } else if (y) {
 #define BNA_YG_LOOP(f)                                                          \
     for (int64_t i = 0; i < n; i++) {                                           \
         const float g = ocr_bf16_to_f32(dy[i]);                                 \
@@ -260,8 +280,8 @@ CPU_INLINE void sums_bf16_body(int hw_fma, double *restrict p1, double *restrict
 }
 CPU_VEC_CLONES_FMA(sums_bf16, (double *p1, double *p2, uint16_t *gp, const uint16_t *dy, const uint16_t *x,
                                const float *mean, const float *af, const float *bf, int64_t rows, int64_t C,
-                               ocr_activation_t act, float *v, uint16_t *y),
-                   (p1, p2, gp, dy, x, mean, af, bf, rows, C, act, v, y))
+                               ocr_activation_t act, float *v, float *w, uint16_t *y),
+                   (p1, p2, gp, dy, x, mean, af, bf, rows, C, act, v, w, y))
 
 // Per-thread tile buffers (tr·C elements each; NULL where a pass does not need one).
 typedef struct {
@@ -579,7 +599,7 @@ static void bna_backward(OcrTensor *out, OcrTensor *dinp, OcrTensor *dgamma, Ocr
                 if (sums_in_registers) {
                     const size_t off = (size_t)(t0 * C);
                     sums_bf16(p1, p2, (uint16_t *)dinp->data + off, (const uint16_t *)dout->data + off,
-                              (const uint16_t *)inp->data + off, mean, k.af, k.bf, rows, C, act, b.v,
+                              (const uint16_t *)inp->data + off, mean, k.af, k.bf, rows, C, act, b.v, b.g,
                               out_t ? (uint16_t *)out_t->data + off : NULL);
                     continue;
                 }

@@ -103,6 +103,17 @@ void ocr_cpu_activation_backward(OcrTensor *dinp, const OcrTensor *dout, const O
 // dy); the one-thread tile forms are in kernels/cpu/rowwise.h.
 void ocr_cpu_act_forward_f32(float *y, const float *x, int64_t n, ocr_activation_t act);
 void ocr_cpu_act_backward_f32(float *dx, const float *dy, const float *x, int64_t n, ocr_activation_t act);
+// GELU of every bf16 value (index: its 16 bits), evaluated once by the loops' formula at hw_fma
+// (built on first use; thread-safe): value = GELU(v) rounded to bf16, slope = GELU'(v), so a
+// lookup gives the formula's bits (kernels/cpu/activation.c says why it pays).
+typedef struct {
+    float value[65536];
+    float slope[65536];
+} OcrGeluBf16Table;
+const OcrGeluBf16Table *ocr_cpu_gelu_bf16_table(int hw_fma);
+// out (n) = tab[k], k the bf16 bits of v[i] (bf16 values held as floats) or of x[i]; out may be v.
+void ocr_cpu_table_lookup_f32(float *out, const float *v, const float *tab, int64_t n);
+void ocr_cpu_table_lookup_bf16(float *out, const uint16_t *x, const float *tab, int64_t n);
 
 // kernels/cpu/pool.c
 void ocr_cpu_avgpool2d_forward(OcrTensor *out, const OcrTensor *inp, Pool2dParams p);

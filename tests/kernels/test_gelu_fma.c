@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/half.h"
 #include "kernels/activation_math.h"
 #include "kernels/cpu/rowwise.h"
 #include "kernels/ops.h"
@@ -267,6 +268,61 @@ START_TEST(test_gelu_specials) {
 }
 END_TEST
 
+// GELU on bf16 values by table (kernels/cpu/activation.c): for every one of the 65,536 bf16 bit
+// patterns x (NaNs, infinities and subnormals included) and gradients dy of several magnitudes and
+// signs, the bf16 activation op (which looks GELU and its slope up) gives the bits of the f32
+// formula loop on the widened values rounded to bf16, at every level. (Batch norm + GELU on bf16
+// maps, which looks up the forward, the backward's slope and its rebuilt output, is pinned bit for
+// bit against its f32 reference path at every level by kernels_cpu_tiles.)
+START_TEST(test_gelu_bf16_table_every_pattern) {
+    const int64_t n = 65536;
+    const int64_t *shape = OCR_SHAPE(1, n);
+    float *xf = malloc(sizeof(float) * n), *dyf = malloc(sizeof(float) * n);
+    float *yref = malloc(sizeof(float) * n), *dref = malloc(sizeof(float) * n);
+    uint16_t *xb = malloc(sizeof(uint16_t) * n), *dyb = malloc(sizeof(uint16_t) * n);
+    const float gs[] = {1.0f, -0.375f, 3.0e-3f, -250.0f, 0.0f, INFINITY};
+    omp_set_num_threads(2);
+    for (int64_t k = 0; k < n; k++) xb[k] = (uint16_t)k, xf[k] = ocr_bf16_to_f32((ocr_bf16_t)k);
+    int levels = 0;
+    for (int li = 0; li < NLEVELS; li++) {
+        if (!ocr_cpu_vec_select(LEVELS[li])) continue;
+        levels++;
+        for (size_t gi = 0; gi < sizeof gs / sizeof gs[0]; gi++) {
+            for (int64_t k = 0; k < n; k++) {
+                dyf[k] = ocr_bf16_to_f32(ocr_f32_to_bf16(gs[gi] * (1.0f + (float)(k % 7) * 0.0625f)));
+                dyb[k] = ocr_f32_to_bf16(dyf[k]);
+            }
+            // The formula: the f32 op on the same values, rounded to bf16 afterwards.
+            OcrTensor x32 = ocr_tensor_view(xf, OCR_F32, ocr_cpu(), 2, shape);
+            OcrTensor dy32 = ocr_tensor_view(dyf, OCR_F32, ocr_cpu(), 2, shape);
+            OcrTensor y32 = ocr_tensor_view(yref, OCR_F32, ocr_cpu(), 2, shape);
+            OcrTensor d32 = ocr_tensor_view(dref, OCR_F32, ocr_cpu(), 2, shape);
+            ocr_activation_forward(&y32, &x32, OCR_ACT_GELU);
+            ocr_activation_backward(&d32, &dy32, &x32, OCR_ACT_GELU);
+            // The table: bf16 maps in and out.
+            OcrTensor x16 = ocr_test_tensor(OCR_BF16, 2, shape, NULL), dy16 = ocr_test_tensor(OCR_BF16, 2, shape, NULL);
+            OcrTensor y16 = ocr_test_tensor(OCR_BF16, 2, shape, NULL), d16 = ocr_test_tensor(OCR_BF16, 2, shape, NULL);
+            memcpy(x16.data, xb, sizeof(uint16_t) * n);
+            memcpy(dy16.data, dyb, sizeof(uint16_t) * n);
+            ocr_activation_forward(&y16, &x16, OCR_ACT_GELU);
+            ocr_activation_backward(&d16, &dy16, &x16, OCR_ACT_GELU);
+            const uint16_t *y = y16.data, *d = d16.data;
+            for (int64_t k = 0; k < n; k++) {
+                ck_assert_msg(y[k] == ocr_f32_to_bf16(yref[k]), "%s: GELU(bf16 0x%04x) = 0x%04x by table, 0x%04x by formula",
+                              LEVELS[li], (unsigned)k, y[k], ocr_f32_to_bf16(yref[k]));
+                ck_assert_msg(d[k] == ocr_f32_to_bf16(dref[k]),
+                              "%s: %g·GELU'(bf16 0x%04x) = 0x%04x by table, 0x%04x by formula", LEVELS[li], dyf[k],
+                              (unsigned)k, d[k], ocr_f32_to_bf16(dref[k]));
+            }
+            ocr_tensor_free(&x16), ocr_tensor_free(&dy16), ocr_tensor_free(&y16), ocr_tensor_free(&d16);
+        }
+    }
+    ocr_cpu_vec_select(NULL);
+    ck_assert_int_gt(levels, 0);
+    free(xf), free(dyf), free(yref), free(dref), free(xb), free(dyb);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kernels_gelu_fma");
     TCase *tc = tcase_create("gelu_fma");
@@ -274,6 +330,7 @@ int main(void) {
     tcase_add_test(tc, test_gelu_fma_levels_same_bits);
     tcase_add_test(tc, test_gelu_sse2_within_bound);
     tcase_add_test(tc, test_gelu_specials);
+    tcase_add_test(tc, test_gelu_bf16_table_every_pattern);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
