@@ -131,6 +131,51 @@ CPU_TARGET_AVX2 static uint64_t keep_mask_avx2(uint64_t first_block, uint64_t st
 }
 #endif
 
+// y (64) = x · keep_scale where bit i of mask is set, +0 elsewhere (also for an infinite or NaN x):
+// `keep ? x·s : 0` per element, branch-free. As a branch per element it cost more than the Philox
+// rounds (10 % of the draws mispredict); AVX-512 zero-masks the multiply, AVX2 ands the products
+// with lane masks made from the bits, SSE2 ands each product's bits with the bit's mask.
+static void apply_keep64_scalar(float *y, const float *x, uint64_t mask, float keep_scale) {
+    for (int i = 0; i < 64; i++) {
+        const uint32_t keep = 0u - (uint32_t)((mask >> i) & 1);
+        const float prod = x[i] * keep_scale;
+        uint32_t b;
+        memcpy(&b, &prod, sizeof b);
+        b &= keep;
+        memcpy(&y[i], &b, sizeof b);
+    }
+}
+
+#if defined(__x86_64__) && defined(__GNUC__)
+CPU_TARGET_AVX512 static void apply_keep64_avx512(float *y, const float *x, uint64_t mask, float keep_scale) {
+    const __m512 s = _mm512_set1_ps(keep_scale);
+    for (int j = 0; j < 4; j++)
+        _mm512_storeu_ps(y + 16 * j,
+                         _mm512_maskz_mul_ps((__mmask16)(mask >> (16 * j)), _mm512_loadu_ps(x + 16 * j), s));
+}
+
+CPU_TARGET_AVX2 static void apply_keep64_avx2(float *y, const float *x, uint64_t mask, float keep_scale) {
+    const __m256 s = _mm256_set1_ps(keep_scale);
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    for (int j = 0; j < 8; j++) {
+        const __m256i m = _mm256_set1_epi32((int)((mask >> (8 * j)) & 0xff));
+        const __m256 keep = _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(m, bit), bit));
+        _mm256_storeu_ps(y + 8 * j, _mm256_and_ps(_mm256_mul_ps(_mm256_loadu_ps(x + 8 * j), s), keep));
+    }
+}
+#endif
+
+static void apply_keep64(float *y, const float *x, uint64_t mask, float keep_scale) {
+#if defined(__x86_64__) && defined(__GNUC__)
+    switch (ocr_cpu_vec_level()) {
+    case CPU_VEC_AVX512: apply_keep64_avx512(y, x, mask, keep_scale); return;
+    case CPU_VEC_AVX2: apply_keep64_avx2(y, x, mask, keep_scale); return;
+    default: break;
+    }
+#endif
+    apply_keep64_scalar(y, x, mask, keep_scale);
+}
+
 static uint64_t keep_mask64(uint64_t first_block, uint64_t stream, uint64_t seed, uint32_t thr) {
 #if defined(__x86_64__) && defined(__GNUC__)
     switch (ocr_cpu_vec_level()) {
@@ -178,7 +223,7 @@ CPU_INLINE void masked_scale_body(float *y, const float *x, int64_t first, int64
     for (int64_t g = 0; g < groups; g++) {
         const int64_t i0 = head + g * GROUP;
         const uint64_t mask = keep_mask64((idx0 + (uint64_t)i0) >> 2, d->stream, d->seed, thr);
-        for (int i = 0; i < GROUP; i++) y[i0 + i] = (mask >> i) & 1 ? x[i0 + i] * keep_scale : 0.0f;
+        apply_keep64(y + i0, x + i0, mask, keep_scale);
     }
     // ...and the tail scalar again.
     masked_scale_scalar(y, x, idx0, tail, m, p, keep_scale, d);
