@@ -236,6 +236,23 @@ static int conv_lp_native(const ConvGeom *g, ocr_dtype_t dt, const OcrTensor *co
     return 1;
 }
 
+// oneDNN's own convolution kernels (onednn.h) instead of im2col + GEMM for a dense convolution
+// that is not pointwise (one group): on Zen 4 (docs/BENCHMARKS.md) they computed every weight
+// gradient of PP-OCRv6's stems faster (the stem's 3x3 and 2x2 convolutions: 1.7-3x), and the
+// forward and the input gradient too where the reduction KH·KW·C is short (there im2col's column
+// buffer is most of the traffic: 5x for the 3-channel first convolution) or in fp32; for the bf16
+// 3x3 stride-2 convolution over 96 channels (K = 864) im2col + GEMM was 1.8x faster forward.
+#define ONEDNN_CONV_MAX_KKC 512
+static int use_onednn_conv(const ConvGeom *g, ocr_dtype_t dt, int weight_gradient) {
+    if (g->G != 1 || is_pointwise(g) || is_depthwise(g) || g->Ho == 0 || g->Wo == 0) return 0;
+    return weight_gradient || dt == OCR_F32 || g->KKC <= ONEDNN_CONV_MAX_KKC;
+}
+
+static OnednnConvGeom onednn_geom(const ConvGeom *g) {
+    OnednnConvGeom c = {g->N, g->H, g->W, g->C, g->OC, g->KH, g->KW, g->Ho, g->Wo, g->sh, g->sw, g->ph, g->pw};
+    return c;
+}
+
 static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const float *b,
                             const ConvGeom *g, CpuScratch *s) {
     const ocr_dtype_t dt = inp->dtype, odt = out->dtype;
@@ -246,6 +263,10 @@ static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTenso
                             onednn_mat(weight->data, dt, grp * g->OCg * g->Cg, g->Cg, 1), b ? b + grp * g->OCg : NULL,
                             0, onednn_elem(out->data, odt, grp * g->OCg), odt, g->OC, 0);
         return;
+    }
+    if (use_onednn_conv(g, dt, 0)) {
+        const OnednnConvGeom cg = onednn_geom(g);
+        if (ocr_onednn_conv_forward(out->data, odt, inp->data, weight->data, b, dt, &cg)) return;
     }
     const size_t es = ocr_dtype_size(dt);
     const int64_t chunk = images_per_cached_chunk(g, es), img_rows = g->Ho * g->Wo;
@@ -286,6 +307,20 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
         }
         return;
     }
+    const OnednnConvGeom cg = onednn_geom(g);
+    if (dweight && use_onednn_conv(g, dt, 1)) {
+        // dweight += the gradient, formed in fp32 and rounded once into dweight's dtype.
+        float *dw = ocr_cpu_scratch_floats(s, (size_t)(g->OC * g->KKC));
+        if (ocr_onednn_conv_backward_weights(dw, inp->data, dout->data, dt, &cg)) {
+            float *acc = ocr_cpu_f32_out(s, dweight, 1);
+            for (int64_t i = 0; i < g->OC * g->KKC; i++) acc[i] += dw[i];
+            ocr_cpu_f32_store(dweight, acc);
+            dweight = NULL;
+        }
+    }
+    if (dinp && use_onednn_conv(g, dt, 0) &&
+        ocr_onednn_conv_backward_data(dinp->data, dinp->dtype, dout->data, weight->data, dt, &cg))
+        dinp = NULL;
     if (!dweight && !dinp) return;
     // One buffer serves the low-precision columns (dweight) and then the fp32 dcol (dinp). The
     // weight gradient takes whole-budget chunks (each chunk adds into dweight, rounding it once

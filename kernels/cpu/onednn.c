@@ -36,6 +36,21 @@ int ocr_onednn_native(ocr_dtype_t dt) { (void)dt; return 0; }
 const char *ocr_onednn_isa_name(ocr_dtype_t dt) { (void)dt; return "none"; }
 const char *ocr_onednn_version(void) { return "absent"; }
 int64_t ocr_onednn_primitives_created(void) { return 0; }
+int ocr_onednn_conv_forward(void *out, ocr_dtype_t out_dt, const void *inp, const void *weight, const float *bias,
+                            ocr_dtype_t dt, const OnednnConvGeom *g) {
+    (void)out, (void)out_dt, (void)inp, (void)weight, (void)bias, (void)dt, (void)g;
+    return 0;
+}
+int ocr_onednn_conv_backward_data(void *dinp, ocr_dtype_t dinp_dt, const void *dout, const void *weight,
+                                  ocr_dtype_t dt, const OnednnConvGeom *g) {
+    (void)dinp, (void)dinp_dt, (void)dout, (void)weight, (void)dt, (void)g;
+    return 0;
+}
+int ocr_onednn_conv_backward_weights(float *dweight, const void *inp, const void *dout, ocr_dtype_t dt,
+                                     const OnednnConvGeom *g) {
+    (void)dweight, (void)inp, (void)dout, (void)dt, (void)g;
+    return 0;
+}
 void ocr_onednn_gemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha, OnednnMat a, OnednnMat b,
                      const float *bias, int accumulate, void *c, ocr_dtype_t c_dt, int64_t ldc,
                      int64_t c_batch_stride) {
@@ -361,6 +376,215 @@ void ocr_onednn_gemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha
     for (int i = 0; i < n; i++) dnnl_memory_destroy(args[i].memory);
     ocr_workspace_pop(scratch);
     if (!e) entry_destroy(&tmp);
+}
+
+// ---- convolutions ------------------------------------------------------------------------
+enum { CONV_FORWARD, CONV_BACKWARD_DATA, CONV_BACKWARD_WEIGHTS };
+
+typedef struct {
+    int64_t N, H, W, C, OC, KH, KW, Ho, Wo, sh, sw, pt, pl, pb, pr;
+    int64_t dir, dt, out_dt, bias, threads;
+} ConvKey;
+
+typedef struct {
+    ConvKey key;
+    int used;
+    int reference;  // only oneDNN's reference kernel: the caller keeps its own path
+    dnnl_primitive_t prim;
+    dnnl_primitive_t wreorder;  // plain (OC, KH, KW, C) weights <-> the kernel's layout; NULL when they agree
+    dnnl_memory_desc_t src, dst, wplain, wconv, bias, scratch;
+    size_t scratch_bytes, wconv_bytes;
+} ConvEntry;
+
+#define CONV_SLOTS 512
+static ConvEntry conv_cache[CONV_SLOTS];
+
+static dnnl_memory_desc_t tagged(int nd, const int64_t *dims, dnnl_data_type_t dt, dnnl_format_tag_t tag) {
+    dnnl_memory_desc_t md;
+    DNNL_CHECK(dnnl_memory_desc_create_with_tag(&md, nd, dims, dt, tag));
+    return md;
+}
+
+static void conv_entry_build(ConvEntry *e, const ConvKey *k) {
+    memset(e, 0, sizeof *e);
+    e->key = *k;
+    const dnnl_dims_t sd = {k->N, k->C, k->H, k->W}, dd = {k->N, k->OC, k->Ho, k->Wo}, wd = {k->OC, k->C, k->KH, k->KW};
+    const dnnl_dims_t strides = {k->sh, k->sw}, dil = {0, 0}, pl = {k->pt, k->pl}, pr = {k->pb, k->pr};
+    const dnnl_data_type_t dt = dnnl_dt((ocr_dtype_t)k->dt), odt = dnnl_dt((ocr_dtype_t)k->out_dt);
+    // The forward's descriptors (also the backward's hint): maps in dt, the output in out_dt.
+    dnnl_memory_desc_t fsrc = tagged(4, sd, dt, dnnl_nhwc), fdst = tagged(4, dd, k->dir == CONV_FORWARD ? odt : dt, dnnl_nhwc);
+    dnnl_memory_desc_t fw = tagged(4, wd, dt, dnnl_format_tag_any);
+    e->bias = NULL;
+    if (k->bias) {
+        const dnnl_dims_t bd = {k->OC};
+        e->bias = tagged(1, bd, dnnl_f32, dnnl_a);
+    }
+    dnnl_primitive_attr_t attr;
+    DNNL_CHECK(dnnl_primitive_attr_create(&attr));
+    DNNL_CHECK(dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    dnnl_primitive_desc_t fpd = NULL, pd = NULL;
+    dnnl_status_t st = dnnl_convolution_forward_primitive_desc_create(
+        &fpd, engine, dnnl_forward_training, dnnl_convolution_direct, fsrc, fw, e->bias, fdst, strides, dil, pl, pr,
+        k->dir == CONV_FORWARD ? attr : NULL);
+    const dnnl_data_type_t wdt = k->dir == CONV_BACKWARD_WEIGHTS ? dnnl_f32 : dt;
+    e->wplain = tagged(4, wd, wdt, dnnl_ohwi);
+    if (st == dnnl_success && k->dir == CONV_FORWARD) {
+        pd = fpd, fpd = NULL;
+    } else if (st == dnnl_success && k->dir == CONV_BACKWARD_DATA) {
+        dnnl_memory_desc_t dsrc = tagged(4, sd, odt, dnnl_nhwc);
+        st = dnnl_convolution_backward_data_primitive_desc_create(&pd, engine, dnnl_convolution_direct, dsrc, fw,
+                                                                  fdst, strides, dil, pl, pr, fpd, attr);
+        dnnl_memory_desc_destroy(dsrc);
+    } else if (st == dnnl_success) {
+        dnnl_memory_desc_t dw = tagged(4, wd, dnnl_f32, dnnl_format_tag_any);
+        st = dnnl_convolution_backward_weights_primitive_desc_create(&pd, engine, dnnl_convolution_direct, fsrc, dw,
+                                                                     NULL, fdst, strides, dil, pl, pr, fpd, attr);
+        dnnl_memory_desc_destroy(dw);
+    }
+    dnnl_primitive_attr_destroy(attr);
+    if (fpd) dnnl_primitive_desc_destroy(fpd);
+    dnnl_memory_desc_destroy(fw);
+    e->src = fsrc, e->dst = fdst;
+    const char *impl = "ref";
+    if (st == dnnl_success) dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    e->reference = st != dnnl_success || strncmp(impl, "ref", 3) == 0;
+    if (e->reference) {
+        if (pd) dnnl_primitive_desc_destroy(pd);
+        return;
+    }
+    const_dnnl_memory_desc_t wq = dnnl_primitive_desc_query_md(
+        pd, k->dir == CONV_BACKWARD_WEIGHTS ? dnnl_query_diff_weights_md : dnnl_query_weights_md, 0);
+    DNNL_CHECK(dnnl_memory_desc_clone(&e->wconv, wq));
+    e->wconv_bytes = dnnl_memory_desc_get_size(e->wconv);
+    if (!dnnl_memory_desc_equal(e->wconv, e->wplain)) {
+        dnnl_primitive_desc_t rpd;
+        const_dnnl_memory_desc_t from = k->dir == CONV_BACKWARD_WEIGHTS ? e->wconv : e->wplain;
+        const_dnnl_memory_desc_t to = k->dir == CONV_BACKWARD_WEIGHTS ? e->wplain : e->wconv;
+        DNNL_CHECK(dnnl_reorder_primitive_desc_create(&rpd, from, engine, to, engine, NULL));
+        DNNL_CHECK(dnnl_primitive_create(&e->wreorder, rpd));
+        dnnl_primitive_desc_destroy(rpd);
+    }
+    e->scratch_bytes = dnnl_memory_desc_get_size(dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0));
+    const dnnl_dims_t scd = {(int64_t)(e->scratch_bytes ? e->scratch_bytes : 1)};
+    e->scratch = tagged(1, scd, dnnl_u8, dnnl_a);
+    DNNL_CHECK(dnnl_primitive_create(&e->prim, pd));
+    dnnl_primitive_desc_destroy(pd);
+    atomic_fetch_add(&created, 1);
+}
+
+static void conv_entry_destroy(ConvEntry *e) {
+    if (e->prim) dnnl_primitive_destroy(e->prim);
+    if (e->wreorder) dnnl_primitive_destroy(e->wreorder);
+    dnnl_memory_desc_t *mds[] = {&e->src, &e->dst, &e->wplain, &e->wconv, &e->bias, &e->scratch};
+    for (size_t i = 0; i < sizeof mds / sizeof mds[0]; i++)
+        if (*mds[i]) dnnl_memory_desc_destroy(*mds[i]);
+}
+
+// The cached entry for k (built on first use); when the table is full, *tmp is built and returned.
+static ConvEntry *conv_lookup(const ConvKey *k, ConvEntry *tmp, int *is_tmp) {
+    const unsigned char *p = (const unsigned char *)k;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ p[i]) * 1099511628211ull;
+    *is_tmp = 0;
+    pthread_mutex_lock(&cache_lock);
+    for (int probe_i = 0; probe_i < CONV_SLOTS; probe_i++) {
+        ConvEntry *e = &conv_cache[(h + (uint64_t)probe_i) % CONV_SLOTS];
+        if (!e->used) {
+            conv_entry_build(e, k);
+            e->used = 1;
+            pthread_mutex_unlock(&cache_lock);
+            return e;
+        }
+        if (memcmp(&e->key, k, sizeof *k) == 0) {
+            pthread_mutex_unlock(&cache_lock);
+            return e;
+        }
+    }
+    pthread_mutex_unlock(&cache_lock);
+    conv_entry_build(tmp, k);
+    *is_tmp = 1;
+    return tmp;
+}
+
+// Runs direction dir: a = the map read (inp, or dout for the input gradient), b = dout for the
+// weight gradient, w = the weights read (plain) or written (fp32, plain), out = the map written.
+static int conv_run(int dir, void *out, ocr_dtype_t out_dt, const void *a, const void *b, const void *w_in,
+                    float *w_out, const float *bias, ocr_dtype_t dt, const OnednnConvGeom *g) {
+    OCR_ASSERT(ocr_onednn_available(), "oneDNN convolution: oneDNN's CPU engine did not start");
+    OCR_ASSERT(g->N > 0 && g->C > 0 && g->OC > 0 && g->Ho > 0 && g->Wo > 0, "oneDNN convolution: empty problem");
+    ConvKey k;
+    memset(&k, 0, sizeof k);
+    k.N = g->N, k.H = g->H, k.W = g->W, k.C = g->C, k.OC = g->OC, k.KH = g->KH, k.KW = g->KW, k.Ho = g->Ho, k.Wo = g->Wo;
+    k.sh = g->stride_h, k.sw = g->stride_w, k.pt = g->pad_top, k.pl = g->pad_left;
+    k.pb = (g->Ho - 1) * g->stride_h + g->KH - g->H - g->pad_top;
+    k.pr = (g->Wo - 1) * g->stride_w + g->KW - g->W - g->pad_left;
+    k.dir = dir, k.dt = dt, k.out_dt = out_dt, k.bias = bias != NULL, k.threads = omp_get_max_threads();
+    ConvEntry tmp;
+    int is_tmp;
+    ConvEntry *e = conv_lookup(&k, &tmp, &is_tmp);
+    if (e->reference) {
+        if (is_tmp) conv_entry_destroy(e);
+        return 0;
+    }
+    void *wbuf = e->wreorder ? ocr_workspace_push(e->wconv_bytes) : NULL;
+    void *scratch = ocr_workspace_push(e->scratch_bytes ? e->scratch_bytes : 1);
+    dnnl_exec_arg_t args[6];
+    int n = 0;
+    if (dir != CONV_BACKWARD_WEIGHTS && e->wreorder) {
+        // The weights into the kernel's layout first.
+        dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, mem(e->wplain, w_in)}, {DNNL_ARG_TO, mem(e->wconv, wbuf)}};
+        DNNL_CHECK(dnnl_primitive_execute(e->wreorder, stream, 2, r));
+        dnnl_memory_destroy(r[0].memory), dnnl_memory_destroy(r[1].memory);
+    }
+    const void *wk = e->wreorder ? wbuf : (dir == CONV_BACKWARD_WEIGHTS ? (const void *)w_out : w_in);
+    if (dir == CONV_FORWARD) {
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, mem(e->src, a)};
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, mem(e->wconv, wk)};
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, mem(e->dst, out)};
+        if (bias) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mem(e->bias, bias)};
+    } else if (dir == CONV_BACKWARD_DATA) {
+        // e->src has dt; the gradient written is out_dt.
+        dnnl_memory_desc_t dsrc;
+        const dnnl_dims_t sd = {k.N, k.C, k.H, k.W};
+        DNNL_CHECK(dnnl_memory_desc_create_with_tag(&dsrc, 4, sd, dnnl_dt(out_dt), dnnl_nhwc));
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, mem(dsrc, out)};
+        dnnl_memory_desc_destroy(dsrc);
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, mem(e->wconv, wk)};
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, mem(e->dst, a)};
+    } else {
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, mem(e->src, a)};
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, mem(e->dst, b)};
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_WEIGHTS, mem(e->wconv, wk)};
+    }
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, mem(e->scratch, scratch)};
+    DNNL_CHECK(dnnl_primitive_execute(e->prim, stream, n, args));
+    for (int i = 0; i < n; i++) dnnl_memory_destroy(args[i].memory);
+    if (dir == CONV_BACKWARD_WEIGHTS && e->wreorder) {
+        // The gradient back into the plain layout.
+        dnnl_exec_arg_t r[2] = {{DNNL_ARG_FROM, mem(e->wconv, wbuf)}, {DNNL_ARG_TO, mem(e->wplain, w_out)}};
+        DNNL_CHECK(dnnl_primitive_execute(e->wreorder, stream, 2, r));
+        dnnl_memory_destroy(r[0].memory), dnnl_memory_destroy(r[1].memory);
+    }
+    DNNL_CHECK(dnnl_stream_wait(stream));
+    ocr_workspace_pop(scratch);
+    if (wbuf) ocr_workspace_pop(wbuf);
+    if (is_tmp) conv_entry_destroy(e);
+    return 1;
+}
+
+int ocr_onednn_conv_forward(void *out, ocr_dtype_t out_dt, const void *inp, const void *weight, const float *bias,
+                            ocr_dtype_t dt, const OnednnConvGeom *g) {
+    return conv_run(CONV_FORWARD, out, out_dt, inp, NULL, weight, NULL, bias, dt, g);
+}
+
+int ocr_onednn_conv_backward_data(void *dinp, ocr_dtype_t dinp_dt, const void *dout, const void *weight,
+                                  ocr_dtype_t dt, const OnednnConvGeom *g) {
+    return conv_run(CONV_BACKWARD_DATA, dinp, dinp_dt, dout, NULL, weight, NULL, NULL, dt, g);
+}
+
+int ocr_onednn_conv_backward_weights(float *dweight, const void *inp, const void *dout, ocr_dtype_t dt,
+                                     const OnednnConvGeom *g) {
+    return conv_run(CONV_BACKWARD_WEIGHTS, NULL, OCR_F32, inp, dout, NULL, dweight, NULL, dt, g);
 }
 
 #endif

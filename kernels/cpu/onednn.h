@@ -46,6 +46,26 @@ void ocr_onednn_gemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha
 // Primitives created so far (tests, benchmarks).
 int64_t ocr_onednn_primitives_created(void);
 
+// ---- oneDNN's own convolution kernels (dense, one group) ---------------------------------
+// NHWC maps, (OC, KH, KW, C) weights; padding may differ between the two sides. Each call
+// returns 1 when it computed the result, 0 (nothing written) when oneDNN has only its reference
+// kernel for the case (the caller then keeps its im2col + GEMM path). Primitives are cached
+// per shape like the GEMMs'; the weights are reordered into the layout the kernel chose on
+// every call (a few KB). Accumulation is fp32 in oneDNN's order, one rounding into the output.
+typedef struct {
+    int64_t N, H, W, C, OC, KH, KW, Ho, Wo;
+    int64_t stride_h, stride_w, pad_top, pad_left;
+} OnednnConvGeom;
+// out (N, Ho, Wo, OC) of out_dt = conv(inp, weight) + bias (fp32, NULL: none); inp and weight dt.
+int ocr_onednn_conv_forward(void *out, ocr_dtype_t out_dt, const void *inp, const void *weight, const float *bias,
+                            ocr_dtype_t dt, const OnednnConvGeom *g);
+// dinp (N, H, W, C) of dinp_dt = the input gradient (assigned) from dout and weight of dt.
+int ocr_onednn_conv_backward_data(void *dinp, ocr_dtype_t dinp_dt, const void *dout, const void *weight,
+                                  ocr_dtype_t dt, const OnednnConvGeom *g);
+// dweight (OC, KH, KW, C) fp32 = the weight gradient (assigned) from inp and dout of dt.
+int ocr_onednn_conv_backward_weights(float *dweight, const void *inp, const void *dout, ocr_dtype_t dt,
+                                     const OnednnConvGeom *g);
+
 // ---- helpers for the kernels' hardware paths (available in every build) -----------------
 // The operand starting offset elements into p.
 static inline OnednnMat onednn_mat(const void *p, ocr_dtype_t dt, int64_t offset, int64_t ld, int trans) {

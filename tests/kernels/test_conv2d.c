@@ -36,6 +36,12 @@ static const ConvCase cases[] = {
     {1, 7, 7, 2, 3, 2, 2, 3, 3, 0, 0, 1, 1},       // stride 3 > kernel 2
     {1, 4, 5, 3, 6, 3, 3, 1, 1, 1, 1, 3, 1},       // channel multiplier 2 (grouped, not depthwise)
     {2, 6, 160, 32, 32, 5, 5, 1, 1, 2, 2, 32, 1},  // depthwise, wide row (PP-OCR-like width)
+    // PP-OCRv6 stem shapes (fewer images and columns), which take oneDNN's own convolution
+    // kernels where it has them (kernels/cpu/conv2d.c: use_onednn_conv):
+    {2, 16, 40, 3, 24, 3, 3, 2, 2, 1, 1, 1, 0},    // 3-channel first convolution, stride 2
+    {2, 8, 20, 24, 48, 3, 3, 2, 2, 1, 1, 1, 1},    // 3×3 stride 2, bias
+    {2, 9, 21, 48, 24, 2, 2, 1, 1, 0, 0, 1, 0},    // 2×2 stride 1 on a padded map
+    {1, 8, 20, 96, 48, 3, 3, 2, 2, 1, 1, 1, 0},    // 3×3 stride 2 over 96 channels (K = 864)
 };
 #define NCASES ((int)(sizeof cases / sizeof cases[0]))
 
