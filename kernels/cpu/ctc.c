@@ -42,7 +42,7 @@ typedef union {
 // x = n·ln2 + r with |r| <= ln2/2 (ln2 split so that n·ln2_hi is exact), a degree-7 Taylor
 // polynomial for e^r (truncation 5e-9), 2^n through the exponent bits. Within 2 ulp of
 // e^x over [-87, 0]; below -87 (under 1.7e-38) it returns 0.
-static inline float ctc_expf_nonpos(float x) {
+CPU_INLINE float ctc_expf_nonpos(float x) {
     const float shifter = 12582912.0f;  // 1.5·2^23: adding it rounds to an integer in the low bits
     float xc = x < -87.0f ? -87.0f : x;
     CtcPunF k;
@@ -63,36 +63,65 @@ static inline float ctc_expf_nonpos(float x) {
     return x < -87.0f ? 0.0f : y;
 }
 
-// e[c] = exp(z[c] − m) in fp32 and their sum in double. The four partial sums fix the
-// summation order, so the result does not depend on how the compiler vectorises; the sum
-// is a separate loop because GCC leaves a fused loop with an in-order double sum scalar.
-// Out of line: inlined into the OpenMP region it was not vectorised.
+// e[c] = exp(z[c] − m) in fp32 and their sum in double. The sixteen partial sums (lane k takes
+// the terms c ≡ k mod 16, folded in lane order) fix the summation order, so the result does not
+// depend on how the compiler vectorises, and give the vector adds independent chains (four
+// lanes had left the sum latency-bound); the sum is a separate loop because GCC leaves a fused
+// loop with an in-order double sum scalar.
 // Accuracy: z − m is rounded to fp32, so a term's relative error is about |z − m|·6e-8;
 // weighted by the terms this is ~1e-7 on the sum for realistic rows.
-static inline double sum4(const float *restrict e, int C) {
-    double s0 = 0.0, s1 = 0.0, s2 = 0.0, s3 = 0.0;
+#define CTC_SUM_LANES 16
+CPU_INLINE double sum_lanes(const float *restrict e, int C) {
+    double s[CTC_SUM_LANES] = {0};
     int c = 0;
-    for (; c + 4 <= C; c += 4) {
-        s0 += e[c];
-        s1 += e[c + 1];
-        s2 += e[c + 2];
-        s3 += e[c + 3];
-    }
-    for (; c < C; c++) s0 += e[c];
-    return (s0 + s1) + (s2 + s3);
+    for (; c + CTC_SUM_LANES <= C; c += CTC_SUM_LANES)
+        for (int k = 0; k < CTC_SUM_LANES; k++) s[k] += e[c + k];
+    for (; c < C; c++) s[c % CTC_SUM_LANES] += e[c];
+    double t = 0.0;
+    for (int k = 0; k < CTC_SUM_LANES; k++) t += s[k];
+    return t;
 }
 
-__attribute__((noinline)) static double exp_row_sum(float *restrict e, const float *restrict z, int C, float m) {
+// Compiled for SSE2, AVX2 and AVX-512 (cpu_common.h: CPU_VEC_CLONES), the same bits at every
+// level (no fused multiply-adds; the sum's sixteen lanes fix its order): at the baseline's 4 lanes
+// these loops were most of the loss (~5 cycles per logit; 1,280 frames of 18,710 classes per
+// PP-OCRv6 batch).
+CPU_INLINE void exp_row_sum_v_body(double *sum, float *restrict e, const float *restrict z, int C, float m) {
     for (int c = 0; c < C; c++) e[c] = ctc_expf_nonpos(z[c] - m);
-    return sum4(e, C);
+    *sum = sum_lanes(e, C);
+}
+CPU_VEC_CLONES(exp_row_sum_v, (double *sum, float *e, const float *z, int C, float m), (sum, e, z, C, m))
+static double exp_row_sum(float *restrict e, const float *restrict z, int C, float m) {
+    double sum;
+    exp_row_sum_v(&sum, e, z, C, m);
+    return sum;
 }
 
 // The same over the row itself (the gradient written over the logits): per element the same
 // operations, so the same bits as exp_row_sum into another buffer.
-__attribute__((noinline)) static double exp_row_sum_inplace(float *restrict e, int C, float m) {
+CPU_INLINE void exp_row_sum_inplace_v_body(double *sum, float *restrict e, int C, float m) {
     for (int c = 0; c < C; c++) e[c] = ctc_expf_nonpos(e[c] - m);
-    return sum4(e, C);
+    *sum = sum_lanes(e, C);
 }
+CPU_VEC_CLONES(exp_row_sum_inplace_v, (double *sum, float *e, int C, float m), (sum, e, C, m))
+static double exp_row_sum_inplace(float *restrict e, int C, float m) {
+    double sum;
+    exp_row_sum_inplace_v(&sum, e, C, m);
+    return sum;
+}
+
+// The frame's maximum (order-free) and the gradient row's scaling, at the CPU's width too.
+CPU_INLINE void row_max_body(float *out, const float *restrict z, int C) {
+    float mx = z[0];
+#pragma omp simd reduction(max : mx)
+    for (int c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;
+    *out = mx;
+}
+CPU_VEC_CLONES(row_max, (float *out, const float *z, int C), (out, z, C))
+CPU_INLINE void row_scale_body(float *restrict g, int C, float sc) {
+    for (int c = 0; c < C; c++) g[c] *= sc;
+}
+CPU_VEC_CLONES(row_scale, (float *g, int C, float sc), (g, C, sc))
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC pop_options
@@ -155,9 +184,8 @@ static CtcScratch ctc_scratch_carve(double *base, int T, int C, int Lmax) {
 // Frame statistics: returns the log-sum-exp of the row and keeps exp(z − max) in e (the
 // gradient row, or scratch; e == z overwrites the logits); *inv_sum receives 1/Σ.
 static double frame_stats(float *e, const float *z, int C, double *inv_sum) {
-    float mx = z[0];
-#pragma omp simd reduction(max : mx)
-    for (int c = 1; c < C; c++) mx = z[c] > mx ? z[c] : mx;
+    float mx;
+    row_max(&mx, z, C);
     double sum = e == z ? exp_row_sum_inplace(e, C, mx) : exp_row_sum(e, z, C, mx);
     *inv_sum = 1.0 / sum;
     return (double)mx + log(sum);
@@ -262,8 +290,7 @@ static double ctc_sample(float *g, const float *z, const int32_t *tgt, int L, in
         // Softmax row scaled by the weight, then the label classes recomputed in double.
         float *gr = g + (size_t)t * C;
         const float sc = (float)(wt * w->inv_sum[t]);
-#pragma omp simd
-        for (int c = 0; c < C; c++) gr[c] *= sc;
+        row_scale(gr, C, sc);
         for (int j = 0; j < W; j++) {
             if (w->slot[j] != j) continue;
             int cls = j == 0 ? 0 : tgt[j - 1];

@@ -567,6 +567,41 @@ START_TEST(test_low_precision_same_bits) {
 }
 END_TEST
 
+// The frame loops run at the CPU's vector width (SSE2, AVX2, AVX-512): every level gives the
+// same losses and gradient bits, with C = 37 (a partial vector at every width) and C = 300.
+int ocr_cpu_vec_select(const char *name);  // kernels/cpu/cpu_common.h (test hook)
+START_TEST(test_vector_levels_same_bits) {
+    static const char *const levels[3] = {"sse2", "avx2", "avx512"};
+    float z[MB * MT * MC];
+    int32_t tg[MB * MS], tl[MB], il[MB];
+    mixed_batch(z, tg, tl, il);
+    const int wide_c = 300;
+    float *zw = malloc(sizeof(float) * MB * MT * wide_c);
+    ocr_test_fill_uniform(zw, MB * MT * wide_c, 23, -8.0f, 8.0f);
+    const CtcParams p = {OCR_CTC_REDUCTION_PADDLE, 1, 0, 1.0f};
+    for (int wide = 0; wide < 2; wide++) {
+        const int C = wide ? wide_c : MC;
+        CtcBufs ref = ctc_bufs(MB, MT, C, MS, wide ? zw : z, tg, tl, il);
+        ck_assert(ocr_cpu_vec_select("sse2"));
+        const double l0 = run(&ref, p);
+        int compared = 0;
+        for (int lv = 1; lv < 3; lv++) {
+            if (!ocr_cpu_vec_select(levels[lv])) continue;
+            CtcBufs k = ctc_bufs(MB, MT, C, MS, wide ? zw : z, tg, tl, il);
+            const double l = run(&k, p);
+            ck_assert_msg(l == l0 && same_bits(&k.losses, &ref.losses) && same_bits(&k.dlogits, &ref.dlogits),
+                          "C = %d: %s differs from sse2", C, levels[lv]);
+            ctc_bufs_free(&k);
+            compared++;
+        }
+        if (!compared) printf("ctc: this CPU has only sse2; the levels were not compared\n");
+        ctc_bufs_free(&ref);
+    }
+    ocr_cpu_vec_select(NULL);
+    free(zw);
+}
+END_TEST
+
 START_TEST(test_workspace_released) {
     float z[12];
     ocr_test_fill_uniform(z, 12, 1, -1.0f, 1.0f);
@@ -596,6 +631,7 @@ static Suite *ctc_suite(void) {
     tcase_add_test(tc, test_in_place_same_bits);
     tcase_add_test(tc, test_low_precision_same_bits);
     tcase_add_test(tc, test_workspace_released);
+    tcase_add_test(tc, test_vector_levels_same_bits);
     suite_add_tcase(s, tc);
     return s;
 }
