@@ -188,10 +188,11 @@ static atomic_llong created;
 
 int64_t ocr_onednn_primitives_created(void) { return atomic_load(&created); }
 
-static uint64_t key_hash(const GemmKey *k) {
-    const unsigned char *p = (const unsigned char *)k;
-    uint64_t h = 1469598103934665603ull;  // FNV-1a
-    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ p[i]) * 1099511628211ull;
+// FNV-1a over a cache key's bytes (the keys are memset before filling: no stray padding bytes).
+static uint64_t key_bytes_hash(const void *key, size_t n) {
+    const unsigned char *p = key;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ p[i]) * 1099511628211ull;
     return h;
 }
 
@@ -266,7 +267,7 @@ static void entry_destroy(Entry *e) {
 
 // The cached entry for k, built on first use; NULL when the table is full (then *tmp is built).
 static Entry *lookup(const GemmKey *k, Entry *tmp) {
-    uint64_t h = key_hash(k);
+    uint64_t h = key_bytes_hash(k, sizeof *k);
     pthread_mutex_lock(&cache_lock);
     for (int probe_i = 0; probe_i < CACHE_SLOTS; probe_i++) {
         Entry *e = &cache[(h + (uint64_t)probe_i) % CACHE_SLOTS];
@@ -482,9 +483,7 @@ static void conv_entry_destroy(ConvEntry *e) {
 
 // The cached entry for k (built on first use); when the table is full, *tmp is built and returned.
 static ConvEntry *conv_lookup(const ConvKey *k, ConvEntry *tmp, int *is_tmp) {
-    const unsigned char *p = (const unsigned char *)k;
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof *k; i++) h = (h ^ p[i]) * 1099511628211ull;
+    const uint64_t h = key_bytes_hash(k, sizeof *k);
     *is_tmp = 0;
     pthread_mutex_lock(&cache_lock);
     for (int probe_i = 0; probe_i < CONV_SLOTS; probe_i++) {
