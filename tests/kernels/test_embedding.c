@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "kernels/ops.h"
 #include "tests/common/test_util.h"
@@ -132,12 +133,55 @@ START_TEST(test_embedding_backward_lowp) {
 }
 END_TEST
 
+// f16/bf16 tables and gradients go row by row (only the rows the ids use): the same bits as the
+// whole-tensor reference (Global.cpu_exact_numerics), for a lookup into every output dtype and for
+// a scatter-add onto an existing gradient whose untouched rows must stay as they were.
+void ocr_cpu_set_exact_numerics(int on);  // kernels/cpu/isa.h
+START_TEST(test_embedding_rows_match_reference) {
+    for (int k = 1; k < 3; k++) {
+        float w[V * D], g[NROW * D], start[V * D];
+        ocr_test_fill_uniform(w, V * D, 61 + k, -2.0f, 2.0f);
+        ocr_test_fill_uniform(g, NROW * D, 71 + k, -1.0f, 1.0f);
+        ocr_test_fill_uniform(start, V * D, 81 + k, -3.0f, 3.0f);
+        OcrTensor table = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(V, D), w);
+        OcrTensor ids = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(NROW), NULL);
+        for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
+        OcrTensor dout = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(NROW, D), g);
+        OcrTensor got[2][3], dt[2];
+        for (int ref = 0; ref < 2; ref++) {
+            ocr_cpu_set_exact_numerics(ref);
+            for (int k2 = 0; k2 < 3; k2++) {
+                got[ref][k2] = ocr_test_tensor(kDts[k2], 2, OCR_SHAPE(NROW, D), NULL);
+                ocr_test_poison(&got[ref][k2]);
+                ocr_embedding_forward(&got[ref][k2], &ids, &table, PAD);
+            }
+            dt[ref] = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(V, D), start);
+            ocr_embedding_backward(&dt[ref], &dout, &ids, PAD);
+            ocr_embedding_backward(&dt[ref], &dout, &ids, PAD);
+        }
+        ocr_cpu_set_exact_numerics(0);
+        for (int k2 = 0; k2 < 3; k2++)
+            ck_assert_msg(memcmp(got[0][k2].data, got[1][k2].data, ocr_tensor_bytes(&got[0][k2])) == 0,
+                          "%s table into %s: rows differ from the reference", ocr_dtype_name(kDts[k]),
+                          ocr_dtype_name(kDts[k2]));
+        ck_assert_msg(memcmp(dt[0].data, dt[1].data, ocr_tensor_bytes(&dt[0])) == 0,
+                      "%s gradient: rows differ from the reference", ocr_dtype_name(kDts[k]));
+        for (int ref = 0; ref < 2; ref++) {
+            for (int k2 = 0; k2 < 3; k2++) ocr_tensor_free(&got[ref][k2]);
+            ocr_tensor_free(&dt[ref]);
+        }
+        ocr_tensor_free(&table), ocr_tensor_free(&ids), ocr_tensor_free(&dout);
+    }
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("kernels_embedding");
     TCase *tc = tcase_create("embedding");
     tcase_add_test(tc, test_embedding_forward);
     tcase_add_test(tc, test_embedding_backward);
     tcase_add_test(tc, test_embedding_backward_lowp);
+    tcase_add_test(tc, test_embedding_rows_match_reference);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
