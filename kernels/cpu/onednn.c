@@ -393,7 +393,7 @@ typedef struct {
     int reference;  // only oneDNN's reference kernel: the caller keeps its own path
     dnnl_primitive_t prim;
     dnnl_primitive_t wreorder;  // plain (OC, KH, KW, C) weights <-> the kernel's layout; NULL when they agree
-    dnnl_memory_desc_t src, dst, wplain, wconv, bias, scratch;
+    dnnl_memory_desc_t src, dst, wplain, wconv, bias, scratch;  // src: the input gradient's (out_dt) for that direction
     size_t scratch_bytes, wconv_bytes;
 } ConvEntry;
 
@@ -415,7 +415,6 @@ static void conv_entry_build(ConvEntry *e, const ConvKey *k) {
     // The forward's descriptors (also the backward's hint): maps in dt, the output in out_dt.
     dnnl_memory_desc_t fsrc = tagged(4, sd, dt, dnnl_nhwc), fdst = tagged(4, dd, k->dir == CONV_FORWARD ? odt : dt, dnnl_nhwc);
     dnnl_memory_desc_t fw = tagged(4, wd, dt, dnnl_format_tag_any);
-    e->bias = NULL;
     if (k->bias) {
         const dnnl_dims_t bd = {k->OC};
         e->bias = tagged(1, bd, dnnl_f32, dnnl_a);
@@ -432,10 +431,12 @@ static void conv_entry_build(ConvEntry *e, const ConvKey *k) {
     if (st == dnnl_success && k->dir == CONV_FORWARD) {
         pd = fpd, fpd = NULL;
     } else if (st == dnnl_success && k->dir == CONV_BACKWARD_DATA) {
+        // The map written is the input gradient, in out_dt: kept as the entry's src.
         dnnl_memory_desc_t dsrc = tagged(4, sd, odt, dnnl_nhwc);
         st = dnnl_convolution_backward_data_primitive_desc_create(&pd, engine, dnnl_convolution_direct, dsrc, fw,
                                                                   fdst, strides, dil, pl, pr, fpd, attr);
-        dnnl_memory_desc_destroy(dsrc);
+        dnnl_memory_desc_destroy(fsrc);
+        fsrc = dsrc;
     } else if (st == dnnl_success) {
         dnnl_memory_desc_t dw = tagged(4, wd, dnnl_f32, dnnl_format_tag_any);
         st = dnnl_convolution_backward_weights_primitive_desc_create(&pd, engine, dnnl_convolution_direct, fsrc, dw,
@@ -542,12 +543,7 @@ static int conv_run(int dir, void *out, ocr_dtype_t out_dt, const void *a, const
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, mem(e->dst, out)};
         if (bias) args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, mem(e->bias, bias)};
     } else if (dir == CONV_BACKWARD_DATA) {
-        // e->src has dt; the gradient written is out_dt.
-        dnnl_memory_desc_t dsrc;
-        const dnnl_dims_t sd = {k.N, k.C, k.H, k.W};
-        DNNL_CHECK(dnnl_memory_desc_create_with_tag(&dsrc, 4, sd, dnnl_dt(out_dt), dnnl_nhwc));
-        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, mem(dsrc, out)};
-        dnnl_memory_desc_destroy(dsrc);
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_SRC, mem(e->src, out)};  // e->src: out_dt here
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, mem(e->wconv, wk)};
         args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DIFF_DST, mem(e->dst, a)};
     } else {
