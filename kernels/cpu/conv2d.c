@@ -208,20 +208,6 @@ static void fill_rows(float *y, const float *bias, int64_t rows, int64_t C) {
     for (int64_t r = 0; r < rows; r++) memcpy(y + r * C, bias, (size_t)C * sizeof(float));
 }
 
-// db[j] += Σ_r d[r, j]: threads own column ranges and sum rows in order (deterministic).
-static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
-#pragma omp parallel
-    {
-        int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        int64_t per = (C + nt - 1) / nt;
-        int64_t j0 = t * per, j1 = j0 + per < C ? j0 + per : C;
-        for (int64_t r = 0; r < R && j0 < j1; r++) {
-            const float *row = d + r * C;
-            for (int64_t j = j0; j < j1; j++) db[j] += row[j];
-        }
-    }
-}
-
 // The oneDNN path: dense/grouped (not depthwise) non-empty convolutions whose data tensors
 // share one native low-precision dtype, or are all f32 where oneDNN's fp32 matmul is chosen
 // (ocr_cpu_f32_conv_onednn); outputs in f32 or that dtype.
@@ -289,7 +275,7 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
     const int64_t rows = g->N * g->Ho * g->Wo;
     if (dbias) {
         float *db = ocr_cpu_f32_out(s, dbias, 1);
-        ocr_onednn_column_sums_add(db, dout->data, dt, rows, g->OC, g->OC);
+        ocr_cpu_column_sums_add(db, dout->data, dt, rows, g->OC, g->OC);
         ocr_cpu_f32_store(dbias, db);
     }
     if (is_pointwise(g)) {
@@ -502,7 +488,7 @@ void ocr_cpu_conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
         if (!dinp) {
             if (dbias) {
                 float *db = ocr_cpu_f32_out(&s, dbias, 1);
-                ocr_onednn_column_sums_add(db, dout->data, dout->dtype, g.N * g.Ho * g.Wo, g.OC, g.OC);
+                ocr_cpu_column_sums_add(db, dout->data, dout->dtype, g.N * g.Ho * g.Wo, g.OC, g.OC);
                 ocr_cpu_f32_store(dbias, db);
             }
             ocr_cpu_scratch_free(&s);
@@ -525,7 +511,7 @@ void ocr_cpu_conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
                        (const OcrTensor *const[]){dinp ? &dxv : NULL, dweight ? &dwv : NULL}, 2)) {
         conv_backward_lp(dinp ? &dxv : NULL, dweight ? &dwv : NULL, dbias ? &dbv : NULL, &dyv, &xv, &wv, &g, &s);
     } else {
-        if (db) column_sums_add(db, dy, rows, g.OC);
+        if (db) ocr_cpu_column_sums_add(db, dy, OCR_F32, rows, g.OC, g.OC);
         if (is_pointwise(&g)) {
             for (int64_t grp = 0; grp < g.G; grp++) {
                 const float *dyg = dy + grp * g.OCg;

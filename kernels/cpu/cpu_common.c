@@ -188,3 +188,61 @@ OcrTensor *ocr_cpu_tiled_out(CpuScratch *s, OcrTensor *t, OcrTensor *view, int l
     *view = ocr_cpu_f32_view(t, *whole);
     return view;
 }
+
+// ---- column sums ------------------------------------------------------------------------------
+// Row by row into db, each row's add reloads and stores the thread's whole column range (for a
+// vocabulary head, 9,000 columns per thread: 1280 passes of 36 KB through L1 for 35 MB of input,
+// ~13 GB/s). Instead the columns go in blocks of COLSUM_BLOCK whose running sums stay in
+// registers over all rows; each column still adds its rows in order from its own db value, the
+// same operations as the row loop. Columns left over after the last whole block (and f16, whose
+// widening is branchy scalar code) take the row loop itself.
+#define COLSUM_BLOCK 64
+#define COLSUM_BODY(name, T, WIDEN)                                                                        \
+    CPU_INLINE void name##_body(float *restrict db, const T *restrict d, int64_t R, int64_t ld, int64_t j0, \
+                                int64_t j1) {                                                              \
+        int64_t jb = j0;                                                                                   \
+        for (; jb + COLSUM_BLOCK <= j1; jb += COLSUM_BLOCK) {                                              \
+            float acc[COLSUM_BLOCK];                                                                       \
+            for (int k = 0; k < COLSUM_BLOCK; k++) acc[k] = db[jb + k];                                    \
+            for (int64_t r = 0; r < R; r++) {                                                              \
+                const T *row = d + r * ld + jb;                                                            \
+                for (int k = 0; k < COLSUM_BLOCK; k++) acc[k] += WIDEN(row[k]);                            \
+            }                                                                                              \
+            for (int k = 0; k < COLSUM_BLOCK; k++) db[jb + k] = acc[k];                                    \
+        }                                                                                                  \
+        for (int64_t r = 0; r < R && jb < j1; r++) {                                                       \
+            const T *row = d + r * ld;                                                                     \
+            for (int64_t j = jb; j < j1; j++) db[j] += WIDEN(row[j]);                                      \
+        }                                                                                                  \
+    }
+#define COLSUM_F32(v) (v)
+COLSUM_BODY(colsum_f32, float, COLSUM_F32)
+COLSUM_BODY(colsum_bf16, uint16_t, ocr_bf16_to_f32)
+CPU_VEC_CLONES(colsum_f32, (float *db, const float *d, int64_t R, int64_t ld, int64_t j0, int64_t j1),
+               (db, d, R, ld, j0, j1))
+CPU_VEC_CLONES(colsum_bf16, (float *db, const uint16_t *d, int64_t R, int64_t ld, int64_t j0, int64_t j1),
+               (db, d, R, ld, j0, j1))
+
+void ocr_cpu_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld) {
+    OCR_ASSERT(dt == OCR_F32 || dt == OCR_BF16 || dt == OCR_F16, "column sums: %s is not a float dtype",
+               ocr_dtype_name(dt));
+    if (R <= 0 || C <= 0) return;
+#pragma omp parallel
+    {
+        const int nt = omp_get_num_threads(), t = omp_get_thread_num();
+        const int64_t per = (C + nt - 1) / nt;
+        const int64_t j0 = t * per, j1 = j0 + per < C ? j0 + per : C;
+        if (j0 < j1) {
+            if (dt == OCR_F32) {
+                colsum_f32(db, (const float *)d, R, ld, j0, j1);
+            } else if (dt == OCR_BF16) {
+                colsum_bf16(db, (const uint16_t *)d, R, ld, j0, j1);
+            } else {
+                for (int64_t r = 0; r < R; r++) {
+                    const ocr_f16_t *row = (const ocr_f16_t *)d + r * ld;
+                    for (int64_t j = j0; j < j1; j++) db[j] += ocr_f16_to_f32(row[j]);
+                }
+            }
+        }
+    }
+}

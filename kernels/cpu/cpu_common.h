@@ -113,6 +113,13 @@ float *ocr_cpu_rows_dst(OcrTensor *t, int64_t C, int64_t r0, float *buf);
 // (Global.cpu_exact_numerics) hands the tiled kernels fp32 copies made by ocr_cpu_f32_in/_out.
 OcrTensor ocr_cpu_f32_view(const OcrTensor *t, const float *data);
 
+// ---- column sums (the bias gradients of linear and convolution layers) ------------------------
+// db[j] += Σ_r d[r·ld + j] for j < C, r = 0 .. R − 1 in order, d f32, bf16 or f16 widened per
+// element (no fp32 copy of d). Threads own column ranges, so the result depends neither on the
+// thread count nor on the vector level: every db[j] is the same sequence of fp32 additions as
+// the plain row-by-row loop, bit for bit.
+void ocr_cpu_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld);
+
 // ---- one tiled loop for both paths (pool, dropout, attention, layernorm, affine) --------------
 // The operand a tiled kernel reads: t itself (widened tile by tile through ocr_cpu_rows_in), or,
 // under Global.cpu_exact_numerics and for an f16/bf16 t, an f32 view (in *view) of a

@@ -135,21 +135,6 @@ void ocr_cpu_linear_forward(OcrTensor *out, const OcrTensor *inp, const OcrTenso
     ocr_cpu_scratch_free(&s);
 }
 
-// db[j] += Σ_r d[r, j] for d (R, C): each thread owns a static range of columns and sums the
-// rows in order, so the result does not depend on the thread count.
-static void column_sums_add(float *db, const float *d, int64_t R, int64_t C) {
-#pragma omp parallel
-    {
-        int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        int64_t per = (C + nt - 1) / nt;
-        int64_t j0 = t * per, j1 = j0 + per < C ? j0 + per : C;
-        for (int64_t r = 0; r < R && j0 < j1; r++) {
-            const float *row = d + r * C;
-            for (int64_t j = j0; j < j1; j++) db[j] += row[j];
-        }
-    }
-}
-
 void ocr_cpu_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
                      const OcrTensor *inp, const OcrTensor *weight) {
     CPU_ASSERT_FLOAT(dout);
@@ -183,7 +168,7 @@ void ocr_cpu_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
             CPU_ASSERT_FLOAT(dbias);
             OCR_ASSERT(ocr_tensor_numel(dbias) == OUT, "linear backward: dbias shape");
             float *db = ocr_cpu_f32_out(&s, dbias, 1);
-            ocr_onednn_column_sums_add(db, dout->data, dout->dtype, R, OUT, OUT);
+            ocr_cpu_column_sums_add(db, dout->data, dout->dtype, R, OUT, OUT);
             ocr_cpu_f32_store(dbias, db);
         }
         ocr_cpu_scratch_free(&s);
@@ -210,7 +195,7 @@ void ocr_cpu_linear_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
         CPU_ASSERT_FLOAT(dbias);
         OCR_ASSERT(ocr_tensor_numel(dbias) == OUT, "linear backward: dbias shape");
         float *db = ocr_cpu_f32_out(&s, dbias, 1);
-        column_sums_add(db, dy, R, OUT);
+        ocr_cpu_column_sums_add(db, dy, OCR_F32, R, OUT, OUT);
         ocr_cpu_f32_store(dbias, db);
     }
     ocr_cpu_scratch_free(&s);

@@ -8,27 +8,6 @@
 #include "core/error.h"
 #include "core/half.h"
 
-void ocr_onednn_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld) {
-#pragma omp parallel
-    {
-        int nt = omp_get_num_threads(), t = omp_get_thread_num();
-        int64_t per = (C + nt - 1) / nt;
-        int64_t j0 = t * per, j1 = j0 + per < C ? j0 + per : C;
-        for (int64_t r = 0; r < R && j0 < j1; r++) {
-            if (dt == OCR_F32) {
-                const float *row = (const float *)d + r * ld;
-                for (int64_t j = j0; j < j1; j++) db[j] += row[j];
-            } else if (dt == OCR_BF16) {
-                const ocr_bf16_t *row = (const ocr_bf16_t *)d + r * ld;
-                for (int64_t j = j0; j < j1; j++) db[j] += ocr_bf16_to_f32(row[j]);
-            } else {
-                const ocr_f16_t *row = (const ocr_f16_t *)d + r * ld;
-                for (int64_t j = j0; j < j1; j++) db[j] += ocr_f16_to_f32(row[j]);
-            }
-        }
-    }
-}
-
 #ifndef OCR_HAVE_ONEDNN
 
 int ocr_onednn_available(void) { return 0; }

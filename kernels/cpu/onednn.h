@@ -75,9 +75,5 @@ static inline OnednnMat onednn_mat(const void *p, ocr_dtype_t dt, int64_t offset
 static inline void *onednn_elem(void *p, ocr_dtype_t dt, int64_t offset) {
     return (char *)p + (size_t)offset * ocr_dtype_size(dt);
 }
-// db[j] += Σ_r d[r·ld + j] for j < C, d of any float dtype widened per element (no fp32
-// copy of d); threads own column ranges and sum rows in order, so the result does not depend
-// on the thread count and equals the sum over an fp32 copy.
-void ocr_onednn_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld);
 
 #endif

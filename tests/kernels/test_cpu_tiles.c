@@ -538,6 +538,65 @@ START_TEST(test_levels_agree_f32) {
 }
 END_TEST
 
+// ---- column sums (bias gradients) ------------------------------------------------------------------
+// ocr_cpu_column_sums_add keeps each column's running sum in registers over the rows instead of
+// adding row after row into db; every db[j] must still be the row loop's fp32 sum, bit for bit,
+// at every level and thread count, for every dtype, with a row stride wider than the row and
+// column counts that leave partial blocks (and threads without columns). NaN results need only be
+// NaN (which operand's payload an addition keeps is the compiler's choice).
+void ocr_cpu_column_sums_add(float *db, const void *d, ocr_dtype_t dt, int64_t R, int64_t C, int64_t ld);
+
+static float colsum_elem(const void *d, ocr_dtype_t dt, int64_t i) {
+    if (dt == OCR_F32) return ((const float *)d)[i];
+    if (dt == OCR_BF16) return ocr_bf16_to_f32(((const ocr_bf16_t *)d)[i]);
+    return ocr_f16_to_f32(((const ocr_f16_t *)d)[i]);
+}
+
+START_TEST(test_column_sums_same_bits) {
+    static const int64_t shapes[][3] = {{0, 7, 7},   {1, 1, 1},     {5, 2, 3},      {9, 63, 63},   {7, 64, 64},
+                                        {37, 130, 133}, {4, 129, 200}, {16, 1000, 1000}, {3, 6906, 6910}};
+    static const ocr_dtype_t dts[] = {OCR_F32, OCR_BF16, OCR_F16};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++)
+        for (size_t di = 0; di < 3; di++) {
+            const int64_t R = shapes[si][0], C = shapes[si][1], ld = shapes[si][2];
+            const ocr_dtype_t dt = dts[di];
+            const int64_t n = R * ld > 0 ? R * ld : 1;
+            float *v = malloc((size_t)n * sizeof(float)), *db0 = malloc((size_t)C * sizeof(float));
+            void *d = malloc((size_t)n * ocr_dtype_size(dt));
+            ocr_test_fill_uniform(v, n, 40 + si, -3.0f, 3.0f);
+            ocr_test_fill_uniform(db0, C, 90 + si, -1.0f, 1.0f);
+            // Specials in the larger cases: infinities, a NaN, a subnormal, a value whose sum rounds.
+            if (n > 300) v[5] = INFINITY, v[ld + 5] = -INFINITY, v[77] = NAN, v[130] = 1e-39f, v[200] = 3e4f;
+            for (int64_t i = 0; i < n; i++) {
+                if (dt == OCR_F32) ((float *)d)[i] = v[i];
+                else if (dt == OCR_BF16) ((ocr_bf16_t *)d)[i] = ocr_f32_to_bf16(v[i]);
+                else ((ocr_f16_t *)d)[i] = ocr_f32_to_f16(v[i]);
+            }
+            float *ref = malloc((size_t)C * sizeof(float)), *got = malloc((size_t)C * sizeof(float));
+            memcpy(ref, db0, (size_t)C * sizeof(float));
+            for (int64_t r = 0; r < R; r++)
+                for (int64_t j = 0; j < C; j++) ref[j] += colsum_elem(d, dt, r * ld + j);
+            for (int li = 0; li < NLEVELS; li++) {
+                if (!select_level(li)) continue;
+                for (int threads = 1; threads <= 3; threads++) {
+                    omp_set_num_threads(threads);
+                    memcpy(got, db0, (size_t)C * sizeof(float));
+                    ocr_cpu_column_sums_add(got, d, dt, R, C, ld);
+                    for (int64_t j = 0; j < C; j++) {
+                        const int same = isnan(ref[j]) ? isnan(got[j]) : memcmp(&ref[j], &got[j], sizeof(float)) == 0;
+                        ck_assert_msg(same, "column sums %s R %lld C %lld ld %lld at %s, %d threads: column %lld %.9g, row loop %.9g",
+                                      ocr_dtype_name(dt), (long long)R, (long long)C, (long long)ld, LEVELS[li], threads,
+                                      (long long)j, (double)got[j], (double)ref[j]);
+                    }
+                }
+                restore_level();
+            }
+            free(v), free(db0), free(d), free(ref), free(got);
+        }
+    omp_set_num_threads(2);
+}
+END_TEST
+
 int main(void) {
     Suite *s = suite_create("cpu_tiles");
     TCase *tc = tcase_create("native_vs_reference");
@@ -548,6 +607,7 @@ int main(void) {
     tcase_add_test(tc, test_chscale_bf16_levels_threads);
     tcase_add_loop_test(tc, test_depthwise_native_vs_reference, 0, 2 * NLEVELS);
     tcase_add_test(tc, test_levels_agree_f32);
+    tcase_add_test(tc, test_column_sums_same_bits);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
