@@ -112,6 +112,51 @@ START_TEST(test_counts_and_names) {
         check_names(md, med[i].names);
         ocr_model_free(md);
     }
+    // PaddleOCR's PP-OCRv6_tiny_rec.yml and PP-OCRv6_small_rec.yml as they ship (tests/models/data), only
+    // the dictionary path changed: PaddleOCR's totals and names, as the JSON configs above.
+    struct {
+        const char *yml, *dict, *names;
+        int64_t params, stats;
+    } yml[] = {
+        {"ppocrv6_tiny_rec.yml", "ppocrv6_tiny_dict.txt", "ppocrv6_tiny_train_names.txt", TINY_TRAIN, TINY_STATS},
+        {"ppocrv6_small_rec.yml", "ppocrv6_dict.txt", "ppocrv6_small_train_names.txt", SMALL_TRAIN, SMALL_STATS},
+    };
+    for (size_t i = 0; i < sizeof yml / sizeof yml[0]; i++) {
+        char path[96], dov[1200];
+        snprintf(path, sizeof path, "../tests/models/data/%s", yml[i].yml);
+        snprintf(dov, sizeof dov, "Global.character_dict_path=\"%s/configs/dicts/%s\"", OCR_SOURCE_DIR, yml[i].dict);
+        const char *ov[2] = {dov, NULL};
+        OcrModel *my = tm_model(path, ov);
+        ck_assert_msg(ocr_model_param_count(my) == yml[i].params, "%s: %lld parameters, PaddleOCR %lld", yml[i].yml,
+                      (long long)ocr_model_param_count(my), (long long)yml[i].params);
+        ck_assert_int_eq(table_numel(ocr_model_stats(my)), yml[i].stats);
+        check_names(my, yml[i].names);
+        ocr_model_free(my);
+    }
+    // PaddleOCR's PP-OCRv5_mobile_rec.yml (MultiHead: PPLCNetV3 0.95, svtr neck with use_guide, NRTR 384)
+    // with ppocrv5_dict.txt: its CTC branch (every tensor outside head.gtc_head and head.before_gtc)
+    // is configs/rec_ppocrv5_mobile.json's network, PaddleOCR's 7,682,365 trainable parameters.
+    {
+        char dov[1200];
+        snprintf(dov, sizeof dov, "Global.character_dict_path=\"%s/configs/dicts/ppocrv5_dict.txt\"", OCR_SOURCE_DIR);
+        const char *ov[2] = {dov, NULL};
+        OcrModel *mh = tm_model("../tests/models/data/ppocrv5_mobile_rec.yml", ov), *mc = tm_model("rec_ppocrv5_mobile.json", NULL);
+        const OcrArch *ah = ocr_model_arch(mh);
+        ck_assert(ah->backbone == OCR_BACKBONE_LCNETV3 && ah->num_classes == 18385 && ah->multihead.nrtr_dim == 384);
+        OcrParamTable *ph = ocr_model_params(mh), *pc = ocr_model_params(mc);
+        int64_t ctc = 0;
+        int n_ctc = 0;
+        for (int i = 0; i < ph->count; i++) {
+            const char *nm = ph->items[i].name;
+            if (strncmp(nm, "head.gtc_head", 13) == 0 || strncmp(nm, "head.before_gtc", 15) == 0) continue;
+            ctc += ph->items[i].numel, n_ctc++;
+        }
+        ck_assert_msg(ctc == 7682365 && ocr_model_param_count(mc) == 7682365,
+                      "PP-OCRv5_mobile_rec.yml's CTC branch: %lld parameters, rec_ppocrv5_mobile.json %lld, PaddleOCR 7682365",
+                      (long long)ctc, (long long)ocr_model_param_count(mc));
+        ck_assert_int_eq(n_ctc, pc->count);
+        ocr_model_free(mh), ocr_model_free(mc);
+    }
     // Classes: 6,904 and 18,708 dictionary lines + blank + space; NRTR's vocabulary 4 more.
     OcrModel *m = tm_model("rec_ppocrv6_tiny.json", NULL);
     ck_assert_int_eq(ocr_model_arch(m)->num_classes, 6906);

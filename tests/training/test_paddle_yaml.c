@@ -203,6 +203,32 @@ START_TEST(test_ppocrv4_multihead_yaml_trains) {
 }
 END_TEST
 
+// PaddleOCR 3.x's PP-OCRv5 mobile, PP-OCRv6 tiny and PP-OCRv6 small .yml files (keys and values as
+// PaddleOCR ships them: tests/models/data/ppocrv{5_mobile,6_tiny,6_small}_rec.yml) train one MultiHead
+// step with only the data, the dictionary and the batch overridden; the checkpoint holds both branches.
+static const char *const V5V6_YAMLS[] = {"ppocrv5_mobile_rec.yml", "ppocrv6_tiny_rec.yml", "ppocrv6_small_rec.yml"};
+
+START_TEST(test_ppocr_v5_v6_yaml_trains) {
+    char yml[1024], err[8192], out[600];
+    snprintf(yml, sizeof yml, "%s/tests/models/data/%s", OCR_SOURCE_DIR, V5V6_YAMLS[_i]);
+    const char *a[] = {"train", "-c", yml, "-o", g_ov[0], g_ov[1], g_ov[2], g_ov[3], g_ov[4], g_ov[5],
+                       "Train.sampler.first_bs=2", "Train.loader.num_workers=1", "Eval.loader.batch_size_per_card=8",
+                       "--max-steps", "1", NULL};
+    int rc = at_run_capture(cmd_train, a, err, sizeof err);
+    ck_assert_msg(rc == 0, "train -c %s: exit %d: %s", V5V6_YAMLS[_i], rc, err);
+    snprintf(out, sizeof out, "%.580s/out", g_dir);
+    ck_assert_int_eq(count_multiloss_lines(out), 1);
+    char latest[800];
+    snprintf(latest, sizeof latest, "%s/latest/model.safetensors", out);
+    char *bytes;
+    size_t size;
+    ck_assert_msg(ocr_read_file(latest, &bytes, &size) == OCR_OK, "%s", ocr_last_error());
+    ck_assert_msg(memmem(bytes, size, "head.gtc_head.", 14) && memmem(bytes, size, "head.ctc_head.", 14),
+                  "%s: no MultiHead names in %s", V5V6_YAMLS[_i], latest);
+    free(bytes);
+}
+END_TEST
+
 // Runs a command in-process with stdout captured into out (NUL-terminated, truncated to cap).
 static int run_stdout(at_cmd_fn fn, const char *const *args, char *out, size_t cap) {
     char path[1024];
@@ -311,6 +337,7 @@ static Suite *paddle_yaml_suite(void) {
     tcase_add_test(tc, test_unknown_keys_still_rejected);
     tcase_add_test(tc, test_multihead_unknown_head_is_a_clear_error);
     tcase_add_test(tc, test_ppocrv4_multihead_yaml_trains);
+    tcase_add_loop_test(tc, test_ppocr_v5_v6_yaml_trains, 0, 3);
     tcase_add_test(tc, test_train_from_lmdb);
     tcase_add_test(tc, test_info_lists_ignored_keys);
     suite_add_tcase(s, tc);
