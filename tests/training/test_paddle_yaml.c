@@ -174,58 +174,51 @@ static int count_multiloss_lines(const char *dir) {
     return n;
 }
 
-START_TEST(test_ppocrv4_multihead_yaml_trains) {
-    // PaddleOCR's ch_PP-OCRv4_rec.yml (keys and values as PaddleOCR ships them: MultiHead CTC +
-    // NRTR, MultiLoss, MultiLabelEncode with NRTRLabelEncode, MultiScaleDataSet + its sampler,
-    // RecConAug, the &bs anchor); only the data, the dictionary and the batch are overridden.
-    char yml[1024], err[8192], out[600];  // at_read_losses builds paths of at most 700 bytes
-    snprintf(yml, sizeof yml, "%s/tests/training/data/ppocrv4_ch_multihead_rec.yml", OCR_SOURCE_DIR);
+// Trains `steps` MultiHead steps from a PaddleOCR .yml with only the data, the dictionary and the batch
+// overridden; one MultiLoss line per step, and the checkpoint holds the guidance branch under
+// PaddleOCR's names next to the CTC branch.
+static void train_paddle_multihead_yaml(const char *yml, int steps) {
+    char err[8192], out[600], nsteps[16];  // at_read_losses builds paths of at most 700 bytes
+    snprintf(nsteps, sizeof nsteps, "%d", steps);
     const char *a[] = {"train", "-c", yml, "-o", g_ov[0], g_ov[1], g_ov[2], g_ov[3], g_ov[4], g_ov[5],
                        "Train.sampler.first_bs=2", "Train.loader.num_workers=1", "Eval.loader.batch_size_per_card=8",
-                       "--max-steps", "2", NULL};
+                       "--max-steps", nsteps, NULL};
     int rc = at_run_capture(cmd_train, a, err, sizeof err);
-    ck_assert_msg(rc == 0, "train -c ch_PP-OCRv4_rec.yml: exit %d: %s", rc, err);
+    ck_assert_msg(rc == 0, "train -c %s: exit %d: %s", yml, rc, err);
     snprintf(out, sizeof out, "%.580s/out", g_dir);
     int n;
     double *losses = at_read_losses(out, &n, NULL);
-    ck_assert_int_eq(n, 2);
+    ck_assert_int_eq(n, steps);
     free(losses);
-    ck_assert_int_eq(count_multiloss_lines(out), 2);
-    // The checkpoint holds the guidance branch under PaddleOCR's names, next to the CTC branch.
+    ck_assert_int_eq(count_multiloss_lines(out), steps);
     char latest[800];
     snprintf(latest, sizeof latest, "%s/latest/model.safetensors", out);
     char *bytes;
     size_t size;
     ck_assert_msg(ocr_read_file(latest, &bytes, &size) == OCR_OK, "%s", ocr_last_error());
     ck_assert_msg(memmem(bytes, size, "head.gtc_head.", 14) && memmem(bytes, size, "head.ctc_head.", 14),
-                  "no MultiHead names in %s", latest);
+                  "%s: no MultiHead names in %s", yml, latest);
     free(bytes);
+}
+
+START_TEST(test_ppocrv4_multihead_yaml_trains) {
+    // PaddleOCR's ch_PP-OCRv4_rec.yml (keys and values as PaddleOCR ships them: MultiHead CTC +
+    // NRTR, MultiLoss, MultiLabelEncode with NRTRLabelEncode, MultiScaleDataSet + its sampler,
+    // RecConAug, the &bs anchor).
+    char yml[1024];
+    snprintf(yml, sizeof yml, "%s/tests/training/data/ppocrv4_ch_multihead_rec.yml", OCR_SOURCE_DIR);
+    train_paddle_multihead_yaml(yml, 2);
 }
 END_TEST
 
 // PaddleOCR 3.x's PP-OCRv5 mobile, PP-OCRv6 tiny and PP-OCRv6 small .yml files (keys and values as
-// PaddleOCR ships them: tests/models/data/ppocrv{5_mobile,6_tiny,6_small}_rec.yml) train one MultiHead
-// step with only the data, the dictionary and the batch overridden; the checkpoint holds both branches.
+// PaddleOCR ships them: tests/models/data/ppocrv{5_mobile,6_tiny,6_small}_rec.yml).
 static const char *const V5V6_YAMLS[] = {"ppocrv5_mobile_rec.yml", "ppocrv6_tiny_rec.yml", "ppocrv6_small_rec.yml"};
 
 START_TEST(test_ppocr_v5_v6_yaml_trains) {
-    char yml[1024], err[8192], out[600];
+    char yml[1024];
     snprintf(yml, sizeof yml, "%s/tests/models/data/%s", OCR_SOURCE_DIR, V5V6_YAMLS[_i]);
-    const char *a[] = {"train", "-c", yml, "-o", g_ov[0], g_ov[1], g_ov[2], g_ov[3], g_ov[4], g_ov[5],
-                       "Train.sampler.first_bs=2", "Train.loader.num_workers=1", "Eval.loader.batch_size_per_card=8",
-                       "--max-steps", "1", NULL};
-    int rc = at_run_capture(cmd_train, a, err, sizeof err);
-    ck_assert_msg(rc == 0, "train -c %s: exit %d: %s", V5V6_YAMLS[_i], rc, err);
-    snprintf(out, sizeof out, "%.580s/out", g_dir);
-    ck_assert_int_eq(count_multiloss_lines(out), 1);
-    char latest[800];
-    snprintf(latest, sizeof latest, "%s/latest/model.safetensors", out);
-    char *bytes;
-    size_t size;
-    ck_assert_msg(ocr_read_file(latest, &bytes, &size) == OCR_OK, "%s", ocr_last_error());
-    ck_assert_msg(memmem(bytes, size, "head.gtc_head.", 14) && memmem(bytes, size, "head.ctc_head.", 14),
-                  "%s: no MultiHead names in %s", V5V6_YAMLS[_i], latest);
-    free(bytes);
+    train_paddle_multihead_yaml(yml, 1);
 }
 END_TEST
 
