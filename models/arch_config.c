@@ -221,11 +221,23 @@ static ocr_status_t parse_lcnet4(const OcrConfig *cfg, OcrArch *a) {
     }
     OCR_TRY(ocr_config_get_bool(cfg, "Architecture.Backbone.deploy", 0, &s->deploy));
     // Keys of earlier PP-OCRv6 configs that PPLCNetV4.__init__ takes in **kwargs and never reads.
+    // An early PP-OCRv6_tiny_rec.yml says config_name: tiny without model_size; PaddleOCR's
+    // rec_lcnetv4.py then builds small, and so does this, but the note says so in as many words.
+    const char *config_name = NULL;
+    if (ocr_config_has(cfg, "Architecture.Backbone.config_name") &&
+        ocr_config_get_string(cfg, "Architecture.Backbone.config_name", NULL, &config_name) != OCR_OK)
+        config_name = NULL;
     static const char *const kw[] = {"use_rep", "stem_type", "config_name", "stem_channels", NULL};
     for (int i = 0; kw[i]; i++) {
         char k[96];
         snprintf(k, sizeof k, "Architecture.Backbone.%s", kw[i]);
-        if (ocr_config_has(cfg, k))
+        if (!ocr_config_has(cfg, k)) continue;
+        if (i == 2 && config_name && strcmp(config_name, size) != 0)
+            ocr_config_record_ignored(cfg, k,
+                                      "names another network than the one built: PPLCNetV4 takes config_name in "
+                                      "**kwargs and ignores it, as PaddleOCR does; model_size picks the network "
+                                      "(default small): set it to build the one config_name names");
+        else
             ocr_config_record_ignored(cfg, k,
                                       "PPLCNetV4 takes it in **kwargs and ignores it; model_size picks the network "
                                       "(default small)");

@@ -189,6 +189,21 @@ START_TEST(test_config_keys) {
     ck_assert_msg(ocr_arch_from_config(&arch, cfg) == OCR_OK, "%s", ocr_last_error());
     ck_assert_int_eq(ocr_config_num_ignored(cfg), 3);
     ocr_config_free(cfg);
+    // An early PP-OCRv6_tiny_rec.yml's config_name: tiny next to the small network it builds (no
+    // model_size: PaddleOCR's default) is named as naming another network; matching, it is not.
+    const char *const cn[] = {"Architecture.Backbone.config_name=\"tiny\"", NULL};
+    cfg = tm_config("rec_ppocrv6_small.json", cn);
+    ck_assert_msg(ocr_arch_from_config(&arch, cfg) == OCR_OK, "%s", ocr_last_error());
+    ck_assert(arch.lcnet4.size == OCR_LCNETV4_SMALL);
+    const char *why = NULL;
+    ck_assert_str_eq(ocr_config_ignored(cfg, 0, &why), "Architecture.Backbone.config_name");
+    ck_assert_msg(strstr(why, "another network") != NULL, "%s", why);
+    ocr_config_free(cfg);
+    cfg = tm_config("rec_ppocrv6_tiny.json", cn);
+    ck_assert_msg(ocr_arch_from_config(&arch, cfg) == OCR_OK, "%s", ocr_last_error());
+    ocr_config_ignored(cfg, 0, &why);
+    ck_assert_msg(strstr(why, "another network") == NULL, "%s", why);
+    ocr_config_free(cfg);
     const char *const bad[] = {"Architecture.Backbone.model_size=\"huge\"", NULL};
     cfg = tm_config("rec_ppocrv6_tiny.json", bad);
     ck_assert(ocr_arch_from_config(&arch, cfg) == OCR_ERR_CONFIG);
