@@ -236,7 +236,7 @@ static ocr_status_t parse_lcnet4(const OcrConfig *cfg, OcrArch *a) {
             ocr_config_record_ignored(cfg, k,
                                       "names another network than the one built: PPLCNetV4 takes config_name in "
                                       "**kwargs and ignores it, as PaddleOCR does; model_size picks the network "
-                                      "(default small): set it to build the one config_name names");
+                                      "(tiny, small or medium; default small)");
         else
             ocr_config_record_ignored(cfg, k,
                                       "PPLCNetV4 takes it in **kwargs and ignores it; model_size picks the network "
