@@ -13,6 +13,12 @@
 #   v6small  PP-OCRv6 small (configs/rec_ppocrv6_small.json): PPLCNetV4 small (StemBlock with the
 #            "SAME" 2x2 convs and max pool), LightSVTR neck (dims 120, depth 2, local kernel 7), CTC
 #            fc, 18,710 classes
+#   v6medium PP-OCRv6 medium (configs/rec_ppocrv6_medium.json): PPLCNetV4 medium (StemBlock 64/128,
+#            128 -> 256 -> 512 -> 768), LightSVTR (dims 192, MLP x4), CTC fc, 18,710 classes, NRTR
+#            width 512 (16 heads, FFN 2048)
+#   v5server PP-OCRv5 server (configs/rec_ppocrv5_server.json): PPHGNetV2_B4 text_rec (StemBlock,
+#            4 HG stages, the never-run classifier's parameters too), svtr neck from 2048 channels,
+#            CTC fc, 18,385 classes, NRTR 384 guidance
 #   v6tiny_ctc, v6small_ctc  the same CTC networks without the guidance branch
 #            (configs/rec_ppocrv6_{tiny,small}_ctc.json)
 # The v6 configs are MultiHead as PaddleOCR ships them, and ocrtrain's step trains both branches,
@@ -42,13 +48,15 @@ import argparse, json, os, resource, statistics, subprocess, sys, time
 CONFIGS = {"v3": "configs/rec_ppocrv3_en.json", "v4": "configs/rec_ppocrv4_ch.json",
            "v5": "configs/rec_ppocrv5_mobile.json", "v6tiny": "configs/rec_ppocrv6_tiny.json",
            "v6small": "configs/rec_ppocrv6_small.json", "v6tiny_ctc": "configs/rec_ppocrv6_tiny_ctc.json",
-           "v6small_ctc": "configs/rec_ppocrv6_small_ctc.json"}
+           "v6small_ctc": "configs/rec_ppocrv6_small_ctc.json", "v6medium": "configs/rec_ppocrv6_medium.json",
+           "v5server": "configs/rec_ppocrv5_server.json"}
 # Trainable parameters of each config as `ocrtrain info --config CONFIG` prints them (BN running
 # statistics excluded; v6: the CTC branch and the NRTR guidance branch). Every twin must have
 # exactly these: checked before each PyTorch measurement, and against `ocrtrain info --json`
 # when the ocrtrain executable sits beside --ocrtrain's bench_train_cpu.
 PARAMS = {"v3": 2215345, "v4": 6259405, "v5": 7682365, "v6tiny": 15944462, "v6small": 29270246,
-          "v6tiny_ctc": 1109774, "v6small_ctc": 5284070}
+          "v6tiny_ctc": 1109774, "v6small_ctc": 5284070, "v6medium": 55527798,
+          "v5server": 51662017}
 # ocrtrain's precision that matches each PyTorch autocast run (O1: low-precision compute,
 # fp32 parameters; O2 has no PyTorch autocast twin and is listed on ocrtrain's side only).
 OCR_PRECISIONS = {"fp32": ["fp32"], "bf16": ["bf16-o1", "bf16-o2"], "fp16": ["fp16-o1", "fp16-o2"]}
@@ -150,15 +158,15 @@ def build_model(name):
         def forward(s, x):
             return F.adaptive_avg_pool2d(s.blocks(s.conv1(x)), (1, 40))
 
-    class Block(nn.Module):  # pre-LN global mixer, 8 heads, MLP x2, swish
-        def __init__(s, d):
+    class Block(nn.Module):  # pre-LN global mixer, 8 heads, MLP x mlp (2; v6 medium's LightSVTR 4), swish
+        def __init__(s, d, mlp=2):
             super().__init__()
             s.n1 = nn.LayerNorm(d, eps=1e-5)
             s.qkv = nn.Linear(d, 3 * d)
             s.proj = nn.Linear(d, d)
             s.n2 = nn.LayerNorm(d, eps=1e-5)
-            s.fc1 = nn.Linear(d, 2 * d)
-            s.fc2 = nn.Linear(2 * d, d)
+            s.fc1 = nn.Linear(d, mlp * d)
+            s.fc2 = nn.Linear(mlp * d, d)
             s.h = 8
 
         def forward(s, x):
@@ -242,6 +250,10 @@ def build_model(name):
         "small": ((48, 96, True), [(3, 96, 96, 1, 1), (3, 96, 96, 1, 0), (3, 96, 96, 1, 0), (3, 96, 192, 2, 0)] +
                   [(3, 192, 192, 1, 1), (3, 192, 192, 1, 0)] * 3 + [(3, 192, 384, 2, 0), (3, 384, 384, 1, 1),
                                                                   (3, 384, 384, 1, 0)]),
+        "medium": ((64, 128, True), [(3, 128, 128, 1, 1), (3, 128, 256, 1, 0), (3, 256, 256, 1, 0),
+                                     (3, 256, 256, 1, 1), (3, 256, 512, 2, 0)] +
+                   [(3, 512, 512, 1, 1), (3, 512, 512, 1, 0)] * 3 + [(3, 512, 768, 2, 0), (3, 768, 768, 1, 1),
+                                                                   (3, 768, 768, 1, 0)]),
     }
 
     class LCNetV4(nn.Module):
@@ -280,11 +292,11 @@ def build_model(name):
             return s.pw(s.dw(x))
 
     class LightSVTR(nn.Module):  # z = reduce(x); z = z + local(z); norm(blocks(z)) + skip(x)
-        def __init__(s, cin, dims, local_kernel):
+        def __init__(s, cin, dims, local_kernel, mlp=2):
             super().__init__()
             s.reduce = ConvBN(cin, dims, 1, act=F.silu)
             s.local = ConvBN(dims, dims, (1, local_kernel), groups=dims, act=F.silu)
-            s.blocks = nn.ModuleList([Block(dims) for _ in range(2)])
+            s.blocks = nn.ModuleList([Block(dims, mlp) for _ in range(2)])
             s.norm = nn.LayerNorm(dims, eps=1e-6)
             s.skip = ConvBN(cin, dims, 1, act=F.silu)
 
@@ -339,10 +351,80 @@ def build_model(name):
                 t = l(t, mem, s.mask[:T, :T])
             return s.prj(t)
 
+    # ---- PP-OCRv5 server: PPHGNetV2_B4 (text_rec), as models/svtr/pphgnetv2.c builds it ----
+    class CBA(nn.Module):  # ConvBNAct: conv (no bias) + BN (+ ReLU); pad (k-1)/2, or "SAME" 0/1 for k = 2
+        def __init__(s, cin, cout, k, stride=1, groups=1, act=True):
+            super().__init__()
+            s.same = k == 2
+            s.conv = nn.Conv2d(cin, cout, k, stride, 0 if s.same else (k - 1) // 2, groups=groups, bias=False)
+            s.bn = nn.BatchNorm2d(cout)
+            s.act = act
+
+        def forward(s, x):
+            if s.same:
+                x = F.pad(x, (0, 1, 0, 1))
+            x = s.bn(s.conv(x))
+            return F.relu(x) if s.act else x
+
+    class HgBlock(nn.Module):  # layers (3x3 CBA, or light: 1x1 CB + dw kxk CBA) chained, concat, squeeze, excite
+        def __init__(s, cin, mid, cout, k, n, light, identity):
+            super().__init__()
+            s.layers = nn.ModuleList()
+            for i in range(n):
+                c = cin if i == 0 else mid
+                s.layers.append(nn.Sequential(CBA(c, mid, 1, act=False), CBA(mid, mid, k, groups=mid)) if light
+                                else CBA(c, mid, k))
+            s.squeeze = CBA(cin + n * mid, cout // 2, 1)
+            s.excite = CBA(cout // 2, cout, 1)
+            s.identity = identity
+
+        def forward(s, x):
+            outs = [x]
+            for l in s.layers:
+                outs.append(l(outs[-1]))
+            y = s.excite(s.squeeze(torch.cat(outs, 1)))
+            return y + x if s.identity else y
+
+    class HGNetV2B4(nn.Module):
+        # stage_config_rec: in, mid, out, blocks, light, kernel, layers, downsample stride (h, w)
+        STAGES = [(48, 48, 128, 1, False, 3, 6, (2, 1)), (128, 96, 512, 1, False, 3, 6, (1, 2)),
+                  (512, 192, 1024, 3, True, 5, 6, (2, 1)), (1024, 384, 2048, 1, True, 5, 6, (2, 1))]
+
+        def __init__(s):
+            super().__init__()
+            s.stem1 = CBA(3, 32, 3, 2)
+            s.stem2a, s.stem2b = CBA(32, 16, 2), CBA(16, 32, 2)
+            s.stem3, s.stem4 = CBA(64, 32, 3), CBA(32, 48, 1)
+            s.stages = nn.ModuleList()
+            for cin, mid, cout, nb, light, k, n, st in s.STAGES:
+                s.stages.append(nn.Sequential(CBA(cin, cin, 3, st, groups=cin, act=False),
+                                              *[HgBlock(cin if j == 0 else cout, mid, cout, k, n, light, j > 0)
+                                                for j in range(nb)]))
+            # The classifier PaddleOCR builds and never runs in the recognition form (parameters only).
+            s.last_conv = nn.Conv2d(2048, 2048, 1, bias=False)
+            s.fc = nn.Linear(2048, 1000)
+            s.out_channels = 2048
+
+        def forward(s, x):
+            x = s.stem1(x)
+            x2 = s.stem2b(s.stem2a(x))
+            x1 = F.max_pool2d(F.pad(x, (0, 1, 0, 1), value=float("-inf")), 2, 1)
+            x = s.stem4(s.stem3(torch.cat([x1, x2], 1)))
+            for st in s.stages:
+                x = st(x)
+            return F.adaptive_avg_pool2d(x, (1, 40))
+
     class Net(nn.Module):
         def __init__(s, v):
             super().__init__()
             s.guide = None
+            if v == "v5server":  # PPHGNetV2_B4 + svtr neck (dims 120, 1x3) + CTC fc; NRTR 384 guidance
+                s.kind, s.classes = "svtr", 18385
+                s.backbone = HGNetV2B4()
+                s.neck = SVTRNeck(2048, 120, (1, 3))
+                s.head = nn.Linear(120, s.classes)
+                s.guide = NrtrGuide(2048, s.classes + 4)
+                return
             if v.startswith("v6"):
                 size = v[2:].split("_")[0]
                 s.kind = "v6" + size
@@ -352,12 +434,13 @@ def build_model(name):
                     s.classes = 6906
                     s.neck = CtcGuide(c)
                     s.head = nn.Sequential(nn.Linear(c, 80), nn.Linear(80, s.classes))
-                else:  # LightSVTR dims 120, local kernel 7, CTC fc
+                else:  # LightSVTR (small: dims 120, MLP x2; medium: 192, x4), local kernel 7, CTC fc
                     s.classes = 18710
-                    s.neck = LightSVTR(c, 120, 7)
-                    s.head = nn.Linear(120, s.classes)
-                if not v.endswith("_ctc"):  # MultiHead: the NRTR guidance branch
-                    s.guide = NrtrGuide(c, s.classes + 4)
+                    dims, mlp = (192, 4) if size == "medium" else (120, 2)
+                    s.neck = LightSVTR(c, dims, 7, mlp)
+                    s.head = nn.Linear(dims, s.classes)
+                if not v.endswith("_ctc"):  # MultiHead: the NRTR guidance branch (medium: width 512)
+                    s.guide = NrtrGuide(c, s.classes + 4, d=512 if size == "medium" else 384)
                 return
             s.kind = "svtr"
             if v == "v3":
@@ -371,7 +454,8 @@ def build_model(name):
         def forward(s, x, tokens=None):  # -> CTC logits (B, T, classes), guidance logits or None
             f = s.backbone(x)
             if s.kind == "svtr":
-                return s.head(s.neck(f)), None
+                g = s.guide(f, tokens) if s.guide is not None and tokens is not None else None
+                return s.head(s.neck(f)), g
             if s.kind == "v6tiny":
                 seq = s.neck(f).squeeze(2).transpose(1, 2)
             else:
