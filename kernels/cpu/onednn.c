@@ -41,6 +41,7 @@ void ocr_onednn_gemm(int64_t batch, int64_t M, int64_t N, int64_t K, float alpha
 #else
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
@@ -244,26 +245,37 @@ static void entry_destroy(Entry *e) {
     dnnl_memory_desc_destroy(e->scratch);
 }
 
+// The slot for key k (ksz bytes at key_off) in an open-addressed table of `slots` entries of
+// elem_size bytes with an int `used` flag at used_off: the used slot holding k, else the first
+// unused one (*fresh = 1: the caller builds it), else NULL (the table is full). The caller holds
+// cache_lock. Both primitive caches (GEMM, convolution) probe through it.
+static void *cache_slot(void *table, size_t elem_size, int slots, size_t key_off, size_t used_off, const void *k,
+                        size_t ksz, int *fresh) {
+    const uint64_t h = key_bytes_hash(k, ksz);
+    *fresh = 0;
+    for (int probe_i = 0; probe_i < slots; probe_i++) {
+        char *e = (char *)table + ((h + (uint64_t)probe_i) % (uint64_t)slots) * elem_size;
+        int used;
+        memcpy(&used, e + used_off, sizeof used);
+        if (!used) {
+            *fresh = 1;
+            return e;
+        }
+        if (memcmp(e + key_off, k, ksz) == 0) return e;
+    }
+    return NULL;
+}
+
 // The cached entry for k, built on first use; NULL when the table is full (then *tmp is built).
 static Entry *lookup(const GemmKey *k, Entry *tmp) {
-    uint64_t h = key_bytes_hash(k, sizeof *k);
+    int fresh;
     pthread_mutex_lock(&cache_lock);
-    for (int probe_i = 0; probe_i < CACHE_SLOTS; probe_i++) {
-        Entry *e = &cache[(h + (uint64_t)probe_i) % CACHE_SLOTS];
-        if (!e->used) {
-            entry_build(e, k);
-            e->used = 1;
-            pthread_mutex_unlock(&cache_lock);
-            return e;
-        }
-        if (memcmp(&e->key, k, sizeof *k) == 0) {
-            pthread_mutex_unlock(&cache_lock);
-            return e;
-        }
-    }
+    Entry *e = cache_slot(cache, sizeof *cache, CACHE_SLOTS, offsetof(Entry, key), offsetof(Entry, used), k,
+                          sizeof *k, &fresh);
+    if (e && fresh) entry_build(e, k), e->used = 1;
     pthread_mutex_unlock(&cache_lock);
-    entry_build(tmp, k);
-    return NULL;
+    if (!e) entry_build(tmp, k);
+    return e;
 }
 
 // The same contract without oneDNN's reference kernel (f16 operands with row strides that
@@ -463,26 +475,15 @@ static void conv_entry_destroy(ConvEntry *e) {
 
 // The cached entry for k (built on first use); when the table is full, *tmp is built and returned.
 static ConvEntry *conv_lookup(const ConvKey *k, ConvEntry *tmp, int *is_tmp) {
-    const uint64_t h = key_bytes_hash(k, sizeof *k);
-    *is_tmp = 0;
+    int fresh;
     pthread_mutex_lock(&cache_lock);
-    for (int probe_i = 0; probe_i < CONV_SLOTS; probe_i++) {
-        ConvEntry *e = &conv_cache[(h + (uint64_t)probe_i) % CONV_SLOTS];
-        if (!e->used) {
-            conv_entry_build(e, k);
-            e->used = 1;
-            pthread_mutex_unlock(&cache_lock);
-            return e;
-        }
-        if (memcmp(&e->key, k, sizeof *k) == 0) {
-            pthread_mutex_unlock(&cache_lock);
-            return e;
-        }
-    }
+    ConvEntry *e = cache_slot(conv_cache, sizeof *conv_cache, CONV_SLOTS, offsetof(ConvEntry, key),
+                              offsetof(ConvEntry, used), k, sizeof *k, &fresh);
+    if (e && fresh) conv_entry_build(e, k), e->used = 1;
     pthread_mutex_unlock(&cache_lock);
-    conv_entry_build(tmp, k);
-    *is_tmp = 1;
-    return tmp;
+    *is_tmp = e == NULL;
+    if (!e) conv_entry_build(tmp, k), e = tmp;
+    return e;
 }
 
 // Runs direction dir: a = the map read (inp, or dout for the input gradient), b = dout for the

@@ -19,13 +19,19 @@ static const int32_t kIds[NROW] = {3, 0, 6, 3, 1, 3, 0, 5, 6};  // repeats and t
 
 static const ocr_dtype_t kDts[3] = {OCR_F32, OCR_F16, OCR_BF16};
 
+// kIds as an int32 tensor of the given shape (NROW elements).
+static OcrTensor ids_tensor(int ndim, const int64_t *shape) {
+    OcrTensor ids = ocr_test_tensor(OCR_I32, ndim, shape, NULL);
+    for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
+    return ids;
+}
+
 START_TEST(test_embedding_forward) {
     for (int k = 0; k < 3; k++) {
         float w[V * D];
         ocr_test_fill_uniform(w, V * D, 5 + k, -2.0f, 2.0f);
         OcrTensor table = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(V, D), w);
-        OcrTensor ids = ocr_test_tensor(OCR_I32, 2, OCR_SHAPE(3, 3), NULL);
-        for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
+        OcrTensor ids = ids_tensor(2, OCR_SHAPE(3, 3));
         for (int k2 = 0; k2 < 3; k2++) {
             OcrTensor out = ocr_test_tensor(kDts[k2], 3, OCR_SHAPE(3, 3, D), NULL);
             ocr_embedding_forward(&out, &ids, &table, PAD);
@@ -76,8 +82,7 @@ START_TEST(test_embedding_backward) {
         ocr_test_fill_uniform(g0, V * D, 35 + k, -0.5f, 0.5f);
         OcrTensor table = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(V, D), w);
         OcrTensor dout = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(NROW, D), g);
-        OcrTensor ids = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(NROW), NULL);
-        for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
+        OcrTensor ids = ids_tensor(1, OCR_SHAPE(NROW));
         OcrTensor dtable = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(V, D), g0);
         ocr_embedding_backward(&dtable, &dout, &ids, PAD);
         double td[V * D], dd[NROW * D], num[V * D];
@@ -110,8 +115,7 @@ START_TEST(test_embedding_backward_lowp) {
         float g[NROW * D];
         ocr_test_fill_uniform(g, NROW * D, 45 + k, -1.0f, 1.0f);
         OcrTensor dout = ocr_test_tensor(OCR_F32, 2, OCR_SHAPE(NROW, D), g);
-        OcrTensor ids = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(NROW), NULL);
-        for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
+        OcrTensor ids = ids_tensor(1, OCR_SHAPE(NROW));
         OcrTensor dt = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(V, D), NULL);
         ocr_zero_tensor(&dt);
         ocr_embedding_backward(&dt, &dout, &ids, PAD);
@@ -144,8 +148,7 @@ START_TEST(test_embedding_rows_match_reference) {
         ocr_test_fill_uniform(g, NROW * D, 71 + k, -1.0f, 1.0f);
         ocr_test_fill_uniform(start, V * D, 81 + k, -3.0f, 3.0f);
         OcrTensor table = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(V, D), w);
-        OcrTensor ids = ocr_test_tensor(OCR_I32, 1, OCR_SHAPE(NROW), NULL);
-        for (int n = 0; n < NROW; n++) ((int32_t *)ids.data)[n] = kIds[n];
+        OcrTensor ids = ids_tensor(1, OCR_SHAPE(NROW));
         OcrTensor dout = ocr_test_tensor(kDts[k], 2, OCR_SHAPE(NROW, D), g);
         OcrTensor got[2][3], dt[2];
         for (int ref = 0; ref < 2; ref++) {
