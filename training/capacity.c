@@ -274,27 +274,33 @@ ocr_status_t capacity_plan(const OcrConfig *cfg, const char *precision, int64_t 
         S[OCR_MEM_ACTIVATIONS] += tc;
         S[OCR_MEM_WORKSPACE] += tc;
     }
-    // Op scratch: measured at two batches and extrapolated linearly (see capacity.h). Scratch
-    // blocks are at least 1 MiB (core/memory.c), so small batches all measure the same block:
-    // the points are taken where scratch grows with the batch.
+    // Op scratch: measured at the probe batches, the line above them all (see capacity.h).
+    // Scratch blocks are at least 1 MiB (core/memory.c), so small batches all measure the same
+    // block: the probes are taken where scratch grows with the batch.
     built_free(&b);
-    OcrMemStats m1, m2;
-    const int b1 = CAPACITY_PROBE_LO, b2 = CAPACITY_PROBE_HI;
-    for (int k = 0; k < 2 && st == OCR_OK; k++) {
+    static const int probes[CAPACITY_PROBE_COUNT] = CAPACITY_PROBES;
+    int64_t ws[CAPACITY_PROBE_COUNT] = {0};
+    for (int k = 0; k < CAPACITY_PROBE_COUNT && st == OCR_OK; k++) {
         ocr_workspace_release();
         Built pb;
+        OcrMemStats m;
         st = build(&pb, cfg, precision);
-        if (st == OCR_OK) st = probe(&pb, k ? b2 : b1, 2, k ? &m2 : &m1);
+        if (st == OCR_OK) st = probe(&pb, probes[k], 2, &m);
+        if (st == OCR_OK) ws[k] = m.peak[OCR_MEM_WORKSPACE];
         if (pb.m) built_free(&pb);
     }
     ocr_workspace_release();
     if (st != OCR_OK) return st;
-    int64_t tc_ws = S[OCR_MEM_WORKSPACE];
-    int64_t ws_slope = (m2.peak[OCR_MEM_WORKSPACE] - m1.peak[OCR_MEM_WORKSPACE]) / (b2 - b1);
-    if (ws_slope < tc_ws) ws_slope = tc_ws;
+    int64_t ws_slope = S[OCR_MEM_WORKSPACE];  // at least the loss's f32 logits copy
+    for (int k = 1; k < CAPACITY_PROBE_COUNT; k++) {
+        int64_t slope = (ws[k] - ws[k - 1]) / (probes[k] - probes[k - 1]);
+        if (slope > ws_slope) ws_slope = slope;
+    }
+    int64_t ws_fixed = 0;
+    for (int k = 0; k < CAPACITY_PROBE_COUNT; k++)
+        if (ws[k] - probes[k] * ws_slope > ws_fixed) ws_fixed = ws[k] - probes[k] * ws_slope;
     S[OCR_MEM_WORKSPACE] = ws_slope;
-    F[OCR_MEM_WORKSPACE] = m2.peak[OCR_MEM_WORKSPACE] - b2 * ws_slope;
-    if (F[OCR_MEM_WORKSPACE] < 0) F[OCR_MEM_WORKSPACE] = 0;
+    F[OCR_MEM_WORKSPACE] = ws_fixed;
     for (int c = 0; c < OCR_MEM_CATEGORY_COUNT; c++) {
         out->fixed_bytes += F[c];
         out->bytes_per_sample += S[c];

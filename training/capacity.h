@@ -12,9 +12,13 @@
 //                gradient when the network's logits are low precision + op scratch.
 // Everything but op scratch comes from the plan (ocr_model_plan_u8, the tables and the loader
 // settings; nothing is allocated for it). The ops size their scratch (im2col buffers, f32
-// views of f16 tensors) themselves, so the planner measures it with two probe steps
-// (CAPACITY_PROBE_LO and _HI samples) and extrapolates linearly; capacity_measure runs a real
-// step and the tests check the total.
+// views of f16 tensors) themselves, so the planner measures it with probe steps at
+// CAPACITY_PROBES batches and takes the line above every probe: the steepest slope between
+// neighbouring probes (never below 0), through the highest point. Scratch need not grow
+// monotonically: a kernel may take another path on a larger map (bf16 convolutions emulated on
+// an AVX2-only CPU measured 5.2 MiB at batch 4 and 3.3 MiB at 16 on a small network, growing again
+// from there), and a line through two probes alone would then under-plan the batches between
+// them and beyond. capacity_measure runs a real step and the tests check the total.
 #ifndef OCR_TRAINING_CAPACITY_H
 #define OCR_TRAINING_CAPACITY_H
 
@@ -25,10 +29,10 @@
 #include "core/memory.h"
 
 #define CAPACITY_PRECISIONS 4
-// The batches of the two scratch probes (small enough to be cheap, large enough to leave the
-// 1 MiB minimum scratch block of core/memory.c behind).
-#define CAPACITY_PROBE_LO 4
-#define CAPACITY_PROBE_HI 16
+// The batches of the scratch probes (small enough to be cheap, large enough to leave the 1 MiB
+// minimum scratch block of core/memory.c behind), in increasing order.
+#define CAPACITY_PROBES {4, 16, 32}
+#define CAPACITY_PROBE_COUNT 3
 
 typedef struct {
     char name[16];              // "fp32", "fp16-o1", "fp16-o2", "bf16-o2"
