@@ -38,17 +38,37 @@ OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x) {
     return a;
 }
 
+// The activation and BN part of convbn_backward: g becomes the gradient at the conv's output.
+static void convbn_backward_bn(OcrCtx *c, ConvBN *l, Grad *g) {
+    if (l->has_act && l->act.inplace) {
+        grad_set(c, g, lbn_act_backward(c, &l->bn, &l->act, &g->t, 1));
+    } else {
+        if (l->has_act) grad_set(c, g, lact_backward(c, &l->act, &g->t, 1));
+        grad_set(c, g, lbn_backward(c, &l->bn, &g->t, 1));
+    }
+}
+
 OcrTensor convbn_backward(OcrCtx *c, ConvBN *l, const OcrTensor *dy, int need_dx) {
     Grad g = borrowed(dy);
-    if (l->has_act && l->act.inplace) {
-        grad_set(c, &g, lbn_act_backward(c, &l->bn, &l->act, &g.t, 1));
-    } else {
-        if (l->has_act) grad_set(c, &g, lact_backward(c, &l->act, &g.t, 1));
-        grad_set(c, &g, lbn_backward(c, &l->bn, &g.t, 1));
-    }
+    convbn_backward_bn(c, l, &g);
     OcrTensor dx = lconv_backward(c, &l->conv, &g.t, need_dx);
     grad_drop(c, &g);
     return dx;
+}
+
+OcrTensor convbn_backward_rebuilding_input(OcrCtx *c, ConvBN *l, const OcrTensor *dy, LBN *src_bn, LAct *src_act) {
+    Grad g = borrowed(dy);
+    convbn_backward_bn(c, l, &g);
+    OcrTensor dx = lconv_backward_input(c, &l->conv, &g.t);
+    OcrTensor dsrc = src_act ? lbn_act_backward_rebuilding_output(c, src_bn, src_act, &dx)
+                             : lbn_backward_rebuilding_output(c, src_bn, &dx);
+    OcrTensor *x = src_act ? &src_act->y : &src_bn->y;
+    l->conv.x = *x;
+    lconv_backward_weight(c, &l->conv, &g.t);
+    memset(&l->conv.x, 0, sizeof l->conv.x);
+    ocr_ctx_free(c, x);
+    grad_drop(c, &g);
+    return dsrc;
 }
 
 // ---- SE ---------------------------------------------------------------------------------------------

@@ -289,27 +289,15 @@ static OcrTensor *convbn_forward_dropping_input(OcrCtx *c, V4ConvBN *l, OcrTenso
     return z;
 }
 
-// Backward of convbn_forward_dropping_input, returning the gradient at x (src's output), or,
-// when x was dropped, at src's BN input with src's BN + activation backward done (*src_done = 1;
-// otherwise 0 and nothing of src has run). A dropped x is needed only by the conv's weight
-// gradient, while src's backward needs the conv's input gradient: so the conv's input gradient
-// comes first (it reads only dy and the weight), then src's BN + activation backward, which forms
-// x again in the same pass (lbn_act_backward_rebuilding_output: the forward's bits, so the weight
-// gradient is unchanged, and the activation evaluated once instead of once to rebuild and once to
-// differentiate), then the weight gradient from x, which is freed after it.
-static OcrTensor convbn_backward_rebuilding_input(OcrCtx *c, V4ConvBN *l, const OcrTensor *dy, LBN *src_bn,
-                                                  LAct *src_act, int *recompute, int *src_done) {
+// Backward of convbn_forward_dropping_input: when x was dropped, convbn_backward_rebuilding_input
+// (blocks.h), whose gradient is at src's BN input with src's BN + activation backward done
+// (*src_done = 1); otherwise v4convbn_backward, the gradient at x (*src_done = 0, nothing of src
+// has run).
+static OcrTensor v4convbn_backward_rebuilding_input(OcrCtx *c, V4ConvBN *l, const OcrTensor *dy, LBN *src_bn,
+                                                    LAct *src_act, int *recompute, int *src_done) {
     *src_done = 0;
     if (!*recompute) return v4convbn_backward(c, l, dy, 1);
-    Grad g = borrowed(dy);
-    grad_set(c, &g, lbn_backward(c, &l->cb.bn, &g.t, 1));
-    OcrTensor dx = lconv_backward_input(c, &l->cb.conv, &g.t);
-    OcrTensor dsrc = lbn_act_backward_rebuilding_output(c, src_bn, src_act, &dx);
-    l->cb.conv.x = src_act->y;
-    lconv_backward_weight(c, &l->cb.conv, &g.t);
-    memset(&l->cb.conv.x, 0, sizeof l->cb.conv.x);
-    ocr_ctx_free(c, &src_act->y);
-    grad_drop(c, &g);
+    OcrTensor dsrc = convbn_backward_rebuilding_input(c, &l->cb, dy, src_bn, src_act);
     *recompute = 0;
     *src_done = 1;
     return dsrc;
@@ -361,7 +349,7 @@ OcrTensor v4block_backward(OcrCtx *c, V4Block *l, const OcrTensor *dy, int need_
     if (l->residual) ladd_backward(c, &l->add);
     Grad g = borrowed(dy);
     int expand_bn_done;
-    grad_set(c, &g, convbn_backward_rebuilding_input(c, &l->compress, &g.t, &l->expand.cb.bn, &l->expand.cb.act,
+    grad_set(c, &g, v4convbn_backward_rebuilding_input(c, &l->compress, &g.t, &l->expand.cb.bn, &l->expand.cb.act,
                                                      &l->expand_recompute, &expand_bn_done));
     if (l->se_recompute) se_output_again(c, l);
     if (expand_bn_done)
@@ -525,7 +513,7 @@ static OcrTensor stem_backward(OcrCtx *c, Lcnet4 *m, const OcrTensor *dy, int ne
         Grad g = borrowed(dy);
         ConvBN *cb = &m->stem[0].cb;
         int gelu_done;
-        grad_set(c, &g, convbn_backward_rebuilding_input(c, &m->stem[1], &g.t, &cb->bn, &m->stem_gelu,
+        grad_set(c, &g, v4convbn_backward_rebuilding_input(c, &m->stem[1], &g.t, &cb->bn, &m->stem_gelu,
                                                          &m->stem_recompute, &gelu_done));
         OcrTensor dx;
         if (gelu_done) {

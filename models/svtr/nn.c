@@ -358,19 +358,23 @@ static void bn_begin(OcrCtx *c, LBN *l, const OcrTensor *x) {
     l->training = bn_uses_batch_stats(c, l);
     l->save_mean = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
     l->save_rstd = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
+    memset(&l->save_scale, 0, sizeof l->save_scale);  // not an earlier pass's (lbn_backward frees it)
 }
 
 static float bn_momentum(const OcrCtx *c, const LBN *l) { return c->bn_momentum >= 0.0f ? c->bn_momentum : l->momentum; }
 
-OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
+static OcrTensor *bn_forward(OcrCtx *c, LBN *l, const OcrTensor *x, int rebuildable) {
     l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, x->shape);
     bn_begin(c, l, x);
+    if (rebuildable) l->save_scale = ocr_ctx_new(c, OCR_F32, 1, (int64_t[]){l->channels});
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
         OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
-        if (bn_sync(c, l))
-            ocr_batchnorm2d_act_forward_sync(&l->y, &l->save_mean, &l->save_rstd, NULL, &rm, &rv, x, &g, &bb,
-                                             OCR_ACT_NONE, bn_momentum(c, l), l->eps, l->training, bn_sync(c, l));
+        // The fused kernel with act NONE is batchnorm2d_forward, bit for bit (kernels/ops.h).
+        if (bn_sync(c, l) || rebuildable)
+            ocr_batchnorm2d_act_forward_sync(&l->y, &l->save_mean, &l->save_rstd, rebuildable ? &l->save_scale : NULL,
+                                             &rm, &rv, x, &g, &bb, OCR_ACT_NONE, bn_momentum(c, l), l->eps,
+                                             l->training, bn_sync(c, l));
         else
             ocr_batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, bn_momentum(c, l),
                                     l->eps, l->training);
@@ -380,6 +384,9 @@ OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) {
     ocr_ctx_release(c, &l->save_mean);
     return &l->y;
 }
+
+OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x) { return bn_forward(c, l, x, 0); }
+OcrTensor *lbn_forward_rebuildable(OcrCtx *c, LBN *l, const OcrTensor *x) { return bn_forward(c, l, x, 1); }
 
 int lbn_can_accumulate(const OcrCtx *c, const LBN *l, const OcrTensor *sum) {
     return !c->keep_all && !bn_sync(c, l) && sum->data && sum->dtype == ocr_ctx_dtype(c, l->op);
@@ -415,10 +422,30 @@ OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
             ocr_batchnorm2d_backward(need_dx ? &dx : NULL, &dg, &db, dy, &l->x, &g, &l->save_mean, &l->save_rstd,
                                      l->training);
     }
+    ocr_ctx_free(c, &l->save_scale);  // lbn_forward_rebuildable's
     ocr_ctx_free(c, &l->save_rstd);
     ocr_ctx_free(c, &l->save_mean);
     ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
+    return dx;
+}
+
+OcrTensor lbn_backward_rebuilding_output(OcrCtx *c, LBN *l, OcrTensor *dy) {
+    OCR_ASSERT(!l->y.data && l->x.data && l->save_scale.data && l->save_mean.data,
+               "%s: no dropped output of lbn_forward_rebuildable to rebuild", c->ops->items[l->op].name);
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, l->x.shape);
+    OcrTensor dx = ocr_ctx_like(c, &l->x);
+    if (!c->plan) {
+        OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
+        OcrTensor dg = ocr_ctx_grad(c, l->g), db = ocr_ctx_grad(c, l->b);
+        ocr_batchnorm2d_act_backward_rebuild(&l->y, &dx, &dg, &db, dy, &l->x, &g, &bb, &l->save_mean, &l->save_rstd,
+                                             &l->save_scale, OCR_ACT_NONE, l->training, bn_sync(c, l));
+    }
+    ocr_ctx_free(c, dy);
+    ocr_ctx_free(c, &l->save_scale);
+    ocr_ctx_free(c, &l->save_rstd);
+    ocr_ctx_free(c, &l->save_mean);
+    ocr_ctx_bwd_done(c, l->op);  // l->y stays: the caller frees it
     return dx;
 }
 
@@ -534,6 +561,16 @@ OcrTensor lbn_act_backward_rebuilding_output(OcrCtx *c, LBN *bn, LAct *act, OcrT
         ocr_ctx_free(c, dy);
     lbn_act_backward_end(c, bn, act);  // act->y stays: the caller frees it
     return dx;
+}
+
+void lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act) {
+    OCR_ASSERT(act->inplace && !act->y.data && bn->x.data && bn->save_scale.data && bn->save_mean.data,
+               "%s: no dropped output of lbn_act_forward to form again", c->ops->items[act->op].name);
+    act->y = ocr_ctx_new(c, ocr_ctx_dtype(c, bn->op), 4, bn->x.shape);
+    if (!c->plan) {
+        OcrTensor bb = ocr_ctx_param(c, bn->b);
+        ocr_batchnorm2d_act_apply(&act->y, &bn->x, &bn->save_mean, &bn->save_scale, &bb, act->act);
+    }
 }
 
 // ---- learnable affine block -------------------------------------------------------------------------

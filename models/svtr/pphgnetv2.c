@@ -103,20 +103,59 @@ static void hgblock_build(OcrBuilder *b, HgBlock *l, const char *prefix, HgBlock
     if (s.identity) ladd_build(b, &l->add, NAME(buf, "%s.add", prefix));
 }
 
+// The ConvBN whose fused BN + ReLU output is the layer's output, and the conv that reads its input.
+static ConvBN *layer_last(HgLayer *y) { return y->light ? &y->conv2 : &y->conv; }
+static LConv *layer_first_conv(HgLayer *y) { return y->light ? &y->conv1.conv : &y->conv.conv; }
+
 static OcrTensor *hglayer_forward(OcrCtx *c, HgLayer *y, const OcrTensor *x) {
     if (!y->light) return convbn_forward(c, &y->conv, x);
-    OcrTensor *a = convbn_forward(c, &y->conv1, x);
+    OcrTensor *a;
+    if (c->training && !c->keep_all) {
+        // conv1's BN output only feeds conv2, which saves it for its weight gradient: its BN keeps
+        // the scale that forms it again, in case hgblock_forward drops it.
+        OcrTensor *t = lconv_forward(c, &y->conv1.conv, x);
+        a = lbn_forward_rebuildable(c, &y->conv1.bn, t);
+    } else {
+        a = convbn_forward(c, &y->conv1, x);
+    }
     OcrTensor *o = convbn_forward(c, &y->conv2, a);
     ocr_ctx_release(c, a);
     return o;
 }
 
-static OcrTensor hglayer_backward(OcrCtx *c, HgLayer *y, const OcrTensor *dy, int need_dx) {
-    if (!y->light) return convbn_backward(c, &y->conv, dy, need_dx);
-    OcrTensor d = convbn_backward(c, &y->conv2, dy, 1);
-    OcrTensor dx = convbn_backward(c, &y->conv1, &d, need_dx);
-    ocr_ctx_free(c, &d);
-    return dx;
+// Whether a training pass may drop the maps that block_drop frees: every layer output, the
+// squeeze's output and the light layers' conv1 outputs come from fused or rebuildable BNs, and
+// no conv saved an autocast copy of its input (then the conv reads the dropped map itself).
+static int block_can_drop(const OcrCtx *c, HgBlock *l) {
+    if (!c->training || c->keep_all) return 0;
+    for (int i = 0; i < l->nlayers; i++) {
+        HgLayer *y = &l->layers[i];
+        ConvBN *last = layer_last(y);
+        if (!last->act.inplace || last->conv.xcast || layer_first_conv(y)->xcast) return 0;
+        if (y->light && !y->conv1.bn.save_scale.data) return 0;
+    }
+    return l->squeeze.act.inplace && !l->squeeze.conv.xcast && !l->excitation.conv.xcast;
+}
+
+// A block saves, besides each conv's output (its BN's input), four kinds of maps that only its
+// own convs' weight gradients read again: each layer output (the next layer's input), their
+// concatenation with x (the squeeze conv's input), the squeeze's output (the excitation's input)
+// and, in light layers, conv1's BN output (conv2's input): more than the BN inputs, on every
+// stage of PPHGNetV2_B4. In a training pass they go once the block's forward is done,
+// and the backward forms each again from its BN's saved input and statistics (the forward's bits,
+// so every gradient is unchanged) just before the conv that reads it: the squeeze's output and
+// the conv1 outputs inside their own BN's backward (convbn_backward_rebuilding_input), the layer
+// outputs and the concatenation before the squeeze's backward, which reads the concatenation, and
+// kept until each layer's backward has read its input. Only x stays: the block's input is the
+// previous block's output.
+static void block_drop(OcrCtx *c, HgBlock *l) {
+    for (int i = 0; i < l->nlayers; i++) {
+        HgLayer *y = &l->layers[i];
+        ocr_ctx_drop(c, &layer_last(y)->act.y);
+        if (y->light) ocr_ctx_drop(c, &y->conv1.bn.y);
+    }
+    ocr_ctx_drop(c, &l->cat.y);
+    ocr_ctx_drop(c, &l->squeeze.act.y);
 }
 
 static OcrTensor *hgblock_forward(OcrCtx *c, HgBlock *l, const OcrTensor *x) {
@@ -129,27 +168,66 @@ static OcrTensor *hgblock_forward(OcrCtx *c, HgBlock *l, const OcrTensor *x) {
     ocr_ctx_release(c, cat);
     OcrTensor *e = convbn_forward(c, &l->excitation, s);
     ocr_ctx_release(c, s);
+    l->dropped = block_can_drop(c, l);
+    if (l->dropped) block_drop(c, l);
     if (!l->identity) return e;
-    OcrTensor *y = ladd_forward(c, &l->add, e, x);
+    // The excitation's output only feeds the sum (its backward reads its BN input): the sum goes over it.
+    OcrTensor *y = ladd_can_reuse(c, &l->add, e) ? ladd_forward_into(c, &l->add, e, x, e) : ladd_forward(c, &l->add, e, x);
     ocr_ctx_release(c, e);
     return y;
+}
+
+// The layer outputs and their concatenation with x again (block_drop), in the order the forward
+// made them; each layer's first conv reads its input from them again. x, the block's input, is
+// the one layer 0's conv saved (no autocast copy when the block dropped).
+static void block_outputs_again(OcrCtx *c, HgBlock *l) {
+    const OcrTensor *x = &layer_first_conv(&l->layers[0])->x;
+    const OcrTensor *outs[OCR_HGNET2_MAX_LAYERS + 1];
+    outs[0] = x;
+    for (int i = 0; i < l->nlayers; i++) {
+        ConvBN *last = layer_last(&l->layers[i]);
+        lbn_act_output_again(c, &last->bn, &last->act);
+        outs[i + 1] = &last->act.y;
+        if (i + 1 < l->nlayers) layer_first_conv(&l->layers[i + 1])->x = last->act.y;
+    }
+    OcrTensor *cat = &l->cat.y;
+    *cat = ocr_ctx_new(c, ocr_ctx_dtype(c, l->cat.op), 4,
+                       (int64_t[]){x->shape[0], x->shape[1], x->shape[2], l->squeeze.conv.cin});
+    if (!c->plan) ocr_concat_forward(cat, outs, l->nlayers + 1);
+    l->squeeze.conv.x = *cat;
+}
+
+static OcrTensor hglayer_backward(OcrCtx *c, HgLayer *y, const OcrTensor *dy, int need_dx, int dropped) {
+    if (!y->light) return convbn_backward(c, &y->conv, dy, need_dx);
+    OcrTensor d = dropped ? convbn_backward_rebuilding_input(c, &y->conv2, dy, &y->conv1.bn, NULL)
+                          : convbn_backward(c, &y->conv2, dy, 1);
+    OcrTensor dx = dropped ? lconv_backward(c, &y->conv1.conv, &d, need_dx) : convbn_backward(c, &y->conv1, &d, need_dx);
+    ocr_ctx_free(c, &d);
+    return dx;
 }
 
 static OcrTensor hgblock_backward(OcrCtx *c, HgBlock *l, const OcrTensor *dy, int need_dx) {
     if (l->identity) ladd_backward(c, &l->add);
     Grad g = borrowed(dy);
-    grad_set(c, &g, convbn_backward(c, &l->excitation, &g.t, 1));
-    grad_set(c, &g, convbn_backward(c, &l->squeeze, &g.t, 1));
+    if (l->dropped) {
+        grad_set(c, &g, convbn_backward_rebuilding_input(c, &l->excitation, &g.t, &l->squeeze.bn, &l->squeeze.act));
+        block_outputs_again(c, l);
+        grad_set(c, &g, lconv_backward(c, &l->squeeze.conv, &g.t, 1));
+    } else {
+        grad_set(c, &g, convbn_backward(c, &l->excitation, &g.t, 1));
+        grad_set(c, &g, convbn_backward(c, &l->squeeze, &g.t, 1));
+    }
     OcrTensor d[OCR_HGNET2_MAX_LAYERS + 1];
     lconcatn_backward(c, &l->cat, &g.t, d);
     grad_drop(c, &g);
     // Layer i's output feeds the concat (d[i + 1]) and layer i + 1: walk back accumulating both.
     for (int i = l->nlayers - 1; i >= 0; i--) {
         int to_input = i > 0 || need_dx;
-        OcrTensor dprev = hglayer_backward(c, &l->layers[i], &d[i + 1], to_input);
+        OcrTensor dprev = hglayer_backward(c, &l->layers[i], &d[i + 1], to_input, l->dropped);
         ocr_ctx_free(c, &d[i + 1]);
         ocr_ctx_accumulate(c, &d[i], &dprev);
     }
+    l->dropped = 0;
     if (!need_dx) {
         ocr_ctx_free(c, &d[0]);
         return (OcrTensor){0};

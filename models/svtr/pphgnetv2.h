@@ -56,6 +56,7 @@ typedef struct {
 
 typedef struct {
     int nlayers, identity;
+    int dropped;  // the last training forward freed the maps its backward forms again (pphgnetv2.c)
     HgLayer layers[OCR_HGNET2_MAX_LAYERS];
     LConcatN cat;
     ConvBN squeeze, excitation;

@@ -28,6 +28,13 @@ static float *copy_bytes_f32(const OcrTensor *t, int64_t *n) {
     return tm_copy_f32(t);
 }
 
+// A MultiHead network's labels for the next pass (none given: not a MultiHead network).
+static void set_labels(OcrModel *m, const int32_t *labels, const int32_t *lengths, int B) {
+    if (!labels) return;
+    const int L = ocr_model_arch(m)->multihead.steps + 1;
+    ck_assert_msg(ocr_model_set_guide_labels(m, labels, lengths, B, L) == OCR_OK, "%s", ocr_last_error());
+}
+
 // One training step (two forwards first, so the running statistics have moved twice). With the
 // config's AMP keys set (amp 1), an AMP engine assigns the ops' dtypes as the trainer's does.
 static StepResult run_step(const char *cfg, const char *const *ov, int B, int H, int W, ocr_dtype_t dtype, int keep,
@@ -59,18 +66,39 @@ static StepResult run_step(const char *cfg, const char *const *ov, int B, int H,
         ocr_tensor_free(&x);
         x = xd;
     }
+    // A MultiHead network's guidance branch trains on labels: the same made-up ones on both paths.
+    const int guided = ocr_model_arch(m)->multihead.kind != OCR_GUIDE_NONE;
+    int32_t *labels = NULL, *lengths = NULL;
+    if (guided) {
+        const int L = ocr_model_arch(m)->multihead.steps + 1;
+        labels = calloc((size_t)B * L, sizeof *labels);
+        lengths = calloc((size_t)B, sizeof *lengths);
+        for (int b = 0; b < B; b++) {
+            lengths[b] = 3 + b;
+            for (int i = 0; i < lengths[b]; i++) labels[b * L + i] = 1 + (7 * b + 5 * i) % 97;
+        }
+    }
     StepResult r = {0};
     OcrMemPlan plan = {0};
-    // ocr_model_plan plans f32 images until a forward has seen another dtype.
+    // ocr_model_plan plans f32 images until a forward has seen another dtype (and a MultiHead
+    // network's decoder for the labels given).
+    set_labels(m, labels, lengths, B);
     if (dtype == OCR_F32) ck_assert_msg(ocr_model_plan(m, B, H, W, 1, &plan) == OCR_OK, "%s", ocr_last_error());
-    ck_assert_msg(ocr_model_forward(m, &x, 1) == OCR_OK, "%s", ocr_last_error());
-    ck_assert_msg(ocr_model_forward(m, &x, 1) == OCR_OK, "%s", ocr_last_error());
+    for (int pass = 0; pass < 2; pass++) {
+        set_labels(m, labels, lengths, B);
+        ck_assert_msg(ocr_model_forward(m, &x, 1) == OCR_OK, "%s", ocr_last_error());
+    }
+    free(labels);
+    free(lengths);
     r.logits = copy_bytes_f32(ocr_model_logits(m), &r.nlogits);
-    OcrTensor *d = ocr_model_dlogits(m);
-    float *w = malloc((size_t)ocr_tensor_numel(d) * sizeof(float));
-    ocr_rng_fill_uniform(w, (size_t)ocr_tensor_numel(d), 5, 6, 0, -1.0f, 1.0f);
-    ocr_tensor_from_f32(d, w);
-    free(w);
+    OcrTensor *ds[2] = {ocr_model_dlogits(m), guided ? ocr_model_guide_dlogits(m) : NULL};
+    for (int k = 0; k < 2 && ds[k]; k++) {
+        OcrTensor *d = ds[k];
+        float *w = malloc((size_t)ocr_tensor_numel(d) * sizeof(float));
+        ocr_rng_fill_uniform(w, (size_t)ocr_tensor_numel(d), 5 + k, 6, 0, -1.0f, 1.0f);
+        ocr_tensor_from_f32(d, w);
+        free(w);
+    }
     ck_assert_msg(ocr_model_backward(m) == OCR_OK, "%s", ocr_last_error());
     int64_t live;
     ocr_model_arena_usage(m, &r.peak, &live);
@@ -184,6 +212,20 @@ START_TEST(test_ppocrv6_paths_agree) {
     const char *const o1[] = {NO_DICT, "Global.use_amp=true", "Global.amp_level=O1", "Global.amp_dtype=bfloat16",
                               NULL};
     compare_paths_amp("rec_ppocrv6_small_ctc.json", o1, 2, 48, 64, OCR_F32, 1);
+}
+END_TEST
+
+// PP-OCRv5 server (PPHGNetV2_B4): each HG block's layer outputs, their concatenation, the squeeze's
+// output and the light layers' conv1 outputs freed once the block's forward is done and formed
+// again from their BNs' inputs in the backward; the excitation's output summed over in place.
+// Light and plain layers, identity and first blocks; f32, f16, bf16 and BF16-O1 (autocast copies).
+START_TEST(test_ppocrv5_server_paths_agree) {
+    const char *const ov[] = {NULL};  // the config's own dictionary (MultiHead: no out_channels key)
+    compare_paths("rec_ppocrv5_server.json", ov, 2, 48, 64, OCR_F32);
+    compare_paths("rec_ppocrv5_server.json", ov, 2, 48, 64, OCR_F16);
+    compare_paths("rec_ppocrv5_server.json", ov, 2, 48, 64, OCR_BF16);
+    const char *const o1[] = {"Global.use_amp=true", "Global.amp_level=O1", "Global.amp_dtype=bfloat16", NULL};
+    compare_paths_amp("rec_ppocrv5_server.json", o1, 2, 48, 64, OCR_F32, 1);
 }
 END_TEST
 
@@ -304,6 +346,7 @@ int main(void) {
     tcase_add_test(tc, test_ppocrv4_paths_agree);
     tcase_add_test(tc, test_svtr_tiny_paths_agree);
     tcase_add_test(tc, test_ppocrv6_paths_agree);
+    tcase_add_test(tc, test_ppocrv5_server_paths_agree);
     suite_add_tcase(s, tc);
     return ocr_test_run_suite(s);
 }
