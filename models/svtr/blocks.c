@@ -60,13 +60,11 @@ OcrTensor convbn_backward_rebuilding_input(OcrCtx *c, ConvBN *l, const OcrTensor
     Grad g = borrowed(dy);
     convbn_backward_bn(c, l, &g);
     OcrTensor dx = lconv_backward_input(c, &l->conv, &g.t);
-    OcrTensor dsrc = src_act ? lbn_act_backward_rebuilding_output(c, src_bn, src_act, &dx)
-                             : lbn_backward_rebuilding_output(c, src_bn, &dx);
-    OcrTensor *x = src_act ? &src_act->y : &src_bn->y;
-    l->conv.x = *x;
+    OcrTensor dsrc = lbn_act_backward_rebuilding_output(c, src_bn, src_act, &dx);
+    l->conv.x = src_act->y;
     lconv_backward_weight(c, &l->conv, &g.t);
     memset(&l->conv.x, 0, sizeof l->conv.x);
-    ocr_ctx_free(c, x);
+    ocr_ctx_free(c, &src_act->y);
     grad_drop(c, &g);
     return dsrc;
 }

@@ -36,8 +36,8 @@ void convbn_build(OcrBuilder *b, ConvBN *l, const char *prefix, ConvBNNames name
 OcrTensor *convbn_forward(OcrCtx *c, ConvBN *l, const OcrTensor *x);
 OcrTensor convbn_backward(OcrCtx *c, ConvBN *l, const OcrTensor *dy, int need_dx);
 // convbn_backward (need_dx) for a ConvBN whose input x the training pass dropped after this conv's
-// forward (ocr_ctx_drop), x being the output of src: a fused BN + activation (lbn_act_forward,
-// src_act) or a plain BN (lbn_forward_rebuildable, src_act NULL). Only the conv's weight gradient
+// forward (ocr_ctx_drop), x being the output of src, a fused BN + activation (lbn_act_forward).
+// Only the conv's weight gradient
 // reads x again, while src's backward needs the conv's input gradient: so that input gradient
 // comes first (it reads only dy and the weight), then src's backward, which forms x again in the
 // same pass (the forward's bits, so the weight gradient is unchanged), then the weight gradient

@@ -286,6 +286,19 @@ OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx) 
     return dx;
 }
 
+void lconv_forward_again(OcrCtx *c, LConv *l) {
+    OCR_ASSERT(!l->xcast && l->x.data && !l->y.data, "%s: no dropped output to form again", c->ops->items[l->op].name);
+    const OcrTensor *x = &l->x;
+    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4,
+                       (int64_t[]){x->shape[0], out_size(x->shape[1], l->kh, l->p.stride_h, l->p.pad_h),
+                                   out_size(x->shape[2], l->kw, l->p.stride_w, l->p.pad_w), l->cout});
+    if (!c->plan) {
+        OcrTensor w = ocr_ctx_weight(c, l->w), bias;
+        if (l->b >= 0) bias = ocr_ctx_weight(c, l->b);
+        ocr_conv2d_forward(&l->y, x, &w, l->b >= 0 ? &bias : NULL, l->p);
+    }
+}
+
 OcrTensor lconv_backward_input(OcrCtx *c, LConv *l, const OcrTensor *dy) {
     OCR_ASSERT(!l->xcast, "%s: the split backward is not for an autocast input", c->ops->items[l->op].name);
     OcrTensor dx = ocr_ctx_like(c, &l->x);
@@ -430,24 +443,6 @@ OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     return dx;
 }
 
-OcrTensor lbn_backward_rebuilding_output(OcrCtx *c, LBN *l, OcrTensor *dy) {
-    OCR_ASSERT(!l->y.data && l->x.data && l->save_scale.data && l->save_mean.data,
-               "%s: no dropped output of lbn_forward_rebuildable to rebuild", c->ops->items[l->op].name);
-    l->y = ocr_ctx_new(c, ocr_ctx_dtype(c, l->op), 4, l->x.shape);
-    OcrTensor dx = ocr_ctx_like(c, &l->x);
-    if (!c->plan) {
-        OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
-        OcrTensor dg = ocr_ctx_grad(c, l->g), db = ocr_ctx_grad(c, l->b);
-        ocr_batchnorm2d_act_backward_rebuild(&l->y, &dx, &dg, &db, dy, &l->x, &g, &bb, &l->save_mean, &l->save_rstd,
-                                             &l->save_scale, OCR_ACT_NONE, l->training, bn_sync(c, l));
-    }
-    ocr_ctx_free(c, dy);
-    ocr_ctx_free(c, &l->save_scale);
-    ocr_ctx_free(c, &l->save_rstd);
-    ocr_ctx_free(c, &l->save_mean);
-    ocr_ctx_bwd_done(c, l->op);  // l->y stays: the caller frees it
-    return dx;
-}
 
 // ---- activation ----------------------------------------------------------------------------------
 
@@ -564,12 +559,13 @@ OcrTensor lbn_act_backward_rebuilding_output(OcrCtx *c, LBN *bn, LAct *act, OcrT
 }
 
 void lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act) {
-    OCR_ASSERT(act->inplace && !act->y.data && bn->x.data && bn->save_scale.data && bn->save_mean.data,
-               "%s: no dropped output of lbn_act_forward to form again", c->ops->items[act->op].name);
-    act->y = ocr_ctx_new(c, ocr_ctx_dtype(c, bn->op), 4, bn->x.shape);
+    OcrTensor *y = act ? &act->y : &bn->y;
+    OCR_ASSERT((!act || act->inplace) && !y->data && bn->x.data && bn->save_scale.data && bn->save_mean.data,
+               "%s: no dropped output to form again", c->ops->items[act ? act->op : bn->op].name);
+    *y = ocr_ctx_new(c, ocr_ctx_dtype(c, bn->op), 4, bn->x.shape);
     if (!c->plan) {
         OcrTensor bb = ocr_ctx_param(c, bn->b);
-        ocr_batchnorm2d_act_apply(&act->y, &bn->x, &bn->save_mean, &bn->save_scale, &bb, act->act);
+        ocr_batchnorm2d_act_apply(y, &bn->x, &bn->save_mean, &bn->save_scale, &bb, act ? act->act : OCR_ACT_NONE);
     }
 }
 

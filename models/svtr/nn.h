@@ -173,6 +173,11 @@ OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx);
 // l->x back, adds the weight and bias gradients and ends the backward as lconv_backward does.
 // The same bits as lconv_backward (the two products are independent). Not for an autocast copy.
 OcrTensor lconv_backward_input(OcrCtx *c, LConv *l, const OcrTensor *dy);
+// l->y again, the output of the last lconv_forward that a training pass dropped (a cheap
+// convolution's output, its BN's saved input), from l->x, which the caller has put back: the
+// forward's kernel on the forward's input and weight, so the forward's bits. lconv_backward
+// frees it as usual. Not for an autocast copy.
+void lconv_forward_again(OcrCtx *c, LConv *l);
 void lconv_backward_weight(OcrCtx *c, LConv *l, const OcrTensor *dy);
 
 // ---- batch norm (Paddle: momentum 0.9, eps 1e-5) ---------------------------------------
@@ -194,14 +199,9 @@ void lbn_build(OcrBuilder *b, LBN *l, const char *name, int channels, OcrParamAt
 OcrTensor *lbn_forward(OcrCtx *c, LBN *l, const OcrTensor *x);
 // lbn_forward that also saves save_scale (C, f32, as lbn_act_forward does), so that a training
 // pass can drop the output once its readers' forwards have run (ocr_ctx_drop) and
-// lbn_backward_rebuilding_output forms it again, bit for bit. The output and statistics are
+// lbn_act_output_again forms it again, bit for bit. The output and statistics are
 // lbn_forward's; lbn_backward is its backward too.
 OcrTensor *lbn_forward_rebuildable(OcrCtx *c, LBN *l, const OcrTensor *x);
-// lbn_backward (need_dx) of lbn_forward_rebuildable whose output was dropped, writing that
-// output again into l->y from the same pass (batchnorm2d_act_backward_rebuild with act NONE):
-// for the next conv's weight gradient, which runs after this backward. dy is consumed (freed);
-// l->y stays for the caller, who frees it after that weight gradient.
-OcrTensor lbn_backward_rebuilding_output(OcrCtx *c, LBN *l, OcrTensor *dy);
 // sum += bn(x) without storing bn(x) (batchnorm2d_forward_accumulate: the bits of lbn_forward
 // followed by accumulate). The backward is lbn_backward's (it never reads the output). Only when
 // lbn_can_accumulate: a sum of the op's dtype, per-rank statistics, and a pass that does not keep
@@ -246,6 +246,7 @@ OcrTensor lbn_act_backward_rebuilding_output(OcrCtx *c, LBN *bn, LAct *act, OcrT
 // act->y again, a dropped output of lbn_act_forward, by batchnorm2d_act_apply from the saved
 // input and statistics (the forward's bits), for readers whose backward runs before this BN's
 // (a concat of several such outputs, HGNetV2's aggregation); lbn_act_backward frees it as usual.
+// act NULL: bn->y, the dropped output of lbn_forward_rebuildable (lbn_backward frees it).
 void lbn_act_output_again(OcrCtx *c, LBN *bn, LAct *act);
 
 // ---- LearnableAffineBlock: y = scale · x + bias with two learned scalars ----------------

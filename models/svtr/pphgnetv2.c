@@ -33,13 +33,13 @@ static OcrTensor *lconcatn_forward(OcrCtx *c, LConcatN *l, const OcrTensor *cons
 
 // The input gradients (new arena tensors, in the inputs' dtypes), allocated in input order.
 static void lconcatn_backward(OcrCtx *c, LConcatN *l, const OcrTensor *dy, OcrTensor *dx) {
+    ocr_ctx_free(c, &l->y);  // read by the next conv's weight gradient only, done by now
     OcrTensor *out[OCR_HGNET2_MAX_LAYERS + 1];
     for (int i = 0; i < l->count; i++) {
         dx[i] = ocr_ctx_new(c, l->dtypes[i], 4, (int64_t[]){dy->shape[0], dy->shape[1], dy->shape[2], l->channels[i]});
         out[i] = &dx[i];
     }
     if (!c->plan) ocr_concat_backward(out, l->count, dy);
-    ocr_ctx_free(c, &l->y);
     ocr_ctx_bwd_done(c, l->op);
 }
 
@@ -141,18 +141,23 @@ static int block_can_drop(const OcrCtx *c, HgBlock *l) {
 // own convs' weight gradients read again: each layer output (the next layer's input), their
 // concatenation with x (the squeeze conv's input), the squeeze's output (the excitation's input)
 // and, in light layers, conv1's BN output (conv2's input): more than the BN inputs, on every
-// stage of PPHGNetV2_B4. In a training pass they go once the block's forward is done,
-// and the backward forms each again from its BN's saved input and statistics (the forward's bits,
-// so every gradient is unchanged) just before the conv that reads it: the squeeze's output and
-// the conv1 outputs inside their own BN's backward (convbn_backward_rebuilding_input), the layer
-// outputs and the concatenation before the squeeze's backward, which reads the concatenation, and
-// kept until each layer's backward has read its input. Only x stays: the block's input is the
-// previous block's output.
+// stage of PPHGNetV2_B4. In a training pass they go once the block's forward is done, and the
+// backward forms each again from its BN's saved input and statistics (the forward's bits, so
+// every gradient is unchanged) just before the conv that reads it: the squeeze's output inside
+// its BN's backward (convbn_backward_rebuilding_input), the layer outputs and the concatenation
+// before the squeeze's backward, which reads the concatenation, and kept until each layer's
+// backward has read its input. A light layer's conv2 output (its BN's input) goes too: the
+// backward runs the depthwise conv again on conv1's output, formed again first (a 5x5 depthwise
+// conv costs 25 multiply-adds per value, against the 1x1 conv1's hundreds). Only x stays: the
+// block's input is the previous block's output.
 static void block_drop(OcrCtx *c, HgBlock *l) {
     for (int i = 0; i < l->nlayers; i++) {
         HgLayer *y = &l->layers[i];
         ocr_ctx_drop(c, &layer_last(y)->act.y);
-        if (y->light) ocr_ctx_drop(c, &y->conv1.bn.y);
+        if (y->light) {
+            ocr_ctx_drop(c, &y->conv1.bn.y);
+            ocr_ctx_drop(c, &y->conv2.conv.y);
+        }
     }
     ocr_ctx_drop(c, &l->cat.y);
     ocr_ctx_drop(c, &l->squeeze.act.y);
@@ -178,14 +183,24 @@ static OcrTensor *hgblock_forward(OcrCtx *c, HgBlock *l, const OcrTensor *x) {
 }
 
 // The layer outputs and their concatenation with x again (block_drop), in the order the forward
-// made them; each layer's first conv reads its input from them again. x, the block's input, is
+// made them (a light layer's from its conv2 output, formed again first and kept for its BN's
+// backward); each layer's first conv reads its input from them again. x, the block's input, is
 // the one layer 0's conv saved (no autocast copy when the block dropped).
 static void block_outputs_again(OcrCtx *c, HgBlock *l) {
     const OcrTensor *x = &layer_first_conv(&l->layers[0])->x;
     const OcrTensor *outs[OCR_HGNET2_MAX_LAYERS + 1];
     outs[0] = x;
     for (int i = 0; i < l->nlayers; i++) {
-        ConvBN *last = layer_last(&l->layers[i]);
+        HgLayer *y = &l->layers[i];
+        ConvBN *last = layer_last(y);
+        if (y->light) {
+            // conv2's output (its BN's input) from conv1's, formed again for the moment.
+            lbn_act_output_again(c, &y->conv1.bn, NULL);
+            y->conv2.conv.x = y->conv1.bn.y;
+            lconv_forward_again(c, &y->conv2.conv);
+            y->conv2.bn.x = y->conv2.conv.y;
+            ocr_ctx_free(c, &y->conv1.bn.y);
+        }
         lbn_act_output_again(c, &last->bn, &last->act);
         outs[i + 1] = &last->act.y;
         if (i + 1 < l->nlayers) layer_first_conv(&l->layers[i + 1])->x = last->act.y;
@@ -199,9 +214,15 @@ static void block_outputs_again(OcrCtx *c, HgBlock *l) {
 
 static OcrTensor hglayer_backward(OcrCtx *c, HgLayer *y, const OcrTensor *dy, int need_dx, int dropped) {
     if (!y->light) return convbn_backward(c, &y->conv, dy, need_dx);
-    OcrTensor d = dropped ? convbn_backward_rebuilding_input(c, &y->conv2, dy, &y->conv1.bn, NULL)
-                          : convbn_backward(c, &y->conv2, dy, 1);
-    OcrTensor dx = dropped ? lconv_backward(c, &y->conv1.conv, &d, need_dx) : convbn_backward(c, &y->conv1, &d, need_dx);
+    if (dropped) {
+        // conv1's output again for conv2's weight gradient (block_drop; block_outputs_again
+        // formed conv2's output from it).
+        lbn_act_output_again(c, &y->conv1.bn, NULL);
+        y->conv2.conv.x = y->conv1.bn.y;
+    }
+    OcrTensor d = convbn_backward(c, &y->conv2, dy, 1);
+    ocr_ctx_free(c, &y->conv1.bn.y);  // read by conv2's weight gradient only
+    OcrTensor dx = convbn_backward(c, &y->conv1, &d, need_dx);
     ocr_ctx_free(c, &d);
     return dx;
 }
@@ -212,7 +233,10 @@ static OcrTensor hgblock_backward(OcrCtx *c, HgBlock *l, const OcrTensor *dy, in
     if (l->dropped) {
         grad_set(c, &g, convbn_backward_rebuilding_input(c, &l->excitation, &g.t, &l->squeeze.bn, &l->squeeze.act));
         block_outputs_again(c, l);
-        grad_set(c, &g, lconv_backward(c, &l->squeeze.conv, &g.t, 1));
+        // The weight gradient first: the concatenation goes before the input gradient is made.
+        lconv_backward_weight(c, &l->squeeze.conv, &g.t);
+        ocr_ctx_free(c, &l->cat.y);
+        grad_set(c, &g, lconv_backward_input(c, &l->squeeze.conv, &g.t));
     } else {
         grad_set(c, &g, convbn_backward(c, &l->excitation, &g.t, 1));
         grad_set(c, &g, convbn_backward(c, &l->squeeze, &g.t, 1));
