@@ -179,17 +179,30 @@ static int repdw_can_fuse(const OcrCtx *c, const RepDW *l, const OcrTensor *p) {
            p->dtype == ocr_ctx_dtype(c, l->add1.op);
 }
 
+// The final BN of a training pass keeps the scale that forms its output again (v4block_forward
+// may drop that output).
+static OcrTensor *repdw_bn_forward(OcrCtx *c, RepDW *l, const OcrTensor *s2) {
+    return c->training && !c->keep_all ? lbn_forward_rebuildable(c, &l->bn, s2) : lbn_forward(c, &l->bn, s2);
+}
+
 OcrTensor *repdw_forward(OcrCtx *c, RepDW *l, const OcrTensor *x) {
+    l->k_recompute = 0;
     if (l->deploy) return lconv_forward(c, &l->reparam, x);
     OCR_ASSERT(!l->conv.deploy && !l->conv.cb.has_act);
     OcrTensor *p = lconv_forward(c, &l->conv1, x);
     if (repdw_can_fuse(c, l, p)) {
         OcrTensor *k = lconv_forward(c, &l->conv.cb.conv, x);
         lbn_forward_accumulate(c, &l->conv.cb.bn, k, p);
+        // k, the 3x3 depthwise conv's output, is read again only by its BN's backward: in a
+        // training pass it goes, and the conv (9 multiply-adds per value) runs again then.
+        if (c->training && !l->conv.cb.conv.xcast) {
+            ocr_ctx_drop(c, k);
+            l->k_recompute = !k->data;  // not with keep_all, which keeps it
+        }
         ocr_ctx_release(c, k);
         ladd_record_fused(c, &l->add1, p);
         OcrTensor *s2 = ladd_forward_into(c, &l->add2, p, x, p);
-        OcrTensor *y = lbn_forward(c, &l->bn, s2);
+        OcrTensor *y = repdw_bn_forward(c, l, s2);
         ocr_ctx_release(c, s2);
         return y;
     }
@@ -199,7 +212,7 @@ OcrTensor *repdw_forward(OcrCtx *c, RepDW *l, const OcrTensor *x) {
     ocr_ctx_release(c, p);
     OcrTensor *s2 = ladd_forward(c, &l->add2, s, x);
     ocr_ctx_release(c, s);
-    OcrTensor *y = lbn_forward(c, &l->bn, s2);
+    OcrTensor *y = repdw_bn_forward(c, l, s2);
     ocr_ctx_release(c, s2);
     return y;
 }
@@ -210,6 +223,11 @@ OcrTensor repdw_backward(OcrCtx *c, RepDW *l, const OcrTensor *dy, int need_dx) 
     ladd_backward(c, &l->add2);
     ladd_backward(c, &l->add1);
     OcrTensor d1 = lconv_backward(c, &l->conv1, &ds, need_dx);
+    if (l->k_recompute) {
+        lconv_forward_again(c, &l->conv.cb.conv);
+        l->conv.cb.bn.x = l->conv.cb.conv.y;
+        l->k_recompute = 0;
+    }
     OcrTensor d3 = v4convbn_backward(c, &l->conv, &ds, need_dx);
     if (!need_dx) {
         ocr_ctx_free(c, &ds);
@@ -305,7 +323,9 @@ static OcrTensor v4convbn_backward_rebuilding_input(OcrCtx *c, V4ConvBN *l, cons
 
 OcrTensor *v4block_forward(OcrCtx *c, V4Block *l, const OcrTensor *x) {
     l->se_recompute = 0;
+    l->mixer_recompute = 0;
     OcrTensor *t = l->use_rep ? repdw_forward(c, &l->rep, x) : v4convbn_forward(c, &l->dw, x);
+    OcrTensor *mixed = t;
     if (l->use_se) {
         OcrTensor *s = se_forward(c, &l->se, t);
         ocr_ctx_release(c, t);
@@ -330,7 +350,25 @@ OcrTensor *v4block_forward(OcrCtx *c, V4Block *l, const OcrTensor *x) {
         l->se_recompute = saved && !t->data;  // not with keep_all, which keeps it
     }
     ocr_ctx_release(c, t);
+    // The RepDW output is read again by the SE multiply's backward (as the input it scaled) or,
+    // without SE, by the expand conv's weight gradient, and by nothing else (the residual sum and
+    // the SE's average pool are done with it): it goes too, and mixer_output_again forms it from
+    // the RepDW's last BN (its saved input and scale) before either backward runs.
+    if (l->use_rep && !l->rep.deploy && c->training && l->rep.bn.save_scale.data &&
+        (l->use_se ? l->se.mul.x.data == mixed->data : !expand_conv(l)->xcast)) {
+        ocr_ctx_drop(c, mixed);
+        l->mixer_recompute = !mixed->data;
+    }
     return y;
+}
+
+static void mixer_output_again(OcrCtx *c, V4Block *l) {
+    lbn_act_output_again(c, &l->rep.bn, NULL);
+    if (l->use_se)
+        l->se.mul.x = l->rep.bn.y;
+    else
+        expand_conv(l)->x = l->rep.bn.y;
+    l->mixer_recompute = 0;
 }
 
 // The SE output again, from the multiply's saved input and scale (the forward's kernel: the same
@@ -351,6 +389,7 @@ OcrTensor v4block_backward(OcrCtx *c, V4Block *l, const OcrTensor *dy, int need_
     int expand_bn_done;
     grad_set(c, &g, v4convbn_backward_rebuilding_input(c, &l->compress, &g.t, &l->expand.cb.bn, &l->expand.cb.act,
                                                      &l->expand_recompute, &expand_bn_done));
+    if (l->mixer_recompute) mixer_output_again(c, l);
     if (l->se_recompute) se_output_again(c, l);
     if (expand_bn_done)
         grad_set(c, &g, lconv_backward(c, expand_conv(l), &g.t, 1));

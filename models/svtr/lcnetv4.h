@@ -57,6 +57,9 @@ typedef struct {
     LAdd add1, add2;
     LBN bn;
     LConv reparam;
+    // Training: the 3x3 branch's conv output (its BN's input) was freed after the forward and the
+    // depthwise conv runs again on x before that BN's backward (repdw_forward).
+    int k_recompute;
 } RepDW;
 void repdw_build(OcrBuilder *b, RepDW *l, const char *prefix, int channels, int k, int deploy);
 OcrTensor *repdw_forward(OcrCtx *c, RepDW *l, const OcrTensor *x);
@@ -79,6 +82,10 @@ typedef struct {
     // was freed after the compress conv's forward and is rebuilt, bit for bit, from the expand BN's
     // saved input and statistics just before the compress conv's backward.
     int expand_recompute;
+    // Training: the RepDW output (the SE's or the expand conv's saved input) was freed after the
+    // forward and is formed again from its BN's saved input and statistics before the SE's
+    // output is (v4block_forward).
+    int mixer_recompute;
 } V4Block;
 typedef struct {
     int cin, cout, k, sh, sw, use_se, deploy;
