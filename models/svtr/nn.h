@@ -171,7 +171,9 @@ OcrTensor lconv_backward(OcrCtx *c, LConv *l, const OcrTensor *dy, int need_dx);
 // gradient exists (lbn_act_backward_rebuilding_output): _input returns dx from dy and the weight
 // (a convolution's input gradient never reads the input's values, only its shape); _weight, with
 // l->x back, adds the weight and bias gradients and ends the backward as lconv_backward does.
-// The same bits as lconv_backward (the two products are independent). Not for an autocast copy.
+// The same bits as lconv_backward (the two products are independent). Either order: _weight
+// first lets a caller free an input it formed again before _input allocates dx (HGNetV2's
+// concatenation). Not for an autocast copy.
 OcrTensor lconv_backward_input(OcrCtx *c, LConv *l, const OcrTensor *dy);
 // l->y again, the output of the last lconv_forward that a training pass dropped (a cheap
 // convolution's output, its BN's saved input), from l->x, which the caller has put back: the
