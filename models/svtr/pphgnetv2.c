@@ -329,22 +329,25 @@ void hgnet2_build(OcrBuilder *b, Hgnet2 *m, const char *prefix, int in_channels,
                                 .binit = ocr_init_const(0.0f), .attr = ocr_attr_no_decay(1.0f)});
 }
 
+// The stem's maps that only pads, the max pool (as its output) and the concat read go once read,
+// in training passes too (ocr_ctx_drop): no backward reads them (the activations' backwards read
+// their BN's input, the pool's its input, the pads and the concat nothing).
 static OcrTensor *stem_forward(OcrCtx *c, Hgnet2 *m, const OcrTensor *x) {
     OcrTensor *x1 = convbn_forward(c, &m->stem[0], x);
     OcrTensor *p = lpad_forward(c, &m->pad2a, x1);
     OcrTensor *a = convbn_forward(c, &m->stem[1], p);
     ocr_ctx_release(c, p);
     p = lpad_forward(c, &m->pad2b, a);
-    ocr_ctx_release(c, a);
+    ocr_ctx_drop(c, a);
     OcrTensor *x2 = convbn_forward(c, &m->stem[2], p);
     ocr_ctx_release(c, p);
     p = lpad_forward(c, &m->pad_pool, x1);
-    ocr_ctx_release(c, x1);
+    ocr_ctx_drop(c, x1);
     OcrTensor *xp = lpool_forward(c, &m->stem_pool, p, LPOOL_MAX, 0, 0);
     ocr_ctx_release(c, p);
     OcrTensor *cat = lconcat_forward(c, &m->stem_cat, xp, x2);  // paddle.concat([pooled, x2], 1)
-    ocr_ctx_release(c, xp);
-    ocr_ctx_release(c, x2);
+    ocr_ctx_drop(c, xp);
+    ocr_ctx_drop(c, x2);
     OcrTensor *y3 = convbn_forward(c, &m->stem[3], cat);
     ocr_ctx_release(c, cat);
     OcrTensor *y = convbn_forward(c, &m->stem[4], y3);
@@ -387,7 +390,10 @@ OcrTensor *hgnet2_forward(OcrCtx *c, Hgnet2 *m, const OcrTensor *x) {
             y = n;
         }
     }
-    return lpool_rec_forward(c, &m->pool, y);
+    // The last block's output feeds only the pool, whose backward reads its shape alone.
+    OcrTensor *pooled = lpool_rec_forward(c, &m->pool, y);
+    ocr_ctx_drop(c, y);
+    return pooled;
 }
 
 OcrTensor hgnet2_backward(OcrCtx *c, Hgnet2 *m, const OcrTensor *dy, int need_dx) {
