@@ -379,28 +379,29 @@ static void depthwise_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *d
     if (db) ocr_cpu_f32_store(dbias, db);
 }
 
-// f16/bf16 pointwise convolutions without the hardware widen their maps to fp32 (below): whole,
+// f16/bf16 dense convolutions without the hardware widen their maps to fp32 (below): whole,
 // that is up to four fp32 copies of maps at once (x, y forward; dy, x, dx backward), 300 MiB of
 // scratch for PP-OCRv5 server's widest 1x1 conv at batch 32. Past EMULATED_SLAB_BYTES of widened
-// rows they go a slab of rows at a time instead (the rows of a pointwise conv are independent; the
-// weight gradient's fp32 sums run on over every slab and are rounded once, as whole). The same
-// fp32 GEMMs on the same rounded values, on fewer rows per call (oneDNN's summation order may
-// differ with the row count, as between sgemm and oneDNN). Exact numerics keeps the whole-tensor
-// reference.
+// maps they go a slab of whole images at a time instead (images are independent; the weight
+// gradient's fp32 sums run on over every slab and are rounded once, as whole). The same fp32
+// GEMMs on the same rounded values, on fewer rows per call (oneDNN's summation order may differ
+// with the row count, as between sgemm and oneDNN). Exact numerics keeps the whole-tensor
+// reference; depthwise convolutions widen a block of rows at a time already.
 #define EMULATED_SLAB_BYTES ((int64_t)16 << 20)
 
-static int64_t emulated_slab_rows(const ConvGeom *g, ocr_dtype_t dt) {
-    if (!is_pointwise(g) || dt == OCR_F32 || ocr_cpu_exact_numerics() || ocr_cpu_lp_native(dt)) return 0;
-    int64_t per_row = (2 * g->C + g->OC) * (int64_t)sizeof(float), slab = EMULATED_SLAB_BYTES / per_row;
-    if (slab < 256) slab = 256;
-    return g->N * g->Ho * g->Wo > slab ? slab : 0;
+static int64_t emulated_slab_images(const ConvGeom *g, ocr_dtype_t dt) {
+    if (is_depthwise(g) || dt == OCR_F32 || ocr_cpu_exact_numerics() || ocr_cpu_lp_native(dt)) return 0;
+    const int64_t per_image = (2 * g->H * g->W * g->C + g->Ho * g->Wo * g->OC) * (int64_t)sizeof(float);
+    int64_t slab = per_image > 0 ? EMULATED_SLAB_BYTES / per_image : g->N;
+    if (slab < 1) slab = 1;
+    return g->N > slab ? slab : 0;
 }
 
-// Rows [r0, r0 + n) of an NHWC map as a (1, 1, n, C) tensor over the same memory.
-static OcrTensor rows_view(const OcrTensor *t, int64_t r0, int64_t n) {
-    const int64_t C = t->shape[3];
-    return ocr_tensor_view((char *)t->data + r0 * C * (int64_t)ocr_dtype_size(t->dtype), t->dtype, t->device, 4,
-                           (int64_t[]){1, 1, n, C});
+// Images [n0, n0 + n) of an NHWC map, over the same memory.
+static OcrTensor images_view(const OcrTensor *t, int64_t n0, int64_t n) {
+    const int64_t per_image = t->shape[1] * t->shape[2] * t->shape[3];
+    return ocr_tensor_view((char *)t->data + n0 * per_image * (int64_t)ocr_dtype_size(t->dtype), t->dtype, t->device,
+                           4, (int64_t[]){n, t->shape[1], t->shape[2], t->shape[3]});
 }
 
 void ocr_cpu_conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTensor *weight, const OcrTensor *bias,
@@ -421,11 +422,11 @@ void ocr_cpu_conv2d_forward(OcrTensor *out, const OcrTensor *inp, const OcrTenso
         ocr_cpu_scratch_free(&s);
         return;
     }
-    const int64_t slab = emulated_slab_rows(&g, inp->dtype);
+    const int64_t slab = emulated_slab_images(&g, inp->dtype);
     if (slab) {
-        for (int64_t r0 = 0, rows = g.N * g.Ho * g.Wo; r0 < rows; r0 += slab) {
-            const int64_t n = rows - r0 < slab ? rows - r0 : slab;
-            OcrTensor xi = rows_view(inp, r0, n), yo = rows_view(out, r0, n);
+        for (int64_t n0 = 0; n0 < g.N; n0 += slab) {
+            const int64_t n = g.N - n0 < slab ? g.N - n0 : slab;
+            OcrTensor xi = images_view(inp, n0, n), yo = images_view(out, n0, n);
             ocr_cpu_conv2d_forward(&yo, &xi, weight, bias, p);
         }
         return;
@@ -528,16 +529,16 @@ void ocr_cpu_conv2d_backward(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
             return;
         }
     }
-    const int64_t slab = inp->dtype == dout->dtype ? emulated_slab_rows(&g, dout->dtype) : 0;
+    const int64_t slab = inp->dtype == dout->dtype ? emulated_slab_images(&g, dout->dtype) : 0;
     if (slab) {
         // dweight and dbias sum in fp32 over every slab (views of fp32 buffers), stored once.
         float *dwf = dweight ? ocr_cpu_f32_out(&s, dweight, 1) : NULL, *dbf = dbias ? ocr_cpu_f32_out(&s, dbias, 1) : NULL;
         OcrTensor dwv = dweight ? ocr_cpu_f32_view(dweight, dwf) : (OcrTensor){0};
         OcrTensor dbv = dbias ? ocr_cpu_f32_view(dbias, dbf) : (OcrTensor){0};
-        for (int64_t r0 = 0, rows = g.N * g.Ho * g.Wo; r0 < rows; r0 += slab) {
-            const int64_t n = rows - r0 < slab ? rows - r0 : slab;
-            OcrTensor dyi = rows_view(dout, r0, n), xi = rows_view(inp, r0, n);
-            OcrTensor dxi = dinp ? rows_view(dinp, r0, n) : (OcrTensor){0};
+        for (int64_t n0 = 0; n0 < g.N; n0 += slab) {
+            const int64_t n = g.N - n0 < slab ? g.N - n0 : slab;
+            OcrTensor dyi = images_view(dout, n0, n), xi = images_view(inp, n0, n);
+            OcrTensor dxi = dinp ? images_view(dinp, n0, n) : (OcrTensor){0};
             ocr_cpu_conv2d_backward(dinp ? &dxi : NULL, dweight ? &dwv : NULL, dbias ? &dbv : NULL, &dyi, &xi, weight, p);
         }
         if (dweight) ocr_cpu_f32_store(dweight, dwf);

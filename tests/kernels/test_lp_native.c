@@ -336,11 +336,12 @@ START_TEST(test_conv2d_emulated) {
     ck_assert_str_eq(ocr_cpu_isa_name(dt), "emulated");
     int64_t before = ocr_onednn_primitives_created();
     for (size_t k = 0; k < sizeof conv_cases / sizeof conv_cases[0]; k++) conv_case(dt, dt, gdt, &conv_cases[k]);
-    // A pointwise conv over more rows than one slab of widened rows (conv2d.c: 16 MiB of them,
-    // 3,276 rows at 512 + 512 + 256 fp32 channels): the rows go in two slabs, the weight
-    // gradient's sums run on over both.
-    const ConvP slabs = {2, 6, 320, 512, 256, 1, 1, {1, 1, 0, 0, 1}, 1};
-    conv_case(dt, dt, gdt, &slabs);
+    // Convolutions over more images than one slab of widened maps (conv2d.c: 16 MiB of them):
+    // a pointwise one of 9.8 MiB per image and a 3x3 one of 7.9 MiB per image go in two slabs,
+    // the weight gradient's sums running on over both.
+    const ConvP slabs[] = {{2, 6, 320, 512, 256, 1, 1, {1, 1, 0, 0, 1}, 1},
+                           {3, 24, 160, 256, 16, 3, 3, {1, 1, 1, 1, 1}, 0}};
+    for (int k = 0; k < 2; k++) conv_case(dt, dt, gdt, &slabs[k]);
     ck_assert_int_gt(ocr_onednn_primitives_created(), before);
     ocr_cpu_force_emulated(0);
 }
