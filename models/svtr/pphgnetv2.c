@@ -382,6 +382,13 @@ OcrTensor *hgnet2_forward(OcrCtx *c, Hgnet2 *m, const OcrTensor *x) {
     for (int i = 0; i < 4; i++) {
         HgStage *st = &m->stages[i];
         OcrTensor *n = convbn_forward(c, &st->downsample, y);
+        // Its depthwise conv's output is read again only by its BN's backward: it goes, and the
+        // conv (9 multiply-adds per value) runs again then.
+        st->downsample_recompute = 0;
+        if (c->training && !st->downsample.conv.xcast) {
+            ocr_ctx_drop(c, &st->downsample.conv.y);
+            st->downsample_recompute = !st->downsample.conv.y.data;  // not with keep_all
+        }
         ocr_ctx_release(c, y);
         y = n;
         for (int j = 0; j < st->nblocks; j++) {
@@ -404,6 +411,11 @@ OcrTensor hgnet2_backward(OcrCtx *c, Hgnet2 *m, const OcrTensor *dy, int need_dx
             OcrTensor n = hgblock_backward(c, &st->blocks[j], &g, 1);
             ocr_ctx_free(c, &g);
             g = n;
+        }
+        if (st->downsample_recompute) {
+            lconv_forward_again(c, &st->downsample.conv);
+            st->downsample.bn.x = st->downsample.conv.y;
+            st->downsample_recompute = 0;
         }
         OcrTensor n = convbn_backward(c, &st->downsample, &g, 1);
         ocr_ctx_free(c, &g);

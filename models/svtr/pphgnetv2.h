@@ -65,6 +65,9 @@ typedef struct {
 
 typedef struct {
     ConvBN downsample;
+    // Training: the downsample's depthwise conv output (its BN's input) was freed after the
+    // forward and the conv runs again before the BN's backward (pphgnetv2.c).
+    int downsample_recompute;
     HgBlock blocks[OCR_HGNET2_MAX_BLOCKS];
     int nblocks;
 } HgStage;
