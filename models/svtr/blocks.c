@@ -69,6 +69,17 @@ OcrTensor convbn_backward_rebuilding_input(OcrCtx *c, ConvBN *l, const OcrTensor
     return dsrc;
 }
 
+int convbn_drop_conv_output(OcrCtx *c, ConvBN *l) {
+    if (!c->training || l->conv.xcast) return 0;
+    ocr_ctx_drop(c, &l->conv.y);
+    return !l->conv.y.data;  // kept with keep_all
+}
+
+void convbn_conv_output_again(OcrCtx *c, ConvBN *l) {
+    lconv_forward_again(c, &l->conv);
+    l->bn.x = l->conv.y;
+}
+
 // ---- SE ---------------------------------------------------------------------------------------------
 
 void se_build(OcrBuilder *b, SEBlock *l, const char *prefix, int channels, float lr_mult) {

@@ -44,6 +44,13 @@ OcrTensor convbn_backward(OcrCtx *c, ConvBN *l, const OcrTensor *dy, int need_dx
 // from x, which is freed after it. Returns the gradient at src's BN input: src's backward is done.
 // Not for a conv that saved an autocast copy of x (it has no need of x).
 OcrTensor convbn_backward_rebuilding_input(OcrCtx *c, ConvBN *l, const OcrTensor *dy, LBN *src_bn, LAct *src_act);
+// For a ConvBN whose conv is cheap to run again (depthwise: 9 or 25 multiply-adds per value):
+// in a training pass its output, read again only as the BN's saved input, goes after the forward
+// (not with keep_all, nor when the conv saved an autocast copy); returns whether it went.
+// convbn_conv_output_again runs the conv again on its saved input (the forward's bits) and
+// gives the BN its input back, before the BN's backward.
+int convbn_drop_conv_output(OcrCtx *c, ConvBN *l);
+void convbn_conv_output_again(OcrCtx *c, ConvBN *l);
 
 // ---- squeeze-and-excitation: x · hardsigmoid(conv2(relu(conv1(avgpool(x))))) ------------------
 typedef struct {

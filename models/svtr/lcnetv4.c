@@ -193,12 +193,8 @@ OcrTensor *repdw_forward(OcrCtx *c, RepDW *l, const OcrTensor *x) {
     if (repdw_can_fuse(c, l, p)) {
         OcrTensor *k = lconv_forward(c, &l->conv.cb.conv, x);
         lbn_forward_accumulate(c, &l->conv.cb.bn, k, p);
-        // k, the 3x3 depthwise conv's output, is read again only by its BN's backward: in a
-        // training pass it goes, and the conv (9 multiply-adds per value) runs again then.
-        if (c->training && !l->conv.cb.conv.xcast) {
-            ocr_ctx_drop(c, k);
-            l->k_recompute = !k->data;  // not with keep_all, which keeps it
-        }
+        // k, the 3x3 depthwise conv's output, is read again only by its BN's backward.
+        l->k_recompute = convbn_drop_conv_output(c, &l->conv.cb);
         ocr_ctx_release(c, k);
         ladd_record_fused(c, &l->add1, p);
         OcrTensor *s2 = ladd_forward_into(c, &l->add2, p, x, p);
@@ -223,11 +219,8 @@ OcrTensor repdw_backward(OcrCtx *c, RepDW *l, const OcrTensor *dy, int need_dx) 
     ladd_backward(c, &l->add2);
     ladd_backward(c, &l->add1);
     OcrTensor d1 = lconv_backward(c, &l->conv1, &ds, need_dx);
-    if (l->k_recompute) {
-        lconv_forward_again(c, &l->conv.cb.conv);
-        l->conv.cb.bn.x = l->conv.cb.conv.y;
-        l->k_recompute = 0;
-    }
+    if (l->k_recompute) convbn_conv_output_again(c, &l->conv.cb);
+    l->k_recompute = 0;
     OcrTensor d3 = v4convbn_backward(c, &l->conv, &ds, need_dx);
     if (!need_dx) {
         ocr_ctx_free(c, &ds);

@@ -197,8 +197,7 @@ static void block_outputs_again(OcrCtx *c, HgBlock *l) {
             // conv2's output (its BN's input) from conv1's, formed again for the moment.
             lbn_act_output_again(c, &y->conv1.bn, NULL);
             y->conv2.conv.x = y->conv1.bn.y;
-            lconv_forward_again(c, &y->conv2.conv);
-            y->conv2.bn.x = y->conv2.conv.y;
+            convbn_conv_output_again(c, &y->conv2);
             ocr_ctx_free(c, &y->conv1.bn.y);
         }
         lbn_act_output_again(c, &last->bn, &last->act);
@@ -382,13 +381,8 @@ OcrTensor *hgnet2_forward(OcrCtx *c, Hgnet2 *m, const OcrTensor *x) {
     for (int i = 0; i < 4; i++) {
         HgStage *st = &m->stages[i];
         OcrTensor *n = convbn_forward(c, &st->downsample, y);
-        // Its depthwise conv's output is read again only by its BN's backward: it goes, and the
-        // conv (9 multiply-adds per value) runs again then.
-        st->downsample_recompute = 0;
-        if (c->training && !st->downsample.conv.xcast) {
-            ocr_ctx_drop(c, &st->downsample.conv.y);
-            st->downsample_recompute = !st->downsample.conv.y.data;  // not with keep_all
-        }
+        // Its depthwise conv's output is read again only by its BN's backward.
+        st->downsample_recompute = convbn_drop_conv_output(c, &st->downsample);
         ocr_ctx_release(c, y);
         y = n;
         for (int j = 0; j < st->nblocks; j++) {
@@ -412,11 +406,8 @@ OcrTensor hgnet2_backward(OcrCtx *c, Hgnet2 *m, const OcrTensor *dy, int need_dx
             ocr_ctx_free(c, &g);
             g = n;
         }
-        if (st->downsample_recompute) {
-            lconv_forward_again(c, &st->downsample.conv);
-            st->downsample.bn.x = st->downsample.conv.y;
-            st->downsample_recompute = 0;
-        }
+        if (st->downsample_recompute) convbn_conv_output_again(c, &st->downsample);
+        st->downsample_recompute = 0;
         OcrTensor n = convbn_backward(c, &st->downsample, &g, 1);
         ocr_ctx_free(c, &g);
         g = n;
