@@ -383,14 +383,10 @@ static OcrTensor *bn_forward(OcrCtx *c, LBN *l, const OcrTensor *x, int rebuilda
     if (!c->plan) {
         OcrTensor g = ocr_ctx_param(c, l->g), bb = ocr_ctx_param(c, l->b);
         OcrTensor rm = ocr_ctx_stat(c, l->mean), rv = ocr_ctx_stat(c, l->var);
-        // The fused kernel with act NONE is batchnorm2d_forward, bit for bit (kernels/ops.h).
-        if (bn_sync(c, l) || rebuildable)
-            ocr_batchnorm2d_act_forward_sync(&l->y, &l->save_mean, &l->save_rstd, rebuildable ? &l->save_scale : NULL,
-                                             &rm, &rv, x, &g, &bb, OCR_ACT_NONE, bn_momentum(c, l), l->eps,
-                                             l->training, bn_sync(c, l));
-        else
-            ocr_batchnorm2d_forward(&l->y, &l->save_mean, &l->save_rstd, &rm, &rv, x, &g, &bb, bn_momentum(c, l),
-                                    l->eps, l->training);
+        // The fused kernel with act NONE and no sync is batchnorm2d_forward, bit for bit (kernels/ops.h).
+        ocr_batchnorm2d_act_forward_sync(&l->y, &l->save_mean, &l->save_rstd, rebuildable ? &l->save_scale : NULL, &rm,
+                                         &rv, x, &g, &bb, OCR_ACT_NONE, bn_momentum(c, l), l->eps, l->training,
+                                         bn_sync(c, l));
     }
     ocr_ctx_record(c, l->op, &l->y, 2.0 * (double)ocr_tensor_numel(x));
     ocr_ctx_release(c, &l->save_rstd);
@@ -442,7 +438,6 @@ OcrTensor lbn_backward(OcrCtx *c, LBN *l, const OcrTensor *dy, int need_dx) {
     ocr_ctx_bwd_done(c, l->op);
     return dx;
 }
-
 
 // ---- activation ----------------------------------------------------------------------------------
 
