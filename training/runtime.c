@@ -14,12 +14,14 @@ void training_tune_runtime(char **argv) {
     const int policy_set = getenv("OMP_WAIT_POLICY") != NULL;
     if (!policy_set) changed |= setenv("OMP_WAIT_POLICY", "PASSIVE", 1) == 0;
     // ... but first they spin for about half a millisecond (libgomp counts ~100 spins per µs)
-    // where the fp32 linears run on oneDNN's OpenMP threads (ocr_cpu_f32_linear_onednn: CPUs
-    // with AVX-512), so that no OpenBLAS pool shares the cores in the step's GEMMs. A step is
+    // where the fp32 linears run on oneDNN's OpenMP threads (ocr_cpu_f32_linear_onednn, the
+    // default wherever oneDNN is built in), so that no OpenBLAS pool shares the cores in the
+    // step's GEMMs. A step is
     // hundreds of short parallel regions and a sleeping thread takes tens of microseconds to wake
     // for each: ocrtrain train (v6 tiny CTC, bf16-O2, loader included) ran 10 % more samples/s
-    // with it on Zen 4, bench_train_cpu's v6 tiny steps 10-18 % faster (docs/BENCHMARKS.md). Where
-    // OpenBLAS's sgemm runs the linears (AVX2 CPUs) spinning cost 3 %, and the team sleeps at once.
+    // with it on Zen 4, bench_train_cpu's v6 tiny steps 10-18 % faster, Zen 3's v6 tiny CTC FP32
+    // 18 % (docs/BENCHMARKS.md). Where OpenBLAS's sgemm runs the linears (OCR_CPU_F32_LINEAR=sgemm,
+    // or no oneDNN) spinning cost 3 %, and the team sleeps at once.
     if (!policy_set && !getenv("GOMP_SPINCOUNT") && ocr_cpu_f32_linear_onednn())
         changed |= setenv("GOMP_SPINCOUNT", "30000", 1) == 0;
     // OpenBLAS: its threads stop spinning after 2^4 cycles instead of 2^28 (sched_yield loops

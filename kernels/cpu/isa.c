@@ -126,11 +126,12 @@ int ocr_cpu_f32_conv_onednn(void) {
     return f32_conv_default && !ocr_cpu_exact_numerics() && ocr_onednn_available();
 }
 
-// The fp32 linears' default: oneDNN where the CPU has the AVX-512 its avx512_core kernels use.
-static int f32_linear_cpu_default(void) {
-    const OcrCpuFeatures *f = ocr_cpu_features();
-    return f->avx512f && f->avx512bw && f->avx512vl;
-}
+// The fp32 linears' default: oneDNN on every CPU (ocr_cpu_f32_linear_onednn still needs oneDNN
+// built in). On AVX-512 its matmul is the faster GEMM; on AVX2-only CPUs it is about as fast as
+// OpenBLAS's sgemm per call, but with it no OpenBLAS thread pool competes with the OpenMP team in
+// the step and the team may spin between regions (training/runtime.c): Zen 3, v6 tiny CTC FP32,
+// 6 alternated runs, median 49.3 -> 58.3 samples/s (docs/BENCHMARKS.md).
+static int f32_linear_cpu_default(void) { return 1; }
 
 static pthread_once_t f32_linear_once = PTHREAD_ONCE_INIT;
 static int f32_linear_default;
