@@ -228,10 +228,16 @@ static int conv_lp_native(const ConvGeom *g, ocr_dtype_t dt, const OcrTensor *co
 // forward and the input gradient too where the reduction KH·KW·C is short (there im2col's column
 // buffer is most of the traffic: 5x for the 3-channel first convolution) or in fp32; for the bf16
 // 3x3 stride-2 convolution over 96 channels (K = 864) im2col + GEMM was 1.8x faster forward.
+// Without AVX-512 the fp32 backward passes are the exception: on Zen 3 (AVX2) oneDNN's
+// backward kernels ran the stems' gradients at about half the rate of im2col + GEMM (v6 small's
+// 3x3 96 -> 48 stem conv at batch 32, input and weight gradients: 67-72 ms against 42-46;
+// bench_kernels --net v6), while its forward kernels stayed the faster forward.
 #define ONEDNN_CONV_MAX_KKC 512
-static int use_onednn_conv(const ConvGeom *g, ocr_dtype_t dt, int weight_gradient) {
+typedef enum { CONV_PASS_FORWARD, CONV_PASS_INPUT_GRADIENT, CONV_PASS_WEIGHT_GRADIENT } ConvPass;
+static int use_onednn_conv(const ConvGeom *g, ocr_dtype_t dt, ConvPass pass) {
     if (g->G != 1 || is_pointwise(g) || is_depthwise(g) || g->Ho == 0 || g->Wo == 0) return 0;
-    return weight_gradient || dt == OCR_F32 || g->KKC <= ONEDNN_CONV_MAX_KKC;
+    if (pass != CONV_PASS_FORWARD && dt == OCR_F32 && ocr_cpu_vec_level() < CPU_VEC_AVX512) return 0;
+    return pass == CONV_PASS_WEIGHT_GRADIENT || dt == OCR_F32 || g->KKC <= ONEDNN_CONV_MAX_KKC;
 }
 
 static OnednnConvGeom onednn_geom(const ConvGeom *g) {
@@ -250,7 +256,7 @@ static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTenso
                             0, onednn_elem(out->data, odt, grp * g->OCg), odt, g->OC, 0);
         return;
     }
-    if (use_onednn_conv(g, dt, 0)) {
+    if (use_onednn_conv(g, dt, CONV_PASS_FORWARD)) {
         const OnednnConvGeom cg = onednn_geom(g);
         if (ocr_onednn_conv_forward(out->data, odt, inp->data, weight->data, b, dt, &cg)) return;
     }
@@ -269,6 +275,18 @@ static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTenso
     }
 }
 
+// A 1×1 convolution's fp32 weight gradient is the GEMM doutᵀ · inp (OC × C, the reduction over
+// every pixel). Where OC > C (PPLCNetV4's expand convs) oneDNN's fp32 matmul on AVX2 runs the
+// transposed product inpᵀ · dout (C × OC: fewer rows than columns) faster, and the result is
+// added transposed: Zen 3, 2 threads, 15,360 pixels (v6 small's blocks4, medium's blocks4
+// at batch 32): 192 -> 384 20.7 -> 15.4 ms, 256 -> 512 over 30,720 pixels 81 -> 59 ms; with
+// OC < C the given orientation is the faster one, and with 512+ channels both are the same.
+// Only where measured: fp32 without AVX-512 (where oneDNN's AVX-512 kernels run instead).
+static int pointwise_weight_gradient_transposed(const ConvGeom *g, ocr_dtype_t dt, ocr_dtype_t dweight_dt) {
+    return dt == OCR_F32 && dweight_dt == OCR_F32 && g->G == 1 && g->OC > g->C &&
+           ocr_cpu_vec_level() < CPU_VEC_AVX512;
+}
+
 static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,
                              const OcrTensor *inp, const OcrTensor *weight, const ConvGeom *g, CpuScratch *s) {
     const ocr_dtype_t dt = dout->dtype;
@@ -279,6 +297,18 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
         ocr_cpu_f32_store(dbias, db);
     }
     if (is_pointwise(g)) {
+        if (dweight && pointwise_weight_gradient_transposed(g, dt, dweight->dtype)) {
+            // dweightᵀ (C, OC) = inpᵀ · dout in fp32, added transposed into dweight (OC, C).
+            float *dwt = ocr_cpu_scratch_floats(s, (size_t)(g->C * g->OC));
+            ocr_onednn_gemm(1, g->C, g->OC, rows, 1.0f, onednn_mat(inp->data, dt, 0, g->C, 1),
+                            onednn_mat(dout->data, dt, 0, g->OC, 0), NULL, 0, dwt, OCR_F32, g->OC, 0);
+            float *dw = dweight->data;
+            const int64_t C = g->C, OC = g->OC;
+#pragma omp parallel for schedule(static) if (C * OC > 65536)
+            for (int64_t o = 0; o < OC; o++)
+                for (int64_t c = 0; c < C; c++) dw[o * C + c] += dwt[c * OC + o];
+            dweight = NULL;
+        }
         for (int64_t grp = 0; grp < g->G; grp++) {
             // dweight_g (OCg, Cg) += dout_gᵀ · inp_g;  dinp_g (rows, Cg) = dout_g · weight_g.
             if (dweight)
@@ -294,7 +324,7 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
         return;
     }
     const OnednnConvGeom cg = onednn_geom(g);
-    if (dweight && use_onednn_conv(g, dt, 1)) {
+    if (dweight && use_onednn_conv(g, dt, CONV_PASS_WEIGHT_GRADIENT)) {
         // dweight += the gradient, formed in fp32 and rounded once into dweight's dtype.
         float *dw = ocr_cpu_scratch_floats(s, (size_t)(g->OC * g->KKC));
         if (ocr_onednn_conv_backward_weights(dw, inp->data, dout->data, dt, &cg)) {
@@ -304,16 +334,20 @@ static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbi
             dweight = NULL;
         }
     }
-    if (dinp && use_onednn_conv(g, dt, 0) &&
+    if (dinp && use_onednn_conv(g, dt, CONV_PASS_INPUT_GRADIENT) &&
         ocr_onednn_conv_backward_data(dinp->data, dinp->dtype, dout->data, weight->data, dt, &cg))
         dinp = NULL;
     if (!dweight && !dinp) return;
     // One buffer serves the low-precision columns (dweight) and then the fp32 dcol (dinp). The
-    // weight gradient takes whole-budget chunks (each chunk adds into dweight, rounding it once
-    // more when it is f16/bf16); dinp's rows are independent, so it takes cache-sized chunks.
+    // weight gradient takes whole-budget chunks where each chunk's sum is rounded into an f16/bf16
+    // dweight once more, and cache-sized ones into an fp32 dweight (fp32 sums of fp32 products
+    // either way; the budget's 64 MiB buffer would otherwise raise the step's peak: v6 small's
+    // stem on AVX2); dinp's rows are independent, so it takes cache-sized chunks.
     const size_t es = ocr_dtype_size(dt);
     const int64_t img_rows = g->Ho * g->Wo;
-    const int64_t wchunk = images_per_chunk(g), xchunk = images_per_cached_chunk(g, sizeof(float));
+    const int fp32_dweight = dweight && dt == OCR_F32 && dweight->dtype == OCR_F32;
+    const int64_t wchunk = fp32_dweight ? images_per_cached_chunk(g, es) : images_per_chunk(g);
+    const int64_t xchunk = images_per_cached_chunk(g, sizeof(float));
     size_t col_bytes = dweight ? (size_t)(wchunk * img_rows * g->KKC) * es : 0;
     if (dinp && (size_t)(xchunk * img_rows * g->KKC) * sizeof(float) > col_bytes)
         col_bytes = (size_t)(xchunk * img_rows * g->KKC) * sizeof(float);

@@ -35,11 +35,11 @@ int ocr_cpu_lp_native(ocr_dtype_t dt);
 // "CPU mixed precision"); OCR_CPU_F32_CONV=sgemm|onednn in the environment (read once) overrides
 // the default. Always 0 without oneDNN and under exact numerics (the sgemm reference).
 int ocr_cpu_f32_conv_onednn(void);
-// 1: fp32 linears, GEMMs and batched matmuls go through oneDNN's fp32 matmul too, not sgemm. The
-// default depends on the CPU: oneDNN where it has AVX-512 (its avx512_core kernels; the v6 tiny
-// MultiHead FP32 step ran 14 % faster so on Zen 4, whose linears are a third of the step), sgemm
-// on AVX2-only CPUs, where oneDNN measured slower inside the step (docs/BENCHMARKS.md).
-// OCR_CPU_F32_LINEAR=sgemm|onednn overrides; 0 without oneDNN and under exact numerics.
+// 1: fp32 linears and GEMMs go through oneDNN's fp32 matmul too, not sgemm: the default on every
+// CPU (the v6 tiny MultiHead FP32 step ran 14 % faster so on Zen 4, whose linears are a third of
+// the step; on Zen 3 the v6 tiny CTC step 18 %, mostly because no OpenBLAS pool then shares the
+// cores with the OpenMP team: docs/BENCHMARKS.md). OCR_CPU_F32_LINEAR=sgemm|onednn overrides;
+// 0 without oneDNN and under exact numerics.
 int ocr_cpu_f32_linear_onednn(void);
 
 // Global.cpu_exact_numerics: 1 forces the emulated reference for f16/bf16; 0 (the default)
