@@ -319,13 +319,16 @@ START_TEST(test_teacher_cache_is_exact) {
     ck_assert_int_eq(n[0], 12);
     ck_assert_int_eq(n[1], n[0]);
     // The first epoch (4 steps of 8) computes every sample in both runs: bitwise equal. Later a
-    // sample's cached logits come from another batch than the one it now sits in; a BLAS whose
-    // GEMM blocking depends on the batch (OpenBLAS's Haswell kernels) rounds them differently in
-    // the last bit (1e-7 relative), which the following Adam steps carry into the student's
-    // weights (observed up to 5e-5 relative by step 9). A cache serving another sample's logits
-    // moves the KL term by whole units, far beyond the 1e-3 allowed here.
+    // sample's cached logits come from another batch than the one it now sits in; a GEMM whose
+    // blocking depends on the batch (OpenBLAS's Haswell kernels, oneDNN's AVX2 fp32 matmul) rounds
+    // them differently in the last bit (1e-7 relative), which the following Adam steps carry into
+    // the student's weights: Adam's step is about lr whatever the gradient's size, so a last-bit
+    // change in a near-zero gradient entry moves a weight by up to lr per step (observed: 5e-5
+    // relative by step 9 with OpenBLAS, 1.1e-3 at step 10 with oneDNN on Zen 3). A cache serving
+    // another sample's logits moves the KL term by whole units (over a tenth of these losses of
+    // ~7), ten times the 1e-2 allowed here.
     for (int i = 0; i < n[0]; i++) {
-        double tol = i < 4 ? 0.0 : 1e-3 * fabs(l[0][i]);
+        double tol = i < 4 ? 0.0 : 1e-2 * fabs(l[0][i]);
         ck_assert_msg(fabs(l[0][i] - l[1][i]) <= tol, "step %d: %.9g vs %.9g", i, l[0][i], l[1][i]);
     }
     free(l[0]);
