@@ -230,13 +230,16 @@ static int conv_lp_native(const ConvGeom *g, ocr_dtype_t dt, const OcrTensor *co
 // 3x3 stride-2 convolution over 96 channels (K = 864) im2col + GEMM was 1.8x faster forward.
 // Without AVX-512 the fp32 backward passes are the exception: on Zen 3 (AVX2) oneDNN's
 // backward kernels ran the stems' gradients at about half the rate of im2col + GEMM (v6 small's
-// 3x3 96 -> 48 stem conv at batch 32, input and weight gradients: 67-72 ms against 42-46;
+// 3x3 96 -> 48 stem conv at batch 32, input and weight gradients: 61-69 ms against 36-49;
 // bench_kernels --net v6), while its forward kernels stayed the faster forward.
 #define ONEDNN_CONV_MAX_KKC 512
 typedef enum { CONV_PASS_FORWARD, CONV_PASS_INPUT_GRADIENT, CONV_PASS_WEIGHT_GRADIENT } ConvPass;
+// fp32 on a CPU whose oneDNN kernels are the AVX2 ones: where the two backward choices below
+// were measured.
+static int fp32_below_avx512(ocr_dtype_t dt) { return dt == OCR_F32 && ocr_cpu_vec_level() < CPU_VEC_AVX512; }
 static int use_onednn_conv(const ConvGeom *g, ocr_dtype_t dt, ConvPass pass) {
     if (g->G != 1 || is_pointwise(g) || is_depthwise(g) || g->Ho == 0 || g->Wo == 0) return 0;
-    if (pass != CONV_PASS_FORWARD && dt == OCR_F32 && ocr_cpu_vec_level() < CPU_VEC_AVX512) return 0;
+    if (pass != CONV_PASS_FORWARD && fp32_below_avx512(dt)) return 0;
     return pass == CONV_PASS_WEIGHT_GRADIENT || dt == OCR_F32 || g->KKC <= ONEDNN_CONV_MAX_KKC;
 }
 
@@ -278,13 +281,12 @@ static void conv_forward_lp(OcrTensor *out, const OcrTensor *inp, const OcrTenso
 // A 1×1 convolution's fp32 weight gradient is the GEMM doutᵀ · inp (OC × C, the reduction over
 // every pixel). Where OC > C (PPLCNetV4's expand convs) oneDNN's fp32 matmul on AVX2 runs the
 // transposed product inpᵀ · dout (C × OC: fewer rows than columns) faster, and the result is
-// added transposed: Zen 3, 2 threads, 15,360 pixels (v6 small's blocks4, medium's blocks4
-// at batch 32): 192 -> 384 20.7 -> 15.4 ms, 256 -> 512 over 30,720 pixels 81 -> 59 ms; with
-// OC < C the given orientation is the faster one, and with 512+ channels both are the same.
-// Only where measured: fp32 without AVX-512 (where oneDNN's AVX-512 kernels run instead).
+// added transposed: Zen 3, 2 threads, batch 32 (docs/BENCHMARKS.md): 256 -> 512 over 30,720
+// pixels (v6 medium's blocks3) 69-73 -> 52-57 ms, 192 -> 384 over 15,360 (v6 small's blocks4)
+// 15-18 -> 14-16 ms; with OC < C the given orientation is the faster one, and with 512+
+// channels both are the same. Only where measured: fp32 without AVX-512.
 static int pointwise_weight_gradient_transposed(const ConvGeom *g, ocr_dtype_t dt, ocr_dtype_t dweight_dt) {
-    return dt == OCR_F32 && dweight_dt == OCR_F32 && g->G == 1 && g->OC > g->C &&
-           ocr_cpu_vec_level() < CPU_VEC_AVX512;
+    return fp32_below_avx512(dt) && dweight_dt == OCR_F32 && g->G == 1 && g->OC > g->C;
 }
 
 static void conv_backward_lp(OcrTensor *dinp, OcrTensor *dweight, OcrTensor *dbias, const OcrTensor *dout,

@@ -131,14 +131,9 @@ int ocr_cpu_f32_conv_onednn(void) {
 // OpenBLAS's sgemm per call, but with it no OpenBLAS thread pool competes with the OpenMP team in
 // the step and the team may spin between regions (training/runtime.c): Zen 3, v6 tiny CTC FP32,
 // 6 alternated runs, median 49.3 -> 58.3 samples/s (docs/BENCHMARKS.md).
-static int f32_linear_cpu_default(void) { return 1; }
-
 static pthread_once_t f32_linear_once = PTHREAD_ONCE_INIT;
-static int f32_linear_default;
-static void f32_linear_env(void) {
-    f32_linear_default = f32_linear_cpu_default();
-    gemm_path_env("OCR_CPU_F32_LINEAR", &f32_linear_default);
-}
+static int f32_linear_default = 1;
+static void f32_linear_env(void) { gemm_path_env("OCR_CPU_F32_LINEAR", &f32_linear_default); }
 
 int ocr_cpu_f32_linear_onednn(void) {
     pthread_once(&f32_linear_once, f32_linear_env);
@@ -149,7 +144,7 @@ int ocr_cpu_f32_linear_onednn(void) {
 // CPU's default; returns 0 and changes nothing for "onednn" without oneDNN or an unknown name.
 int ocr_cpu_f32_linear_select(const char *name) {
     pthread_once(&f32_linear_once, f32_linear_env);
-    if (!name) return f32_linear_default = f32_linear_cpu_default(), 1;
+    if (!name) return f32_linear_default = 1, 1;
     if (strcmp(name, "sgemm") == 0) return f32_linear_default = 0, 1;
     if (strcmp(name, "onednn") == 0 && ocr_onednn_available()) return f32_linear_default = 1, 1;
     return 0;
