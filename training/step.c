@@ -65,7 +65,13 @@ ocr_status_t step_ctx_init(StepCtx *s, OcrModel *m, AmpEngine *amp, Optimizer *o
         step_ctx_free(s);
         return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     }
-    return OCR_OK;
+    // The gradient buffer lives as long as the step, so it is held from the first forward pass
+    // on: allocated lazily by the first backward, it would be missing from a first step whose
+    // peak falls in the forward, and capacity's probes (no gradient buckets) would then measure
+    // one gradient buffer less than a training run (whose buckets allocate it at set-up).
+    ocr_status_t st = ocr_params_alloc_grads(ocr_model_params(m));
+    if (st != OCR_OK) step_ctx_free(s);
+    return st;
 }
 
 static void step_device_free(StepCtx *s);

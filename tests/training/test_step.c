@@ -6,7 +6,8 @@
 //   exactly the outcomes and weights of one step at a time, in FP32 and BF16-O2;
 // - the trainer's loop with two steps in flight (TrainOptions.steps_in_flight, the GPU's depth)
 //   writes the same metrics, evaluations and checkpoints as with one, across evaluation and
-//   epoch boundaries where it drains.
+//   epoch boundaries where it drains;
+// - the gradient buffer is held from the step's set-up, before the first forward pass.
 #include <check.h>
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -17,6 +18,7 @@
 #include "training/run_config.h"
 #include "training/step.h"
 #include "training/trainer.h"
+#include "core/memory.h"
 #include "core/rng.h"
 #include "kernels/backend.h"
 #include "kernels/input.h"
@@ -159,6 +161,21 @@ static void in_flight_case(const char *tag, const char *const *ov, int nov) {
     stepper_free(&one);
     stepper_free(&two);
 }
+
+// The gradient buffer is the step's from its set-up on, before any forward pass: a step whose
+// memory peaks in the forward then counts it, in capacity's probes as in a training run.
+START_TEST(test_step_holds_gradients_from_set_up) {
+    const char *ov[] = {"Global.use_amp=true", "Global.amp_level=O2", "Global.amp_dtype=bfloat16"};
+    OcrMemStats before = ocr_mem_stats(ocr_cpu());
+    Stepper s;
+    stepper_init(&s, ov, 3);
+    OcrParamTable *p = ocr_model_params(s.m);
+    ck_assert_ptr_nonnull(p->grad);
+    OcrMemStats after = ocr_mem_stats(ocr_cpu());
+    ck_assert_int_eq(after.current[OCR_MEM_GRADS] - before.current[OCR_MEM_GRADS], (int64_t)p->bytes);
+    stepper_free(&s);
+}
+END_TEST
 
 START_TEST(test_two_steps_in_flight_fp32) {
     const char *ov[] = {"Global.use_amp=false"};
@@ -330,6 +347,7 @@ int main(void) {
     tcase_set_timeout(tc, 600);
     tcase_add_unchecked_fixture(tc, setup_data, NULL);
     tcase_add_test(tc, test_step_normalisation_is_feed_normalize);
+    tcase_add_test(tc, test_step_holds_gradients_from_set_up);
     tcase_add_test(tc, test_two_steps_in_flight_fp32);
     tcase_add_test(tc, test_two_steps_in_flight_bf16_o2);
     tcase_add_test(tc, test_direct_loss_fp32);
