@@ -9,6 +9,7 @@
 #include "core/timer.h"
 #include "kernels/ops.h"
 #include "amp/engine.h"
+#include "distributed/grad_sync.h"
 #include "kernels/ctc.h"
 #include "models/amp_view.h"
 #include "training/checkpoint.h"
@@ -27,16 +28,20 @@ typedef struct {
 } TeacherCache;
 
 // A second trained network (mutual learning, PP-OCRv3): its own AMP engine, optimizer and loss
-// buffers; its step runs inside the trained network's (the step's extra loss), on the CPU.
+// buffers; its step runs inside the trained network's (the step's extra loss), on the CPU. Under
+// data parallelism its gradients have buckets of their own (distill_run_join_world).
 typedef struct {
     AmpEngine amp;
     int amp_ok;
     Optimizer optim;
     int optim_ok;
+    GradSync sync;
+    int sync_ok;
     OcrTensor logits_buf, dl32_buf, losses, infeas, gloss;
     OcrTensor dl32;  // a view of dl32_buf shaped as the logits
     const OcrTensor *logits;  // this step's f32 CTC logits
     float scale;              // this step's loss scale
+    float grad_scale;         // what its loss gradients are multiplied by: scale / the world size
     double lr;
 } Peer;
 
@@ -63,6 +68,7 @@ struct DistillRun {
     int64_t cache_hits, cache_misses, cache_bytes;
     double cache_saved_seconds;
     int hold_peers;  // tests: no backward and update of the peers
+    int world;       // data-parallel ranks the peers' gradients are averaged over (1: none)
     // Under AMP O1/O2 the frozen networks' forwards run in the AMP dtype (their own engines, no
     // masters), unless Global.distill_teacher_fp32.
     AmpEngine famp[DISTILL_MAX_NETS];
@@ -115,6 +121,7 @@ void distill_run_free(DistillRun *r) {
     for (int i = 0; i < DISTILL_MAX_NETS; i++) {
         Peer *p = r->peers[i];
         if (p) {
+            if (p->sync_ok) grad_sync_free(&p->sync);
             if (p->optim_ok) optim_free(&p->optim);
             if (p->amp_ok) amp_engine_free(&p->amp);
             ocr_tensor_free(&p->logits_buf);
@@ -244,6 +251,7 @@ ocr_status_t distill_run_create(DistillRun **out, const OcrConfig *cfg, const Ru
     if (!r) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     r->trained = trained;
     r->device = device;
+    r->world = 1;
     ocr_status_t st = distill_config_read(&r->dc, cfg);
     if (st == OCR_OK) st = plan_terms(r, cfg);
     if (st == OCR_OK) st = ocr_config_get_bool(cfg, "Global.distill_teacher_cache", 0, &r->cache_on);
@@ -504,7 +512,7 @@ static Side side_of(DistillRun *r, StepCtx *s, int k, const OcrTensor *logits, O
         d.ctc_dst = &p->dl32;
         d.guide_dst = ocr_model_guide_dlogits(m);
         d.bb_dst = r->bb_used[k] ? &r->bb[k] : NULL;
-        d.scale = p->scale;
+        d.scale = p->grad_scale;
     }
     return d;
 }
@@ -533,6 +541,9 @@ static ocr_status_t peer_forward(DistillRun *r, int k, const FeedDeviceBatch *b,
     OCR_TRY(ocr_model_forward_u8(m, &b->images, &b->widths, 1));
     amp_engine_after_forward(&p->amp);
     p->scale = amp_engine_loss_scale(&p->amp);
+    // Each rank's batch mean over the world size: the summed gradients are the mean over every
+    // rank's samples, as the trained network's are (training/step.c, loss_grad_scales).
+    p->grad_scale = p->scale / (float)r->world;
     p->logits = amp_loss_logits(ocr_model_logits(m), &p->logits_buf);
     const OcrTensor *lg = p->logits;
     const ocr_device_t dev = lg->device;
@@ -544,7 +555,7 @@ static ocr_status_t peer_forward(DistillRun *r, int k, const FeedDeviceBatch *b,
     for (int t = 0; t < r->dc.nterms; t++) {
         const DistillTerm *x = &r->dc.terms[t];
         if (!r->active[t] || x->kind < DISTILL_GT_CTC || x->a != k) continue;
-        const float gs = (float)x->weight * p->scale;
+        const float gs = (float)x->weight * p->grad_scale;
         double v = 0;
         if (x->kind == DISTILL_GT_CTC) {
             OCR_TRY(ensure(&p->losses, dev, b->count));
@@ -584,7 +595,11 @@ static ocr_status_t peer_update(DistillRun *r, int k) {
     Peer *p = r->peers[k];
     amp_loss_dlogits(ocr_model_dlogits(m), &p->dl32);
     if (r->bb_used[k]) ocr_model_set_backbone_grad(m, &r->bb[k]);
+    // The all-reduce of its buckets runs as its backward finishes their layers; every rank then
+    // holds the same sums, so the finite check, the update and the loss scale agree everywhere.
+    if (p->sync_ok) grad_sync_begin(&p->sync);
     OCR_TRY(ocr_model_backward(m));
+    if (p->sync_ok) OCR_TRY(grad_sync_finish(&p->sync));
     OcrParamTable *params = ocr_model_params(m);
     if (!amp_engine_check_grads(&p->amp)) {
         for (int i = 0; i < params->count; i++) {
@@ -727,6 +742,37 @@ static ocr_status_t extra_loss(void *user, StepCtx *s, const FeedDeviceBatch *b,
 }
 
 void distill_run_hold_peers(DistillRun *r, int hold) { r->hold_peers = hold; }
+
+static ocr_status_t broadcast_bytes(OcrDist *dist, void *data, size_t bytes, const char *what, const char *name) {
+    if (!data || bytes == 0) return OCR_OK;
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s's initial %s broadcast", name, what);
+    return ocr_dist_broadcast(dist, data, bytes, 0, msg);
+}
+
+ocr_status_t distill_run_join_world(DistillRun *r, OcrDist *dist, int64_t bucket_bytes, const OcrBnSync *bn_sync) {
+    if (!r) return OCR_OK;
+    r->world = ocr_dist_world_size(dist);
+    for (int k = 0; k < r->dc.nnets; k++) {
+        Peer *p = r->peers[k];
+        if (!p) continue;
+        OcrModel *m = r->nets[k];
+        const char *name = r->dc.nets[k].name;
+        // Rank 0's starting point on every rank, masters included (equal already when every rank
+        // read the same files with the same seed, as for the trained network).
+        OcrParamTable *params = ocr_model_params(m), *stats = ocr_model_stats(m);
+        OCR_TRY(broadcast_bytes(dist, params->data, params->bytes, "weights", name));
+        OCR_TRY(broadcast_bytes(dist, stats->data, stats->bytes, "BN statistics", name));
+        for (int i = 0; i < params->count; i++) {
+            OcrTensor *mw = amp_engine_master(&p->amp, i);
+            if (mw) OCR_TRY(broadcast_bytes(dist, mw->data, (size_t)ocr_tensor_bytes(mw), "master weights", name));
+        }
+        OCR_TRY(grad_sync_init(&p->sync, dist, m, bucket_bytes));
+        p->sync_ok = 1;
+        if (bn_sync) ocr_model_set_bn_sync(m, bn_sync);
+    }
+    return OCR_OK;
+}
 
 ocr_status_t distill_run_plan(DistillRun *r, int batch, int height, int width, DistillPlan *out) {
     memset(out, 0, sizeof *out);

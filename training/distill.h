@@ -34,6 +34,8 @@
 #define OCR_TRAINING_DISTILL_H
 
 #include "core/config.h"
+#include "distributed/dist.h"
+#include "kernels/ops.h"
 #include "training/distill_config.h"
 #include "training/run_config.h"
 #include "training/step.h"
@@ -49,6 +51,12 @@ ocr_status_t distill_run_create(DistillRun **out, const OcrConfig *cfg, const Ru
 void distill_run_free(DistillRun *r);
 // Makes r the step's extra loss (before step_device_init).
 void distill_attach(DistillRun *r, StepCtx *s);
+// Data parallelism: every trained peer (mutual learning) starts from rank 0's weights, BN
+// statistics and masters, has gradient buckets of its own (bucket_bytes, as the trained
+// network's: its gradients are averaged over the ranks before its update) and, given bn_sync
+// (Global.use_sync_bn), normalises with the world's batch statistics. Collectives: call on
+// every rank, after distill_run_create, before the first step. r NULL: nothing to do.
+ocr_status_t distill_run_join_world(DistillRun *r, OcrDist *dist, int64_t bucket_bytes, const OcrBnSync *bn_sync);
 const DistillConfig *distill_run_config(const DistillRun *r);
 // The trained network's name prefix in weights files ("Student."), from a rewritten config's
 // Distillation.Metric.key; 0 when cfg is not a distillation config.

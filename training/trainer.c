@@ -519,14 +519,7 @@ static ocr_status_t setup_step(Trainer *t) {
     t->step.keep_logits = rc->cal_metric_during_train;
     // Distillation: the frozen networks on the model's device and the terms as the step's extra loss.
     OCR_TRY(distill_run_create(&t->distill, t->cfg, rc, t->m, t->device, rc->checkpoints ? t->ckdir : NULL));
-    if (t->distill) {
-        DistillCost dcost;
-        distill_run_cost(t->distill, &dcost);
-        if (dcost.peers && t->world > 1)
-            return ocr_set_error(OCR_ERR_UNSUPPORTED, "mutual learning (a second network with freeze_params false) "
-                                 "under data parallelism: its gradients are not all-reduced; run one process");
-        distill_attach(t->distill, &t->step);
-    }
+    if (t->distill) distill_attach(t->distill, &t->step);
     // In a world of one the world's statistics are the rank's own: nothing to attach.
     if (rc->dist.sync_bn && t->world > 1) {
         t->bn_sync.sum = sum_bn_statistics;
@@ -550,6 +543,9 @@ static ocr_status_t setup_step(Trainer *t) {
         OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
         t->sync_ok = 1;
         OCR_TRY(step_attach_sync(&t->step, &t->sync));
+        // A network trained beside (mutual learning) is averaged over the ranks likewise.
+        OCR_TRY(distill_run_join_world(t->distill, t->dist, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5),
+                                       rc->dist.sync_bn && t->world > 1 ? &t->bn_sync : NULL));
     }
     OCR_TRY(feed_upload_open(&t->up, t->device, B, H, W, C, t->train.max_len));
     res->memory.pinned_bytes = (int64_t)feed_upload_pinned_bytes(t->up);

@@ -6,6 +6,8 @@
 //     ranks is a+b, whatever the bucket);
 //   - FP16-O2: the same skipped steps and loss scales as the 1-rank run, and half the FP32
 //     all-reduce bytes per step;
+//   - mutual learning (two networks trained at once, synchronised BN): 2 ranks x B step as 1 x 2B
+//     for both networks;
 //   - a SIGKILLed rank ends the job with a message and leaves a loadable checkpoint, which
 //     resumes on 1 rank (another world size);
 //   - a SIGSTOPped rank: the other rank gives up after Distributed.timeout_s with a message;
@@ -172,8 +174,10 @@ static void read_metrics(const char *path, Metrics *m) {
     free(text);
 }
 
-// max |a − b|, the RMS of a − b, and the element count over every tensor of two weight files.
-static void weight_diff(const char *a_path, const char *b_path, double *max_diff, double *rms, int64_t *count) {
+// max |a − b|, the RMS of a − b, and the element count over the tensors of two weight files
+// whose names start with `prefix` (NULL: every tensor).
+static void weight_diff_prefixed(const char *a_path, const char *b_path, const char *prefix, double *max_diff,
+                                 double *rms, int64_t *count) {
     OcrSafetensors *a, *b;
     ck_assert_msg(ocr_safetensors_open(&a, a_path) == OCR_OK, "%s", ocr_last_error());
     ck_assert_msg(ocr_safetensors_open(&b, b_path) == OCR_OK, "%s", ocr_last_error());
@@ -183,6 +187,7 @@ static void weight_diff(const char *a_path, const char *b_path, double *max_diff
     double ss = 0;
     for (int i = 0; i < ocr_safetensors_count(a); i++) {
         const OcrNamedTensor *ta = ocr_safetensors_at(a, i);
+        if (prefix && strncmp(ta->name, prefix, strlen(prefix)) != 0) continue;
         const OcrNamedTensor *tb = ocr_safetensors_find(b, ta->name);
         ck_assert_msg(tb, "%s missing in %s", ta->name, b_path);
         ck_assert_int_eq(ta->dtype, OCR_F32);
@@ -200,6 +205,10 @@ static void weight_diff(const char *a_path, const char *b_path, double *max_diff
     ocr_safetensors_close(a);
     ocr_safetensors_close(b);
     *rms = *count ? sqrt(ss / (double)*count) : 0;
+}
+
+static void weight_diff(const char *a_path, const char *b_path, double *max_diff, double *rms, int64_t *count) {
+    weight_diff_prefixed(a_path, b_path, NULL, max_diff, rms, count);
 }
 
 static void path2(char *out, size_t cap, const char *dir, const char *rest) { snprintf(out, cap, "%s/%s", dir, rest); }
@@ -379,6 +388,100 @@ START_TEST(sync_bn_two_ranks_match_one) {
             layers, (long long)C, got, expect);
     ck_assert_msg(got == expect, "statistics bytes per step %.0f, expected %.0f", got, expect);
     ck_assert(json_number(d1, "bn_sync_bytes_per_step") == 0);
+    free(dir);
+}
+END_TEST
+
+// ---- mutual learning: both networks' gradients averaged over the ranks ---------------------------------
+
+// cfg's network twice as a DistillationModel, both trained (PP-OCRv3's mutual learning): each
+// network's own CTC loss and DML between their CTC outputs. Written to `out`.
+static void write_mutual_learning_config(const char *cfg, const char *out) {
+    char *text;
+    size_t n;
+    ck_assert(ocr_read_file(cfg, &text, &n) == OCR_OK);
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    ck_assert(root);
+    cJSON *net = cJSON_DetachItemFromObject(root, "Architecture");
+    cJSON_AddBoolToObject(net, "freeze_params", 0);
+    cJSON_AddBoolToObject(net, "return_all_feats", 1);
+    cJSON *arch = cJSON_AddObjectToObject(root, "Architecture");
+    cJSON_AddStringToObject(arch, "model_type", "rec");
+    cJSON_AddStringToObject(arch, "name", "DistillationModel");
+    cJSON_AddStringToObject(arch, "algorithm", "Distillation");
+    cJSON *models = cJSON_AddObjectToObject(arch, "Models");
+    cJSON_AddItemToObject(models, "Teacher", cJSON_Duplicate(net, 1));
+    cJSON_AddItemToObject(models, "Student", net);
+    cJSON_DeleteItemFromObject(root, "Loss");
+    cJSON_AddItemToObject(root, "Loss", cJSON_Parse(
+        "{\"name\": \"CombinedLoss\", \"loss_config_list\": ["
+        "{\"DistillationCTCLoss\": {\"weight\": 1.0, \"model_name_list\": [\"Student\"], \"key\": \"head_out\"}},"
+        "{\"DistillationCTCLoss\": {\"weight\": 1.0, \"model_name_list\": [\"Teacher\"], \"key\": \"head_out\"}},"
+        "{\"DistillationDMLLoss\": {\"weight\": 0.5, \"act\": \"softmax\", \"use_log\": true, "
+        "\"model_name_pairs\": [[\"Student\", \"Teacher\"]], \"key\": \"head_out\", \"multi_head\": false}}]}"));
+    cJSON_ReplaceItemInObject(root, "PostProcess",
+                              cJSON_Parse("{\"name\": \"DistillationCTCLabelDecode\", \"model_name\": [\"Student\"], "
+                                          "\"key\": \"head_out\", \"multi_head\": false}"));
+    cJSON_ReplaceItemInObject(root, "Metric",
+                              cJSON_Parse("{\"name\": \"DistillationMetric\", \"base_metric_name\": \"RecMetric\", "
+                                          "\"main_indicator\": \"acc\", \"key\": \"Student\"}"));
+    char *js = cJSON_Print(root);
+    at_write_text(out, js);
+    free(js);
+    cJSON_Delete(root);
+}
+
+// Two networks trained at once (the step's extra loss trains the second, "Teacher"): 2 ranks x 4
+// step as 1 rank x 8 for both of them, with synchronised BN (both networks normalise with the
+// global batch's statistics): the same losses within the FP32 reordering bound and both
+// networks' weights within the reordering noise of the 1-rank run. The control is 1 rank on
+// rank 0's half of every batch, and the second network's tensors are checked on their own: a
+// peer whose gradients were not averaged would train on rank 0's half alone, as the control's.
+START_TEST(mutual_learning_two_ranks_match_one) {
+    if (skip_without_mpi()) return;
+    char cfg[1024], ml[1100];
+    char *dir = at_setup_digits(cfg, sizeof cfg, "\"epoch_num\": 4,");
+    snprintf(ml, sizeof ml, "%s/mutual.json", dir);
+    write_mutual_learning_config(cfg, ml);
+    const char *common[] = {"Global.use_sync_bn=true", SLOW_LR, "--max-steps", STEPS, NULL};
+    Metrics m1, m2, mw;
+    double rms_12;
+    two_vs_one(dir, ml, common, "ml", &m1, &m2, &rms_12);
+    ck_assert_int_eq(m1.n, STEPS_N);
+    ck_assert_int_eq(m2.n, STEPS_N);
+    char log[1200], ow[1200], p[1200], w1[1200], w2[1200], ww[1200];
+    snprintf(ow, sizeof ow, "Global.save_model_dir=%s/ml_wrong", dir);
+    const char *wrong[] = {"-o", ow, "Global.use_sync_bn=true", SLOW_LR, "Train.loader.batch_size_per_card=4",
+                           "--max-steps", STEPS, NULL};
+    path2(log, sizeof log, dir, "ml_wrong.log");
+    ck_assert_int_eq(run_train(dir, ml, 0, log, wrong), 0);
+    snprintf(p, sizeof p, "%s/ml_wrong/metrics.jsonl", dir);
+    read_metrics(p, &mw);
+    const double tol = fp32_loss_tolerance();
+    for (int i = 0; i < m1.n; i++) {
+        double rel = fabs(m1.loss[i] - m2.loss[i]) / fabs(m1.loss[i]);
+        fprintf(stderr, "mutual learning step %d: loss 1 rank x 8 %.7g, 2 ranks x 4 %.7g (relative %.2g, tolerance "
+                "%.2g); 1 rank x 4 %.7g\n", i + 1, m1.loss[i], m2.loss[i], rel, tol, mw.loss[i]);
+        ck_assert_msg(rel <= tol, "step %d: losses %.9g vs %.9g differ by %.3g relative (> %.3g)", i + 1, m1.loss[i],
+                      m2.loss[i], rel, tol);
+    }
+    snprintf(w1, sizeof w1, "%s/ml_one/latest/model.safetensors", dir);
+    snprintf(w2, sizeof w2, "%s/ml_two/latest/model.safetensors", dir);
+    snprintf(ww, sizeof ww, "%s/ml_wrong/latest/model.safetensors", dir);
+    const char *const nets[] = {"Student.", "Teacher."};
+    for (int k = 0; k < 2; k++) {
+        double dmax, rms_two, rms_wrong;
+        int64_t c2, cw;
+        weight_diff_prefixed(w1, w2, nets[k], &dmax, &rms_two, &c2);
+        weight_diff_prefixed(w1, ww, nets[k], &dmax, &rms_wrong, &cw);
+        fprintf(stderr, "mutual learning, %s* (%lld values): 2 ranks vs 1 RMS %.3g; other samples vs 1 RMS %.3g "
+                "(%.3g %%, limit %.0f %%)\n", nets[k], (long long)c2, rms_two, rms_wrong, 100 * rms_two / rms_wrong,
+                100 * WEIGHT_RMS_FRACTION);
+        ck_assert_msg(c2 > 0 && c2 == cw, "%s: %lld and %lld values", nets[k], (long long)c2, (long long)cw);
+        ck_assert_msg(rms_two <= WEIGHT_RMS_FRACTION * rms_wrong, "%s weights: RMS difference %.3g is more than %.0f "
+                      "%% of a run on other samples (%.3g)", nets[k], rms_two, 100 * WEIGHT_RMS_FRACTION, rms_wrong);
+    }
     free(dir);
 }
 END_TEST
@@ -909,6 +1012,7 @@ static Suite *suite(void) {
     tcase_add_test(tc, mpi_world_of_one_is_exact);
     tcase_add_test(tc, fp32_two_ranks_match_one);
     tcase_add_test(tc, sync_bn_two_ranks_match_one);
+    tcase_add_test(tc, mutual_learning_two_ranks_match_one);
     tcase_add_test(tc, bucket_size_does_not_change_the_result);
     tcase_add_test(tc, fp16_o2_same_skips_and_scales);
     tcase_add_test(tc, resume_on_another_world_size);
