@@ -29,6 +29,10 @@ static int path_join(char *out, size_t cap, const char *dir, const char *name) {
 // (the sidecar name of model.safetensors, see weights_dict_path).
 static const char *const CKPT_FILES[] = {"state.json", "model.safetensors", "optimizer.safetensors", "model.dict.txt",
                                          NULL};
+// A network trained beside the model (CkptCompanion) writes "companion.<name>.optimizer.safetensors"
+// and "companion.<name>.state.json": every file of that prefix is a checkpoint's own.
+#define CKPT_COMPANION_PREFIX "companion."
+
 
 static int is_dir(const char *p) {
     struct stat s;
@@ -47,6 +51,9 @@ static void remove_ckpt_dir(const char *dir) {
     if (d) {
         struct dirent *e;
         while ((e = readdir(d)) != NULL) {
+            if (strncmp(e->d_name, CKPT_COMPANION_PREFIX, strlen(CKPT_COMPANION_PREFIX)) == 0 &&
+                path_join(p, sizeof p, dir, e->d_name))
+                unlink(p);
             for (int i = 0; CKPT_FILES[i]; i++) {
                 size_t n = strlen(CKPT_FILES[i]);
                 if (strncmp(e->d_name, CKPT_FILES[i], n) == 0 && strncmp(e->d_name + n, ".tmp.", 5) == 0 &&
@@ -76,7 +83,11 @@ static void sync_parent(const char *dir) {
 
 // ---- writing ----------------------------------------------------------------------------------
 
-static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEngine *amp, const OcrParamTable *t) {
+// masters_here: under O2 the f32 masters are written here ("master.<name>", a companion's: its
+// weights file holds the working copy) instead of the working copy ("working.<name>", the model's:
+// its weights file holds the masters).
+static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEngine *amp, const OcrParamTable *t,
+                                   int masters_here) {
     int n = t->count;
     OcrNamedTensor *ts = calloc((size_t)(3 * n + 1), sizeof *ts);
     char **names = calloc((size_t)(3 * n + 1), sizeof *names);
@@ -96,8 +107,9 @@ static ocr_status_t save_optimizer(const char *path, const Optimizer *opt, AmpEn
         const OcrTensor *master = amp ? amp_engine_master(amp, i) : NULL;
         OcrTensor working = {0};
         if (master && master->data) working = ocr_params_tensor(t, i);
-        const OcrTensor *src[3] = {&opt->m[i], &opt->v[i], working.data ? &working : NULL};
-        static const char *const prefix[3] = {"moment1.", "moment2.", "working."};
+        const OcrTensor *third = masters_here ? (master && master->data ? master : NULL) : working.data ? &working : NULL;
+        const OcrTensor *src[3] = {&opt->m[i], &opt->v[i], third};
+        const char *const prefix[3] = {"moment1.", "moment2.", masters_here ? "master." : "working."};
         for (int j = 0; j < 3; j++) {
             if (!src[j] || !src[j]->data) continue;
             size_t len = strlen(prefix[j]) + strlen(p->name) + 1;
@@ -220,7 +232,43 @@ static char *state_json(const CkptState *s) {
     return text;
 }
 
+static int companion_path(char *out, size_t cap, const char *dir, const char *name, const char *file) {
+    int n = snprintf(out, cap, "%s/" CKPT_COMPANION_PREFIX "%s.%s", dir, name, file);
+    return n >= 0 && (size_t)n < cap;
+}
+
+// A companion's optimizer file and its state: the updates are the optimizer file's metadata; the
+// state holds the AMP engine's state and the network's dropout counter.
+static ocr_status_t save_companion(const char *dir, const CkptCompanion *c) {
+    char p[4300];
+    if (!companion_path(p, sizeof p, dir, c->name, "optimizer.safetensors"))
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "checkpoint path too long: %s", dir);
+    OCR_TRY(save_optimizer(p, c->opt, c->amp, c->params, 1));
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "format", "ocrtrain-companion-state");
+    cJSON_AddNumberToObject(r, "version", CKPT_STATE_VERSION);
+    cJSON_AddStringToObject(r, "network", c->name);
+    char buf[32];
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)c->model_step);
+    cJSON_AddStringToObject(r, "model_step", buf);
+    const AmpEngineState as = amp_engine_state(c->amp);
+    amp_scaler_state_to_json(&as.scaler, cJSON_AddObjectToObject(r, "scaler"));
+    amp_engine_state_to_json(&as, cJSON_AddObjectToObject(r, "amp"));
+    char *text = cJSON_Print(r);
+    cJSON_Delete(r);
+    if (!text) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    companion_path(p, sizeof p, dir, c->name, "state.json");
+    ocr_status_t st = ocr_write_file_atomic(p, text, strlen(text));
+    free(text);
+    return st;
+}
+
 ocr_status_t ckpt_save(const char *dir, const OcrModel *m, const Optimizer *opt, AmpEngine *amp, const CkptState *s) {
+    return ckpt_save_with_companions(dir, m, opt, amp, s, NULL, 0);
+}
+
+ocr_status_t ckpt_save_with_companions(const char *dir, const OcrModel *m, const Optimizer *opt, AmpEngine *amp,
+                                       const CkptState *s, const CkptCompanion *comp, int ncomp) {
     char tmp[4096], old[4096], p[4200];
     if (strlen(dir) + 32 > sizeof tmp) return ocr_set_error(OCR_ERR_INVALID_ARG, "checkpoint path too long: %s", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", dir);
@@ -235,8 +283,9 @@ ocr_status_t ckpt_save(const char *dir, const OcrModel *m, const Optimizer *opt,
     }
     if (st == OCR_OK && opt) {
         path_join(p, sizeof p, tmp, "optimizer.safetensors");
-        st = save_optimizer(p, opt, amp, ocr_model_params((OcrModel *)m));
+        st = save_optimizer(p, opt, amp, ocr_model_params((OcrModel *)m), 0);
     }
+    for (int c = 0; st == OCR_OK && c < ncomp; c++) st = save_companion(tmp, &comp[c]);
     if (st == OCR_OK) {
         char *text = state_json(s);
         if (!text) {
@@ -403,10 +452,13 @@ static ocr_status_t copy_named_exact(const OcrNamedTensor *nt, const char *path,
     return OCR_OK;
 }
 
-ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp, const OcrParamTable *params) {
-    char p[4200], mp[4200], name[1024];
-    snprintf(p, sizeof p, "%s/optimizer.safetensors", dir);
-    snprintf(mp, sizeof mp, "%s/model.safetensors", dir);
+// The moments (and O2's masters and working copy) from the optimizer file p. A master is
+// "master.<name>" there, else the weights file mp's f32 weight (named weights_prefix + name: a
+// distillation run's "Student.") with the working copy "working.<name>" in p; mp NULL: the
+// masters must be in p (a companion's).
+static ocr_status_t load_optimizer_file(const char *p, const char *mp, const char *weights_prefix, Optimizer *opt,
+                                        AmpEngine *amp, const OcrParamTable *params) {
+    char name[1024];
     OcrSafetensors *st, *model = NULL;
     OCR_TRY(ocr_safetensors_open(&st, p));
     ocr_status_t s = OCR_OK;
@@ -425,8 +477,13 @@ ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp
             s = copy_named(st, name, p, master);
             continue;
         }
+        if (!mp) {
+            s = ocr_set_error(OCR_ERR_FORMAT, "%s: no tensor %s (the O2 master)", p, name);
+            break;
+        }
         if (!model) s = ocr_safetensors_open(&model, mp);
-        if (s == OCR_OK) s = copy_named(model, params->items[i].name, mp, master);
+        snprintf(name, sizeof name, "%s%s", weights_prefix, params->items[i].name);
+        if (s == OCR_OK) s = copy_named(model, name, mp, master);
         if (s != OCR_OK) break;
         snprintf(name, sizeof name, "working.%s", params->items[i].name);
         const OcrNamedTensor *w = ocr_safetensors_find(st, name);
@@ -445,6 +502,62 @@ ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp
     if (model) ocr_safetensors_close(model);
     ocr_safetensors_close(st);
     return s;
+}
+
+ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp, const OcrParamTable *params) {
+    return ckpt_load_optimizer_prefixed(dir, opt, amp, params, "");
+}
+
+ocr_status_t ckpt_load_optimizer_prefixed(const char *dir, Optimizer *opt, AmpEngine *amp, const OcrParamTable *params,
+                                          const char *weights_prefix) {
+    char p[4200], mp[4200];
+    snprintf(p, sizeof p, "%s/optimizer.safetensors", dir);
+    snprintf(mp, sizeof mp, "%s/model.safetensors", dir);
+    return load_optimizer_file(p, mp, weights_prefix ? weights_prefix : "", opt, amp, params);
+}
+
+int ckpt_has_companion(const char *dir, const char *name) {
+    char p[4300];
+    return companion_path(p, sizeof p, dir, name, "state.json") && ocr_file_exists(p);
+}
+
+ocr_status_t ckpt_load_companion(const char *dir, CkptCompanion *c) {
+    char p[4300];
+    if (!companion_path(p, sizeof p, dir, c->name, "state.json"))
+        return ocr_set_error(OCR_ERR_INVALID_ARG, "checkpoint path too long: %s", dir);
+    char *text;
+    size_t size;
+    OCR_TRY(ocr_read_file(p, &text, &size));
+    cJSON *r = cJSON_ParseWithLength(text, size);
+    free(text);
+    if (!r) return ocr_set_error(OCR_ERR_FORMAT, "%s: not valid JSON", p);
+    const char *str = NULL;
+    double version = 0;
+    AmpEngineState as;
+    memset(&as, 0, sizeof as);
+    ocr_status_t st = get_str(r, "format", p, &str);
+    if (st == OCR_OK && strcmp(str, "ocrtrain-companion-state") != 0)
+        st = ocr_set_error(OCR_ERR_FORMAT, "%s: not a companion network's training state", p);
+    if (st == OCR_OK) st = get_num(r, "version", p, &version);
+    if (st == OCR_OK && version != CKPT_STATE_VERSION)
+        st = ocr_set_error(OCR_ERR_FORMAT, "%s: state version %g, this build reads %d", p, version, CKPT_STATE_VERSION);
+    if (st == OCR_OK) st = get_str(r, "network", p, &str);
+    if (st == OCR_OK && strcmp(str, c->name) != 0)
+        st = ocr_set_error(OCR_ERR_FORMAT, "%s: the state of network \"%s\", not \"%s\"", p, str, c->name);
+    if (st == OCR_OK) st = get_str(r, "model_step", p, &str);
+    if (st == OCR_OK) c->model_step = strtoull(str, NULL, 10);
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(r, "scaler"), *aj = cJSON_GetObjectItemCaseSensitive(r, "amp");
+    if (st == OCR_OK && (!cJSON_IsObject(sc) || !cJSON_IsObject(aj)))
+        st = ocr_set_error(OCR_ERR_FORMAT, "%s: \"scaler\" or \"amp\" is missing", p);
+    if (st == OCR_OK) st = amp_scaler_state_from_json(&as.scaler, sc, p);
+    if (st == OCR_OK) st = amp_engine_state_from_json(&as, aj, p);
+    cJSON_Delete(r);
+    OCR_TRY(st);
+    // The moments and, under O2, the masters ("master.<name>": the weights file held the working
+    // copy, which the network has already loaded).
+    companion_path(p, sizeof p, dir, c->name, "optimizer.safetensors");
+    OCR_TRY(load_optimizer_file(p, NULL, "", c->opt, c->amp, c->params));
+    return amp_engine_restore_state(c->amp, &as);
 }
 
 ocr_status_t ckpt_weights_path(const char *path, char *out, size_t cap) {

@@ -51,6 +51,29 @@ typedef struct {
 // Writes a checkpoint directory (see above).
 ocr_status_t ckpt_save(const char *dir, const OcrModel *m, const Optimizer *opt, AmpEngine *amp, const CkptState *s);
 
+// A network trained beside the model (distillation's mutual learning), whose weights the model's
+// weights file holds under the network's prefix (ocr_model_set_weights_companions): its training
+// state goes into the same checkpoint directory, written and renamed with it, as
+//   companion.<name>.optimizer.safetensors  its Adam moments and, under AMP O2, its f32 masters
+//                                           ("master.<param>": the weights file holds its working
+//                                           copy), "updates" in the metadata
+//   companion.<name>.state.json             its AMP engine's state (loss scaler, counters) and
+//                                           its dropout counter
+typedef struct {
+    const char *name;             // "Teacher": Architecture.Models' key
+    Optimizer *opt;
+    AmpEngine *amp;
+    const OcrParamTable *params;  // the network's parameters (their names and shapes)
+    uint64_t model_step;          // its dropout counter (ocr_model_get_step)
+} CkptCompanion;
+ocr_status_t ckpt_save_with_companions(const char *dir, const OcrModel *m, const Optimizer *opt, AmpEngine *amp,
+                                       const CkptState *s, const CkptCompanion *comp, int ncomp);
+// 1 when the checkpoint directory holds companion `name`'s training state.
+int ckpt_has_companion(const char *dir, const char *name);
+// Restores companion c's optimizer, masters and AMP state, and sets c->model_step; the weights
+// themselves are read with the model's (ocr_model_load_weights under the prefix) first.
+ocr_status_t ckpt_load_companion(const char *dir, CkptCompanion *c);
+
 // Resolves a checkpoint given as a directory, or as a path to a file inside one, or as the
 // PaddleOCR-style prefix ".../latest" (a directory). *real receives the directory to read
 // (the ".old" fallback when only that exists). NOT_FOUND when there is none.
@@ -58,6 +81,10 @@ ocr_status_t ckpt_resolve(const char *path, char *real, size_t cap);
 ocr_status_t ckpt_load_state(const char *dir, CkptState *s);
 // The optimizer moments (and masters, when amp has them). Shapes must match.
 ocr_status_t ckpt_load_optimizer(const char *dir, Optimizer *opt, AmpEngine *amp, const OcrParamTable *params);
+// The same for a model whose weights file names its tensors weights_prefix + name (a
+// distillation run's trained network, "Student.": its O2 masters are read under that name).
+ocr_status_t ckpt_load_optimizer_prefixed(const char *dir, Optimizer *opt, AmpEngine *amp, const OcrParamTable *params,
+                                          const char *weights_prefix);
 
 // The weights file to read for --weights / Global.pretrained_model: a .safetensors file, or
 // model.safetensors inside a checkpoint directory.

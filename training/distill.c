@@ -220,6 +220,24 @@ static ocr_status_t peer_init(DistillRun *r, int i, const OcrConfig *cfg, const 
     return OCR_OK;
 }
 
+// A resumed peer's optimizer moments, O2 masters, AMP state and dropout counter (its weights were
+// read with the checkpoint's); a checkpoint without them (written before they were kept) restarts
+// them, with a warning.
+static ocr_status_t peer_resume(DistillRun *r, int i, const char *resume_dir) {
+    Peer *p = r->peers[i];
+    const char *name = r->dc.nets[i].name;
+    if (!ckpt_has_companion(resume_dir, name)) {
+        ocr_log(OCR_LOG_WARN, "distillation: %s has no training state for %s (a checkpoint written before they were "
+                "kept): its optimizer moments and loss scale start afresh", resume_dir, name);
+        return OCR_OK;
+    }
+    CkptCompanion c = {name, &p->optim, &p->amp, ocr_model_params(r->nets[i]), 0};
+    ocr_status_t st = ckpt_load_companion(resume_dir, &c);
+    if (st != OCR_OK) return ocr_wrap_error(st, "Global.checkpoints (%s)", name);
+    ocr_model_set_step(r->nets[i], c.model_step);
+    return OCR_OK;
+}
+
 // A frozen network under AMP O1/O2: the run's policy gives its ops their compute dtypes (what is
 // black-listed or in Global.amp_fp32_layers stays f32), at O1 its conv/linear weights are read
 // from a cast cache (made at its first pass; nothing changes them after), at O2 they are stored
@@ -298,6 +316,7 @@ ocr_status_t distill_run_create(DistillRun **out, const OcrConfig *cfg, const Ru
                 break;
             }
             st = peer_init(r, i, cfg, rc);
+            if (st == OCR_OK && resume_dir && resume_dir[0]) st = peer_resume(r, i, resume_dir);
             if (st != OCR_OK) break;
             continue;
         }
@@ -742,6 +761,17 @@ static ocr_status_t extra_loss(void *user, StepCtx *s, const FeedDeviceBatch *b,
 }
 
 void distill_run_hold_peers(DistillRun *r, int hold) { r->hold_peers = hold; }
+
+int distill_run_companions(DistillRun *r, CkptCompanion *out, int cap) {
+    int n = 0;
+    for (int k = 0; r && k < r->dc.nnets && n < cap; k++) {
+        Peer *p = r->peers[k];
+        if (!p) continue;
+        out[n++] = (CkptCompanion){r->dc.nets[k].name, &p->optim, &p->amp, ocr_model_params(r->nets[k]),
+                                   ocr_model_get_step(r->nets[k])};
+    }
+    return n;
+}
 
 static ocr_status_t broadcast_bytes(OcrDist *dist, void *data, size_t bytes, const char *what, const char *name) {
     if (!data || bytes == 0) return OCR_OK;

@@ -36,6 +36,7 @@
 #include "core/config.h"
 #include "distributed/dist.h"
 #include "kernels/ops.h"
+#include "training/checkpoint.h"
 #include "training/distill_config.h"
 #include "training/run_config.h"
 #include "training/step.h"
@@ -56,6 +57,10 @@ void distill_attach(DistillRun *r, StepCtx *s);
 // network's: its gradients are averaged over the ranks before its update) and, given bn_sync
 // (Global.use_sync_bn), normalises with the world's batch statistics. Collectives: call on
 // every rank, after distill_run_create, before the first step. r NULL: nothing to do.
+// The networks trained beside the scored one (mutual learning) as checkpoint companions (their
+// optimizer, AMP engine and dropout counter, training/checkpoint.h), at most cap; returns how
+// many. r NULL: 0. A resumed run (distill_run_create's resume_dir) reads them back.
+int distill_run_companions(DistillRun *r, CkptCompanion *out, int cap);
 ocr_status_t distill_run_join_world(DistillRun *r, OcrDist *dist, int64_t bucket_bytes, const OcrBnSync *bn_sync);
 const DistillConfig *distill_run_config(const DistillRun *r);
 // The trained network's name prefix in weights files ("Student."), from a rewritten config's

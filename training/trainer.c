@@ -292,7 +292,10 @@ static ocr_status_t save_checkpoint(Trainer *t, const char *name) {
     char dir[2200];
     snprintf(dir, sizeof dir, "%s/%s", t->dir, name);
     fill_state_from_run(t);
-    return ckpt_save(dir, t->m, &t->optim, &t->amp, &t->st);
+    // Networks trained beside the model (mutual learning) keep their training state with it.
+    CkptCompanion comp[DISTILL_MAX_NETS];
+    const int nc = distill_run_companions(t->distill, comp, DISTILL_MAX_NETS);
+    return ckpt_save_with_companions(dir, t->m, &t->optim, &t->amp, &t->st, comp, nc);
 }
 
 // Keeps the metrics.jsonl lines of iterations <= iter (a resumed run rewrites what followed).
@@ -479,7 +482,8 @@ static ocr_status_t resume_training_state(Trainer *t) {
                              "for %s %s (resume with the same AMP settings, or fine-tune from it with "
                              "Global.pretrained_model)", ckdir, t->st.amp_level, t->st.amp_dtype, res->config.amp_level,
                              res->config.amp_dtype);
-    OCR_TRY(ckpt_load_optimizer(ckdir, &t->optim, &t->amp, ocr_model_params(t->m)));
+    OCR_TRY(ckpt_load_optimizer_prefixed(ckdir, &t->optim, &t->amp, ocr_model_params(t->m),
+                                         ocr_model_weights_prefix(t->m)));
     OCR_TRY(amp_engine_restore_state(&t->amp, &t->st.amp));
     ocr_model_set_step(t->m, t->st.model_step);
     if (t->st.iter >= t->total_iters)

@@ -5,7 +5,8 @@
 // teacher's weights are bit for bit the pretrained ones (saved as Teacher.*, the student as
 // Student.*); a run resumes from its checkpoint; the student exports alone (ONNX and .pdparams
 // without the prefix) and a PaddleOCR-style distillation .pdparams imports as its student.
-// Each term's gradient in the step equals its op's own (kernels/ops.h) times the weight, for the
+// Mutual learning resumes bit for bit (the second network's optimizer and AMP state are in the
+// checkpoint). Each term's gradient in the step equals its op's own (kernels/ops.h) times the weight, for the
 // CTC terms and, on MultiHead NRTR networks, for DKD and the masked KL on the guidance head.
 #include <string.h>
 
@@ -576,18 +577,16 @@ END_TEST
 // into += src (f32, same shape).
 static void add_into(OcrTensor *into, const OcrTensor *src) { ocr_accumulate(into, src); }
 
-START_TEST(test_mutual_learning_gradients_are_the_ops) {
-    // Two trained networks (PP-OCRv3's mutual learning, CTC heads here): DML on the CTC logits and
-    // L2 on backbone_out give each network its side of the op's gradient, the second network also
-    // its own CTC loss's.
-    char cfg[1200];
-    snprintf(cfg, sizeof cfg, "%s/ml.json", g_dir);
+// A mutual-learning config (PP-OCRv3's): Student and Teacher both demo-sized and both trained
+// (Teacher without pretrained weights), each one's CTC loss, DML on the CTC logits and L2 on the
+// backbone maps.
+static void write_mutual_learning_config(const char *cfg, const char *out_dir, const char *global_extra) {
     const char *list =
         "[" GT_CTC ", {\"DistillationCTCLoss\": {\"weight\": 1.0, \"model_name_list\": [\"Teacher\"], \"key\": \"head_out\"}},"
         " {\"DistillationDMLLoss\": {\"weight\": 0.5, \"act\": \"softmax\", \"use_log\": true, " PAIR "}},"
         " {\"DistillationDistanceLoss\": {\"weight\": 0.7, \"mode\": \"l2\", \"model_name_pairs\": [[\"Student\", "
         "\"Teacher\"]], \"key\": \"backbone_out\"}}]";
-    write_distill_config(cfg, g_dir, list, STUDENT_ARCH, STUDENT_ARCH, NULL);
+    write_distill_config(cfg, out_dir, list, STUDENT_ARCH, STUDENT_ARCH, global_extra);
     char *text;
     size_t n;
     ck_assert(ocr_read_file(cfg, &text, &n) == OCR_OK);
@@ -600,6 +599,15 @@ START_TEST(test_mutual_learning_gradients_are_the_ops) {
     at_write_text(cfg, js);
     free(js);
     cJSON_Delete(root);
+}
+
+START_TEST(test_mutual_learning_gradients_are_the_ops) {
+    // Two trained networks (PP-OCRv3's mutual learning, CTC heads here): DML on the CTC logits and
+    // L2 on backbone_out give each network its side of the op's gradient, the second network also
+    // its own CTC loss's.
+    char cfg[1200];
+    snprintf(cfg, sizeof cfg, "%s/ml.json", g_dir);
+    write_mutual_learning_config(cfg, g_dir, NULL);
     Bench x;
     bench_open(&x, cfg);
     distill_run_hold_peers(x.r, 1);
@@ -657,6 +665,74 @@ START_TEST(test_mutual_learning_gradients_are_the_ops) {
     ocr_tensor_free(&l1);
     ocr_tensor_free(&dl32);
     bench_close(&x);
+}
+END_TEST
+
+// Mutual learning stopped inside an epoch and resumed from `latest` is bit-identical to an
+// uninterrupted run, for both networks: the second one's optimizer moments, O2 masters, loss
+// scaler and dropout counter are in the checkpoint (companion.Teacher.*) beside its weights.
+static void mutual_learning_resume_case(const char *tag, const char *global_extra) {
+    char cfg[1200], a[600], b[600], ova[700], ovb[700], ck[700];
+    snprintf(cfg, sizeof cfg, "%s/ml_%s.json", g_dir, tag);
+    snprintf(a, sizeof a, "%s/ml_%s_a", g_dir, tag);
+    snprintf(b, sizeof b, "%s/ml_%s_b", g_dir, tag);
+    write_mutual_learning_config(cfg, a, global_extra);
+    snprintf(ova, sizeof ova, "Global.save_model_dir=%s", a);
+    snprintf(ovb, sizeof ovb, "Global.save_model_dir=%s", b);
+    snprintf(ck, sizeof ck, "Global.checkpoints=%s/latest", b);
+    char err[8192];
+    // 32 lines at batch 8, 3 epochs: 12 steps; the stop after 6 is inside the second epoch.
+    const char *straight[] = {"train", "-c", cfg, "-o", ova, NULL};
+    const char *stop[] = {"train", "-c", cfg, "--max-steps", "6", "-o", ovb, NULL};
+    const char *resume[] = {"train", "-c", cfg, "-o", ovb, ck, NULL};
+    ck_assert_msg(at_run_capture(cmd_train, straight, err, sizeof err) == 0, "%s: %s", tag, err);
+    ck_assert_msg(at_run_capture(cmd_train, stop, err, sizeof err) == 0, "%s: %s", tag, err);
+    ck_assert_msg(at_run_capture(cmd_train, resume, err, sizeof err) == 0, "%s: %s", tag, err);
+    ck_assert_msg(!strstr(err, "start afresh"), "%s: %s", tag, err);
+    const char *files[] = {"latest/model.safetensors", "latest/optimizer.safetensors",
+                           "latest/companion.Teacher.optimizer.safetensors", "latest/companion.Teacher.state.json",
+                           NULL};
+    for (int i = 0; files[i]; i++) {
+        char pa[800], pb[800];
+        snprintf(pa, sizeof pa, "%s/%s", a, files[i]);
+        snprintf(pb, sizeof pb, "%s/%s", b, files[i]);
+        ck_assert_msg(at_exists(pa), "%s: no %s", tag, pa);
+        ck_assert_msg(at_same_file(pa, pb), "%s: %s differs between the uninterrupted and the resumed run", tag,
+                      files[i]);
+    }
+    int na, nb;
+    double *la = at_read_losses(a, &na, NULL), *lb = at_read_losses(b, &nb, NULL);
+    ck_assert_int_eq(na, 12);
+    ck_assert_int_eq(na, nb);
+    for (int i = 0; i < na; i++) ck_assert_msg(la[i] == lb[i], "%s: loss of step %d differs", tag, i + 1);
+    free(la);
+    free(lb);
+}
+
+START_TEST(test_mutual_learning_resume_is_bit_identical) {
+    mutual_learning_resume_case("fp32", NULL);
+    // A checkpoint without the second network's state (written before it was kept) still
+    // resumes: its moments and scale start afresh, with a warning naming it.
+    char cfg[1200], c[600], ovc[700], ck[700], p[800], err[8192];
+    snprintf(cfg, sizeof cfg, "%s/ml_fp32.json", g_dir);
+    snprintf(c, sizeof c, "%s/ml_old", g_dir);
+    snprintf(ovc, sizeof ovc, "Global.save_model_dir=%s", c);
+    snprintf(ck, sizeof ck, "Global.checkpoints=%s/latest", c);
+    const char *stop[] = {"train", "-c", cfg, "--max-steps", "6", "-o", ovc, NULL};
+    ck_assert_msg(at_run_capture(cmd_train, stop, err, sizeof err) == 0, "%s", err);
+    const char *gone[] = {"optimizer.safetensors", "state.json", NULL};
+    for (int i = 0; gone[i]; i++) {
+        snprintf(p, sizeof p, "%s/latest/companion.Teacher.%s", c, gone[i]);
+        ck_assert_msg(unlink(p) == 0, "no %s", p);
+    }
+    const char *resume[] = {"train", "-c", cfg, "--max-steps", "8", "-o", ovc, ck, NULL};
+    ck_assert_msg(at_run_capture(cmd_train, resume, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(strstr(err, "no training state for Teacher") && strstr(err, "start afresh"), "%s", err);
+    // FP16-O2 with a dynamic scale: masters, the scaler's state and skipped steps carry over
+    // (a trained peer needs amp_overflow skip).
+    mutual_learning_resume_case("fp16_o2", "{\"use_amp\": true, \"amp_level\": \"O2\", \"amp_dtype\": \"float16\", "
+                                "\"scale_loss\": 65536, \"use_dynamic_loss_scaling\": true, \"incr_every_n_steps\": 3, "
+                                "\"amp_overflow\": \"skip\"}");
 }
 END_TEST
 
@@ -898,6 +974,7 @@ static Suite *distill_train_suite(void) {
     tcase_add_test(tc, test_ctc_term_gradients_are_the_ops);
     tcase_add_test(tc, test_guide_term_gradients_are_the_ops);
     tcase_add_test(tc, test_mutual_learning_gradients_are_the_ops);
+    tcase_add_test(tc, test_mutual_learning_resume_is_bit_identical);
     tcase_add_test(tc, test_amp_teacher_low_precision);
     tcase_add_test(tc, test_capacity_counts_teacher);
     suite_add_tcase(s, tc);
