@@ -8,7 +8,10 @@
 //               config's dictionary in the metadata ("character") for RapidOCR;
 //   --pdparams  PaddleOCR's state dict (models/pdparams_write.h): training-form names with the
 //               BN statistics (MultiHead names for a MultiHead model), for PaddleOCR's
-//               tools/eval.py, tools/export_model.py or Global.pretrained_model.
+//               tools/eval.py, tools/export_model.py or Global.pretrained_model. A distillation
+//               config exports its trained network alone, or with --all-networks every network
+//               of Architecture.Models under its name ("Teacher.", "Student."), PaddleOCR's
+//               DistillationModel state dict, read from the distillation checkpoint --weights.
 // Without a config, a PaddleOCR checkpoint (.pdparams) is exported directly: the network is read
 // off its tensors as `ocrtrain import --pdparams` does (input height 48), and --dict gives the
 // dictionary for the metadata (with a config, --dict replaces Global.character_dict_path there).
@@ -42,7 +45,7 @@ int cmd_export(int argc, char **argv) {
     CliConfigArgs ca = {0};
     const char *weights = NULL, *dict_path = NULL, *onnx_path = NULL, *pd_path = NULL, *probe_in = NULL, *probe_out = NULL,
                *probe_logits = NULL;
-    int init = 0, fold_bn = 0;
+    int init = 0, fold_bn = 0, all_networks = 0;
     const CliFlag flags[] = {
         {CLI_CONFIG, .dest = &ca, .help = "the config of the network (JSON or PaddleOCR's .yml)"},
         {CLI_STRING, "--weights", .meta = "W", .dest = &weights,
@@ -55,6 +58,9 @@ int cmd_export(int argc, char **argv) {
         {CLI_STRING, "--onnx", .meta = "FILE", .dest = &onnx_path,
          .help = "the inference network as ONNX (opset " EXPORT_STR(OCR_ONNX_EXPORT_OPSET) "; input x (N, 3, H, W), "
                  "output probs\n(N, T, classes); rep layers fused, CTC branch only)"},
+        {CLI_BOOL, "--all-networks", .dest = &all_networks,
+         .help = "with a distillation config and --pdparams: every network of Architecture.Models\n"
+                 "under its name (PaddleOCR's DistillationModel state dict), not the trained one alone"},
         {CLI_BOOL, "--fold-bn", .dest = &fold_bn,
          .help = "fold every BatchNormalization into its convolution (onnxruntime does this\n"
                  "itself at load; ocrtrain import reads only the unfolded form)"},
@@ -69,7 +75,7 @@ int cmd_export(int argc, char **argv) {
     const CliCommand cmd = {
         .name = "export", .flags = flags,
         .synopsis = "(-c CFG (--weights W | --init) | --weights CHECKPOINT.pdparams) [--onnx OUT.onnx] "
-                    "[--pdparams OUT.pdparams] [--dict FILE] [--fold-bn] [-o Key=value ...] "
+                    "[--pdparams OUT.pdparams [--all-networks]] [--dict FILE] [--fold-bn] [-o Key=value ...] "
                     "[--probe IN.f32 --probe-out OUT.f32 [--probe-logits OUT.f32]]",
         .epilog = "at least one of --onnx, --pdparams and --probe is required\n"};
     int rc0 = cli_parse(&cmd, argc, argv);
@@ -84,6 +90,9 @@ int cmd_export(int argc, char **argv) {
                                                         : NULL;
     if (missing) return cli_usage_error(&cmd, "%s is required", missing);
     if (from_pd && ca.n_overrides) return cli_fail(&cmd, 2, "-o needs a config (-c CFG)");
+    if (all_networks && (!pd_path || !ca.config || init))
+        return cli_fail(&cmd, 2, "--all-networks writes --pdparams from a distillation config (-c) and its checkpoint "
+                        "(--weights)");
     OcrConfig *cfg = NULL;
     RunConfig rc;
     memset(&rc, 0, sizeof rc);
@@ -130,11 +139,15 @@ int cmd_export(int argc, char **argv) {
     }
     if (st == OCR_OK && pd_path) {
         OcrPdWriteInfo info;
-        st = ocr_pdparams_write(im.m, pd_path, &info);
+        int nnets = 1;
+        st = all_networks ? export_distillation_pdparams(cfg, im.m, weights, pd_path, &info, &nnets)
+                          : ocr_pdparams_write(im.m, pd_path, &info);
         if (st == OCR_OK)
-            printf("pdparams: %s: %d tensors (%lld values, parameters and BN statistics)%s\n", pd_path, info.tensors,
+            printf("pdparams: %s: %d tensors (%lld values, parameters and BN statistics)%s%s\n", pd_path, info.tensors,
                    (long long)info.values,
-                   info.unfused ? ", written in the training form equal to the fused network" : "");
+                   info.unfused ? ", written in the training form equal to the fused network" : "",
+                   all_networks ? ", every network of Architecture.Models under its name" : "");
+        if (st == OCR_OK && all_networks) printf("pdparams: %d networks\n", nnets);
         if (st == OCR_OK && info.aliases)
             printf("pdparams: %d of them are the second names Paddle's nn.LSTM gives its parameters ({k}.cell.*)\n",
                    info.aliases);

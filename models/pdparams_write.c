@@ -136,6 +136,7 @@ typedef struct {
     int aliases;  // second names written (LSTM {k}.cell.*), counted in tensors too
     int64_t values;
     ocr_status_t st;
+    const char *prefix;  // before every name: "" for one network, "Teacher." in a DistillationModel's
 } W;
 
 static void entry(W *w, const OcrParamTable *t, int i, const char *name) {
@@ -168,7 +169,9 @@ static void entry(W *w, const OcrParamTable *t, int i, const char *name) {
         shape[3] = kw;
     }
     int ndim = p->ndim;
-    const char *nm = name ? name : p->name;
+    char full[600];
+    snprintf(full, sizeof full, "%s%s", w->prefix, name ? name : p->name);
+    const char *nm = full;
     if (ndim == 4 && shape[2] == 1 && strstr(nm, ".guide_layer.")) {
         // PaddleOCR's Conv1D (PP-OCRv6 tiny's guide layer): (OC, C/g, K), the same values.
         shape[2] = shape[3];
@@ -179,7 +182,7 @@ static void entry(W *w, const OcrParamTable *t, int i, const char *name) {
         op(&w->b, P_MARK);
         w->in_batch = 0;
     }
-    text(&w->b, name ? name : p->name);
+    text(&w->b, nm);
     ndarray_f32(&w->b, ndim, shape, o, p->numel);
     w->in_batch++;
     w->tensors++;
@@ -232,39 +235,44 @@ static void entries_of(W *w, const OcrParamTable *t, int op_index, int nops) {
         }
 }
 
-static ocr_status_t write_tables(const OcrOpTable *ops, const OcrParamTable *params, const OcrParamTable *stats,
-                                 uint8_t **data, size_t *size, OcrPdWriteInfo *info) {
-    W w;
-    memset(&w, 0, sizeof w);
-    op(&w.b, P_PROTO);
-    op(&w.b, 4);
-    op(&w.b, P_EMPTY_DICT);
-    op(&w.b, P_MARK);
+static void dict_begin(W *w) {
+    memset(w, 0, sizeof *w);
+    w->prefix = "";
+    op(&w->b, P_PROTO);
+    op(&w->b, 4);
+    op(&w->b, P_EMPTY_DICT);
+    op(&w->b, P_MARK);
+}
+
+// One network's tables into the dict, every name after w->prefix.
+static void dict_add_tables(W *w, const OcrOpTable *ops, const OcrParamTable *params, const OcrParamTable *stats) {
+    const int before = w->tensors - w->aliases;
     // Paddle's state_dict order: layer by layer, each layer's parameters, then its buffers.
-    for (int k = 0; k < ops->count && w.st == OCR_OK; k++) {
-        entries_of(&w, params, k, ops->count);
-        entries_of(&w, stats, k, ops->count);
+    for (int k = 0; k < ops->count && w->st == OCR_OK; k++) {
+        entries_of(w, params, k, ops->count);
+        entries_of(w, stats, k, ops->count);
     }
-    entries_of(&w, params, -1, ops->count);
-    entries_of(&w, stats, -1, ops->count);
-    op(&w.b, P_SETITEMS);
-    op(&w.b, P_STOP);
-    if (w.st == OCR_OK && w.b.oom) w.st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
-    if (w.st != OCR_OK) {
-        free(w.b.p);
-        return w.st;
+    entries_of(w, params, -1, ops->count);
+    entries_of(w, stats, -1, ops->count);
+    if (w->st == OCR_OK && w->tensors - w->aliases - before != params->count + stats->count)
+        w->st = ocr_set_error(OCR_ERR_INTERNAL, "pdparams: %d of %d tensors written", w->tensors - w->aliases - before,
+                              params->count + stats->count);
+}
+
+static ocr_status_t dict_end(W *w, uint8_t **data, size_t *size, OcrPdWriteInfo *info) {
+    op(&w->b, P_SETITEMS);
+    op(&w->b, P_STOP);
+    if (w->st == OCR_OK && w->b.oom) w->st = ocr_set_error(OCR_ERR_OOM, "out of host memory");
+    if (w->st != OCR_OK) {
+        free(w->b.p);
+        return w->st;
     }
-    if (w.tensors != params->count + stats->count + w.aliases) {
-        free(w.b.p);
-        return ocr_set_error(OCR_ERR_INTERNAL, "pdparams: %d of %d tensors written", w.tensors - w.aliases,
-                             params->count + stats->count);
-    }
-    *data = w.b.p;
-    *size = w.b.n;
+    *data = w->b.p;
+    *size = w->b.n;
     if (info) {
-        info->tensors = w.tensors;
-        info->aliases = w.aliases;
-        info->values = w.values;
+        info->tensors = w->tensors;
+        info->aliases = w->aliases;
+        info->values = w->values;
     }
     return OCR_OK;
 }
@@ -375,31 +383,66 @@ static ocr_status_t unfuse(const OcrModel *m, OcrModel **out) {
     return OCR_OK;
 }
 
-ocr_status_t ocr_pdparams_write_bytes(const OcrModel *m, uint8_t **data, size_t *size, OcrPdWriteInfo *info) {
-    *data = NULL;
-    *size = 0;
-    if (info) memset(info, 0, sizeof *info);
+// One network into the dict under `prefix` (its training form); *unfused = 1 when it was a
+// deploy-form PPLCNetV3 written as its equivalent training form.
+static void dict_add_model(W *w, const OcrModel *m, const char *prefix, int *unfused) {
+    if (w->st != OCR_OK) return;
     const OcrArch *a = ocr_model_arch(m);
     OcrModel *train = NULL;
-    if (a->backbone == OCR_BACKBONE_LCNETV3 && a->lcnet.deploy) OCR_TRY(unfuse(m, &train));
+    if (a->backbone == OCR_BACKBONE_LCNETV3 && a->lcnet.deploy && (w->st = unfuse(m, &train)) != OCR_OK) return;
     const OcrModel *src = train ? train : m;
     OcrParamTable hp, hs;
     ocr_status_t st = ocr_params_host_copy(ocr_model_params((OcrModel *)src), &hp);
     if (st == OCR_OK && (st = ocr_params_host_copy(ocr_model_stats((OcrModel *)src), &hs)) != OCR_OK) ocr_params_host_release(&hp);
     if (st == OCR_OK) {
-        st = write_tables(ocr_model_ops((OcrModel *)src), &hp, &hs, data, size, info);
+        w->prefix = prefix;
+        dict_add_tables(w, ocr_model_ops((OcrModel *)src), &hp, &hs);
+        w->prefix = "";
         ocr_params_host_release(&hp);
         ocr_params_host_release(&hs);
+    } else {
+        w->st = st;
     }
-    if (st == OCR_OK && info) info->unfused = train != NULL;
+    if (train) *unfused = 1;
     ocr_model_free(train);
+}
+
+ocr_status_t ocr_pdparams_write_bytes(const OcrModel *m, uint8_t **data, size_t *size, OcrPdWriteInfo *info) {
+    OcrPdNamedModel one = {NULL, m};
+    return ocr_pdparams_write_named_bytes(&one, 1, data, size, info);
+}
+
+ocr_status_t ocr_pdparams_write_named_bytes(const OcrPdNamedModel *nets, int n, uint8_t **data, size_t *size,
+                                            OcrPdWriteInfo *info) {
+    *data = NULL;
+    *size = 0;
+    if (info) memset(info, 0, sizeof *info);
+    W w;
+    dict_begin(&w);
+    int unfused = 0;
+    char prefix[80];
+    for (int k = 0; k < n; k++) {
+        if (nets[k].name && strlen(nets[k].name) + 2 > sizeof prefix) {
+            free(w.b.p);
+            return ocr_set_error(OCR_ERR_INVALID_ARG, "pdparams: network name %s is too long", nets[k].name);
+        }
+        snprintf(prefix, sizeof prefix, "%s%s", nets[k].name ? nets[k].name : "", nets[k].name ? "." : "");
+        dict_add_model(&w, nets[k].m, prefix, &unfused);
+    }
+    ocr_status_t st = dict_end(&w, data, size, info);
+    if (st == OCR_OK && info) info->unfused = unfused;
     return st;
 }
 
 ocr_status_t ocr_pdparams_write(const OcrModel *m, const char *path, OcrPdWriteInfo *info) {
+    OcrPdNamedModel one = {NULL, m};
+    return ocr_pdparams_write_named(&one, 1, path, info);
+}
+
+ocr_status_t ocr_pdparams_write_named(const OcrPdNamedModel *nets, int n, const char *path, OcrPdWriteInfo *info) {
     uint8_t *data;
     size_t size;
-    OCR_TRY(ocr_pdparams_write_bytes(m, &data, &size, info));
+    OCR_TRY(ocr_pdparams_write_named_bytes(nets, n, &data, &size, info));
     ocr_status_t st = ocr_write_file_atomic(path, data, size);
     free(data);
     return st;

@@ -38,4 +38,16 @@ ocr_status_t ocr_pdparams_write_bytes(const OcrModel *m, uint8_t **data, size_t 
 // The same into `path`, atomically (temporary file + rename).
 ocr_status_t ocr_pdparams_write(const OcrModel *m, const char *path, OcrPdWriteInfo *info);
 
+// PaddleOCR's DistillationModel state dict: every network's tensors under "<name>." in the given
+// order (DistillationModel adds each of Architecture.Models as a sublayer of that name:
+// "Teacher.backbone...", "Student.head..."), what a distillation config loads as
+// Global.pretrained_model or Global.checkpoints. A NULL name writes the network's plain names.
+typedef struct {
+    const char *name;
+    const OcrModel *m;
+} OcrPdNamedModel;
+ocr_status_t ocr_pdparams_write_named_bytes(const OcrPdNamedModel *nets, int n, uint8_t **data, size_t *size,
+                                            OcrPdWriteInfo *info);
+ocr_status_t ocr_pdparams_write_named(const OcrPdNamedModel *nets, int n, const char *path, OcrPdWriteInfo *info);
+
 #endif

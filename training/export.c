@@ -4,7 +4,11 @@
 #include <string.h>
 
 #include "core/fileio.h"
+#include "core/safetensors.h"
 #include "models/pdparams.h"
+#include "models/weights_io.h"
+#include "training/checkpoint.h"
+#include "training/distill_config.h"
 
 ocr_status_t export_read_dictionary(const char *path, char **text) {
     *text = NULL;
@@ -82,5 +86,56 @@ ocr_status_t export_probe(OcrModel *m, const char *in, const char *out, const ch
     st = write_f32(p, out);
     if (st == OCR_OK && logits) st = write_f32(ocr_model_logits(m), logits);
     if (st == OCR_OK) *info = (ExportProbe){H, W, p->shape[1], p->shape[2]};
+    return st;
+}
+
+// 1 when the safetensors file holds a tensor named prefix + something.
+static ocr_status_t has_prefix(const char *file, const char *prefix, int *yes) {
+    OcrSafetensors *st;
+    OCR_TRY(ocr_safetensors_open(&st, file));
+    *yes = 0;
+    for (int i = 0; i < ocr_safetensors_count(st) && !*yes; i++)
+        *yes = strncmp(ocr_safetensors_at(st, i)->name, prefix, strlen(prefix)) == 0;
+    ocr_safetensors_close(st);
+    return OCR_OK;
+}
+
+ocr_status_t export_distillation_pdparams(const OcrConfig *cfg, const OcrModel *trained, const char *weights,
+                                          const char *path, OcrPdWriteInfo *info, int *nnets) {
+    *nnets = 0;
+    DistillConfig dc;
+    OCR_TRY(distill_config_read(&dc, cfg));
+    if (!dc.enabled)
+        return ocr_set_error(OCR_ERR_CONFIG, "%s: --all-networks needs a distillation config (Architecture.name "
+                             "DistillationModel)", ocr_config_source(cfg));
+    char file[4096];
+    OCR_TRY(ckpt_weights_path(weights, file, sizeof file));
+    OcrModel *nets[DISTILL_MAX_NETS] = {0};
+    OcrPdNamedModel named[DISTILL_MAX_NETS];
+    ocr_status_t st = OCR_OK;
+    for (int i = 0; i < dc.nnets && st == OCR_OK; i++) {
+        named[i].name = dc.nets[i].name;
+        named[i].m = trained;
+        if (i == dc.trained) continue;
+        // Every other network as ocrtrain's distillation checkpoints hold it: "<name>.<tensor>".
+        char prefix[40];
+        snprintf(prefix, sizeof prefix, "%s.", dc.nets[i].name);
+        int present = 0;
+        st = has_prefix(file, prefix, &present);
+        if (st == OCR_OK && !present)
+            st = ocr_set_error(OCR_ERR_FORMAT, "%s holds no %s* tensors: --all-networks reads every network of "
+                               "Architecture.Models from an ocrtrain distillation checkpoint (a network no loss "
+                               "term uses is not in one)", file, prefix);
+        if (st == OCR_OK) st = ocr_model_create(&nets[i], &dc.nets[i].arch);
+        if (st == OCR_OK) {
+            ocr_model_set_weights_prefix(nets[i], prefix);
+            st = ocr_model_load_weights(nets[i], file);
+            if (st != OCR_OK) st = ocr_wrap_error(st, "Architecture.Models.%s", dc.nets[i].name);
+        }
+        named[i].m = nets[i];
+    }
+    if (st == OCR_OK) st = ocr_pdparams_write_named(named, dc.nnets, path, info);
+    if (st == OCR_OK) *nnets = dc.nnets;
+    for (int i = 0; i < DISTILL_MAX_NETS; i++) ocr_model_free(nets[i]);
     return st;
 }

@@ -282,6 +282,48 @@ START_TEST(test_distill_trains_teacher_fixed) {
     free(w1);
     ocr_model_free(sm);
     ocr_pdparams_free(p);
+
+    // --all-networks: PaddleOCR's DistillationModel state dict, every network under its name,
+    // each bit for bit the checkpoint's and each readable as its own network.
+    char all[1400];
+    snprintf(all, sizeof all, "%s/distillation.pdparams", g_dir);
+    const char *ea[] = {"export", "-c", cfg, "--weights", wts, "--pdparams", all, "--all-networks", NULL};
+    rc = at_run_capture(cmd_export, ea, err, sizeof err);
+    ck_assert_msg(rc == 0, "export --all-networks: %s", err);
+    const char *const nets[] = {"Teacher.", "Student."};
+    for (int q = 0; q < 2; q++) {
+        ck_assert_msg(ocr_pdparams_load(&p, all) == OCR_OK, "%s", ocr_last_error());
+        int prefixed = 0;
+        for (int i = 0; i < p->count; i++) {
+            ck_assert_msg(!strncmp(p->tensors[i].name, "Student.", 8) || !strncmp(p->tensors[i].name, "Teacher.", 8),
+                          "%s in a DistillationModel state dict", p->tensors[i].name);
+            prefixed += !strncmp(p->tensors[i].name, nets[q], 8);
+        }
+        if (q == 1) ck_assert_int_eq(prefixed, count);  // the student's own export's tensors, renamed
+        ck_assert_int_eq(ocr_pdparams_select_prefix(p, nets[q]), prefixed);
+        ck_assert_msg(ocr_pdparams_arch(p, &arch, desc, sizeof desc) == OCR_OK, "%s: %s", nets[q], ocr_last_error());
+        ck_assert(ocr_model_create(&sm, &arch) == OCR_OK);
+        ck_assert(ocr_pdparams_load_into(sm, p, &rep) == OCR_OK);
+        ck_assert_int_eq(rep.missing, 0);
+        ocr_pdparams_report_free(&rep);
+        char nm[64];
+        snprintf(nm, sizeof nm, "%shead.fc.weight", nets[q]);
+        w1 = st_tensor(ck, nm, &n1);
+        ck_assert_msg(w1 != NULL, "no %s in %s", nm, ck);
+        k = ocr_params_find(ocr_model_params(sm), "head.fc.weight");
+        ck_assert_int_ge(k, 0);
+        wt = ocr_params_tensor(ocr_model_params(sm), k);
+        ck_assert_int_eq(ocr_tensor_numel(&wt), n1);
+        ck_assert_msg(memcmp(wt.data, w1, (size_t)n1 * 4) == 0, "%s differs from the checkpoint's", nm);
+        free(w1);
+        ocr_model_free(sm);
+        ocr_pdparams_free(p);
+    }
+    // Only from a distillation config.
+    const char *en[] = {"export", "-c", g_teacher_cfg, "--weights", g_teacher_ckpt, "--pdparams", all,
+                        "--all-networks", NULL};
+    rc = at_run_capture(cmd_export, en, err, sizeof err);
+    ck_assert_msg(rc != 0 && strstr(err, "--all-networks needs a distillation config"), "exit %d: %s", rc, err);
 }
 END_TEST
 
