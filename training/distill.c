@@ -620,7 +620,16 @@ static ocr_status_t peer_update(DistillRun *r, int k) {
     OCR_TRY(ocr_model_backward(m));
     if (p->sync_ok) OCR_TRY(grad_sync_finish(&p->sync));
     OcrParamTable *params = ocr_model_params(m);
-    if (!amp_engine_check_grads(&p->amp)) {
+    int skipped = amp_engine_check_grads(&p->amp);
+    if (p->sync_ok) {
+        // As the trained network's step does: a reduction over more than two ranks need not
+        // round alike everywhere, so every rank skips when any found an inf/NaN.
+        int32_t found = skipped;
+        OCR_TRY(ocr_dist_max_i32(p->sync.dist, &found, 1, "a trained peer's found-inf all-reduce"));
+        if (found && !skipped) p->amp.last.found_inf = 1;
+        skipped = found;
+    }
+    if (!skipped) {
         for (int i = 0; i < params->count; i++) {
             if (p->optim.frozen[i]) continue;
             OcrTensor w = ocr_params_tensor(params, i), g = ocr_params_grad(params, i);
