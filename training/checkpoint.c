@@ -33,7 +33,6 @@ static const char *const CKPT_FILES[] = {"state.json", "model.safetensors", "opt
 // and "companion.<name>.state.json": every file of that prefix is a checkpoint's own.
 #define CKPT_COMPANION_PREFIX "companion."
 
-
 static int is_dir(const char *p) {
     struct stat s;
     return stat(p, &s) == 0 && S_ISDIR(s.st_mode);
@@ -416,15 +415,21 @@ static ocr_status_t parse_state(const cJSON *r, const char *path, CkptState *s) 
     return amp_engine_state_from_json(&s->amp, amp, path);
 }
 
-ocr_status_t ckpt_load_state(const char *dir, CkptState *s) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/state.json", dir);
+// The JSON document in file p (OCR_ERR_FORMAT naming it when it is not JSON).
+static ocr_status_t read_json(const char *p, cJSON **out) {
     char *text;
     size_t size;
     OCR_TRY(ocr_read_file(p, &text, &size));
-    cJSON *r = cJSON_ParseWithLength(text, size);
+    *out = cJSON_ParseWithLength(text, size);
     free(text);
-    if (!r) return ocr_set_error(OCR_ERR_FORMAT, "%s: not valid JSON", p);
+    return *out ? OCR_OK : ocr_set_error(OCR_ERR_FORMAT, "%s: not valid JSON", p);
+}
+
+ocr_status_t ckpt_load_state(const char *dir, CkptState *s) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/state.json", dir);
+    cJSON *r;
+    OCR_TRY(read_json(p, &r));
     memset(s, 0, sizeof *s);
     ocr_status_t st = parse_state(r, p, s);
     cJSON_Delete(r);
@@ -525,12 +530,8 @@ ocr_status_t ckpt_load_companion(const char *dir, CkptCompanion *c) {
     char p[4300];
     if (!companion_path(p, sizeof p, dir, c->name, "state.json"))
         return ocr_set_error(OCR_ERR_INVALID_ARG, "checkpoint path too long: %s", dir);
-    char *text;
-    size_t size;
-    OCR_TRY(ocr_read_file(p, &text, &size));
-    cJSON *r = cJSON_ParseWithLength(text, size);
-    free(text);
-    if (!r) return ocr_set_error(OCR_ERR_FORMAT, "%s: not valid JSON", p);
+    cJSON *r;
+    OCR_TRY(read_json(p, &r));
     const char *str = NULL;
     double version = 0;
     AmpEngineState as;

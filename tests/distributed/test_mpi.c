@@ -229,6 +229,19 @@ static const char *const FROZEN_BN = "Global.freeze_norm=true";
 // control below) differs by 1e-2 at its first step.
 static double fp32_loss_tolerance(void) { return 2.0 * 4 * 16 * 16 * ldexp(1.0, -24); }
 
+// Every step's loss of the 2-rank run m2 within the tolerance of the 1-rank run m1's, printed
+// beside the control run mc's (named `control`).
+static void check_losses(const char *what, const Metrics *m1, const Metrics *m2, const Metrics *mc, const char *control) {
+    const double tol = fp32_loss_tolerance();
+    for (int i = 0; i < m1->n; i++) {
+        double rel = fabs(m1->loss[i] - m2->loss[i]) / fabs(m1->loss[i]);
+        fprintf(stderr, "%s step %d: loss 1 rank x 8 %.7g, 2 ranks x 4 %.7g (relative %.2g, tolerance %.2g); %s %.7g\n",
+                what, i + 1, m1->loss[i], m2->loss[i], rel, tol, control, mc->loss[i]);
+        ck_assert_msg(rel <= tol, "%s step %d: losses %.9g vs %.9g differ by %.3g relative (> %.3g)", what, i + 1,
+                      m1->loss[i], m2->loss[i], rel, tol);
+    }
+}
+
 // Weights: Adam divides each gradient by its own running magnitude, so an element whose
 // gradient is within the reordering noise of zero moves by up to the learning rate either way:
 // the largest single difference is not bounded by the noise, but such elements are few. The
@@ -289,15 +302,9 @@ START_TEST(fp32_two_ranks_match_one) {
     char p[1200], w1[1200], w2[1200];
     snprintf(p, sizeof p, "%s/wrong/metrics.jsonl", dir);
     read_metrics(p, &mw);
-    double tol = fp32_loss_tolerance();
-    for (int i = 0; i < m1.n; i++) {
-        ck_assert_int_eq(m2.batch[i], 8);  // metrics.jsonl shows the global batch
-        double rel = fabs(m1.loss[i] - m2.loss[i]) / fabs(m1.loss[i]);
-        fprintf(stderr, "step %d: loss 1 rank x 8 %.7g, 2 ranks x 4 %.7g (relative %.2g, tolerance %.2g); "
-                "1 rank x 4 %.7g\n", i + 1, m1.loss[i], m2.loss[i], rel, tol, mw.loss[i]);
-        ck_assert_msg(rel <= tol, "step %d: losses %.9g vs %.9g differ by %.3g relative (> %.3g)", i + 1, m1.loss[i],
-                      m2.loss[i], rel, tol);
-    }
+    const double tol = fp32_loss_tolerance();
+    for (int i = 0; i < m1.n; i++) ck_assert_int_eq(m2.batch[i], 8);  // metrics.jsonl shows the global batch
+    check_losses("fp32", &m1, &m2, &mw, "1 rank x 4");
     ck_assert_msg(fabs(mw.loss[0] - m1.loss[0]) / fabs(m1.loss[0]) > tol,
                   "the control on other samples has the same first loss: the test cannot tell shards apart");
     snprintf(w1, sizeof w1, "%s/fp32_one/latest/model.safetensors", dir);
@@ -358,13 +365,7 @@ START_TEST(sync_bn_two_ranks_match_one) {
     snprintf(p, sizeof p, "%s/per_rank/metrics.jsonl", dir);
     read_metrics(p, &mp);
     const double tol = fp32_loss_tolerance();
-    for (int i = 0; i < m1.n; i++) {
-        double rel = fabs(m1.loss[i] - m2.loss[i]) / fabs(m1.loss[i]);
-        fprintf(stderr, "sync BN step %d: loss 1 rank x 8 %.7g, 2 ranks x 4 synchronised %.7g (relative %.2g, "
-                "tolerance %.2g); per-rank statistics %.7g\n", i + 1, m1.loss[i], m2.loss[i], rel, tol, mp.loss[i]);
-        ck_assert_msg(rel <= tol, "step %d: losses %.9g vs %.9g differ by %.3g relative (> %.3g)", i + 1, m1.loss[i],
-                      m2.loss[i], rel, tol);
-    }
+    check_losses("sync BN", &m1, &m2, &mp, "per-rank statistics");
     ck_assert_msg(fabs(mp.loss[0] - m1.loss[0]) / fabs(m1.loss[0]) > tol,
                   "per-rank statistics give the first loss of the global batch's: the test cannot tell them apart");
     snprintf(w1, sizeof w1, "%s/syncbn_one/latest/model.safetensors", dir);
@@ -397,12 +398,7 @@ END_TEST
 // cfg's network twice as a DistillationModel, both trained (PP-OCRv3's mutual learning): each
 // network's own CTC loss and DML between their CTC outputs. Written to `out`.
 static void write_mutual_learning_config(const char *cfg, const char *out) {
-    char *text;
-    size_t n;
-    ck_assert(ocr_read_file(cfg, &text, &n) == OCR_OK);
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    ck_assert(root);
+    cJSON *root = at_read_json(cfg);
     cJSON *net = cJSON_DetachItemFromObject(root, "Architecture");
     cJSON_AddBoolToObject(net, "freeze_params", 0);
     cJSON_AddBoolToObject(net, "return_all_feats", 1);
@@ -420,12 +416,7 @@ static void write_mutual_learning_config(const char *cfg, const char *out) {
         "{\"DistillationCTCLoss\": {\"weight\": 1.0, \"model_name_list\": [\"Teacher\"], \"key\": \"head_out\"}},"
         "{\"DistillationDMLLoss\": {\"weight\": 0.5, \"act\": \"softmax\", \"use_log\": true, "
         "\"model_name_pairs\": [[\"Student\", \"Teacher\"]], \"key\": \"head_out\", \"multi_head\": false}}]}"));
-    cJSON_ReplaceItemInObject(root, "PostProcess",
-                              cJSON_Parse("{\"name\": \"DistillationCTCLabelDecode\", \"model_name\": [\"Student\"], "
-                                          "\"key\": \"head_out\", \"multi_head\": false}"));
-    cJSON_ReplaceItemInObject(root, "Metric",
-                              cJSON_Parse("{\"name\": \"DistillationMetric\", \"base_metric_name\": \"RecMetric\", "
-                                          "\"main_indicator\": \"acc\", \"key\": \"Student\"}"));
+    at_distill_student_decode(root);
     char *js = cJSON_Print(root);
     at_write_text(out, js);
     free(js);
@@ -458,14 +449,7 @@ START_TEST(mutual_learning_two_ranks_match_one) {
     ck_assert_int_eq(run_train(dir, ml, 0, log, wrong), 0);
     snprintf(p, sizeof p, "%s/ml_wrong/metrics.jsonl", dir);
     read_metrics(p, &mw);
-    const double tol = fp32_loss_tolerance();
-    for (int i = 0; i < m1.n; i++) {
-        double rel = fabs(m1.loss[i] - m2.loss[i]) / fabs(m1.loss[i]);
-        fprintf(stderr, "mutual learning step %d: loss 1 rank x 8 %.7g, 2 ranks x 4 %.7g (relative %.2g, tolerance "
-                "%.2g); 1 rank x 4 %.7g\n", i + 1, m1.loss[i], m2.loss[i], rel, tol, mw.loss[i]);
-        ck_assert_msg(rel <= tol, "step %d: losses %.9g vs %.9g differ by %.3g relative (> %.3g)", i + 1, m1.loss[i],
-                      m2.loss[i], rel, tol);
-    }
+    check_losses("mutual learning", &m1, &m2, &mw, "1 rank x 4");
     snprintf(w1, sizeof w1, "%s/ml_one/latest/model.safetensors", dir);
     snprintf(w2, sizeof w2, "%s/ml_two/latest/model.safetensors", dir);
     snprintf(ww, sizeof ww, "%s/ml_wrong/latest/model.safetensors", dir);

@@ -55,12 +55,7 @@ static void train_teacher(void) {
 // pretrained) and Student (demo-sized), with `losses` as the CombinedLoss list (JSON).
 static void write_distill_config(const char *path, const char *out_dir, const char *losses, const char *teacher_arch,
                                  const char *student_arch, const char *global_extra) {
-    char *text;
-    size_t n;
-    ck_assert(ocr_read_file(g_teacher_cfg, &text, &n) == OCR_OK);
-    cJSON *root = cJSON_Parse(text);
-    free(text);
-    ck_assert(root);
+    cJSON *root = at_read_json(g_teacher_cfg);
     cJSON *g = cJSON_GetObjectItem(root, "Global");
     cJSON_ReplaceItemInObject(g, "save_model_dir", cJSON_CreateString(out_dir));
     if (global_extra) {
@@ -99,12 +94,7 @@ static void write_distill_config(const char *path, const char *out_dir, const ch
     ck_assert_msg(list, "bad losses JSON");
     cJSON_AddItemToObject(loss, "loss_config_list", list);
     cJSON_AddItemToObject(root, "Loss", loss);
-    cJSON_ReplaceItemInObject(root, "PostProcess",
-                              cJSON_Parse("{\"name\": \"DistillationCTCLabelDecode\", \"model_name\": [\"Student\"], "
-                                          "\"key\": \"head_out\", \"multi_head\": false}"));
-    cJSON_ReplaceItemInObject(root, "Metric",
-                              cJSON_Parse("{\"name\": \"DistillationMetric\", \"base_metric_name\": \"RecMetric\", "
-                                          "\"main_indicator\": \"acc\", \"key\": \"Student\"}"));
+    at_distill_student_decode(root);
     char *s = cJSON_Print(root);
     at_write_text(path, s);
     free(s);
@@ -629,11 +619,7 @@ static void write_mutual_learning_config(const char *cfg, const char *out_dir, c
         " {\"DistillationDistanceLoss\": {\"weight\": 0.7, \"mode\": \"l2\", \"model_name_pairs\": [[\"Student\", "
         "\"Teacher\"]], \"key\": \"backbone_out\"}}]";
     write_distill_config(cfg, out_dir, list, STUDENT_ARCH, STUDENT_ARCH, global_extra);
-    char *text;
-    size_t n;
-    ck_assert(ocr_read_file(cfg, &text, &n) == OCR_OK);
-    cJSON *root = cJSON_Parse(text);
-    free(text);
+    cJSON *root = at_read_json(cfg);
     cJSON *tr = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(root, "Architecture"), "Models"), "Teacher");
     cJSON_DeleteItemFromObject(tr, "pretrained");
     cJSON_ReplaceItemInObject(tr, "freeze_params", cJSON_CreateFalse());

@@ -178,6 +178,28 @@ static inline double *at_read_losses(const char *dir, int *n, const char *forbid
     return v;
 }
 
+// The JSON document in file `path` (the test fails when it cannot be read or parsed).
+static inline cJSON *at_read_json(const char *path) {
+    char *text;
+    size_t n;
+    ck_assert_msg(ocr_read_file(path, &text, &n) == OCR_OK, "%s", ocr_last_error());
+    cJSON *root = cJSON_Parse(text);
+    free(text);
+    ck_assert_msg(root != NULL, "%s is not JSON", path);
+    return root;
+}
+
+// A distillation config's PostProcess and Metric for a CTC network named Student (PaddleOCR's
+// DistillationCTCLabelDecode and DistillationMetric on it), replacing the plain config's.
+static inline void at_distill_student_decode(cJSON *root) {
+    cJSON_ReplaceItemInObject(root, "PostProcess",
+                              cJSON_Parse("{\"name\": \"DistillationCTCLabelDecode\", \"model_name\": [\"Student\"], "
+                                          "\"key\": \"head_out\", \"multi_head\": false}"));
+    cJSON_ReplaceItemInObject(root, "Metric",
+                              cJSON_Parse("{\"name\": \"DistillationMetric\", \"base_metric_name\": \"RecMetric\", "
+                                          "\"main_indicator\": \"acc\", \"key\": \"Student\"}"));
+}
+
 // Runs a subcommand in-process with a NULL-terminated argument list (argv[0] = the command).
 typedef int (*at_cmd_fn)(int, char **);
 static inline int at_run(at_cmd_fn fn, const char *const *args) {
