@@ -37,6 +37,8 @@ typedef struct {
     int optim_ok;
     GradSync sync;
     int sync_ok;
+    float *clip;                   // per-parameter clip factors (Optimizer.clip_norm)
+    OcrTensor *grad_views, **grads;  // the gradients as the clip reads them
     OcrTensor logits_buf, dl32_buf, losses, infeas, gloss;
     OcrTensor dl32;  // a view of dl32_buf shaped as the logits
     const OcrTensor *logits;  // this step's f32 CTC logits
@@ -122,6 +124,9 @@ void distill_run_free(DistillRun *r) {
         Peer *p = r->peers[i];
         if (p) {
             if (p->sync_ok) grad_sync_free(&p->sync);
+            free(p->clip);
+            free(p->grad_views);
+            free(p->grads);
             if (p->optim_ok) optim_free(&p->optim);
             if (p->amp_ok) amp_engine_free(&p->amp);
             ocr_tensor_free(&p->logits_buf);
@@ -211,9 +216,26 @@ static ocr_status_t peer_init(DistillRun *r, int i, const OcrConfig *cfg, const 
                              "Global.amp_overflow recompute (the default): set Global.amp_overflow: skip",
                              ocr_config_source(cfg), r->dc.nets[i].name);
     }
+    if (rc->optim.clip_norm_global > 0) {
+        // One optimizer over the DistillationModel in PaddleOCR: one global norm over both
+        // networks' gradients, which a peer updated before the trained network's backward
+        // cannot know.
+        amp_config_free(&ac);
+        return ocr_set_error(OCR_ERR_UNSUPPORTED,
+                             "%s: Optimizer.clip_norm_global with Architecture.Models.%s.freeze_params false (mutual "
+                             "learning): PaddleOCR clips both networks by one global norm, and ocrtrain updates %s "
+                             "before the other network's backward; use Optimizer.clip_norm (per tensor, as "
+                             "PaddleOCR's ClipGradByNorm) or no clipping",
+                             ocr_config_source(cfg), r->dc.nets[i].name, r->dc.nets[i].name);
+    }
     amp_engine_init(&p->amp, &ac);
     p->amp_ok = 1;
     OCR_TRY(ocr_amp_attach(&p->amp, ocr_model_ops(m), ocr_model_params(m), ocr_model_stats(m)));
+    const int np = ocr_model_params(m)->count;
+    p->clip = malloc((size_t)(np ? np : 1) * sizeof *p->clip);
+    p->grad_views = calloc((size_t)(np ? np : 1), sizeof *p->grad_views);
+    p->grads = calloc((size_t)(np ? np : 1), sizeof *p->grads);
+    if (!p->clip || !p->grad_views || !p->grads) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
     if (p->amp.cfg.policy.level == OCR_AMP_O1) OCR_TRY(ocr_model_set_cast_cache(m, &p->amp.cache));
     OCR_TRY(optim_init(&p->optim, &rc->optim, ocr_model_params(m)));
     p->optim_ok = 1;
@@ -630,13 +652,20 @@ static ocr_status_t peer_update(DistillRun *r, int k) {
         skipped = found;
     }
     if (!skipped) {
+        // Optimizer.clip_norm: each tensor by its own norm, as the trained network's step does.
+        for (int i = 0; i < params->count; i++) {
+            p->grad_views[i] = ocr_params_grad(params, i);
+            p->grads[i] = &p->grad_views[i];
+        }
+        optim_clip_factors(&p->optim, p->grads, p->amp.grad_scale, p->clip);
         for (int i = 0; i < params->count; i++) {
             if (p->optim.frozen[i]) continue;
-            OcrTensor w = ocr_params_tensor(params, i), g = ocr_params_grad(params, i);
+            OcrTensor w = ocr_params_tensor(params, i);
             AdamParams ap = {0};
             optim_fill(&p->optim, i, p->lr, &ap);
             amp_engine_adam_params(&p->amp, i, &ap);
-            ocr_adam_update(&w, amp_engine_master(&p->amp, i), &p->optim.m[i], &p->optim.v[i], &g, ap);
+            ap.grad_scale *= p->clip[i];
+            ocr_adam_update(&w, amp_engine_master(&p->amp, i), &p->optim.m[i], &p->optim.v[i], &p->grad_views[i], ap);
         }
         p->optim.updates++;
     }

@@ -764,6 +764,45 @@ START_TEST(test_mutual_learning_resume_is_bit_identical) {
 }
 END_TEST
 
+// Optimizer.clip_norm clips the second trained network's gradients too (each tensor by its own
+// norm): after two steps at a clip far below Adam's epsilon its weights are not the unclipped
+// run's. (The first step's rate is warm-up's zero, and the second network's update in the second
+// step comes before the first network's, so the trained network's own clipping cannot reach it
+// yet: without the second network's clipping the two runs hold the same Teacher.* bits.) Optimizer.clip_norm_global is refused with mutual learning, naming the key.
+START_TEST(test_mutual_learning_clipping) {
+    char cfg[1200], a[600], b[600], ova[700], ovb[700], err[8192];
+    snprintf(cfg, sizeof cfg, "%s/ml_clip.json", g_dir);
+    snprintf(a, sizeof a, "%s/ml_clip_a", g_dir);
+    snprintf(b, sizeof b, "%s/ml_clip_b", g_dir);
+    write_mutual_learning_config(cfg, a, NULL);
+    snprintf(ova, sizeof ova, "Global.save_model_dir=%s", a);
+    snprintf(ovb, sizeof ovb, "Global.save_model_dir=%s", b);
+    const char *plain[] = {"train", "-c", cfg, "--max-steps", "2", "-o", ova, NULL};
+    const char *clipped[] = {"train", "-c", cfg, "--max-steps", "2", "-o", ovb, "Optimizer.clip_norm=1e-9", NULL};
+    ck_assert_msg(at_run_capture(cmd_train, plain, err, sizeof err) == 0, "%s", err);
+    ck_assert_msg(at_run_capture(cmd_train, clipped, err, sizeof err) == 0, "%s", err);
+    char wa[800], wb[800];
+    snprintf(wa, sizeof wa, "%s/latest/model.safetensors", a);
+    snprintf(wb, sizeof wb, "%s/latest/model.safetensors", b);
+    const char *const names[] = {"Teacher.head.fc.weight", "Student.head.fc.weight"};
+    for (int k = 0; k < 2; k++) {
+        int64_t na, nb;
+        float *x = st_tensor(wa, names[k], &na), *y = st_tensor(wb, names[k], &nb);
+        ck_assert_msg(x && y && na == nb, "%s", names[k]);
+        double d = 0;
+        for (int64_t i = 0; i < na; i++) d = fmax(d, fabs((double)x[i] - (double)y[i]));
+        // Unclipped, Adam moves each element by about the learning rate; clipped, by lr·g/eps
+        // with |g| <= 1e-9: a tenth of it at most.
+        ck_assert_msg(d > 1e-6, "%s: the clipped and unclipped runs' weights differ by at most %g", names[k], d);
+        free(x);
+        free(y);
+    }
+    const char *global[] = {"train", "-c", cfg, "--max-steps", "1", "-o", ovb, "Optimizer.clip_norm_global=1.0", NULL};
+    ck_assert_int_ne(at_run_capture(cmd_train, global, err, sizeof err), 0);
+    ck_assert_msg(strstr(err, "Optimizer.clip_norm_global") && strstr(err, "mutual learning"), "%s", err);
+}
+END_TEST
+
 // ---- the teacher in low precision (AMP) -------------------------------------------------------------------
 
 // Under AMP O1/O2 the frozen teacher's forward runs in the AMP dtype (its convolutions and linears;
@@ -1003,6 +1042,7 @@ static Suite *distill_train_suite(void) {
     tcase_add_test(tc, test_guide_term_gradients_are_the_ops);
     tcase_add_test(tc, test_mutual_learning_gradients_are_the_ops);
     tcase_add_test(tc, test_mutual_learning_resume_is_bit_identical);
+    tcase_add_test(tc, test_mutual_learning_clipping);
     tcase_add_test(tc, test_amp_teacher_low_precision);
     tcase_add_test(tc, test_capacity_counts_teacher);
     suite_add_tcase(s, tc);
