@@ -198,6 +198,16 @@ static ocr_status_t save_dictionary(const char *path, const OcrModel *m) {
     return st;
 }
 
+// The AMP engine's state, in the engine's own words, as members of r: "scaler" (its loss scaler)
+// and "amp" (the run's level and dtype when given, then the engine's counters).
+static void amp_state_to_json(const AmpEngineState *as, const char *level, const char *dtype, cJSON *r) {
+    amp_scaler_state_to_json(&as->scaler, cJSON_AddObjectToObject(r, "scaler"));
+    cJSON *amp = cJSON_AddObjectToObject(r, "amp");
+    if (level) cJSON_AddStringToObject(amp, "level", level);
+    if (dtype) cJSON_AddStringToObject(amp, "dtype", dtype);
+    amp_engine_state_to_json(as, amp);
+}
+
 static char *state_json(const CkptState *s) {
     cJSON *r = cJSON_CreateObject();
     cJSON_AddStringToObject(r, "format", "ocrtrain-train-state");
@@ -212,12 +222,7 @@ static char *state_json(const CkptState *s) {
     cJSON_AddStringToObject(r, "model_step", buf);
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->seed);
     cJSON_AddStringToObject(r, "seed", buf);
-    // The AMP engine's state, in the engine's own words: its loss scaler, its counters.
-    amp_scaler_state_to_json(&s->amp.scaler, cJSON_AddObjectToObject(r, "scaler"));
-    cJSON *amp = cJSON_AddObjectToObject(r, "amp");
-    cJSON_AddStringToObject(amp, "level", s->amp_level);
-    cJSON_AddStringToObject(amp, "dtype", s->amp_dtype);
-    amp_engine_state_to_json(&s->amp, amp);
+    amp_state_to_json(&s->amp, s->amp_level, s->amp_dtype, r);
     cJSON_AddNumberToObject(r, "best_acc", s->best_acc);
     cJSON_AddNumberToObject(r, "best_iter", (double)s->best_iter);
     snprintf(buf, sizeof buf, "%a", s->last_loss);
@@ -251,8 +256,7 @@ static ocr_status_t save_companion(const char *dir, const CkptCompanion *c) {
     snprintf(buf, sizeof buf, "%llu", (unsigned long long)c->model_step);
     cJSON_AddStringToObject(r, "model_step", buf);
     const AmpEngineState as = amp_engine_state(c->amp);
-    amp_scaler_state_to_json(&as.scaler, cJSON_AddObjectToObject(r, "scaler"));
-    amp_engine_state_to_json(&as, cJSON_AddObjectToObject(r, "amp"));
+    amp_state_to_json(&as, NULL, NULL, r);
     char *text = cJSON_Print(r);
     cJSON_Delete(r);
     if (!text) return ocr_set_error(OCR_ERR_OOM, "out of host memory");
@@ -366,6 +370,17 @@ static ocr_status_t get_str(const cJSON *o, const char *key, const char *path, c
     return OCR_OK;
 }
 
+// amp_state_to_json's members of r back into *as; *amp_obj = the "amp" object.
+static ocr_status_t amp_state_from_json(const cJSON *r, const char *path, AmpEngineState *as, const cJSON **amp_obj) {
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(r, "scaler");
+    const cJSON *amp = cJSON_GetObjectItemCaseSensitive(r, "amp");
+    if (!cJSON_IsObject(sc) || !cJSON_IsObject(amp))
+        return ocr_set_error(OCR_ERR_FORMAT, "%s: \"scaler\" or \"amp\" is missing", path);
+    OCR_TRY(amp_scaler_state_from_json(&as->scaler, sc, path));
+    *amp_obj = amp;
+    return amp_engine_state_from_json(as, amp, path);
+}
+
 static ocr_status_t parse_state(const cJSON *r, const char *path, CkptState *s) {
     const char *str = NULL;
     double d = 0;
@@ -403,16 +418,13 @@ static ocr_status_t parse_state(const cJSON *r, const char *path, CkptState *s) 
             return ocr_set_error(OCR_ERR_FORMAT, "%s: \"global_batch\" = %g (a whole number >= 1)", path, d);
         s->global_batch = (int64_t)d;
     }
-    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(r, "scaler");
-    const cJSON *amp = cJSON_GetObjectItemCaseSensitive(r, "amp");
-    if (!cJSON_IsObject(sc) || !cJSON_IsObject(amp))
-        return ocr_set_error(OCR_ERR_FORMAT, "%s: \"scaler\" or \"amp\" is missing", path);
-    OCR_TRY(amp_scaler_state_from_json(&s->amp.scaler, sc, path));
+    const cJSON *amp;
+    OCR_TRY(amp_state_from_json(r, path, &s->amp, &amp));
     OCR_TRY(get_str(amp, "level", path, &str));
     snprintf(s->amp_level, sizeof s->amp_level, "%s", str);
     OCR_TRY(get_str(amp, "dtype", path, &str));
     snprintf(s->amp_dtype, sizeof s->amp_dtype, "%s", str);
-    return amp_engine_state_from_json(&s->amp, amp, path);
+    return OCR_OK;
 }
 
 // The JSON document in file p (OCR_ERR_FORMAT naming it when it is not JSON).
@@ -547,11 +559,8 @@ ocr_status_t ckpt_load_companion(const char *dir, CkptCompanion *c) {
         st = ocr_set_error(OCR_ERR_FORMAT, "%s: the state of network \"%s\", not \"%s\"", p, str, c->name);
     if (st == OCR_OK) st = get_str(r, "model_step", p, &str);
     if (st == OCR_OK) c->model_step = strtoull(str, NULL, 10);
-    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(r, "scaler"), *aj = cJSON_GetObjectItemCaseSensitive(r, "amp");
-    if (st == OCR_OK && (!cJSON_IsObject(sc) || !cJSON_IsObject(aj)))
-        st = ocr_set_error(OCR_ERR_FORMAT, "%s: \"scaler\" or \"amp\" is missing", p);
-    if (st == OCR_OK) st = amp_scaler_state_from_json(&as.scaler, sc, p);
-    if (st == OCR_OK) st = amp_engine_state_from_json(&as, aj, p);
+    const cJSON *aj;
+    if (st == OCR_OK) st = amp_state_from_json(r, p, &as, &aj);
     cJSON_Delete(r);
     OCR_TRY(st);
     // The moments and, under O2, the masters ("master.<name>": the weights file held the working

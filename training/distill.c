@@ -643,32 +643,9 @@ static ocr_status_t peer_update(DistillRun *r, int k) {
     if (p->sync_ok) OCR_TRY(grad_sync_finish(&p->sync));
     OcrParamTable *params = ocr_model_params(m);
     int skipped = amp_engine_check_grads(&p->amp);
-    if (p->sync_ok) {
-        // As the trained network's step does: a reduction over more than two ranks need not
-        // round alike everywhere, so every rank skips when any found an inf/NaN.
-        int32_t found = skipped;
-        OCR_TRY(ocr_dist_max_i32(p->sync.dist, &found, 1, "a trained peer's found-inf all-reduce"));
-        if (found && !skipped) p->amp.last.found_inf = 1;
-        skipped = found;
-    }
-    if (!skipped) {
-        // Optimizer.clip_norm: each tensor by its own norm, as the trained network's step does.
-        for (int i = 0; i < params->count; i++) {
-            p->grad_views[i] = ocr_params_grad(params, i);
-            p->grads[i] = &p->grad_views[i];
-        }
-        optim_clip_factors(&p->optim, p->grads, p->amp.grad_scale, p->clip);
-        for (int i = 0; i < params->count; i++) {
-            if (p->optim.frozen[i]) continue;
-            OcrTensor w = ocr_params_tensor(params, i);
-            AdamParams ap = {0};
-            optim_fill(&p->optim, i, p->lr, &ap);
-            amp_engine_adam_params(&p->amp, i, &ap);
-            ap.grad_scale *= p->clip[i];
-            ocr_adam_update(&w, amp_engine_master(&p->amp, i), &p->optim.m[i], &p->optim.v[i], &p->grad_views[i], ap);
-        }
-        p->optim.updates++;
-    }
+    OCR_TRY(step_world_skip(p->sync_ok ? &p->sync : NULL, &p->amp, &skipped, "a trained peer's found-inf all-reduce"));
+    // Optimizer.clip_norm: each tensor by its own norm, as the trained network's step does.
+    if (!skipped) step_adam_update(&p->optim, &p->amp, params, p->lr, p->grad_views, p->grads, p->clip);
     amp_engine_end_step(&p->amp);
     return OCR_OK;
 }

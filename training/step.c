@@ -248,6 +248,35 @@ static ocr_status_t update_begin(StepCtx *s) {
     return OCR_OK;
 }
 
+ocr_status_t step_world_skip(GradSync *sync, AmpEngine *amp, int *skipped, const char *what) {
+    if (!sync) return OCR_OK;
+    int32_t found = *skipped;
+    OCR_TRY(ocr_dist_max_i32(sync->dist, &found, 1, what));
+    if (found && !*skipped) amp->last.found_inf = 1;
+    *skipped = found;
+    return OCR_OK;
+}
+
+double step_adam_update(Optimizer *o, AmpEngine *amp, OcrParamTable *params, double lr, OcrTensor *views,
+                        OcrTensor **grads, float *clip) {
+    for (int i = 0; i < params->count; i++) {
+        views[i] = ocr_params_grad(params, i);
+        grads[i] = &views[i];
+    }
+    const double norm = optim_clip_factors(o, grads, amp->grad_scale, clip);
+    for (int i = 0; i < params->count; i++) {
+        if (o->frozen[i]) continue;
+        OcrTensor w = ocr_params_tensor(params, i);
+        AdamParams p = {0};
+        optim_fill(o, i, lr, &p);
+        amp_engine_adam_params(amp, i, &p);
+        p.grad_scale *= clip[i];
+        ocr_adam_update(&w, amp_engine_master(amp, i), &o->m[i], &o->v[i], &views[i], p);
+    }
+    o->updates++;
+    return norm;
+}
+
 // The CPU's update, driven from the host after the backward: the step's figures over the ranks,
 // frozen gradients cleared, the finite check (every rank skips alike), clip, Adam, the scaler.
 static ocr_status_t host_update(StepCtx *s, double ctc, double gtc, int ninf, double lr, StepOutcome *out) {
@@ -271,14 +300,7 @@ static ocr_status_t host_update(StepCtx *s, double ctc, double gtc, int ninf, do
     }
 
     out->skipped = amp_engine_check_grads(amp);
-    if (s->sync) {
-        // Every rank holds the same sums, but a reduction need not round identically on every
-        // rank for more than two: the maximum of the flags makes all of them skip together.
-        int32_t found = out->skipped;
-        OCR_TRY(ocr_dist_max_i32(s->sync->dist, &found, 1, "the found-inf all-reduce"));
-        if (found && !out->skipped) amp->last.found_inf = 1;
-        out->skipped = found;
-    }
+    OCR_TRY(step_world_skip(s->sync, amp, &out->skipped, "the found-inf all-reduce"));
     out->grad_norm = NAN;
     if (out->skipped && amp_engine_can_recompute(amp, amp_engine_loss_scale(amp), out->loss, s->attempt)) {
         // Recompute mode: nothing of this attempt stays (amp_engine_end_attempt restores the BN
@@ -290,23 +312,7 @@ static ocr_status_t host_update(StepCtx *s, double ctc, double gtc, int ninf, do
         s->retry = 1;
         return OCR_OK;
     }
-    if (!out->skipped) {
-        for (int i = 0; i < params->count; i++) {
-            s->grad_views[i] = ocr_params_grad(params, i);
-            s->grads[i] = &s->grad_views[i];
-        }
-        out->grad_norm = optim_clip_factors(s->optim, s->grads, amp->grad_scale, s->clip);
-        for (int i = 0; i < params->count; i++) {
-            if (s->optim->frozen[i]) continue;
-            OcrTensor w = ocr_params_tensor(params, i);
-            AdamParams p = {0};
-            optim_fill(s->optim, i, lr, &p);
-            amp_engine_adam_params(amp, i, &p);
-            p.grad_scale *= s->clip[i];
-            ocr_adam_update(&w, amp_engine_master(amp, i), &s->optim->m[i], &s->optim->v[i], &s->grad_views[i], p);
-        }
-        s->optim->updates++;
-    }
+    if (!out->skipped) out->grad_norm = step_adam_update(s->optim, amp, params, lr, s->grad_views, s->grads, s->clip);
     out->scale = amp_engine_loss_scale(amp);
     amp_engine_end_step(amp);
     out->overflow_layer = out->skipped ? amp->last_layer : -1;

@@ -141,6 +141,18 @@ void step_invalidate_graph(StepCtx *s);
 // Graph captures and replays so far (reports, tests); 0 on the CPU.
 void step_graph_counts(const StepCtx *s, int64_t *captures, int64_t *replays);
 
+// ---- the CPU's host-driven update, shared with a network trained beside (training/distill.c) -----------
+// Every rank decides alike whether to skip: *skipped becomes the maximum of the ranks' flags (a
+// reduction over more than two ranks need not round alike everywhere); a rank that skips only
+// because another found inf/NaN records it in amp. sync NULL: nothing to do. `what` names the
+// collective in a timeout message.
+ocr_status_t step_world_skip(GradSync *sync, AmpEngine *amp, int *skipped, const char *what);
+// Clip factors (Optimizer.clip_norm / clip_norm_global) and Adam over every parameter that is not
+// frozen, then the optimizer's update count; views, grads and clip have one entry per parameter
+// (scratch). Returns the global norm of the true gradients.
+double step_adam_update(Optimizer *o, AmpEngine *amp, OcrParamTable *params, double lr, OcrTensor *views,
+                        OcrTensor **grads, float *clip);
+
 // ---- every device -----------------------------------------------------------------------------------
 // Data parallelism (after step_device_init on a GPU): the step divides the loss gradient by the
 // world size, all-reduces the gradient buckets during the backward and reports the mean loss over

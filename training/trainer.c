@@ -544,11 +544,12 @@ static ocr_status_t setup_step(Trainer *t) {
     // identity) so the all-reduce bytes per step are measured alike everywhere; on a GPU in a
     // larger world, or over NCCL in a world of one (the 1-GPU check of the transport).
     if (!gpu || t->world > 1 || ocr_dist_backend(t->dist) == OCR_DIST_NCCL) {
-        OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5)));
+        const int64_t bucket_bytes = (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5);
+        OCR_TRY(grad_sync_init(&t->sync, t->dist, t->m, bucket_bytes));
         t->sync_ok = 1;
         OCR_TRY(step_attach_sync(&t->step, &t->sync));
         // A network trained beside (mutual learning) is averaged over the ranks likewise.
-        OCR_TRY(distill_run_join_world(t->distill, t->dist, (int64_t)(rc->dist.bucket_mb * 1048576.0 + 0.5),
+        OCR_TRY(distill_run_join_world(t->distill, t->dist, bucket_bytes,
                                        rc->dist.sync_bn && t->world > 1 ? &t->bn_sync : NULL));
     }
     OCR_TRY(feed_upload_open(&t->up, t->device, B, H, W, C, t->train.max_len));

@@ -71,12 +71,7 @@ static int64_t sum_skipped(const TrainResult *r) {
 static cJSON *state_without_recomputes(const char *tag) {
     char p[800];
     snprintf(p, sizeof p, "%s/%s/latest/state.json", g_dir, tag);
-    char *text;
-    size_t size;
-    ck_assert_msg(ocr_read_file(p, &text, &size) == OCR_OK, "%s", ocr_last_error());
-    cJSON *o = cJSON_Parse(text);
-    free(text);
-    ck_assert_msg(o != NULL, "%s is not JSON", p);
+    cJSON *o = at_read_json(p);
     cJSON *amp = cJSON_GetObjectItem(o, "amp");
     ck_assert(amp && cJSON_HasObjectItem(amp, "recomputed_steps"));
     cJSON_DeleteItemFromObject(amp, "recomputed_steps");
